@@ -1,0 +1,48 @@
+/** `sandpool sandbox`: serves contract v1 for many isolated sessions (the image's program). */
+import { Command } from "commander";
+import { integerOption } from "../parse-number.js";
+
+export function sandboxCommand(): Command {
+  return new Command("sandbox")
+    .description(
+      "Serve contract v1 (the code-execution protocol) for many sessions, each in its own directory under --root.\n" +
+        "This is the program inside sandpool's sandbox image; the gateway pools servers like it.",
+    )
+    .option("--host <host>", "address to listen on", "127.0.0.1")
+    .option("--port <port>", "port to listen on (0 picks a free one)", integerOption(0, 65535), 8080)
+    .option("--root <dir>", "directory that holds one sub-directory per session", "./.sandpool/sandbox")
+    .option("--python <path>", "Python interpreter for code_execution", "python3")
+    .option("--max-sessions <n>", "sessions served at once; more are refused with 503", integerOption(1), 64)
+    .option("--idle-timeout <s>", "idle timeout when the client sends none", integerOption(1), 300)
+    .option("--max-idle-timeout <s>", "ceiling for a client's idle timeout hint", integerOption(1), 3600)
+    .option("--max-lifetime <s>", "lifetime when the client sends none", integerOption(1), 3600)
+    .option("--max-lifetime-ceiling <s>", "ceiling for a client's lifetime hint", integerOption(1), 86_400)
+    .option("--exec-timeout <s>", "timeout_seconds when a call sends none", integerOption(1), 60)
+    .option(
+      "--max-exec-timeout <s>",
+      "ceiling for timeout_seconds (larger values are clamped)",
+      integerOption(1),
+      600,
+    )
+    .option(
+      "--max-output-bytes <n>",
+      "stdout/stderr kept per call and stream",
+      integerOption(1024),
+      1024 * 1024,
+    )
+    .option(
+      "--max-upload-bytes <n>",
+      "largest file PutFile accepts (413 above)",
+      integerOption(1),
+      100 * 1024 * 1024,
+    )
+    .addHelpText(
+      "after",
+      "\nExample:\n  sandpool sandbox --port 8080 --root /tmp/sessions\n" +
+        '  curl -s -XPOST localhost:8080/sessions   # -> {"session_id": ...}\n',
+    )
+    .action(async (options: Record<string, unknown>) => {
+      const { runSandbox } = await import("../run-sandbox.js");
+      await runSandbox(options);
+    });
+}

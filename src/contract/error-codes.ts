@@ -1,0 +1,68 @@
+/**
+ * The one enum of error codes sandpool and its sandbox server answer with, and the one
+ * code -> HTTP status map. Every error body is `{"detail": {"code", "message"}}` (the
+ * contract's `Error` schema leaves `detail` free-form; this is our shape of it).
+ */
+export const errorStatus = {
+  "request.bad_target": 400,
+  "request.malformed": 422,
+  "request.bad_json": 400,
+  "request.bad_content_type": 415,
+  "request.too_large": 413,
+  "request.not_found": 404,
+  "request.method_not_allowed": 405,
+  "tool.unknown": 400,
+  "session.not_found": 404,
+  "file.not_found": 404,
+  "file.is_directory": 400,
+  "file.too_large": 413,
+  "path.outside_workspace": 403,
+  "path.invalid": 400,
+  "auth.missing": 401,
+  "auth.invalid": 401,
+  "auth.rate_limited": 429,
+  "policy.image_not_allowed": 403,
+  "policy.tool_not_allowed": 403,
+  "policy.workspace_disabled": 403,
+  "quota.concurrent_sessions": 429,
+  "quota.session_rate": 429,
+  "quota.exec_budget": 429,
+  "capacity.exhausted": 503,
+  "store.unavailable": 503,
+  "sandbox.unreachable": 502,
+  "sandbox.timeout": 504,
+  "server.internal": 500,
+} as const;
+
+export type ErrorCode = keyof typeof errorStatus;
+export type ErrorStatus = (typeof errorStatus)[ErrorCode];
+
+export interface ErrorBody {
+  detail: { code: ErrorCode; message: string };
+}
+
+export function errorBody(code: ErrorCode, message: string): ErrorBody {
+  return { detail: { code, message } };
+}
+
+/** An expected failure: carries a stable code; its message is safe to show the caller. */
+export class SandpoolError extends Error {
+  readonly status: ErrorStatus;
+  /** Seconds a client should wait before retrying (429 / 503), sent as `Retry-After`. */
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    options: { retryAfterSeconds?: number; cause?: unknown } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.name = "SandpoolError";
+    this.status = errorStatus[code];
+    this.retryAfterSeconds = options.retryAfterSeconds;
+  }
+
+  toBody(): ErrorBody {
+    return errorBody(this.code, this.message);
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * Contract v1 wire shapes as zod schemas: the one place request shapes are defined.
+ * Objects are loose (`z.looseObject`) because the contract grows additively: unknown
+ * fields are tolerated on the way in and passed through on the way out.
+ */
+import { z } from "zod";
+
+const positiveInt = z.number().int().min(1);
+
+export const createSessionRequest = z.looseObject({
+  image: z.string().min(1).nullish(),
+  idle_timeout_seconds: positiveInt.nullish(),
+  max_lifetime_seconds: positiveInt.nullish(),
+});
+export type CreateSessionRequest = z.infer<typeof createSessionRequest>;
+
+export interface SessionHandle {
+  session_id: string;
+  idle_timeout_seconds: number;
+  max_lifetime_seconds: number;
+  created_at: number;
+  last_activity_at: number;
+  [extra: string]: unknown;
+}
+
+export const toolKinds = ["code_execution", "bash_code_execution", "text_editor_code_execution"] as const;
+export type ToolKind = (typeof toolKinds)[number];
+
+export function isToolKind(value: unknown): value is ToolKind {
+  return typeof value === "string" && (toolKinds as readonly string[]).includes(value);
+}
+
+export const codeExecutionInput = z.looseObject({ code: z.string().min(1) });
+export const bashExecutionInput = z.looseObject({ command: z.string().min(1) });
+
+export const textEditorCommands = ["view", "create", "str_replace", "insert", "undo_edit"] as const;
+export type TextEditorCommand = (typeof textEditorCommands)[number];
+
+const path = z.string().min(1);
+const optionalString = z.string().nullish();
+
+/** Command-specific fields are validated per command, as the contract requires. */
+export const textEditorInput = z.discriminatedUnion("command", [
+  z.looseObject({
+    command: z.literal("view"),
+    path,
+    view_range: z.tuple([z.number().int(), z.number().int()]).nullish(),
+  }),
+  z.looseObject({ command: z.literal("create"), path, file_text: z.string() }),
+  z.looseObject({
+    command: z.literal("str_replace"),
+    path,
+    old_str: z.string().min(1),
+    new_str: optionalString,
+  }),
+  z.looseObject({
+    command: z.literal("insert"),
+    path,
+    insert_line: z.number().int().min(0),
+    new_str: z.string(),
+  }),
+  z.looseObject({ command: z.literal("undo_edit"), path }),
+]);
+export type TextEditorInput = z.infer<typeof textEditorInput>;
+
+const execCommon = {
+  timeout_seconds: positiveInt.nullish(),
+  tool_use_id: z.string().nullish(),
+};
+
+export const execRequest = z.discriminatedUnion("tool", [
+  z.looseObject({ tool: z.literal("code_execution"), input: codeExecutionInput, ...execCommon }),
+  z.looseObject({ tool: z.literal("bash_code_execution"), input: bashExecutionInput, ...execCommon }),
+  z.looseObject({ tool: z.literal("text_editor_code_execution"), input: textEditorInput, ...execCommon }),
+]);
+export type ExecRequest = z.infer<typeof execRequest>;
+
+export const resultBlockType: Record<ToolKind, string> = {
+  code_execution: "code_execution_tool_result",
+  bash_code_execution: "bash_code_execution_tool_result",
+  text_editor_code_execution: "text_editor_code_execution_tool_result",
+};
+
+export interface ExecutionOutcome {
+  stdout: string;
+  stderr: string;
+  return_code: number;
+}
+
+export interface ExecResponse {
+  tool_use_id: string;
+  execution_time_ms: number;
+  result_block: {
+    type: string;
+    tool_use_id: string;
+    content: {
+      type: "code_execution_result";
+      stdout: string;
+      stderr: string;
+      return_code: number;
+      content: { type: "code_execution_output"; file_id: string; filename: string }[];
+    };
+  };
+}
+
+export interface FileMetadata {
+  path: string;
+  size_bytes: number;
+  mime_type: string | null;
+  modified_at: number;
+  [extra: string]: unknown;
+}
+
+export interface FileUploadResult {
+  path: string;
+  size_bytes: number;
+}
+
+/** Renders a zod failure as one readable line: `input.code: Too small ...; timeout_seconds: ...`. */
+export function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : "body"}: ${issue.message}`)
+    .join("; ");
+}

@@ -1,0 +1,93 @@
+/**
+ * The sandbox server's HTTP surface: contract v1 for many sessions, plus `GET /health`
+ * and `GET /sessions/{id}` (the handle with the values in force).
+ */
+import { Readable } from "node:stream";
+import type { ReadableStream as WebReadableStream } from "node:stream/web";
+import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import type { Logger } from "pino";
+import { errorBody, SandpoolError } from "../../contract/error-codes.js";
+import { createSessionRequest, describeIssues, execRequest, isToolKind } from "../../contract/schemas.js";
+import { errorResponse } from "../../http/common/error-response.js";
+import { readJsonBody } from "../../http/common/read-json-body.js";
+import type { SandboxConfig } from "../config.js";
+import { listFiles } from "../files/list-files.js";
+import { openFile } from "../files/open-file.js";
+import { receiveUpload } from "../files/receive-upload.js";
+import type { SessionRegistry } from "../sessions/session-registry.js";
+import { executeToolCall } from "../tools/execute-tool-call.js";
+
+export function createSandboxApp(config: SandboxConfig, sessions: SessionRegistry, log: Logger): Hono {
+  const app = new Hono();
+  const jsonLimit = bodyLimit({
+    maxSize: config.maxJsonBodyBytes,
+    onError: (c) => c.json(errorBody("request.too_large", "the request body is too large"), 413),
+  });
+
+  app.get("/health", (c) => c.json({ status: "ok", sessions: sessions.size }));
+
+  app.post("/sessions", jsonLimit, async (c) => {
+    const parsed = createSessionRequest.safeParse(await readJsonBody(c, { optional: true }));
+    if (!parsed.success) throw new SandpoolError("request.malformed", describeIssues(parsed.error));
+    const session = await sessions.create(parsed.data);
+    return c.json(session.handle(), 201);
+  });
+
+  app.get("/sessions/:id", (c) => c.json(sessions.get(c.req.param("id")).handle()));
+
+  app.delete("/sessions/:id", async (c) => {
+    await sessions.destroy(c.req.param("id"));
+    return c.body(null, 204);
+  });
+
+  app.post("/sessions/:id/exec", jsonLimit, async (c) => {
+    const session = sessions.get(c.req.param("id"));
+    const body = await readJsonBody(c);
+    const tool = (body as { tool?: unknown } | null)?.tool;
+    if (!isToolKind(tool))
+      throw new SandpoolError("tool.unknown", `unknown tool kind: ${JSON.stringify(tool)}`);
+    const parsed = execRequest.safeParse(body);
+    if (!parsed.success) throw new SandpoolError("request.malformed", describeIssues(parsed.error));
+    session.touch();
+    return c.json(await executeToolCall(session, parsed.data, config));
+  });
+
+  app.get("/sessions/:id/files/list", async (c) => {
+    const session = sessions.get(c.req.param("id"));
+    session.touch();
+    const recursive = ["1", "true"].includes(c.req.query("recursive") ?? "");
+    return c.json(await listFiles(session.workspace, c.req.query("path") ?? ".", recursive));
+  });
+
+  app.get("/sessions/:id/files", async (c) => {
+    const session = sessions.get(c.req.param("id"));
+    const requested = c.req.query("path");
+    if (!requested) throw new SandpoolError("request.malformed", "the 'path' query parameter is required");
+    session.touch();
+    const file = await openFile(session.workspace, requested);
+    return c.body(Readable.toWeb(file.stream) as unknown as ReadableStream, 200, {
+      "content-type": file.mimeType,
+      "content-length": String(file.size),
+    });
+  });
+
+  app.post("/sessions/:id/files", async (c) => {
+    const session = sessions.get(c.req.param("id"));
+    session.touch();
+    const raw = c.req.raw.body;
+    if (!raw) throw new SandpoolError("request.malformed", "PutFile needs a multipart body");
+    const headers = Object.fromEntries(c.req.raw.headers.entries());
+    const stored = await receiveUpload(
+      { workspace: session.workspace, uploadDir: session.uploadDir, maxBytes: config.maxUploadBytes },
+      headers,
+      Readable.fromWeb(raw as WebReadableStream<Uint8Array>),
+    );
+    session.touch();
+    return c.json(stored, 201);
+  });
+
+  app.notFound((c) => c.json(errorBody("request.not_found", "no such route"), 404));
+  app.onError((error, c) => errorResponse(c, error, log));
+  return app;
+}

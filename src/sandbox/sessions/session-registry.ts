@@ -1,0 +1,99 @@
+/**
+ * The sandbox server's sessions: creation (with lifetime hints clamped to the ceilings),
+ * look-up, destruction, and the reaper that ends sessions past their idle timeout or
+ * maximum lifetime.
+ */
+import { randomBytes } from "node:crypto";
+import type { Logger } from "pino";
+import { SandpoolError } from "../../contract/error-codes.js";
+import type { CreateSessionRequest } from "../../contract/schemas.js";
+import { clampHint, type SandboxConfig } from "../config.js";
+import { resolvePythonExecutable } from "../tools/resolve-python.js";
+import { Session } from "./session.js";
+
+export class SessionRegistry {
+  private readonly sessions = new Map<string, Session>();
+  /** Creations in flight count against the cap too, so a burst cannot overshoot it. */
+  private creating = 0;
+  private reaper: NodeJS.Timeout | undefined;
+  /** The configured Python command until its real executable is known (resolve-python). */
+  private python: string;
+
+  constructor(
+    private readonly config: SandboxConfig,
+    private readonly log: Logger,
+  ) {
+    this.python = config.python;
+    void resolvePythonExecutable(config.python).then((executable) => {
+      this.python = executable;
+    });
+  }
+
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  async create(request: CreateSessionRequest): Promise<Session> {
+    if (this.sessions.size + this.creating >= this.config.maxSessions) {
+      throw new SandpoolError("capacity.exhausted", "the sandbox server is at its session limit", {
+        retryAfterSeconds: 1,
+      });
+    }
+    const c = this.config;
+    const times = {
+      idleTimeoutSeconds: clampHint(
+        request.idle_timeout_seconds,
+        c.defaultIdleTimeoutSeconds,
+        c.maxIdleTimeoutSeconds,
+      ),
+      maxLifetimeSeconds: clampHint(
+        request.max_lifetime_seconds,
+        c.defaultMaxLifetimeSeconds,
+        c.maxLifetimeSeconds,
+      ),
+    };
+    this.creating++;
+    try {
+      const session = await Session.create(randomBytes(16).toString("hex"), c.root, times, this.python);
+      if (c.prewarmInterpreter) session.interpreter.warm();
+      this.sessions.set(session.id, session);
+      return session;
+    } finally {
+      this.creating--;
+    }
+  }
+
+  /** The live session with this id; an unknown or ended one is a 404. */
+  get(id: string): Session {
+    const session = this.sessions.get(id);
+    if (!session || session.destroyed) throw new SandpoolError("session.not_found", "no such session");
+    return session;
+  }
+
+  /** Ends a session; an unknown id is already in the desired state. */
+  async destroy(id: string): Promise<void> {
+    const session = this.sessions.get(id);
+    if (!session) return;
+    this.sessions.delete(id);
+    await session.destroy();
+  }
+
+  startReaper(): void {
+    this.reaper = setInterval(() => void this.reap(), this.config.reapIntervalMs);
+    this.reaper.unref();
+  }
+
+  async reap(now = Date.now()): Promise<void> {
+    for (const session of [...this.sessions.values()]) {
+      const reason = session.expiry(now);
+      if (!reason) continue;
+      this.log.info({ session: session.id, reason }, "session reaped");
+      await this.destroy(session.id).catch((error) => this.log.error({ err: error }, "reaping failed"));
+    }
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.reaper);
+    await Promise.all([...this.sessions.keys()].map((id) => this.destroy(id)));
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * Execute: runs one tool call in a session, after every earlier call of that session, with
+ * the timeout clamped to the server's ceiling, and wraps the outcome in the result envelope.
+ */
+import { performance } from "node:perf_hooks";
+import { SandpoolError } from "../../contract/error-codes.js";
+import { execResponse, generateToolUseId } from "../../contract/result-block.js";
+import type { ExecRequest, ExecResponse, ExecutionOutcome } from "../../contract/schemas.js";
+import { clampHint, type SandboxConfig } from "../config.js";
+import type { Session } from "../sessions/session.js";
+import { runBash } from "./bash-runner.js";
+
+export function executeToolCall(
+  session: Session,
+  request: ExecRequest,
+  config: SandboxConfig,
+): Promise<ExecResponse> {
+  const timeoutSeconds = clampHint(
+    request.timeout_seconds,
+    config.defaultExecTimeoutSeconds,
+    config.maxExecTimeoutSeconds,
+  );
+  const toolUseId = request.tool_use_id ?? generateToolUseId();
+  return session.serialize(async () => {
+    if (session.destroyed) throw new SandpoolError("session.not_found", "no such session");
+    const started = performance.now();
+    const outcome = await runTool(session, request, timeoutSeconds * 1000, config);
+    return execResponse(request.tool, toolUseId, outcome, performance.now() - started);
+  });
+}
+
+function runTool(
+  session: Session,
+  request: ExecRequest,
+  timeoutMs: number,
+  config: SandboxConfig,
+): Promise<ExecutionOutcome> {
+  switch (request.tool) {
+    case "code_execution":
+      return session.interpreter.run(request.input.code, {
+        timeoutMs,
+        maxOutputBytes: config.maxOutputBytes,
+        interruptGraceMs: config.interruptGraceMs,
+      });
+    case "bash_code_execution":
+      return runBash(request.input.command, {
+        cwd: session.workspace,
+        home: session.workspace,
+        timeoutMs,
+        maxOutputBytes: config.maxOutputBytes,
+        killGraceMs: config.interruptGraceMs,
+        onGroupStarted: (pgid) => session.trackProcessGroup(pgid),
+      });
+    case "text_editor_code_execution":
+      return session.editor.run(request.input);
+  }
+}

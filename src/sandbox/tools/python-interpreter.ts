@@ -1,0 +1,204 @@
+/**
+ * A session's persistent Python interpreter: one long-lived `python3` process whose
+ * namespace survives between calls. Calls are serialized by the caller (the session lock).
+ * A call that overruns its timeout is interrupted (KeyboardInterrupt), then killed; a dead
+ * interpreter is replaced by a fresh one and the call's stderr says the state was lost.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { constants as osConstants } from "node:os";
+import type { Readable, Writable } from "node:stream";
+import type { ExecutionOutcome } from "../../contract/schemas.js";
+import { CappedOutput, MarkedStreamReader } from "./capped-output.js";
+import { sandboxEnvironment, signalGroup } from "./process-group.js";
+import { pythonDriverSource } from "./python-driver.js";
+
+export interface InterpreterOptions {
+  python: string;
+  cwd: string;
+  home: string;
+}
+
+export interface RunLimits {
+  timeoutMs: number;
+  maxOutputBytes: number;
+  /** How long an interrupted call may take to unwind before the interpreter is killed. */
+  interruptGraceMs: number;
+}
+
+interface Running {
+  child: ChildProcess;
+  control: Writable;
+  stdout: MarkedStreamReader;
+  stderr: MarkedStreamReader;
+  replies: Map<number, (returnCode: number) => void>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  closed: Promise<void>;
+  exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+}
+
+const EXIT_WAIT_MS = 2_000;
+
+export class PythonInterpreter {
+  private running: Running | undefined;
+  private nextId = 1;
+  /** Set when the interpreter died between calls; reported on the next call's stderr. */
+  private lostBetweenCalls: string | undefined;
+  /** Once closed, never restarted: a call racing the session's end must not revive it. */
+  private closed = false;
+
+  constructor(private readonly options: InterpreterOptions) {}
+
+  /** Starts the process now so the first call does not pay for Python's start-up. */
+  warm(): void {
+    this.ensureRunning();
+  }
+
+  get pid(): number | undefined {
+    return this.running?.child.pid;
+  }
+
+  async run(code: string, limits: RunLimits): Promise<ExecutionOutcome> {
+    const proc = this.ensureRunning();
+    const out = new CappedOutput(limits.maxOutputBytes);
+    const err = new CappedOutput(limits.maxOutputBytes);
+    const notice = this.lostBetweenCalls;
+    this.lostBetweenCalls = undefined;
+    if (notice) err.push(Buffer.from(`${notice}\n`));
+
+    const id = this.nextId++;
+    const marker = `\u0000sandpool-end-${randomUUID()}\u0000`;
+    const streamsDone = Promise.all([proc.stdout.begin(out, marker), proc.stderr.begin(err, marker)]);
+    const replied = new Promise<number>((resolve) => proc.replies.set(id, resolve));
+    const finished = Promise.all([replied, streamsDone]).then(([returnCode]) => ({ returnCode }));
+    const died = proc.exited.then((exit) => ({ exit }));
+    proc.control.write(`${JSON.stringify({ id, code, marker })}\n`);
+
+    let timedOut = false;
+    let outcome = await raceWithTimeout(Promise.race([finished, died]), limits.timeoutMs);
+    if (outcome === undefined) {
+      timedOut = true;
+      signalGroup(proc.child.pid, "SIGINT");
+      outcome = await raceWithTimeout(Promise.race([finished, died]), limits.interruptGraceMs);
+      if (outcome === undefined) {
+        signalGroup(proc.child.pid, "SIGKILL");
+        outcome = await died;
+      }
+    }
+    proc.replies.delete(id);
+
+    const timeoutNote = `Execution timed out after ${formatSeconds(limits.timeoutMs)}.`;
+    if ("returnCode" in outcome) {
+      if (timedOut) err.push(Buffer.from(`\n${timeoutNote}\n`));
+      return { stdout: out.text(), stderr: err.text(), return_code: timedOut ? 124 : outcome.returnCode };
+    }
+
+    // The interpreter is gone: collect what it wrote, then replace it.
+    await proc.closed;
+    proc.stdout.abandon();
+    proc.stderr.abandon();
+    this.running = undefined;
+    this.lostBetweenCalls = undefined; // it died during this call, and this call says so
+    const cause = timedOut ? timeoutNote : `The Python interpreter exited (${describeExit(outcome.exit)}).`;
+    err.push(
+      Buffer.from(`\n${cause} It was restarted; variables and imports from earlier calls are gone.\n`),
+    );
+    if (!this.closed) this.ensureRunning();
+    return { stdout: out.text(), stderr: err.text(), return_code: timedOut ? 124 : exitStatus(outcome.exit) };
+  }
+
+  /** Kills the interpreter and everything it started. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const proc = this.running;
+    this.running = undefined;
+    if (!proc) return;
+    signalGroup(proc.child.pid, "SIGKILL");
+    await raceWithTimeout(proc.exited, EXIT_WAIT_MS);
+  }
+
+  private ensureRunning(): Running {
+    if (this.closed) throw new Error("the interpreter was closed with its session");
+    if (this.running && this.running.exit === undefined) return this.running;
+    const child = spawn(this.options.python, ["-u", "-c", pythonDriverSource], {
+      cwd: this.options.cwd,
+      env: sandboxEnvironment(this.options.home),
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe", "pipe", "pipe"],
+    });
+    const stdout = new MarkedStreamReader();
+    const stderr = new MarkedStreamReader();
+    child.stdout?.on("data", (chunk: Buffer) => stdout.write(chunk));
+    child.stderr?.on("data", (chunk: Buffer) => stderr.write(chunk));
+    const replies = new Map<number, (returnCode: number) => void>();
+    readLines(child.stdio[4] as Readable, (line) => {
+      const reply = JSON.parse(line) as { id: number; return_code: number };
+      replies.get(reply.id)?.(reply.return_code);
+    });
+    const control = child.stdio[3] as Writable;
+    control.on("error", () => {}); // EPIPE when the interpreter dies: seen through "exit"
+    const running: Running = {
+      child,
+      control,
+      stdout,
+      stderr,
+      replies,
+      exit: undefined,
+      exited: new Promise((resolve) => {
+        child.once("exit", (code, signal) => {
+          running.exit = { code, signal };
+          // Its children may still hold the output pipes open; they go with it.
+          signalGroup(child.pid, "SIGKILL");
+          if (this.running === running) {
+            this.lostBetweenCalls = `The Python interpreter exited (${describeExit(running.exit)}) between calls. It was restarted; variables and imports from earlier calls are gone.`;
+          }
+          resolve(running.exit);
+        });
+        child.once("error", () => {
+          running.exit = { code: 127, signal: null };
+          resolve(running.exit);
+        });
+      }),
+      closed: new Promise((resolve) => child.once("close", () => resolve())),
+    };
+    this.running = running;
+    return running;
+  }
+}
+
+function readLines(stream: Readable, onLine: (line: string) => void): void {
+  let buffered = "";
+  stream.setEncoding("utf8");
+  stream.on("data", (chunk: string) => {
+    buffered += chunk;
+    let newline = buffered.indexOf("\n");
+    while (newline >= 0) {
+      onLine(buffered.slice(0, newline));
+      buffered = buffered.slice(newline + 1);
+      newline = buffered.indexOf("\n");
+    }
+  });
+  stream.on("error", () => {});
+}
+
+function raceWithTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+function describeExit(exit: { code: number | null; signal: NodeJS.Signals | null }): string {
+  return exit.signal ? `killed by ${exit.signal}` : `exit status ${exit.code}`;
+}
+
+function exitStatus(exit: { code: number | null; signal: NodeJS.Signals | null }): number {
+  if (exit.signal) return 128 + (osConstants.signals[exit.signal] ?? 0);
+  return exit.code ?? 1;
+}
+
+function formatSeconds(ms: number): string {
+  const seconds = ms / 1000;
+  return `${Number.isInteger(seconds) ? seconds : seconds.toFixed(1)} s`;
+}

@@ -1,0 +1,33 @@
+import { defineConfig } from "vitest/config";
+
+// Three suites by kind (DESIGN.md section 6). Integration and e2e suites talk to real
+// services and spawn real processes, so they get longer timeouts and run files one at a time
+// where they share a machine-wide resource (ports, the Docker engine).
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: "unit",
+          include: ["test/unit/**/*.test.ts"],
+        },
+      },
+      {
+        test: {
+          name: "integration",
+          include: ["test/integration/**/*.test.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 180_000,
+        },
+      },
+      {
+        test: {
+          name: "e2e",
+          include: ["test/e2e/**/*.test.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+        },
+      },
+    ],
+  },
+});
