@@ -21,13 +21,18 @@ export class ContractClient {
     return new ContractClient(this.baseUrl, token);
   }
 
-  async request(method: string, path: string, init: { body?: RequestInit["body"]; headers?: Record<string, string> } = {}) {
+  async request(
+    method: string,
+    path: string,
+    init: { body?: RequestInit["body"]; headers?: Record<string, string> } = {},
+  ) {
     const headers: Record<string, string> = { ...init.headers };
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     const res = await fetch(`${this.baseUrl}${path}`, { method, body: init.body, headers });
     const text = await res.text();
     let body: unknown = text;
-    if ((res.headers.get("content-type") ?? "").includes("application/json") && text.length > 0) body = JSON.parse(text);
+    if ((res.headers.get("content-type") ?? "").includes("application/json") && text.length > 0)
+      body = JSON.parse(text);
     return { status: res.status, body, headers: res.headers, text };
   }
 
@@ -64,12 +69,19 @@ export class ContractClient {
   }
 
   async getFile(id: string, path: string): Promise<Answer> {
-    const answer = await this.request("GET", `/sessions/${encodeURIComponent(id)}/files?path=${encodeURIComponent(path)}`);
+    const answer = await this.request(
+      "GET",
+      `/sessions/${encodeURIComponent(id)}/files?path=${encodeURIComponent(path)}`,
+    );
     if (answer.status !== 200) assertContractResponse("GetFile", answer.status, answer.body);
     return answer;
   }
 
-  async putFile(id: string, content: Uint8Array | string, options: { path?: string; filename?: string } = {}) {
+  async putFile(
+    id: string,
+    content: Uint8Array | string,
+    options: { path?: string; filename?: string } = {},
+  ) {
     const form = new FormData();
     if (options.path !== undefined) form.set("path", options.path);
     form.set("file", new Blob([content]), options.filename ?? "upload.bin");
@@ -82,7 +94,9 @@ export class ContractClient {
   async run(id: string, tool: string, input: unknown, extra: Record<string, unknown> = {}) {
     const answer = await this.exec(id, { tool, input, ...extra });
     if (answer.status !== 200) throw new Error(`exec failed: ${answer.status} ${answer.text}`);
-    const body = answer.body as { result_block: { content: { stdout: string; stderr: string; return_code: number } } };
+    const body = answer.body as {
+      result_block: { content: { stdout: string; stderr: string; return_code: number } };
+    };
     return body.result_block.content;
   }
 }

@@ -85,7 +85,8 @@ function parseMultipart(
     try {
       parser = busboy({
         headers,
-        limits: { fileSize: target.maxBytes, files: 1, fields: 8, fieldSize: 4096, parts: 9 },
+        // One byte over the cap is enough to know the file is too large.
+        limits: { fileSize: target.maxBytes + 1, files: 1, fields: 8, fieldSize: 4096, parts: 9 },
       });
     } catch (error) {
       reject(new SandpoolError("request.malformed", `bad multipart body: ${(error as Error).message}`));
@@ -109,9 +110,7 @@ function parseMultipart(
       part = received;
       stream.on("data", (chunk: Buffer) => {
         received.size += chunk.length;
-      });
-      stream.on("limit", () => {
-        received.tooLarge = true;
+        if (received.size > target.maxBytes) received.tooLarge = true;
       });
       written = pipeline(stream, createWriteStream(received.tempPath, { mode: 0o644 }));
     });

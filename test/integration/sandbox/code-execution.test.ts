@@ -50,7 +50,10 @@ describe("code_execution", () => {
 
   it("separates stdout and stderr, including a subprocess's output", async () => {
     const id = await newSession(sandbox.client);
-    const result = await python(id, "import sys, os\nprint('out')\nprint('err', file=sys.stderr)\nos.system('echo sub')");
+    const result = await python(
+      id,
+      "import sys, os\nprint('out')\nprint('err', file=sys.stderr)\nos.system('echo sub')",
+    );
     expect(result.stdout).toBe("out\nsub\n");
     expect(result.stderr).toBe("err\n");
   });
@@ -105,7 +108,8 @@ describe("code_execution", () => {
 
   it("kills and restarts an interpreter that ignores the interrupt", async () => {
     const id = await newSession(sandbox.client);
-    const code = "import time\nwhile True:\n    try:\n        time.sleep(5)\n    except KeyboardInterrupt:\n        pass";
+    const code =
+      "import time\nwhile True:\n    try:\n        time.sleep(5)\n    except KeyboardInterrupt:\n        pass";
     const result = await python(id, code, { timeout_seconds: 1 });
     expect(result.return_code).toBe(124);
     expect(result.stderr).toMatch(/timed out after 1 s\. It was restarted/);
