@@ -1,0 +1,82 @@
+#!/usr/bin/env node
+// Bundles the standalone sandbox server (src/sandbox/main.ts) and all its
+// npm dependencies into one ESM file, so the sandbox image needs only the
+// node binary and this file: no node_modules, no npm inside the image.
+//
+// Usage: node deploy/sandbox/bundle.mjs [--entry FILE] [--outfile FILE]
+//   --entry    entry point (default: src/sandbox/main.ts)
+//   --outfile  output file (default: deploy/sandbox/.build/sandbox.mjs)
+// Relative paths are taken from the repository root.
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { build } from "esbuild";
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+const usage = `Usage: node deploy/sandbox/bundle.mjs [--entry FILE] [--outfile FILE]
+  --entry    entry point (default: src/sandbox/main.ts)
+  --outfile  output file (default: deploy/sandbox/.build/sandbox.mjs)`;
+
+let args;
+try {
+  args = parseArgs({
+    options: {
+      entry: { type: "string", default: "src/sandbox/main.ts" },
+      outfile: { type: "string", default: "deploy/sandbox/.build/sandbox.mjs" },
+      help: { type: "boolean", short: "h", default: false },
+    },
+    strict: true,
+  }).values;
+} catch (err) {
+  console.error(`bundle: ${err.message}\n${usage}`);
+  process.exit(2);
+}
+if (args.help) {
+  console.log(usage);
+  process.exit(0);
+}
+
+const entry = path.resolve(repoRoot, args.entry);
+const outfile = path.resolve(repoRoot, args.outfile);
+if (!existsSync(entry)) {
+  console.error(`bundle: error: entry point ${path.relative(process.cwd(), entry)} does not exist`);
+  process.exit(1);
+}
+
+try {
+  const result = await build({
+    entryPoints: [entry],
+    outfile,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    // Stack traces from inside a sandbox are read by people; keep names.
+    minify: false,
+    sourcemap: false,
+    legalComments: "none",
+    logLevel: "warning",
+    // CommonJS dependencies call require() for node built-ins; an ESM bundle
+    // has no require, so give it one.
+    banner: {
+      js: 'import { createRequire } from "module"; const require = createRequire(import.meta.url);',
+    },
+    absWorkingDir: repoRoot,
+    // Lets an entry outside the tree (a test stub) still use the repo's deps.
+    nodePaths: [path.join(repoRoot, "node_modules")],
+  });
+  if (result.errors.length > 0) process.exit(1);
+} catch {
+  // esbuild has already printed the errors.
+  console.error("bundle: error: esbuild failed");
+  process.exit(1);
+}
+
+const bytes = readFileSync(outfile);
+const sha256 = createHash("sha256").update(bytes).digest("hex");
+console.log(
+  `bundle: wrote ${path.relative(process.cwd(), outfile)} (${(bytes.length / 1024).toFixed(0)} KiB, sha256 ${sha256.slice(0, 12)})`,
+);
