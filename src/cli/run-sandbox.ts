@@ -22,14 +22,23 @@ export async function runSandbox(options: Record<string, unknown>): Promise<void
     },
     log,
   );
-  // One line on stdout that people and the process runtime can both read.
-  process.stdout.write(`sandpool sandbox listening on ${server.url}\n`);
-  log.info({ url: server.url }, "sandbox server ready");
+  let stopping = false;
   const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
     log.info({ signal }, "shutting down");
     await server.close();
     process.exit(0);
   };
   process.once("SIGINT", () => void stop("SIGINT"));
   process.once("SIGTERM", () => void stop("SIGTERM"));
+  if (options.exitWithStdin) {
+    // The parent holds our stdin open; its end means the parent is gone.
+    process.stdin.on("close", () => void stop("stdin closed"));
+    process.stdin.on("end", () => void stop("stdin closed"));
+    process.stdin.resume();
+  }
+  // Only now that shutdown is handled: whoever waits for this line may signal at once.
+  process.stdout.write(`sandpool sandbox listening on ${server.url}\n`);
+  log.info({ url: server.url }, "sandbox server ready");
 }

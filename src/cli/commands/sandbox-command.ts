@@ -36,6 +36,10 @@ export function sandboxCommand(): Command {
       integerOption(1),
       100 * 1024 * 1024,
     )
+    .option(
+      "--exit-with-stdin",
+      "shut down when standard input closes (used when a parent process owns the server)",
+    )
     .addHelpText(
       "after",
       "\nExample:\n  sandpool sandbox --port 8080 --root /tmp/sessions\n" +

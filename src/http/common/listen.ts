@@ -6,7 +6,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
-import type { Hono } from "hono";
 import { guardRequestTarget } from "./request-target.js";
 
 export interface ListenOptions {
@@ -23,7 +22,12 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-export async function listen(app: Hono, options: ListenOptions): Promise<RunningServer> {
+/** Anything with a fetch handler: any Hono app, whatever its environment type. */
+export interface FetchApp {
+  fetch: Parameters<typeof getRequestListener>[0];
+}
+
+export async function listen(app: FetchApp, options: ListenOptions): Promise<RunningServer> {
   const server = createServer(guardRequestTarget(getRequestListener(app.fetch)));
   server.headersTimeout = options.headersTimeoutMs ?? 10_000;
   // Whole-request limit: must outlast the longest call a client may make (exec timeouts).

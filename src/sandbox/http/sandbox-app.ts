@@ -8,6 +8,7 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { Logger } from "pino";
 import { errorBody, SandpoolError } from "../../contract/error-codes.js";
+import { MAX_FILE_BYTES_HEADER } from "../../contract/headers.js";
 import { createSessionRequest, describeIssues, execRequest, isToolKind } from "../../contract/schemas.js";
 import { errorResponse } from "../../http/common/error-response.js";
 import { readJsonBody } from "../../http/common/read-json-body.js";
@@ -78,8 +79,14 @@ export function createSandboxApp(config: SandboxConfig, sessions: SessionRegistr
     const raw = c.req.raw.body;
     if (!raw) throw new SandpoolError("request.malformed", "PutFile needs a multipart body");
     const headers = Object.fromEntries(c.req.raw.headers.entries());
+    // The gateway passes a workspace's own cap; it can only lower the server's.
+    const requestedCap = Number(c.req.header(MAX_FILE_BYTES_HEADER));
+    const maxBytes =
+      Number.isSafeInteger(requestedCap) && requestedCap > 0
+        ? Math.min(requestedCap, config.maxUploadBytes)
+        : config.maxUploadBytes;
     const stored = await receiveUpload(
-      { workspace: session.workspace, uploadDir: session.uploadDir, maxBytes: config.maxUploadBytes },
+      { workspace: session.workspace, uploadDir: session.uploadDir, maxBytes },
       headers,
       Readable.fromWeb(raw as WebReadableStream<Uint8Array>),
     );

@@ -1,0 +1,82 @@
+/**
+ * How bearer tokens are verified: one key source (HS256 secret, public key, or JWKS URL), an
+ * explicit algorithm allow-list derived from that source, and the claim checks. Every rule that
+ * keeps a forged token out is decided here, at start-up, not per request.
+ */
+import { z } from "zod";
+import { asymmetricAlgorithms, hmacAlgorithms, readPublicKey } from "./public-key-algorithms.js";
+
+const keySources = ["jwtSecret", "jwtPublicKey", "jwksUrl"] as const;
+
+export const authConfigSchema = z
+  .strictObject({
+    /** HS256 shared secret; 32 bytes at least, the strength of the SHA-256 it keys. */
+    jwtSecret: z
+      .string()
+      .refine((s) => Buffer.byteLength(s, "utf8") >= 32, "jwtSecret must be at least 32 bytes")
+      .optional(),
+    /** PEM SPKI public key (RSA, EC P-256/384/521, Ed25519) or a public JWK as a JSON string. */
+    jwtPublicKey: z.string().min(1).optional(),
+    jwksUrl: z.url({ protocol: /^https?$/ }).optional(),
+    /** Allow-list of JWS algorithms; derived from the key source when absent. */
+    algorithms: z.array(z.string().min(1)).min(1).optional(),
+    issuer: z.string().min(1).optional(),
+    audience: z.string().min(1).optional(),
+    clockToleranceSeconds: z.number().int().min(0).max(300).default(30),
+    /** Claim holding the workspace; a dotted path reaches into an object claim when no literal claim has that name. */
+    workspaceClaim: z.string().min(1).default("workspace_id"),
+    /** Least time between two JWKS fetches, so unknown `kid`s cannot make us hammer the issuer. */
+    jwksCooldownMs: z.number().int().min(0).default(30_000),
+    /** A fetched JWKS is trusted this long before being refreshed. */
+    jwksCacheMaxAgeMs: z.number().int().min(1_000).default(600_000),
+    /** A JWKS fetch slower than this fails the request (401) instead of holding it. */
+    jwksTimeoutMs: z.number().int().min(1).default(5_000),
+  })
+  .transform((config, ctx) => {
+    const configured = keySources.filter((name) => config[name] !== undefined);
+    if (configured.length !== 1) {
+      const found =
+        configured.length === 0
+          ? "none is set"
+          : `${configured.join(" and ")} are ${configured.length === 2 ? "both" : "all"} set`;
+      ctx.addIssue({
+        code: "custom",
+        message: `configure exactly one of ${keySources.join(", ")} (${found})`,
+      });
+      return z.NEVER;
+    }
+    let verifiable: readonly string[];
+    if (config.jwtSecret !== undefined) verifiable = hmacAlgorithms;
+    else if (config.jwtPublicKey !== undefined) {
+      try {
+        verifiable = readPublicKey(config.jwtPublicKey).algorithms;
+      } catch (error) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["jwtPublicKey"],
+          message: `jwtPublicKey ${(error as Error).message}`,
+        });
+        return z.NEVER;
+      }
+    } else verifiable = asymmetricAlgorithms;
+
+    const source = configured[0]!;
+    const requested = config.algorithms ?? (source === "jwtSecret" ? ["HS256"] : verifiable);
+    const refused = requested.map((alg) => refusal(alg, source, verifiable)).filter((m) => m !== undefined);
+    for (const message of refused) ctx.addIssue({ code: "custom", path: ["algorithms"], message });
+    if (refused.length > 0) return z.NEVER;
+    return { ...config, algorithms: [...new Set(requested)] };
+  });
+
+function refusal(alg: string, source: string, verifiable: readonly string[]): string | undefined {
+  if (alg.toLowerCase() === "none")
+    return "algorithm 'none' is never accepted: unsigned tokens would let anyone in";
+  if (hmacAlgorithms.includes(alg) && source !== "jwtSecret")
+    return `${alg} cannot be combined with ${source}: HMAC keyed with public material lets anyone forge tokens`;
+  if (!verifiable.includes(alg))
+    return `${alg} cannot be verified with the configured ${source} (it can verify ${verifiable.join(", ")})`;
+  return undefined;
+}
+
+export type AuthConfigInput = z.input<typeof authConfigSchema>;
+export type AuthConfig = z.output<typeof authConfigSchema>;

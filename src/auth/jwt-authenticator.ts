@@ -1,0 +1,114 @@
+/**
+ * Pipeline step 2: turns an `Authorization: Bearer <jwt>` header into a Principal, or refuses.
+ * Every refusal but a missing header is the same `auth.invalid` with the same message, so a
+ * caller probing with forged tokens learns nothing about which check stopped it. The reason is
+ * kept in the error's `cause` (a jose error code, never the token or its claims) for operators.
+ */
+import {
+  createRemoteJWKSet,
+  errors,
+  importJWK,
+  importSPKI,
+  type JWTPayload,
+  type JWTVerifyGetKey,
+  jwtVerify,
+} from "jose";
+import { SandpoolError } from "../contract/error-codes.js";
+import { type AuthConfig, authConfigSchema } from "./auth-config.js";
+import type { Principal } from "./principal.js";
+import { readPublicKey } from "./public-key-algorithms.js";
+import { readWorkspaceClaim } from "./workspace-claim.js";
+
+// Far above any real JWT; bounds the parsing a caller can make us do before the signature check.
+const maxAuthorizationLength = 16 * 1024;
+const bearerPattern = /^Bearer[ \t]+(\S+)$/i;
+const invalidMessage = "invalid bearer token";
+
+type Key = Awaited<ReturnType<JWTVerifyGetKey>>;
+
+export class JwtAuthenticator {
+  readonly #config: AuthConfig;
+  #getKey: JWTVerifyGetKey | undefined;
+
+  constructor(config: AuthConfig) {
+    // Parsing again is idempotent for a parsed config and stops a hand-built object from
+    // slipping past the `none` and HS/RS-confusion guards.
+    this.#config = authConfigSchema.parse(config);
+  }
+
+  async authenticate(authorization: string | undefined): Promise<Principal> {
+    const token = bearerToken(authorization);
+    let claims: JWTPayload;
+    try {
+      const verified = await jwtVerify(token, this.#keyResolver(), {
+        algorithms: this.#config.algorithms,
+        issuer: this.#config.issuer,
+        audience: this.#config.audience,
+        clockTolerance: this.#config.clockToleranceSeconds,
+        requiredClaims: ["exp"],
+      });
+      claims = verified.payload;
+    } catch (error) {
+      throw invalid(error instanceof errors.JOSEError ? error.code : "verification failed");
+    }
+    const workspace = readWorkspaceClaim(claims, this.#config.workspaceClaim);
+    if (workspace === undefined) throw invalid("workspace claim missing or malformed");
+    return {
+      workspace,
+      subject: typeof claims.sub === "string" ? claims.sub : undefined,
+      tokenId: typeof claims.jti === "string" ? claims.jti : undefined,
+      // jose has checked that `exp` is present and a number (requiredClaims).
+      expiresAt: claims.exp!,
+    };
+  }
+
+  /** Built on first use: start-up stays offline, and each key is imported once. */
+  #keyResolver(): JWTVerifyGetKey {
+    this.#getKey ??= this.#createKeyResolver();
+    return this.#getKey;
+  }
+
+  #createKeyResolver(): JWTVerifyGetKey {
+    const { jwtSecret, jwtPublicKey, jwksUrl } = this.#config;
+    if (jwtSecret !== undefined) {
+      const secret = new TextEncoder().encode(jwtSecret);
+      return async () => secret;
+    }
+    if (jwksUrl !== undefined) {
+      return createRemoteJWKSet(new URL(jwksUrl), {
+        timeoutDuration: this.#config.jwksTimeoutMs,
+        cooldownDuration: this.#config.jwksCooldownMs,
+        cacheMaxAge: this.#config.jwksCacheMaxAgeMs,
+      });
+    }
+    // A WebCrypto key is bound to one algorithm (RS256 and PS256 need two imports of one RSA
+    // key), so keys are imported per algorithm, on demand, once.
+    const { source } = readPublicKey(jwtPublicKey!);
+    const imported = new Map<string, Promise<Key>>();
+    const allowed = new Set(this.#config.algorithms);
+    return async ({ alg }) => {
+      // jose has already refused an algorithm outside the allow-list; this keeps the resolver
+      // safe on its own should that ever change.
+      if (alg === undefined || !allowed.has(alg)) throw new errors.JOSEAlgNotAllowed("algorithm not allowed");
+      let key = imported.get(alg);
+      if (key === undefined) {
+        key = source.format === "spki" ? importSPKI(source.pem, alg) : importJWK(source.jwk, alg);
+        imported.set(alg, key);
+      }
+      return key;
+    };
+  }
+}
+
+function bearerToken(authorization: string | undefined): string {
+  const value = authorization?.trim() ?? "";
+  if (value === "") throw new SandpoolError("auth.missing", "a bearer token is required");
+  if (value.length > maxAuthorizationLength) throw invalid("authorization header too long");
+  const token = bearerPattern.exec(value)?.[1];
+  if (token === undefined) throw invalid("not a bearer credential");
+  return token;
+}
+
+function invalid(reason: string): SandpoolError {
+  return new SandpoolError("auth.invalid", invalidMessage, { cause: new Error(reason) });
+}

@@ -1,0 +1,106 @@
+/**
+ * `sandpool dev`: PGlite (same migrations as production), the memory coordination store,
+ * in-process jobs and the process runtime, with a generated signing key. Prints what it
+ * runs, a ready token and a curl line, then serves until SIGINT/SIGTERM, when it ends every
+ * session and sandbox it started.
+ */
+import { mkdir } from "node:fs/promises";
+import path from "node:path";
+import { loadOrCreateDevKey, mintToken } from "../auth/dev-keys.js";
+import { gatewayConfigSchema } from "../config/gateway-config.js";
+import { startGateway } from "../gateway/start-gateway.js";
+import { normalizeBasePath } from "../http/gateway-app.js";
+import { InProcessJobRunner } from "../jobs/in-process-job-runner.js";
+import { createLogger } from "../logging/create-logger.js";
+import { ProcessRuntime } from "../runtime/process/process-runtime.js";
+import { resolvePythonExecutable } from "../sandbox/tools/resolve-python.js";
+import { MemoryCoordinationStore } from "../store/coordination/memory-store.js";
+import { migrateToLatest } from "../store/sql/migrate.js";
+import { openPglite } from "../store/sql/open-database.js";
+
+export const DEV_IMAGE = "sandpool/sandbox:dev";
+export const DEV_WORKSPACE = "dev";
+
+function envInteger(name: string): number | undefined {
+  const value = process.env[name];
+  if (value === undefined || value === "") return undefined;
+  if (!/^\d+$/.test(value)) throw new Error(`${name} must be a whole number, got '${value}'`);
+  return Number(value);
+}
+
+export async function runDev(options: Record<string, unknown>): Promise<void> {
+  const log = createLogger("sandpool-dev");
+  const dataDir = path.resolve(options.dataDir as string);
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  const { secret } = await loadOrCreateDevKey(dataDir);
+  const minIdle = (options.minIdle as number | undefined) ?? envInteger("SANDPOOL_MIN_IDLE") ?? 2;
+  const config = gatewayConfigSchema.parse({
+    host: options.host,
+    port: (options.port as number | undefined) ?? envInteger("SANDPOOL_PORT") ?? 8080,
+    basePath: (options.basePath as string | undefined) ?? process.env.SANDPOOL_BASE_PATH ?? "",
+    auth: { jwtSecret: secret },
+    policy: { allowedImages: [DEV_IMAGE], defaultImage: DEV_IMAGE },
+    pools: [
+      {
+        name: "default",
+        image: DEV_IMAGE,
+        minIdle,
+        maxTotal: Math.max(
+          minIdle,
+          (options.maxTotal as number | undefined) ?? envInteger("SANDPOOL_MAX_TOTAL") ?? 10,
+        ),
+      },
+    ],
+  });
+
+  const db = await openPglite(path.join(dataDir, "pglite"));
+  await migrateToLatest(db);
+  const runtime = new ProcessRuntime({
+    rootDir: path.join(dataDir, "sandboxes"),
+    python: await resolvePythonExecutable(options.python as string),
+    execTimeoutCeilingSeconds: config.policy.execTimeoutCeilingSeconds,
+    maxFileBytes: config.policy.maxFileBytes,
+    log,
+  });
+  const store = new MemoryCoordinationStore();
+  const jobs = new InProcessJobRunner(log);
+  const gateway = await startGateway(config, { store, db, runtime, jobs }, log);
+  await gateway.services.pools.warmAll();
+
+  const token = await mintToken({ secret, workspace: DEV_WORKSPACE });
+  const base = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${gateway.port}`;
+  const idle = await store.listIdle("default");
+  const lines = [
+    "",
+    "sandpool dev",
+    `  mode      dev (PGlite at ${path.join(dataDir, "pglite")}, in-memory coordination, in-process jobs)`,
+    "  runtime   process: sandboxes are child processes of this one.",
+    "            !!! NOT ISOLATED: code run in a session has this user's access to this machine. !!!",
+    `  pools     default: ${DEV_IMAGE}, ${idle.length} warm (min_idle ${minIdle}, max_total ${config.pools[0]!.maxTotal})`,
+    `  contract  ${base}/${normalizeBasePath(config.basePath) ? ` and ${base}${normalizeBasePath(config.basePath)}/` : ""}`,
+    `  metrics   ${base}/metrics`,
+    "",
+    `SANDPOOL_TOKEN=${token}`,
+    "",
+    "Try it:",
+    `  export SANDPOOL_TOKEN=${token}`,
+    `  curl -s -X POST ${base}/sessions -H "Authorization: Bearer $SANDPOOL_TOKEN"`,
+    `  npx sandpool token --workspace another-team   # a token for another workspace`,
+    "",
+  ];
+  process.stdout.write(`${lines.join("\n")}\n`);
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, "shutting down: ending sessions and sandboxes");
+    await gateway.close({ destroySandboxes: true });
+    await runtime.close();
+    await store.close();
+    await db.destroy();
+    process.exit(0);
+  };
+  process.once("SIGINT", () => void stop("SIGINT"));
+  process.once("SIGTERM", () => void stop("SIGTERM"));
+}

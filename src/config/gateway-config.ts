@@ -1,0 +1,81 @@
+/**
+ * The gateway's configuration: one schema for every mode. Unknown keys are errors (a
+ * typo must not silently fall back to a default), and cross-field rules are checked here,
+ * at start-up: every allowed image needs a pool in the default resource class.
+ */
+import { z } from "zod";
+import { authConfigSchema } from "../auth/auth-config.js";
+import { deploymentPolicySchema } from "../policy/deployment-policy.js";
+
+const positive = z.number().int().min(1);
+
+export const poolSpecSchema = z
+  .strictObject({
+    name: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, "pool names are lower-case letters, digits, - and _"),
+    image: z.string().min(1),
+    resourceClass: z.string().min(1).default("standard"),
+    minIdle: z.number().int().min(0).default(2),
+    maxTotal: positive.default(20),
+    warmupConcurrency: positive.default(2),
+    coldStartTimeoutMs: positive.default(30_000),
+  })
+  .refine((pool) => pool.minIdle <= pool.maxTotal, { message: "minIdle cannot exceed maxTotal" });
+
+export const gatewayConfigSchema = z
+  .strictObject({
+    host: z.string().default("127.0.0.1"),
+    port: z.number().int().min(0).max(65_535).default(8080),
+    /** The contract is served at `/` and also under this path (e.g. `/v1/sandbox`). */
+    basePath: z.string().default(""),
+    /** Labels every sandbox this deployment starts, so reconciliation knows its own. */
+    deployment: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/)
+      .default("sandpool"),
+    auth: authConfigSchema,
+    policy: deploymentPolicySchema,
+    pools: z.array(poolSpecSchema).min(1),
+    limits: z
+      .strictObject({
+        maxJsonBodyBytes: positive.default(10 * 1024 * 1024),
+        execDeadlineBufferMs: positive.default(10_000),
+        sandboxRequestTimeoutMs: positive.default(30_000),
+      })
+      .prefault({}),
+    intervals: z
+      .strictObject({
+        warmMs: positive.default(1_000),
+        reapMs: positive.default(1_000),
+        reconcileMs: positive.default(30_000),
+      })
+      .prefault({}),
+    authFailures: z
+      .strictObject({ maxFailures: positive.default(20), windowMs: positive.default(60_000) })
+      .prefault({}),
+    policyCacheTtlMs: positive.default(1_000),
+  })
+  .superRefine((config, ctx) => {
+    const names = new Set<string>();
+    for (const pool of config.pools) {
+      if (names.has(pool.name))
+        ctx.addIssue({ code: "custom", message: `pool '${pool.name}' is defined twice`, path: ["pools"] });
+      names.add(pool.name);
+    }
+    for (const image of config.policy.allowedImages) {
+      const served = config.pools.some(
+        (p) => p.image === image && p.resourceClass === config.policy.resourceClass,
+      );
+      if (!served) {
+        ctx.addIssue({
+          code: "custom",
+          message: `allowed image '${image}' has no pool in resource class '${config.policy.resourceClass}'`,
+          path: ["pools"],
+        });
+      }
+    }
+  });
+
+export type GatewayConfigInput = z.input<typeof gatewayConfigSchema>;
+export type GatewayConfig = z.output<typeof gatewayConfigSchema>;

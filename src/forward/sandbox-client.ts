@@ -1,0 +1,83 @@
+/**
+ * The gateway's HTTP client to leased sandboxes (undici `request` over one keep-alive
+ * agent, not `fetch`: no body cloning, streams both ways). Transport failures become the
+ * gateway's own errors: a sandbox that does not answer in time is 504 `sandbox.timeout`,
+ * one that cannot be reached or hangs up is 502 `sandbox.unreachable`.
+ */
+import type { Readable } from "node:stream";
+import { Agent, type Dispatcher, errors, request } from "undici";
+import { SandpoolError } from "../contract/error-codes.js";
+
+export interface ForwardRequest {
+  method: Dispatcher.HttpMethod;
+  path: string;
+  headers?: Record<string, string>;
+  body?: string | Buffer | Readable | null;
+  /** Deadline for the response headers (the sandbox works before it answers). */
+  timeoutMs: number;
+}
+
+export class SandboxClient {
+  private readonly agent: Agent;
+
+  constructor(options: { connectTimeoutMs?: number; connectionsPerSandbox?: number } = {}) {
+    this.agent = new Agent({
+      keepAliveTimeout: 30_000,
+      connections: options.connectionsPerSandbox ?? 8,
+      connect: { timeout: options.connectTimeoutMs ?? 2_000 },
+    });
+  }
+
+  async send(endpoint: string, forward: ForwardRequest): Promise<Dispatcher.ResponseData> {
+    try {
+      return await request(`${endpoint}${forward.path}`, {
+        method: forward.method,
+        headers: forward.headers,
+        body: forward.body ?? null,
+        dispatcher: this.agent,
+        headersTimeout: forward.timeoutMs,
+        // Streams (file downloads) may pause for a slow client; a stalled sandbox still ends.
+        bodyTimeout: Math.max(forward.timeoutMs, 30_000),
+      });
+    } catch (error) {
+      throw mapTransportError(error);
+    }
+  }
+
+  /** Sends and reads a small JSON answer; non-2xx answers are returned, not thrown. */
+  async json(endpoint: string, forward: ForwardRequest): Promise<{ status: number; body: unknown }> {
+    const response = await this.send(endpoint, forward);
+    const text = await response.body.text().catch((error) => {
+      throw mapTransportError(error);
+    });
+    return { status: response.statusCode, body: text.length > 0 ? JSON.parse(text) : undefined };
+  }
+
+  /** Creates the session inside a freshly started sandbox; returns its inner session id. */
+  async createInnerSession(endpoint: string, timeoutMs: number): Promise<string> {
+    const answer = await this.json(endpoint, {
+      method: "POST",
+      path: "/sessions",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+      timeoutMs,
+    });
+    const id = (answer.body as { session_id?: unknown } | undefined)?.session_id;
+    if (answer.status !== 201 || typeof id !== "string") {
+      throw new Error(`the sandbox refused to create a session (${answer.status})`);
+    }
+    return id;
+  }
+
+  close(): Promise<void> {
+    return this.agent.close();
+  }
+}
+
+export function mapTransportError(error: unknown): SandpoolError {
+  if (error instanceof SandpoolError) return error;
+  if (error instanceof errors.HeadersTimeoutError || error instanceof errors.BodyTimeoutError) {
+    return new SandpoolError("sandbox.timeout", "the sandbox did not answer in time", { cause: error });
+  }
+  return new SandpoolError("sandbox.unreachable", "the sandbox could not be reached", { cause: error });
+}

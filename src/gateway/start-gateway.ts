@@ -1,0 +1,118 @@
+/**
+ * Builds the gateway's services once, from the configuration and the backends the mode
+ * chose (dev: memory store, PGlite, in-process jobs, process runtime; serve: Redis,
+ * Postgres, BullMQ, Docker), wires the background jobs and starts the HTTP listener.
+ */
+import type { Kysely } from "kysely";
+import type { Logger } from "pino";
+import { FailedAuthLimiter } from "../auth/failed-auth-limiter.js";
+import { JwtAuthenticator } from "../auth/jwt-authenticator.js";
+import type { GatewayConfig } from "../config/gateway-config.js";
+import { SandboxClient } from "../forward/sandbox-client.js";
+import { listen, type RunningServer } from "../http/common/listen.js";
+import { createGatewayApp } from "../http/gateway-app.js";
+import type { GatewayServices } from "../http/gateway-services.js";
+import type { JobRunner } from "../jobs/job-runner.js";
+import { BufferedUsageSink } from "../metering/buffered-usage-sink.js";
+import { GatewayMetrics } from "../metering/gateway-metrics.js";
+import { PolicyService } from "../policy/policy-service.js";
+import { PoolManager } from "../pool/pool-manager.js";
+import { DESTROY_SANDBOX_JOB, SessionLifecycle } from "../pool/session-lifecycle.js";
+import { Admission } from "../quota/admission.js";
+import type { SandboxRuntime } from "../runtime/sandbox-runtime.js";
+import type { CoordinationStore } from "../store/coordination/coordination-store.js";
+import type { SandboxRecord } from "../store/coordination/records.js";
+import type { Database } from "../store/sql/database-types.js";
+import { PolicyRepository } from "../store/sql/policy-repository.js";
+import { UsageRepository } from "../store/sql/usage-repository.js";
+
+export const POLICY_CHANNEL = "sandpool:policy-changed";
+
+export interface GatewayBackends {
+  store: CoordinationStore;
+  db: Kysely<Database>;
+  runtime: SandboxRuntime;
+  jobs: JobRunner;
+}
+
+export interface RunningGateway extends RunningServer {
+  services: GatewayServices;
+  policyRepository: PolicyRepository;
+  /** Stops serving; `destroySandboxes` also ends every session (dev: nobody else will). */
+  close(options?: { destroySandboxes?: boolean }): Promise<void>;
+}
+
+export async function startGateway(
+  config: GatewayConfig,
+  backends: GatewayBackends,
+  log: Logger,
+): Promise<RunningGateway> {
+  const { store, db, runtime, jobs } = backends;
+  const metrics = new GatewayMetrics();
+  const policyRepository = new PolicyRepository(db);
+  const policies = new PolicyService(config.policy, policyRepository, config.policyCacheTtlMs);
+  await store.subscribe(POLICY_CHANNEL, (workspace) => policies.invalidate(workspace || undefined));
+  const admission = new Admission(store);
+  const sandboxes = new SandboxClient();
+  const pools = new PoolManager({ pools: config.pools, store, runtime, client: sandboxes, metrics, log });
+  const usage = new BufferedUsageSink(new UsageRepository(db), log);
+  const sessions = new SessionLifecycle({ store, pools, admission, policies, jobs, metrics, usage, log });
+
+  jobs.register<SandboxRecord>(DESTROY_SANDBOX_JOB, (record) => pools.retire(record));
+  jobs.register("warm-pools", () => pools.warmAll());
+  jobs.register("reap-sessions", async () => {
+    await sessions.reap();
+  });
+  jobs.schedule("warm-pools", config.intervals.warmMs);
+  jobs.schedule("reap-sessions", config.intervals.reapMs);
+
+  let accepting = false;
+  const services: GatewayServices = {
+    log,
+    metrics,
+    authenticator: new JwtAuthenticator(config.auth),
+    authLimiter: new FailedAuthLimiter(config.authFailures),
+    policies,
+    admission,
+    pools,
+    sessions,
+    sandboxes,
+    usage,
+    limits: config.limits,
+    ready: async () => accepting,
+  };
+  const app = createGatewayApp(services, { basePath: config.basePath });
+  const server = await listen(app, {
+    host: config.host,
+    port: config.port,
+    requestTimeoutMs:
+      (config.policy.execTimeoutCeilingSeconds + 60) * 1000 + config.limits.execDeadlineBufferMs,
+  });
+  await jobs.start();
+  accepting = true;
+
+  return {
+    ...server,
+    services,
+    policyRepository,
+    close: async (options = {}) => {
+      accepting = false;
+      const closing = server.close();
+      if (options.destroySandboxes) {
+        for (const lease of await store.listLeases()) {
+          await sessions.end({ workspace: lease.workspace, sessionId: lease.sessionId }, "drained");
+        }
+        for (const pool of pools.list()) {
+          for (const idle of await store.listIdle(pool.name)) {
+            if (await store.takeIdle(pool.name, idle.sandboxId))
+              await jobs.enqueue(DESTROY_SANDBOX_JOB, idle);
+          }
+        }
+      }
+      await jobs.close();
+      await closing;
+      await usage.close();
+      await sandboxes.close();
+    },
+  };
+}

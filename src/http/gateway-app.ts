@@ -1,0 +1,55 @@
+/**
+ * The gateway's Hono app. Contract routes are served at `/` and, when configured, under a
+ * base path (a platform mounts the contract under its own URL). Every contract route, and
+ * every unknown path next to them, is authenticated first: 401 comes before any 404.
+ * Health and metrics stay open.
+ */
+import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { errorBody, SandpoolError } from "../contract/error-codes.js";
+import { errorResponse } from "./common/error-response.js";
+import type { GatewayEnv } from "./gateway-env.js";
+import type { GatewayServices } from "./gateway-services.js";
+import { authenticate } from "./middleware/authenticate.js";
+import { observeRequest } from "./middleware/observe-request.js";
+import { registerExecRoute } from "./routes/exec-route.js";
+import { registerFileRoutes } from "./routes/file-routes.js";
+import { registerOpsRoutes } from "./routes/ops-routes.js";
+import { registerSessionRoutes } from "./routes/session-routes.js";
+
+export function createGatewayApp(
+  services: GatewayServices,
+  options: { basePath?: string } = {},
+): Hono<GatewayEnv> {
+  const onError = (error: Error, c: Parameters<typeof errorResponse>[0]) =>
+    errorResponse(c, error, (c.get("log") as GatewayServices["log"] | undefined) ?? services.log);
+
+  const contract = new Hono<GatewayEnv>();
+  const jsonLimit = bodyLimit({
+    maxSize: services.limits.maxJsonBodyBytes,
+    onError: (c) => c.json(errorBody("request.too_large", "the request body is too large"), 413),
+  });
+  contract.use("*", authenticate(services.authenticator, services.authLimiter));
+  registerSessionRoutes(contract, services, jsonLimit);
+  registerExecRoute(contract, services, jsonLimit);
+  registerFileRoutes(contract, services);
+  contract.all("*", () => {
+    throw new SandpoolError("request.not_found", "no such route");
+  });
+  contract.onError(onError);
+
+  const app = new Hono<GatewayEnv>();
+  app.use("*", observeRequest(services.log, services.metrics));
+  registerOpsRoutes(app, services);
+  const basePath = normalizeBasePath(options.basePath);
+  if (basePath) app.route(basePath, contract);
+  app.route("/", contract);
+  app.onError(onError);
+  return app;
+}
+
+/** `v1/sandbox/` -> `/v1/sandbox`; empty or `/` -> undefined (served at the root only). */
+export function normalizeBasePath(basePath: string | undefined): string | undefined {
+  const trimmed = (basePath ?? "").replace(/^\/+|\/+$/g, "");
+  return trimmed ? `/${trimmed}` : undefined;
+}

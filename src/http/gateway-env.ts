@@ -1,0 +1,15 @@
+/** What the gateway's middleware hands to its routes, per request. */
+import type { HttpBindings } from "@hono/node-server";
+import type { Logger } from "pino";
+import type { Principal } from "../auth/principal.js";
+
+export interface GatewayEnv {
+  Bindings: HttpBindings;
+  Variables: {
+    requestId: string;
+    log: Logger;
+    /** The operation name used as the `route` metric label. */
+    operation: string;
+    principal: Principal;
+  };
+}

@@ -1,0 +1,35 @@
+/** Everything the gateway's routes use, built once at start-up and passed in. */
+import type { Logger } from "pino";
+import type { FailedAuthLimiter } from "../auth/failed-auth-limiter.js";
+import type { SandboxClient } from "../forward/sandbox-client.js";
+import type { GatewayMetrics } from "../metering/gateway-metrics.js";
+import type { UsageSink } from "../metering/usage-sink.js";
+import type { PolicyService } from "../policy/policy-service.js";
+import type { PoolManager } from "../pool/pool-manager.js";
+import type { SessionLifecycle } from "../pool/session-lifecycle.js";
+import type { Admission } from "../quota/admission.js";
+import type { BearerAuthenticator } from "./middleware/authenticate.js";
+
+export interface GatewayServices {
+  log: Logger;
+  metrics: GatewayMetrics;
+  authenticator: BearerAuthenticator;
+  authLimiter: FailedAuthLimiter;
+  policies: PolicyService;
+  admission: Admission;
+  pools: PoolManager;
+  sessions: SessionLifecycle;
+  sandboxes: SandboxClient;
+  usage: UsageSink;
+  limits: GatewayLimits;
+  /** Answers /readyz: false while the gateway cannot serve (start-up, shutdown, store down). */
+  ready: () => Promise<boolean>;
+}
+
+export interface GatewayLimits {
+  maxJsonBodyBytes: number;
+  /** Added to a call's timeout for the client deadline: transport and teardown take time too. */
+  execDeadlineBufferMs: number;
+  /** Deadline for answers that involve no user code (file operations, handles). */
+  sandboxRequestTimeoutMs: number;
+}

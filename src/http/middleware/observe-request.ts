@@ -1,0 +1,40 @@
+/**
+ * Pipeline step 8 for every request, denied ones included: a request id (accepted from
+ * `X-Request-Id` when it is sane, else generated) on the response and on every log line,
+ * the request counter and latency histogram, and a count of each refusal by error code.
+ * Tokens and program output never reach the log.
+ */
+import { randomUUID } from "node:crypto";
+import type { MiddlewareHandler } from "hono";
+import type { Logger } from "pino";
+import type { GatewayMetrics } from "../../metering/gateway-metrics.js";
+import type { GatewayEnv } from "../gateway-env.js";
+
+const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const REFUSAL_STATUSES = new Set([401, 403, 413, 415, 429, 503]);
+
+export function observeRequest(log: Logger, metrics: GatewayMetrics): MiddlewareHandler<GatewayEnv> {
+  return async (c, next) => {
+    const started = process.hrtime.bigint();
+    const offered = c.req.header("x-request-id");
+    const requestId = offered && SANE_REQUEST_ID.test(offered) ? offered : randomUUID();
+    c.set("requestId", requestId);
+    c.set("log", log.child({ requestId }));
+    c.set("operation", "unmatched");
+    await next();
+    c.header("X-Request-Id", requestId);
+    const operation = c.get("operation");
+    const status = c.res.status;
+    metrics.requests.inc({ route: operation, method: c.req.method, status: String(status) });
+    metrics.requestDuration.observe({ route: operation }, Number(process.hrtime.bigint() - started) / 1e9);
+    if (REFUSAL_STATUSES.has(status) && c.res.headers.get("content-type")?.includes("application/json")) {
+      const code = await c.res
+        .clone()
+        .json()
+        .then((body) => (body as { detail?: { code?: string } }).detail?.code)
+        .catch(() => undefined);
+      if (code) metrics.rejections.inc({ code });
+    }
+    if (status >= 500) c.get("log").warn({ operation, status }, "request failed");
+  };
+}

@@ -1,0 +1,105 @@
+/**
+ * ListFiles, GetFile and PutFile through the pipeline. Bodies stream both ways: a
+ * download is never held in the gateway's memory, and neither is an upload. The
+ * workspace's file-size cap is checked on Content-Length before anything is read, and
+ * handed to the sandbox, which enforces it exactly while it writes.
+ */
+import { Readable } from "node:stream";
+import type { ReadableStream as WebReadableStream } from "node:stream/web";
+import type { Context, Hono } from "hono";
+import { SandpoolError } from "../../contract/error-codes.js";
+import { MAX_FILE_BYTES_HEADER } from "../../contract/headers.js";
+import type { GatewayEnv } from "../gateway-env.js";
+import type { GatewayServices } from "../gateway-services.js";
+import { forwardToSandbox, toResponse } from "./forward-to-sandbox.js";
+import { sessionKey } from "./session-routes.js";
+
+/** Room for multipart boundaries and part headers on top of the file itself. */
+const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
+
+function rawQuery(c: Context<GatewayEnv>): string {
+  const url = c.req.url;
+  const question = url.indexOf("?");
+  return question >= 0 ? url.slice(question + 1) : "";
+}
+
+export function registerFileRoutes(app: Hono<GatewayEnv>, services: GatewayServices): void {
+  const timeoutMs = () => services.limits.sandboxRequestTimeoutMs;
+
+  app.get("/sessions/:id/files/list", async (c) => {
+    c.set("operation", "ListFiles");
+    const key = sessionKey(c);
+    const lease = await services.sessions.resolve(key);
+    await services.sessions.touch(key);
+    const answer = await forwardToSandbox(services, lease, {
+      method: "GET",
+      subPath: "/files/list",
+      query: rawQuery(c),
+      timeoutMs: timeoutMs(),
+    });
+    return toResponse(answer);
+  });
+
+  app.get("/sessions/:id/files", async (c) => {
+    c.set("operation", "GetFile");
+    const key = sessionKey(c);
+    const lease = await services.sessions.resolve(key);
+    await services.sessions.touch(key);
+    const answer = await forwardToSandbox(services, lease, {
+      method: "GET",
+      subPath: "/files",
+      query: rawQuery(c),
+      timeoutMs: timeoutMs(),
+    });
+    if (answer.status === 200) {
+      const bytes = Number(answer.headers["content-length"] ?? 0);
+      services.usage.record({
+        workspace: key.workspace,
+        sessionId: key.sessionId,
+        kind: "file_out",
+        quantity: bytes,
+      });
+    }
+    return toResponse(answer);
+  });
+
+  app.post("/sessions/:id/files", async (c) => {
+    c.set("operation", "PutFile");
+    const key = sessionKey(c);
+    const lease = await services.sessions.resolve(key);
+    const policy = await services.policies.forWorkspace(key.workspace);
+    const declared = Number(c.req.header("content-length"));
+    if (Number.isFinite(declared) && declared > policy.maxFileBytes + MULTIPART_OVERHEAD_BYTES) {
+      throw new SandpoolError(
+        "file.too_large",
+        `the file is larger than the ${policy.maxFileBytes}-byte cap`,
+      );
+    }
+    const raw = c.req.raw.body;
+    if (!raw) throw new SandpoolError("request.malformed", "PutFile needs a multipart body");
+    await services.sessions.touch(key);
+    const headers: Record<string, string> = {
+      "content-type": c.req.header("content-type") ?? "application/octet-stream",
+      [MAX_FILE_BYTES_HEADER]: String(policy.maxFileBytes),
+    };
+    if (Number.isFinite(declared)) headers["content-length"] = String(declared);
+    const answer = await forwardToSandbox(services, lease, {
+      method: "POST",
+      subPath: "/files",
+      headers,
+      body: Readable.fromWeb(raw as WebReadableStream<Uint8Array>),
+      timeoutMs: timeoutMs(),
+      buffer: true,
+    });
+    if (answer.status === 201) {
+      const stored = JSON.parse((answer.body as Buffer).toString("utf8")) as { size_bytes?: number };
+      services.usage.record({
+        workspace: key.workspace,
+        sessionId: key.sessionId,
+        kind: "file_in",
+        quantity: stored.size_bytes ?? 0,
+      });
+    }
+    return toResponse(answer);
+  });
+}

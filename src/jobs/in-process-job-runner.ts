@@ -1,0 +1,88 @@
+/** The dev job runner: handlers on timers in this process, with the same retry rules. */
+import type { Logger } from "pino";
+import { defaultJobOptions, type JobHandler, type JobOptions, type JobRunner } from "./job-runner.js";
+
+interface Registered {
+  handler: JobHandler<unknown>;
+  options: JobOptions;
+}
+
+export class InProcessJobRunner implements JobRunner {
+  private readonly handlers = new Map<string, Registered>();
+  private readonly schedules: { name: string; everyMs: number }[] = [];
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly running = new Set<Promise<void>>();
+  private closed = false;
+
+  constructor(private readonly log: Logger) {}
+
+  register<T>(name: string, handler: JobHandler<T>, options: Partial<JobOptions> = {}): void {
+    this.handlers.set(name, {
+      handler: handler as JobHandler<unknown>,
+      options: { ...defaultJobOptions, ...options },
+    });
+  }
+
+  schedule(name: string, everyMs: number): void {
+    this.schedules.push({ name, everyMs });
+  }
+
+  async enqueue<T>(name: string, payload: T): Promise<void> {
+    const job = this.handlers.get(name);
+    if (!job) throw new Error(`no handler registered for job '${name}'`);
+    this.track(this.attempt(name, job, payload, 1));
+  }
+
+  async start(): Promise<void> {
+    for (const { name, everyMs } of this.schedules) {
+      const job = this.handlers.get(name);
+      if (!job) throw new Error(`no handler registered for scheduled job '${name}'`);
+      let busy = false;
+      const timer = setInterval(() => {
+        if (busy || this.closed) return; // a slow run is not overlapped by the next tick
+        busy = true;
+        this.track(
+          job
+            .handler(undefined)
+            .catch((error) => this.log.error({ err: error, job: name }, "scheduled job failed"))
+            .finally(() => {
+              busy = false;
+            }),
+        );
+      }, everyMs);
+      timer.unref();
+      this.timers.add(timer);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const timer of this.timers) clearInterval(timer);
+    this.timers.clear();
+    while (this.running.size > 0) await Promise.allSettled([...this.running]);
+  }
+
+  private async attempt(name: string, job: Registered, payload: unknown, attempt: number): Promise<void> {
+    try {
+      await job.handler(payload);
+    } catch (error) {
+      if (attempt >= job.options.attempts) {
+        this.log.error({ err: error, job: name, attempt }, "job failed for good");
+        return;
+      }
+      this.log.warn({ err: error, job: name, attempt }, "job failed; retrying");
+      // While closing, retries run at once so close() still completes the work.
+      if (!this.closed) await sleep(job.options.backoffMs * 2 ** (attempt - 1));
+      await this.attempt(name, job, payload, attempt + 1);
+    }
+  }
+
+  private track(promise: Promise<void>): void {
+    this.running.add(promise);
+    void promise.finally(() => this.running.delete(promise));
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}

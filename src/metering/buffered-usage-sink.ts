@@ -1,0 +1,77 @@
+/**
+ * Usage events buffered in memory and written to Postgres in batches: every second, or
+ * sooner when a batch fills. Each event gets its id when it happens, and the repository
+ * ignores ids it already has, so a batch retried after a failed write counts once. While
+ * the database is away events wait (up to a bound, past which the oldest are dropped and
+ * said so in the log) rather than slowing requests.
+ */
+import { randomUUID } from "node:crypto";
+import type { Logger } from "pino";
+import type { UsageEvent } from "../store/sql/usage-event.js";
+import type { UsageEventInput, UsageSink } from "./usage-sink.js";
+
+export interface UsageWriter {
+  insert(events: readonly UsageEvent[]): Promise<number>;
+}
+
+const BATCH_SIZE = 500;
+const MAX_BUFFERED = 100_000;
+
+export class BufferedUsageSink implements UsageSink {
+  private buffer: UsageEvent[] = [];
+  private flushing: Promise<void> | undefined;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly writer: UsageWriter,
+    private readonly log: Logger,
+    flushEveryMs = 1_000,
+  ) {
+    this.timer = setInterval(() => void this.flush(), flushEveryMs);
+    this.timer.unref();
+  }
+
+  record(event: UsageEventInput): void {
+    this.buffer.push({
+      eventId: randomUUID(),
+      workspaceId: event.workspace,
+      sessionId: event.sessionId,
+      kind: event.kind,
+      tool: event.tool ?? null,
+      quantity: Math.max(0, Math.round(event.quantity ?? 0)),
+      detail: event.detail ?? null,
+      occurredAt: new Date(),
+    });
+    if (this.buffer.length > MAX_BUFFERED) {
+      const dropped = this.buffer.splice(0, this.buffer.length - MAX_BUFFERED);
+      this.log.error({ dropped: dropped.length }, "usage buffer full: oldest events dropped");
+    }
+    if (this.buffer.length >= BATCH_SIZE) void this.flush();
+  }
+
+  /** Writes everything buffered; concurrent callers share one flush. */
+  flush(): Promise<void> {
+    this.flushing ??= this.writeAll().finally(() => {
+      this.flushing = undefined;
+    });
+    return this.flushing;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flush();
+  }
+
+  private async writeAll(): Promise<void> {
+    while (this.buffer.length > 0) {
+      const batch = this.buffer.slice(0, BATCH_SIZE);
+      try {
+        await this.writer.insert(batch);
+      } catch (error) {
+        this.log.warn({ err: error, waiting: this.buffer.length }, "usage flush failed; will retry");
+        return;
+      }
+      this.buffer.splice(0, batch.length);
+    }
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * The gateway's Prometheus metrics, on a registry of its own (never prom-client's global
+ * one, so two gateways in one test process do not collide).
+ */
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+
+export type PoolState = "idle" | "leased" | "starting";
+
+export class GatewayMetrics {
+  readonly registry = new Registry();
+
+  readonly requests = new Counter({
+    name: "sandpool_http_requests_total",
+    help: "HTTP requests answered, by route, method and status",
+    labelNames: ["route", "method", "status"] as const,
+    registers: [this.registry],
+  });
+
+  readonly requestDuration = new Histogram({
+    name: "sandpool_http_request_duration_seconds",
+    help: "Time to answer an HTTP request, by route",
+    labelNames: ["route"] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+    registers: [this.registry],
+  });
+
+  readonly leaseDuration = new Histogram({
+    name: "sandpool_lease_duration_seconds",
+    help: "Time to lease a sandbox for a new session: warm (from the pool) or cold (started on demand)",
+    labelNames: ["pool", "start"] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+
+  readonly poolSandboxes = new Gauge({
+    name: "sandpool_pool_sandboxes",
+    help: "Sandboxes per pool and state",
+    labelNames: ["pool", "state"] as const,
+    registers: [this.registry],
+  });
+
+  readonly warmupFailures = new Counter({
+    name: "sandpool_warmup_failures_total",
+    help: "Sandbox starts that failed, by pool",
+    labelNames: ["pool"] as const,
+    registers: [this.registry],
+  });
+
+  readonly rejections = new Counter({
+    name: "sandpool_rejections_total",
+    help: "Requests refused by policy, quota, capacity or authentication, by error code",
+    labelNames: ["code"] as const,
+    registers: [this.registry],
+  });
+
+  readonly execDuration = new Histogram({
+    name: "sandpool_exec_duration_seconds",
+    help: "Execution time reported by sandboxes, by tool kind",
+    labelNames: ["tool"] as const,
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600],
+    registers: [this.registry],
+  });
+
+  readonly sessionsEnded = new Counter({
+    name: "sandpool_sessions_ended_total",
+    help: "Sessions ended, by reason",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
+
+  constructor(options: { processMetrics?: boolean } = {}) {
+    if (options.processMetrics ?? true)
+      collectDefaultMetrics({ register: this.registry, prefix: "sandpool_" });
+  }
+}

@@ -1,0 +1,187 @@
+/**
+ * The warm pool. Each pool keeps `minIdle` started sandboxes (each with its inner session
+ * already created) so a lease is one atomic pop; a dry pool below `maxTotal` cold-starts a
+ * sandbox within the pool's deadline; a pool at `maxTotal` refuses with 503. Membership in
+ * the store caps a pool's size across replicas. A pool whose starts keep failing backs off
+ * exponentially, so an image that cannot start does not spin.
+ */
+import { randomBytes } from "node:crypto";
+import type { Logger } from "pino";
+import { SandpoolError } from "../contract/error-codes.js";
+import type { SandboxClient } from "../forward/sandbox-client.js";
+import type { GatewayMetrics } from "../metering/gateway-metrics.js";
+import type { PoolSpec, SandboxRuntime } from "../runtime/sandbox-runtime.js";
+import type { CoordinationStore } from "../store/coordination/coordination-store.js";
+import type { SandboxRecord } from "../store/coordination/records.js";
+import { StartBackoff } from "./start-backoff.js";
+
+/** How long an idle sandbox counts against its pool before it must be confirmed again. */
+export const IDLE_MEMBERSHIP_MS = 10 * 60_000;
+
+export interface PoolManagerDeps {
+  pools: PoolSpec[];
+  store: CoordinationStore;
+  runtime: SandboxRuntime;
+  client: SandboxClient;
+  metrics: GatewayMetrics;
+  log: Logger;
+  now?: () => number;
+}
+
+export interface LeasedSandbox {
+  record: SandboxRecord;
+  warm: boolean;
+}
+
+export class PoolManager {
+  private readonly pools: Map<string, PoolSpec>;
+  private readonly starting = new Map<string, number>();
+  private readonly backoff = new Map<string, StartBackoff>();
+  private readonly now: () => number;
+
+  constructor(private readonly deps: PoolManagerDeps) {
+    this.pools = new Map(deps.pools.map((pool) => [pool.name, pool]));
+    this.now = deps.now ?? Date.now;
+    for (const pool of deps.pools) this.backoff.set(pool.name, new StartBackoff());
+  }
+
+  list(): PoolSpec[] {
+    return [...this.pools.values()];
+  }
+
+  /** The pool serving `image` in `resourceClass`, if the deployment has one. */
+  find(image: string, resourceClass: string): PoolSpec | undefined {
+    for (const pool of this.pools.values()) {
+      if (pool.image === image && pool.resourceClass === resourceClass) return pool;
+    }
+    return undefined;
+  }
+
+  /** A ready sandbox for one session: warm from the pool, else cold-started, else 503. */
+  async lease(pool: PoolSpec): Promise<LeasedSandbox> {
+    const started = process.hrtime.bigint();
+    const idle = await this.deps.store.popIdle(pool.name);
+    let leased: LeasedSandbox;
+    if (idle) {
+      leased = { record: idle, warm: true };
+    } else {
+      const record = await this.startSandbox(pool);
+      if (!record) {
+        throw new SandpoolError("capacity.exhausted", `the '${pool.name}' pool is at capacity`, {
+          retryAfterSeconds: 2,
+        });
+      }
+      leased = { record, warm: false };
+    }
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    this.deps.metrics.leaseDuration.observe(
+      { pool: pool.name, start: leased.warm ? "warm" : "cold" },
+      seconds,
+    );
+    return leased;
+  }
+
+  /** Keeps a leased sandbox counted against its pool until `until`. */
+  holdMembership(record: SandboxRecord, until: number): Promise<void> {
+    return this.deps.store.renewMember(record.pool, record.sandboxId, until);
+  }
+
+  /** Destroys a sandbox and frees its place in the pool. Idempotent. */
+  async retire(record: Pick<SandboxRecord, "pool" | "sandboxId" | "runtimeId">): Promise<void> {
+    await this.deps.runtime.destroy(record.runtimeId);
+    await this.deps.store.removeMember(record.pool, record.sandboxId);
+  }
+
+  /** Tops every pool up to its `minIdle`, a few starts at a time. */
+  async warmAll(): Promise<void> {
+    await Promise.all(this.list().map((pool) => this.warm(pool)));
+  }
+
+  async warm(pool: PoolSpec): Promise<void> {
+    const backoff = this.backoff.get(pool.name)!;
+    for (;;) {
+      if (!backoff.mayStart(this.now())) return;
+      const idle = (await this.deps.store.listIdle(pool.name)).length;
+      const starting = this.starting.get(pool.name) ?? 0;
+      const wanted = Math.min(pool.minIdle - idle - starting, pool.warmupConcurrency - starting);
+      if (wanted <= 0) return;
+      const results = await Promise.all(
+        Array.from({ length: wanted }, async () => {
+          const record = await this.startSandbox(pool).catch(() => undefined);
+          if (!record) return false;
+          await this.deps.store.renewMember(pool.name, record.sandboxId, this.now() + IDLE_MEMBERSHIP_MS);
+          await this.deps.store.pushIdle(record);
+          return true;
+        }),
+      );
+      if (!results.every(Boolean)) return; // at capacity, or failing: try again on the next tick
+    }
+  }
+
+  /** Counts for the pool gauges: idle and starting here, leased from the store's membership. */
+  async refreshGauges(): Promise<void> {
+    for (const pool of this.list()) {
+      const idle = (await this.deps.store.listIdle(pool.name)).length;
+      const members = await this.deps.store.countMembers(pool.name, this.now());
+      const starting = this.starting.get(pool.name) ?? 0;
+      this.deps.metrics.poolSandboxes.set({ pool: pool.name, state: "idle" }, idle);
+      this.deps.metrics.poolSandboxes.set({ pool: pool.name, state: "starting" }, starting);
+      this.deps.metrics.poolSandboxes.set(
+        { pool: pool.name, state: "leased" },
+        Math.max(0, members - idle - starting),
+      );
+    }
+  }
+
+  /**
+   * Starts one sandbox and creates its inner session. Undefined when the pool is at its
+   * cap; throws when the start fails (after cleaning up what it started).
+   */
+  private async startSandbox(pool: PoolSpec): Promise<SandboxRecord | undefined> {
+    const sandboxId = randomBytes(12).toString("hex");
+    const deadline = this.now() + pool.coldStartTimeoutMs;
+    const counted = await this.deps.store.addMember(
+      pool.name,
+      sandboxId,
+      pool.maxTotal,
+      deadline + 5_000,
+      this.now(),
+    );
+    if (!counted) return undefined;
+    this.starting.set(pool.name, (this.starting.get(pool.name) ?? 0) + 1);
+    let runtimeId: string | undefined;
+    try {
+      const started = await this.deps.runtime.start({ sandboxId, pool, deadline });
+      runtimeId = started.runtimeId;
+      const innerSessionId = await this.deps.client.createInnerSession(
+        started.endpoint,
+        Math.max(1, deadline - this.now()),
+      );
+      this.backoff.get(pool.name)!.succeeded();
+      return {
+        sandboxId,
+        pool: pool.name,
+        endpoint: started.endpoint,
+        runtimeId,
+        innerSessionId,
+        createdAt: this.now(),
+      };
+    } catch (error) {
+      this.deps.metrics.warmupFailures.inc({ pool: pool.name });
+      const delayMs = this.backoff.get(pool.name)!.failed(this.now());
+      this.deps.log.error({ err: error, pool: pool.name, retryInMs: delayMs }, "sandbox start failed");
+      if (runtimeId) await this.deps.runtime.destroy(runtimeId).catch(() => undefined);
+      await this.deps.store.removeMember(pool.name, sandboxId);
+      throw new SandpoolError(
+        "capacity.exhausted",
+        `no sandbox of the '${pool.name}' pool could be started`,
+        {
+          retryAfterSeconds: Math.max(1, Math.ceil(delayMs / 1000)),
+          cause: error,
+        },
+      );
+    } finally {
+      this.starting.set(pool.name, (this.starting.get(pool.name) ?? 1) - 1);
+    }
+  }
+}

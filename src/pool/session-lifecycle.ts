@@ -1,0 +1,174 @@
+/**
+ * A gateway session from lease to release. CreateSession runs policy -> admission ->
+ * lease -> record, giving back every step it took when a later one fails (the slot, the
+ * sandbox). Every way a session ends (DestroySession, idle timeout, maximum lifetime, a
+ * dead sandbox) goes through `end`, which exactly one caller wins: it releases the slot
+ * and queues the sandbox's destruction as a job with retries, so a crash cannot leak it.
+ */
+import { randomBytes } from "node:crypto";
+import type { Logger } from "pino";
+import { SandpoolError } from "../contract/error-codes.js";
+import type { CreateSessionRequest } from "../contract/schemas.js";
+import type { JobRunner } from "../jobs/job-runner.js";
+import type { GatewayMetrics } from "../metering/gateway-metrics.js";
+import type { UsageSink } from "../metering/usage-sink.js";
+import type { EffectivePolicy } from "../policy/effective-policy.js";
+import type { PolicyService } from "../policy/policy-service.js";
+import type { Admission } from "../quota/admission.js";
+import type { CoordinationStore } from "../store/coordination/coordination-store.js";
+import { type Lease, type LeaseKey, leaseDeadline } from "../store/coordination/records.js";
+import type { PoolManager } from "./pool-manager.js";
+
+export const DESTROY_SANDBOX_JOB = "destroy-sandbox";
+/** Slots and memberships outlive the session's own deadline by this much, never less. */
+const HOLD_GRACE_MS = 60_000;
+const REAP_BATCH = 100;
+
+export type EndReason = "destroyed" | "expired" | "sandbox_failed" | "drained";
+
+export interface SessionLifecycleDeps {
+  store: CoordinationStore;
+  pools: PoolManager;
+  admission: Admission;
+  policies: PolicyService;
+  jobs: JobRunner;
+  metrics: GatewayMetrics;
+  usage: UsageSink;
+  log: Logger;
+  now?: () => number;
+}
+
+export interface CreatedSession {
+  lease: Lease;
+  policy: EffectivePolicy;
+  warm: boolean;
+}
+
+const clamp = (hint: number | null | undefined, fallback: number, ceiling: number) =>
+  Math.min(hint ?? fallback, ceiling);
+
+export class SessionLifecycle {
+  private readonly now: () => number;
+
+  constructor(private readonly deps: SessionLifecycleDeps) {
+    this.now = deps.now ?? Date.now;
+  }
+
+  async create(workspace: string, request: CreateSessionRequest): Promise<CreatedSession> {
+    const policy = await this.deps.policies.forWorkspace(workspace);
+    if (!policy.enabled) throw new SandpoolError("policy.workspace_disabled", "the workspace is disabled");
+    const image = request.image ?? policy.defaultImage;
+    if (!image || !policy.allowedImages.includes(image)) {
+      throw new SandpoolError(
+        "policy.image_not_allowed",
+        `the image '${image ?? ""}' is not allowed for this workspace`,
+      );
+    }
+    const pool = this.deps.pools.find(image, policy.resourceClass);
+    if (!pool) {
+      throw new SandpoolError(
+        "policy.image_not_allowed",
+        `no pool serves the image '${image}' in the '${policy.resourceClass}' class`,
+      );
+    }
+    const idleTimeoutSeconds = clamp(
+      request.idle_timeout_seconds,
+      policy.defaultIdleTimeoutSeconds,
+      policy.idleTimeoutCeilingSeconds,
+    );
+    const maxLifetimeSeconds = clamp(
+      request.max_lifetime_seconds,
+      policy.defaultMaxLifetimeSeconds,
+      policy.maxLifetimeCeilingSeconds,
+    );
+    // 144 random bits, URL-safe: unguessable, and unrelated to the container or its session.
+    const sessionId = randomBytes(18).toString("base64url");
+    const createdAt = this.now();
+    const holdUntil = createdAt + maxLifetimeSeconds * 1000 + HOLD_GRACE_MS;
+
+    await this.deps.admission.admitSession(policy, sessionId, holdUntil);
+    let leased: Awaited<ReturnType<PoolManager["lease"]>> | undefined;
+    try {
+      leased = await this.deps.pools.lease(pool);
+      const lease: Lease = {
+        sessionId,
+        workspace,
+        pool: pool.name,
+        image,
+        sandbox: leased.record,
+        createdAt,
+        lastActivityAt: createdAt,
+        idleTimeoutSeconds,
+        maxLifetimeSeconds,
+      };
+      await this.deps.pools.holdMembership(leased.record, holdUntil);
+      await this.deps.store.putLease(lease);
+      this.deps.usage.record({
+        workspace,
+        sessionId,
+        kind: "session_created",
+        detail: { image, warm: leased.warm },
+      });
+      return { lease, policy, warm: leased.warm };
+    } catch (error) {
+      await this.deps.admission.releaseSession(workspace, sessionId);
+      if (leased) await this.deps.jobs.enqueue(DESTROY_SANDBOX_JOB, leased.record);
+      throw error;
+    } finally {
+      // Refill behind the lease, off the request path.
+      void this.deps.pools.warm(pool).catch((error) => this.deps.log.error({ err: error }, "warm-up failed"));
+    }
+  }
+
+  /**
+   * The caller's live session. Unknown, ended, expired and other workspaces' sessions are
+   * all the same 404: existence is never revealed across tenants.
+   */
+  async resolve(key: LeaseKey): Promise<Lease> {
+    const lease = await this.deps.store.getLease(key);
+    if (!lease) throw notFound();
+    if (leaseDeadline(lease) <= this.now()) {
+      await this.end(key, "expired");
+      throw notFound();
+    }
+    return lease;
+  }
+
+  /** Records activity; `busyForMs` keeps the session alive through a call that long. */
+  async touch(key: LeaseKey, busyForMs?: number): Promise<void> {
+    const now = this.now();
+    await this.deps.store.touchLease(key, now, busyForMs === undefined ? undefined : now + busyForMs);
+  }
+
+  /** Ends a session; false when it was already gone (someone else ended it). */
+  async end(key: LeaseKey, reason: EndReason): Promise<boolean> {
+    const lease = await this.deps.store.takeLease(key);
+    if (!lease) return false;
+    await this.deps.admission.releaseSession(lease.workspace, lease.sessionId);
+    await this.deps.jobs.enqueue(DESTROY_SANDBOX_JOB, lease.sandbox);
+    this.deps.metrics.sessionsEnded.inc({ reason });
+    this.deps.usage.record({
+      workspace: lease.workspace,
+      sessionId: lease.sessionId,
+      kind: "session_ended",
+      quantity: this.now() - lease.createdAt,
+      detail: { reason },
+    });
+    this.deps.log.info({ session: lease.sessionId, workspace: lease.workspace, reason }, "session ended");
+    return true;
+  }
+
+  /** Ends every session past its idle timeout or maximum lifetime. */
+  async reap(): Promise<number> {
+    let ended = 0;
+    for (;;) {
+      const due = await this.deps.store.dueLeases(this.now(), REAP_BATCH);
+      for (const key of due) if (await this.end(key, "expired")) ended++;
+      if (due.length < REAP_BATCH) return ended;
+    }
+  }
+}
+
+function notFound(): SandpoolError {
+  return new SandpoolError("session.not_found", "no such session");
+}

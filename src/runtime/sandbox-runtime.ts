@@ -1,0 +1,47 @@
+/**
+ * Container drivers behind one interface: the docker runtime (production) and the process
+ * runtime (dev: sandbox servers as child processes, not isolated). The pool asks a runtime
+ * to start a sandbox, which answers once the sandbox server inside is listening, and to
+ * destroy one; `list` is what reconciliation compares with the store.
+ */
+
+/** One pool of identical sandboxes: an image in a resource class. */
+export interface PoolSpec {
+  name: string;
+  image: string;
+  resourceClass: string;
+  minIdle: number;
+  maxTotal: number;
+  warmupConcurrency: number;
+  coldStartTimeoutMs: number;
+}
+
+export interface StartRequest {
+  sandboxId: string;
+  pool: PoolSpec;
+  /** Epoch milliseconds by which the sandbox must answer, or the start fails. */
+  deadline: number;
+}
+
+export interface StartedSandbox {
+  runtimeId: string;
+  /** Base URL of the sandbox server, as the gateway reaches it. */
+  endpoint: string;
+}
+
+export interface RuntimeSandbox {
+  runtimeId: string;
+  sandboxId: string;
+  pool: string;
+}
+
+export interface SandboxRuntime {
+  readonly kind: "process" | "docker";
+  /** False for the process runtime: user code runs with the gateway's own privileges. */
+  readonly isolated: boolean;
+  start(request: StartRequest): Promise<StartedSandbox>;
+  /** Stops and removes the sandbox; an unknown or already removed one is not an error. */
+  destroy(runtimeId: string): Promise<void>;
+  list(): Promise<RuntimeSandbox[]>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,68 @@
+/**
+ * The narrow interface behind all shared, fast-changing state: admission counters, the
+ * warm pool and the leases. The memory implementation serves dev mode and unit tests; the
+ * Redis one serves any number of replicas. Both pass one shared test suite.
+ *
+ * Everything with an owner is kept with an expiry (slots, pool members, leases), so a
+ * holder that crashes ages out instead of leaking capacity.
+ */
+import type { Lease, LeaseKey, SandboxRecord } from "./records.js";
+
+export interface CoordinationStore {
+  // Admission: concurrent-session slots, session rate, execution budget.
+  /** Takes a slot for `token` if fewer than `limit` unexpired slots are held. */
+  acquireSlot(
+    workspace: string,
+    token: string,
+    limit: number,
+    expiresAt: number,
+    now: number,
+  ): Promise<boolean>;
+  releaseSlot(workspace: string, token: string): Promise<void>;
+  countSlots(workspace: string, now: number): Promise<number>;
+  /** Records one event in a sliding window; 0 if allowed, else milliseconds until one would be. */
+  takeRate(workspace: string, limit: number, windowMs: number, now: number): Promise<number>;
+  /** Adds to a workspace's execution milliseconds for `day`; returns the new total. */
+  chargeBudget(workspace: string, day: string, milliseconds: number): Promise<number>;
+  readBudget(workspace: string, day: string): Promise<number>;
+
+  // Pool membership caps a pool's size; idle members wait to be leased.
+  /** Counts `sandboxId` against the pool if fewer than `maxTotal` unexpired members exist. */
+  addMember(
+    pool: string,
+    sandboxId: string,
+    maxTotal: number,
+    expiresAt: number,
+    now: number,
+  ): Promise<boolean>;
+  renewMember(pool: string, sandboxId: string, expiresAt: number): Promise<void>;
+  removeMember(pool: string, sandboxId: string): Promise<void>;
+  countMembers(pool: string, now: number): Promise<number>;
+  listMembers(pool: string): Promise<string[]>;
+  pushIdle(record: SandboxRecord): Promise<void>;
+  /** Atomically takes the oldest idle sandbox of the pool, if any. */
+  popIdle(pool: string): Promise<SandboxRecord | undefined>;
+  /** Atomically takes one particular idle sandbox (for draining or reconciliation). */
+  takeIdle(pool: string, sandboxId: string): Promise<SandboxRecord | undefined>;
+  listIdle(pool: string): Promise<SandboxRecord[]>;
+
+  // Leases, addressed by (workspace, session id): another workspace's id finds nothing.
+  putLease(lease: Lease): Promise<void>;
+  getLease(key: LeaseKey): Promise<Lease | undefined>;
+  /**
+   * Records activity at `now`; `busyUntil` (a call's deadline) keeps the session from
+   * idling out while the call runs. Returns the lease, or undefined if it is gone.
+   */
+  touchLease(key: LeaseKey, now: number, busyUntil?: number): Promise<Lease | undefined>;
+  /** Atomically removes the lease: of several callers, exactly one gets it and ends the session. */
+  takeLease(key: LeaseKey): Promise<Lease | undefined>;
+  /** Leases whose idle or lifetime deadline has passed. */
+  dueLeases(now: number, limit: number): Promise<LeaseKey[]>;
+  listLeases(): Promise<Lease[]>;
+
+  // Broadcast between replicas (policy invalidation).
+  publish(channel: string, message: string): Promise<void>;
+  subscribe(channel: string, handler: (message: string) => void): Promise<void>;
+
+  close(): Promise<void>;
+}

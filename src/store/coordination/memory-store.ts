@@ -1,0 +1,177 @@
+/**
+ * The coordination store in one process's memory: dev mode and unit tests. Same semantics
+ * as the Redis store (expiring slots and members, atomic pops and takes), without the
+ * network; every method is trivially atomic because nothing awaits inside it.
+ */
+import type { CoordinationStore } from "./coordination-store.js";
+import { type Lease, type LeaseKey, leaseDeadline, type SandboxRecord } from "./records.js";
+
+/** token -> expiry, with expired entries dropped whenever the set is read. */
+class ExpiringSet {
+  private readonly entries = new Map<string, number>();
+
+  live(now: number): number {
+    for (const [token, expiresAt] of this.entries) if (expiresAt <= now) this.entries.delete(token);
+    return this.entries.size;
+  }
+
+  add(token: string, limit: number, expiresAt: number, now: number): boolean {
+    if (this.entries.has(token)) {
+      this.entries.set(token, expiresAt);
+      return true;
+    }
+    if (this.live(now) >= limit) return false;
+    this.entries.set(token, expiresAt);
+    return true;
+  }
+
+  renew(token: string, expiresAt: number): void {
+    if (this.entries.has(token)) this.entries.set(token, expiresAt);
+  }
+
+  delete(token: string): void {
+    this.entries.delete(token);
+  }
+
+  tokens(): string[] {
+    return [...this.entries.keys()];
+  }
+}
+
+const leaseId = (key: LeaseKey) => `${key.workspace}\u0000${key.sessionId}`;
+
+function getOrCreate<K, V>(map: Map<K, V>, key: K, create: () => V): V {
+  let value = map.get(key);
+  if (value === undefined) {
+    value = create();
+    map.set(key, value);
+  }
+  return value;
+}
+
+export class MemoryCoordinationStore implements CoordinationStore {
+  private readonly slots = new Map<string, ExpiringSet>();
+  private readonly rates = new Map<string, number[]>();
+  private readonly budgets = new Map<string, number>();
+  private readonly members = new Map<string, ExpiringSet>();
+  private readonly idle = new Map<string, SandboxRecord[]>();
+  private readonly leases = new Map<string, Lease>();
+  private readonly subscribers = new Map<string, ((message: string) => void)[]>();
+
+  async acquireSlot(workspace: string, token: string, limit: number, expiresAt: number, now: number) {
+    return getOrCreate(this.slots, workspace, () => new ExpiringSet()).add(token, limit, expiresAt, now);
+  }
+
+  async releaseSlot(workspace: string, token: string) {
+    this.slots.get(workspace)?.delete(token);
+  }
+
+  async countSlots(workspace: string, now: number) {
+    return this.slots.get(workspace)?.live(now) ?? 0;
+  }
+
+  async takeRate(workspace: string, limit: number, windowMs: number, now: number) {
+    const events = getOrCreate(this.rates, workspace, () => []);
+    while (events.length > 0 && events[0]! <= now - windowMs) events.shift();
+    if (events.length >= limit) return events[0]! + windowMs - now;
+    events.push(now);
+    return 0;
+  }
+
+  async chargeBudget(workspace: string, day: string, milliseconds: number) {
+    const key = `${workspace}\u0000${day}`;
+    const total = (this.budgets.get(key) ?? 0) + milliseconds;
+    this.budgets.set(key, total);
+    return total;
+  }
+
+  async readBudget(workspace: string, day: string) {
+    return this.budgets.get(`${workspace}\u0000${day}`) ?? 0;
+  }
+
+  async addMember(pool: string, sandboxId: string, maxTotal: number, expiresAt: number, now: number) {
+    return getOrCreate(this.members, pool, () => new ExpiringSet()).add(sandboxId, maxTotal, expiresAt, now);
+  }
+
+  async renewMember(pool: string, sandboxId: string, expiresAt: number) {
+    this.members.get(pool)?.renew(sandboxId, expiresAt);
+  }
+
+  async removeMember(pool: string, sandboxId: string) {
+    this.members.get(pool)?.delete(sandboxId);
+  }
+
+  async countMembers(pool: string, now: number) {
+    return this.members.get(pool)?.live(now) ?? 0;
+  }
+
+  async listMembers(pool: string) {
+    return this.members.get(pool)?.tokens() ?? [];
+  }
+
+  async pushIdle(record: SandboxRecord) {
+    getOrCreate(this.idle, record.pool, () => []).push(record);
+  }
+
+  async popIdle(pool: string) {
+    return this.idle.get(pool)?.shift();
+  }
+
+  async takeIdle(pool: string, sandboxId: string) {
+    const records = this.idle.get(pool) ?? [];
+    const index = records.findIndex((record) => record.sandboxId === sandboxId);
+    return index >= 0 ? records.splice(index, 1)[0] : undefined;
+  }
+
+  async listIdle(pool: string) {
+    return [...(this.idle.get(pool) ?? [])];
+  }
+
+  async putLease(lease: Lease) {
+    this.leases.set(leaseId(lease), structuredClone(lease));
+  }
+
+  async getLease(key: LeaseKey) {
+    const lease = this.leases.get(leaseId(key));
+    return lease && structuredClone(lease);
+  }
+
+  async touchLease(key: LeaseKey, now: number, busyUntil?: number) {
+    const lease = this.leases.get(leaseId(key));
+    if (!lease) return undefined;
+    lease.lastActivityAt = Math.max(lease.lastActivityAt, now);
+    if (busyUntil !== undefined) lease.busyUntil = busyUntil;
+    return structuredClone(lease);
+  }
+
+  async takeLease(key: LeaseKey) {
+    const lease = this.leases.get(leaseId(key));
+    this.leases.delete(leaseId(key));
+    return lease;
+  }
+
+  async dueLeases(now: number, limit: number) {
+    const due: LeaseKey[] = [];
+    for (const lease of this.leases.values()) {
+      if (due.length >= limit) break;
+      if (leaseDeadline(lease) <= now) due.push({ workspace: lease.workspace, sessionId: lease.sessionId });
+    }
+    return due;
+  }
+
+  async listLeases() {
+    return [...this.leases.values()].map((lease) => structuredClone(lease));
+  }
+
+  async publish(channel: string, message: string) {
+    for (const handler of this.subscribers.get(channel) ?? []) queueMicrotask(() => handler(message));
+  }
+
+  async subscribe(channel: string, handler: (message: string) => void) {
+    getOrCreate(this.subscribers, channel, () => []).push(handler);
+  }
+
+  async close() {
+    this.subscribers.clear();
+  }
+}

@@ -1,0 +1,40 @@
+/** What the coordination store keeps about pooled sandboxes and the sessions leased on them. */
+
+/** A started sandbox server, ready to serve one session. */
+export interface SandboxRecord {
+  sandboxId: string;
+  pool: string;
+  /** Base URL of its contract-v1 server, as the gateway reaches it. */
+  endpoint: string;
+  /** The runtime's own handle: a container id, a process id. */
+  runtimeId: string;
+  /** The session created inside it at warm-up, so a lease needs no further round trip. */
+  innerSessionId: string;
+  createdAt: number;
+}
+
+/** A client's session: which sandbox serves it, for whom, and until when. */
+export interface Lease {
+  sessionId: string;
+  workspace: string;
+  pool: string;
+  image: string;
+  sandbox: SandboxRecord;
+  createdAt: number;
+  lastActivityAt: number;
+  idleTimeoutSeconds: number;
+  maxLifetimeSeconds: number;
+  /** A call in flight keeps the session from idling out until this time. */
+  busyUntil?: number;
+}
+
+/** When the reaper should end the lease if nothing touches it first. */
+export function leaseDeadline(lease: Lease): number {
+  const idleDeadline = Math.max(lease.lastActivityAt + lease.idleTimeoutSeconds * 1000, lease.busyUntil ?? 0);
+  return Math.min(idleDeadline, lease.createdAt + lease.maxLifetimeSeconds * 1000);
+}
+
+export interface LeaseKey {
+  workspace: string;
+  sessionId: string;
+}

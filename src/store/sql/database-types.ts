@@ -1,0 +1,69 @@
+/**
+ * The Kysely view of the tables in migrations/. Column types describe what both drivers
+ * hand back: `bigint` columns arrive as a string from pg and as a number from PGlite, so
+ * their select type is `string | number` and the repositories convert with Number().
+ * jsonb columns are written as JSON text: pg would turn a JS array into a Postgres array
+ * literal, so stringifying ourselves is the one encoding both drivers agree on.
+ */
+import type { ColumnType, Generated } from "kysely";
+
+type BigIntColumn = ColumnType<string | number, number, number>;
+type NullableBigIntColumn = ColumnType<string | number | null, number | null, number | null>;
+type JsonColumn = ColumnType<unknown, string | null, string | null>;
+type CreatedAt = ColumnType<Date, Date | undefined, never>;
+
+export interface WorkspacePoliciesTable {
+  workspace_id: string;
+  enabled: Generated<boolean>;
+  allowed_images: string[] | null;
+  default_image: string | null;
+  allowed_tools: string[] | null;
+  exec_timeout_ceiling_s: number | null;
+  idle_timeout_ceiling_s: number | null;
+  max_lifetime_ceiling_s: number | null;
+  max_concurrent_sessions: number | null;
+  sessions_per_minute: number | null;
+  exec_seconds_per_day: number | null;
+  max_file_bytes: NullableBigIntColumn;
+  resource_class: string | null;
+  egress_allowed: boolean | null;
+  version: Generated<number>;
+  updated_at: Generated<Date>;
+  updated_by: string;
+}
+
+export interface PolicyAuditTable {
+  id: ColumnType<string | number, never, never>;
+  workspace_id: string;
+  actor: string;
+  at: CreatedAt;
+  before: JsonColumn;
+  after: JsonColumn;
+}
+
+export interface UsageEventsTable {
+  event_id: string;
+  workspace_id: string;
+  session_id: string;
+  kind: string;
+  tool: string | null;
+  quantity: BigIntColumn;
+  detail: JsonColumn;
+  occurred_at: ColumnType<Date, Date, never>;
+}
+
+export interface ApiKeysTable {
+  key_id: string;
+  workspace_id: string;
+  hashed_secret: string;
+  label: string | null;
+  created_at: CreatedAt;
+  revoked_at: Date | null;
+}
+
+export interface Database {
+  workspace_policies: WorkspacePoliciesTable;
+  policy_audit: PolicyAuditTable;
+  usage_events: UsageEventsTable;
+  api_keys: ApiKeysTable;
+}

@@ -1,0 +1,38 @@
+/**
+ * One durable usage record, as the metering buffer hands it to the store. The producer
+ * mints `eventId` (a UUID) when the usage happens, so a batch flushed twice counts once.
+ */
+import { z } from "zod";
+
+export const usageKinds = [
+  "session_created",
+  "session_ended",
+  "exec",
+  "file_in",
+  "file_out",
+  "denied",
+] as const;
+export type UsageKind = (typeof usageKinds)[number];
+
+export const usageEventSchema = z.strictObject({
+  eventId: z.guid(),
+  workspaceId: z.string().min(1),
+  sessionId: z.string().min(1),
+  kind: z.enum(usageKinds),
+  tool: z.string().min(1).nullish(),
+  /** Milliseconds for `exec`, bytes for `file_in` / `file_out`, 0 otherwise. */
+  quantity: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+  detail: z.record(z.string(), z.unknown()).nullish(),
+  occurredAt: z.date(),
+});
+
+export type UsageEvent = z.input<typeof usageEventSchema>;
+
+export interface UsageSummaryRow {
+  kind: UsageKind;
+  tool: string | null;
+  /** Number of events. */
+  count: number;
+  /** Sum of their quantities. */
+  quantity: number;
+}
