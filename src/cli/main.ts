@@ -6,6 +6,7 @@
  */
 import { Command } from "commander";
 import { devCommand } from "./commands/dev-command.js";
+import { migrateCommand } from "./commands/migrate-command.js";
 import { sandboxCommand } from "./commands/sandbox-command.js";
 import { tokenCommand } from "./commands/token-command.js";
 
@@ -15,6 +16,14 @@ const program = new Command("sandpool")
   .showHelpAfterError()
   .addCommand(devCommand())
   .addCommand(tokenCommand())
+  .addCommand(migrateCommand())
   .addCommand(sandboxCommand());
 
-await program.parseAsync(process.argv);
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  // Expected failures (bad configuration, a missing service) read as one line, not a stack.
+  process.stderr.write(`sandpool: ${error instanceof Error ? error.message : String(error)}\n`);
+  if (process.env.SANDPOOL_LOG_LEVEL === "debug" && error instanceof Error) process.stderr.write(`${error.stack}\n`);
+  process.exitCode = 1;
+}

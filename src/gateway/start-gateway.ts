@@ -17,6 +17,7 @@ import { BufferedUsageSink } from "../metering/buffered-usage-sink.js";
 import { GatewayMetrics } from "../metering/gateway-metrics.js";
 import { PolicyService } from "../policy/policy-service.js";
 import { PoolManager } from "../pool/pool-manager.js";
+import { reconcile } from "../pool/reconcile.js";
 import { DESTROY_SANDBOX_JOB, SessionLifecycle } from "../pool/session-lifecycle.js";
 import { Admission } from "../quota/admission.js";
 import type { SandboxRuntime } from "../runtime/sandbox-runtime.js";
@@ -27,6 +28,8 @@ import { PolicyRepository } from "../store/sql/policy-repository.js";
 import { UsageRepository } from "../store/sql/usage-repository.js";
 
 export const POLICY_CHANNEL = "sandpool:policy-changed";
+/** Longer than any sandbox start takes, so a start in progress is never called an orphan. */
+const ORPHAN_GRACE_MS = 2 * 60_000;
 
 export interface GatewayBackends {
   store: CoordinationStore;
@@ -63,8 +66,14 @@ export async function startGateway(
   jobs.register("reap-sessions", async () => {
     await sessions.reap();
   });
+  const reconcileNow = () =>
+    reconcile({ runtime, store, pools, sessions, log, orphanGraceMs: ORPHAN_GRACE_MS }).then(() => undefined);
+  jobs.register("reconcile", reconcileNow);
   jobs.schedule("warm-pools", config.intervals.warmMs);
   jobs.schedule("reap-sessions", config.intervals.reapMs);
+  jobs.schedule("reconcile", config.intervals.reconcileMs);
+  // Before serving: whatever a crashed predecessor left behind is cleaned up first.
+  await reconcileNow();
 
   let accepting = false;
   const services: GatewayServices = {

@@ -33,6 +33,8 @@ export interface RuntimeSandbox {
   runtimeId: string;
   sandboxId: string;
   pool: string;
+  /** Epoch milliseconds; reconciliation leaves very young sandboxes alone. */
+  createdAt?: number;
 }
 
 export interface SandboxRuntime {

@@ -27,6 +27,7 @@ interface Child {
   pool: string;
   dir: string;
   exited: Promise<void>;
+  createdAt: number;
 }
 
 const packageRoot = fileURLToPath(new URL("../../../", import.meta.url));
@@ -73,6 +74,7 @@ export class ProcessRuntime implements SandboxRuntime {
       sandboxId: request.sandboxId,
       pool: request.pool.name,
       dir,
+      createdAt: Date.now(),
       exited,
     });
     child.stderr?.on("data", (chunk: Buffer) =>
@@ -105,10 +107,15 @@ export class ProcessRuntime implements SandboxRuntime {
   }
 
   async list(): Promise<RuntimeSandbox[]> {
-    return [...this.children.entries()].map(([runtimeId, child]) => ({
+    // A sandbox server that exited (crashed, killed) is not running, whatever the map says.
+    const alive = [...this.children.entries()].filter(
+      ([, child]) => child.process.exitCode === null && child.process.signalCode === null,
+    );
+    return alive.map(([runtimeId, child]) => ({
       runtimeId,
       sandboxId: child.sandboxId,
       pool: child.pool,
+      createdAt: child.createdAt,
     }));
   }
 

@@ -1,0 +1,33 @@
+/** `sandpool migrate`: applies pending SQL migrations to the production database. */
+import { Command } from "commander";
+
+export function migrateCommand(): Command {
+  return new Command("migrate")
+    .description(
+      "Apply the pending migrations in migrations/ to the Postgres database at DATABASE_URL (or\n" +
+        "--database-url), all in one transaction. `sandpool serve` refuses to run against an older schema.",
+    )
+    .option("--database-url <url>", "Postgres connection URL (default: env DATABASE_URL)")
+    .option("--dry-run", "only list the migrations that would be applied")
+    .action(async (options: { databaseUrl?: string; dryRun?: boolean }) => {
+      const url = options.databaseUrl ?? process.env.DATABASE_URL;
+      if (!url) throw new Error("no database: set DATABASE_URL or pass --database-url");
+      const { openPostgres } = await import("../../store/sql/open-database.js");
+      const { migrateToLatest, pendingMigrations } = await import("../../store/sql/migrate.js");
+      const db = openPostgres(url);
+      try {
+        const pending = await pendingMigrations(db);
+        if (pending.length === 0) {
+          process.stdout.write("The schema is current: nothing to apply.\n");
+        } else if (options.dryRun) {
+          process.stdout.write(`Pending migrations:\n${pending.map((name) => `  ${name}\n`).join("")}`);
+        } else {
+          process.stdout.write(`Applying ${pending.length} migration(s)...\n`);
+          const { applied } = await migrateToLatest(db);
+          for (const name of applied) process.stdout.write(`  applied ${name}\n`);
+        }
+      } finally {
+        await db.destroy();
+      }
+    });
+}

@@ -1,0 +1,103 @@
+/**
+ * The create-container body for one sandbox. Everything that keeps user code in its box is
+ * decided here, in one place, so it can be read (and reviewed) as a whole:
+ * no capabilities, no-new-privileges, never privileged, no bind mounts or volumes (so never
+ * the Docker socket), a read-only root with size-capped tmpfs for the workspace and /tmp,
+ * memory without swap, a pids cap, CPU quota, capped container logs, one network.
+ */
+import type { ContainerCreateOptions } from "dockerode";
+import type { DockerRuntimeOptions, ResourceClass } from "./docker-runtime-options.js";
+
+/** The gateway owns session lifetimes; the sandbox server must never end one first. */
+const SANDBOX_SESSION_SECONDS = "31536000";
+
+export const LABELS = {
+  deployment: "sandpool.deployment",
+  pool: "sandpool.pool",
+  sandbox: "sandpool.sandbox",
+  engine: "sandpool.engine",
+  resourceClass: "sandpool.resource-class",
+} as const;
+
+export interface ContainerSpecInput {
+  sandboxId: string;
+  pool: string;
+  image: string;
+  resourceClass: ResourceClass;
+  resourceClassName: string;
+  /** The engine's endpoint as configured, for the `sandpool.engine` label. */
+  engineHost: string;
+  network: string;
+}
+
+export function containerName(deployment: string, sandboxId: string): string {
+  // Docker names: [a-zA-Z0-9][a-zA-Z0-9_.-]*; the sandbox id is ours, but never trust a format.
+  const safe = sandboxId.replace(/[^a-zA-Z0-9_.-]/g, "_").slice(0, 100);
+  return `sandpool-${deployment}-${safe}`;
+}
+
+export function buildContainerSpec(
+  options: DockerRuntimeOptions,
+  input: ContainerSpecInput,
+): ContainerCreateOptions {
+  const [uid, gid] = options.user.split(":");
+  const port = `${options.containerPort}/tcp`;
+  const rc = input.resourceClass;
+  const ownedTmpfs = `uid=${uid},gid=${gid}`;
+  return {
+    name: containerName(options.deployment, input.sandboxId),
+    Image: input.image,
+    // The image's ENTRYPOINT (tini) stays PID 1 and reaps what user code orphans.
+    Cmd: [
+      ...options.serverCommand,
+      ...["--host", "0.0.0.0", "--port", String(options.containerPort), "--root", options.sessionsRoot],
+      ...["--max-sessions", "1"],
+      ...["--idle-timeout", SANDBOX_SESSION_SECONDS, "--max-idle-timeout", SANDBOX_SESSION_SECONDS],
+      ...["--max-lifetime", SANDBOX_SESSION_SECONDS, "--max-lifetime-ceiling", SANDBOX_SESSION_SECONDS],
+      ...["--max-exec-timeout", String(options.execTimeoutCeilingSeconds)],
+      ...["--max-upload-bytes", String(options.maxFileBytes)],
+    ],
+    Env: ["SANDPOOL_LOG_LEVEL=warn"],
+    User: options.user,
+    Hostname: "sandbox",
+    Labels: {
+      [LABELS.deployment]: options.deployment,
+      [LABELS.pool]: input.pool,
+      [LABELS.sandbox]: input.sandboxId,
+      [LABELS.engine]: input.engineHost,
+      [LABELS.resourceClass]: input.resourceClassName,
+    },
+    ExposedPorts: { [port]: {} },
+    // The gateway probes readiness itself; a health check would only spend CPU in the box.
+    Healthcheck: { Test: ["NONE"] },
+    StopTimeout: 2,
+    HostConfig: {
+      Privileged: false,
+      CapDrop: ["ALL"],
+      CapAdd: [],
+      SecurityOpt: ["no-new-privileges"],
+      ReadonlyRootfs: options.readOnlyRootFilesystem,
+      // Always tmpfs, even with a writable root: the overlay has no size cap of its own.
+      Tmpfs: {
+        [options.sessionsRoot]: `rw,nosuid,nodev,exec,size=${rc.tmpfsBytes},${ownedTmpfs},mode=0700`,
+        "/tmp": `rw,nosuid,nodev,noexec,size=${rc.tmpBytes},${ownedTmpfs},mode=1777`,
+      },
+      Binds: [],
+      Mounts: [],
+      Init: false,
+      Memory: rc.memoryBytes,
+      MemorySwap: rc.memoryBytes,
+      NanoCpus: Math.round(rc.cpus * 1e9),
+      PidsLimit: rc.pidsLimit,
+      NetworkMode: input.network,
+      PortBindings: options.publishToLoopback ? { [port]: [{ HostIp: "127.0.0.1", HostPort: "" }] } : {},
+      PublishAllPorts: false,
+      RestartPolicy: { Name: "no" },
+      AutoRemove: false,
+      IpcMode: "private",
+      LogConfig: { Type: "json-file", Config: { "max-size": String(options.logMaxBytes), "max-file": "1" } },
+      ...(options.runtime ? { Runtime: options.runtime } : {}),
+    },
+    NetworkingConfig: { EndpointsConfig: { [input.network]: {} } },
+  };
+}

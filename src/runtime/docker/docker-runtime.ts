@@ -1,0 +1,369 @@
+/**
+ * The production runtime: each sandbox is a hardened container (container-spec.ts) on one
+ * of several Docker engines, on an internal bridge network with no egress, reached by the
+ * gateway at its IP on that network (or at a port published on 127.0.0.1).
+ *
+ * runtimeId is `<engine index>:<container id>`, so destroy goes to the right engine without
+ * asking the others. Containers outlive the gateway on purpose: list() is what
+ * reconciliation compares with the store after a restart.
+ */
+import type Dockerode from "dockerode";
+import type { Logger } from "pino";
+import { Agent } from "undici";
+import type { RuntimeSandbox, SandboxRuntime, StartedSandbox, StartRequest } from "../sandbox-runtime.js";
+import { buildContainerSpec, LABELS } from "./container-spec.js";
+import { dockerMessageOf, dockerStatusOf } from "./docker-api-errors.js";
+import { DockerEngine } from "./docker-engine.js";
+import {
+  type DockerRuntimeOptions,
+  type DockerRuntimeOptionsInput,
+  dockerRuntimeOptionsSchema,
+} from "./docker-runtime-options.js";
+import { SandboxStartError, waitForSandboxHealth } from "./wait-for-sandbox-health.js";
+
+export interface EngineStatus {
+  index: number;
+  host: string;
+  /** Answered just now. */
+  up: boolean;
+  /** Running containers of this deployment (0 when down). */
+  containers: number;
+  /** Why it is down. */
+  problem?: string;
+}
+
+/**
+ * list() could not ask every engine: `partial` holds what the others answered. Reconciling
+ * against a partial list would take the unreachable engines' sandboxes for lost, so list()
+ * throws; a caller that knows better can use `partial` for the engines that did answer.
+ */
+export class DockerEnginesUnreachableError extends Error {
+  override readonly name = "DockerEnginesUnreachableError";
+  constructor(
+    readonly unreachable: { index: number; host: string; problem: string }[],
+    readonly partial: RuntimeSandbox[],
+  ) {
+    super(`Docker engine(s) not answering: ${unreachable.map((e) => `${e.host} (${e.problem})`).join(", ")}`);
+  }
+}
+
+export interface StartTimings {
+  placeMs: number;
+  createMs: number;
+  startMs: number;
+  readyMs: number;
+  totalMs: number;
+}
+
+export class DockerRuntime implements SandboxRuntime {
+  readonly kind = "docker" as const;
+  readonly isolated = true;
+  readonly options: DockerRuntimeOptions;
+  private readonly engineList: DockerEngine[];
+  private readonly http: Agent;
+  private readonly log: Logger | undefined;
+
+  constructor(input: DockerRuntimeOptionsInput, log?: Logger) {
+    this.options = dockerRuntimeOptionsSchema.parse(input);
+    this.log = log;
+    this.engineList = this.options.hosts.map(
+      (host, index) =>
+        new DockerEngine(index, host, this.options.engineDownMs, this.options.engineRequestTimeoutMs),
+    );
+    this.http = new Agent({
+      connect: { timeout: this.options.healthProbeTimeoutMs },
+      keepAliveTimeout: 1_000,
+    });
+  }
+
+  async start(request: StartRequest): Promise<StartedSandbox> {
+    return (await this.startTimed(request)).sandbox;
+  }
+
+  /** start(), also saying where the time went (for logs and benchmarks). */
+  async startTimed(request: StartRequest): Promise<{ sandbox: StartedSandbox; timings: StartTimings }> {
+    const began = Date.now();
+    const { pool } = request;
+    const resourceClass = this.options.resourceClasses[pool.resourceClass];
+    if (!resourceClass) {
+      throw new Error(
+        `pool ${pool.name}: resource class '${pool.resourceClass}' is not configured for Docker`,
+      );
+    }
+    const egress = this.options.egressPools.includes(pool.name);
+    const network = egress ? this.options.egressNetwork! : this.options.network;
+    assertBeforeDeadline(request.deadline, "placing it");
+
+    const engine = await this.place(pool.image);
+    const placed = Date.now();
+    engine.inFlight++;
+    try {
+      await engine.ensureNetwork({
+        name: network,
+        internal: !egress,
+        labels: {
+          [LABELS.deployment]: this.options.deployment,
+          "sandpool.network": egress ? "egress" : "internal",
+        },
+      });
+      assertBeforeDeadline(request.deadline, "creating its container");
+      const spec = buildContainerSpec(this.options, {
+        sandboxId: request.sandboxId,
+        pool: pool.name,
+        image: pool.image,
+        resourceClass,
+        resourceClassName: pool.resourceClass,
+        engineHost: engine.host,
+        network,
+      });
+      const container = await this.create(engine, spec, network);
+      const created = Date.now();
+      const runtimeId = `${engine.index}:${container.id}`;
+      try {
+        assertBeforeDeadline(request.deadline, "starting its container");
+        await engine.call(() => container.start());
+        const started = Date.now();
+        const info = await engine.call(() => container.inspect());
+        const endpoint = this.endpointOf(info, network, engine);
+        await waitForSandboxHealth({
+          endpoint,
+          deadline: request.deadline,
+          dispatcher: this.http,
+          probeTimeoutMs: this.options.healthProbeTimeoutMs,
+          intervalMs: this.options.healthProbeIntervalMs,
+          checkAlive: () => this.whyNotRunning(engine, container),
+        });
+        const ready = Date.now();
+        const timings = {
+          placeMs: placed - began,
+          createMs: created - placed,
+          startMs: started - created,
+          readyMs: ready - started,
+          totalMs: ready - began,
+        };
+        this.log?.debug(
+          { sandbox: request.sandboxId, engine: engine.host, runtimeId, ...timings },
+          "sandbox ready",
+        );
+        return { sandbox: { runtimeId, endpoint }, timings };
+      } catch (error) {
+        await this.destroy(runtimeId).catch((cleanupError: unknown) =>
+          this.log?.warn(
+            { runtimeId, err: dockerMessageOf(cleanupError) },
+            "could not remove a sandbox that failed to start; reconciliation will",
+          ),
+        );
+        throw error;
+      }
+    } finally {
+      engine.inFlight--;
+    }
+  }
+
+  async destroy(runtimeId: string): Promise<void> {
+    const parsed = this.parseRuntimeId(runtimeId);
+    if (!parsed) {
+      this.log?.warn({ runtimeId }, "destroy: not a runtime id of a configured Docker engine, ignored");
+      return;
+    }
+    const { engine, containerId } = parsed;
+    const container = engine.docker.getContainer(containerId);
+    try {
+      await engine.call(() => container.kill());
+    } catch (error) {
+      // 404: gone already; 409: not running (exited, or being removed).
+      const status = dockerStatusOf(error);
+      if (status !== 404 && status !== 409) throw error;
+      if (status === 404) return;
+    }
+    try {
+      await engine.call(() => container.remove({ force: true, v: true }));
+    } catch (error) {
+      // 409 "removal already in progress": a concurrent destroy finishes the job.
+      const status = dockerStatusOf(error);
+      if (status !== 404 && status !== 409) throw error;
+    }
+  }
+
+  async list(): Promise<RuntimeSandbox[]> {
+    const answers = await Promise.all(
+      this.engineList.map(async (engine) => {
+        try {
+          return { engine, containers: await engine.listContainers(this.options.deployment, true) };
+        } catch (error) {
+          return { engine, problem: dockerMessageOf(error) };
+        }
+      }),
+    );
+    const sandboxes: RuntimeSandbox[] = [];
+    const unreachable: { index: number; host: string; problem: string }[] = [];
+    for (const answer of answers) {
+      if (answer.containers === undefined) {
+        unreachable.push({ index: answer.engine.index, host: answer.engine.host, problem: answer.problem });
+        continue;
+      }
+      for (const container of answer.containers) {
+        sandboxes.push({
+          runtimeId: `${answer.engine.index}:${container.Id}`,
+          sandboxId: container.Labels[LABELS.sandbox] ?? "",
+          pool: container.Labels[LABELS.pool] ?? "",
+        });
+      }
+    }
+    if (unreachable.length > 0) throw new DockerEnginesUnreachableError(unreachable, sandboxes);
+    return sandboxes;
+  }
+
+  /** Asks every engine now; down ones are reported with the reason. */
+  async engines(): Promise<EngineStatus[]> {
+    return Promise.all(
+      this.engineList.map(async (engine): Promise<EngineStatus> => {
+        try {
+          const running = await engine.listContainers(this.options.deployment, false);
+          return { index: engine.index, host: engine.host, up: true, containers: running.length };
+        } catch (error) {
+          return {
+            index: engine.index,
+            host: engine.host,
+            up: false,
+            containers: 0,
+            problem: engine.problem ?? dockerMessageOf(error),
+          };
+        }
+      }),
+    );
+  }
+
+  async close(): Promise<void> {
+    // Containers stay: a restarted gateway reconciles them.
+    for (const engine of this.engineList) engine.close();
+    await this.http.close();
+  }
+
+  /** Least loaded engine (running containers + starts in flight) among those with the image. */
+  private async place(image: string): Promise<DockerEngine> {
+    const candidates = this.engineList.filter((engine) => engine.up);
+    const answers = await Promise.all(
+      candidates.map(async (engine) => {
+        try {
+          const [hasImage, running] = await Promise.all([
+            engine.hasImage(image),
+            engine.listContainers(this.options.deployment, false),
+          ]);
+          return { engine, hasImage, load: running.length + engine.inFlight };
+        } catch (error) {
+          return { engine, hasImage: false, load: 0, problem: dockerMessageOf(error) };
+        }
+      }),
+    );
+    let best: { engine: DockerEngine; load: number } | undefined;
+    for (const answer of answers) {
+      if (answer.hasImage && (!best || answer.load < best.load)) best = answer;
+    }
+    if (best) return best.engine;
+
+    const down = [
+      ...this.engineList
+        .filter((engine) => !candidates.includes(engine))
+        .map((e) => `${e.host} (${e.problem ?? "down"})`),
+      ...answers.filter((a) => a.problem).map((a) => `${a.engine.host} (${a.problem})`),
+    ];
+    const answered = answers.filter((a) => !a.problem);
+    if (answered.length === 0) {
+      throw new Error(`no Docker engine is answering: ${down.join(", ")}`);
+    }
+    throw new Error(
+      `image ${image} is missing on every Docker engine: build it with npm run build:sandbox-image` +
+        (down.length > 0 ? ` (not answering: ${down.join(", ")})` : ""),
+    );
+  }
+
+  private async create(engine: DockerEngine, spec: Dockerode.ContainerCreateOptions, network: string) {
+    try {
+      return await engine.call((docker) => docker.createContainer(spec));
+    } catch (error) {
+      // The network was removed behind our back (an operator, a test): make it again, once.
+      if (dockerStatusOf(error) === 404 && /network/i.test(dockerMessageOf(error))) {
+        engine.forgetNetwork(network);
+        await engine.ensureNetwork({
+          name: network,
+          internal: network === this.options.network,
+          labels: {
+            [LABELS.deployment]: this.options.deployment,
+            "sandpool.network": network === this.options.network ? "internal" : "egress",
+          },
+        });
+        return await engine.call((docker) => docker.createContainer(spec));
+      }
+      throw error;
+    }
+  }
+
+  private endpointOf(info: Dockerode.ContainerInspectInfo, network: string, engine: DockerEngine): string {
+    const port = this.options.containerPort;
+    if (this.options.publishToLoopback) {
+      const bindings = info.NetworkSettings.Ports?.[`${port}/tcp`] ?? [];
+      const loopback = bindings.find((binding) => binding.HostIp === "127.0.0.1");
+      if (!loopback) {
+        throw new SandboxStartError(
+          `Docker engine ${engine.host} did not publish port ${port} of the sandbox on 127.0.0.1: ` +
+            `Docker does not publish ports of containers attached only to an internal network (${network}); ` +
+            "set publishToLoopback to false and run the gateway where it can reach the network",
+        );
+      }
+      return `http://127.0.0.1:${loopback.HostPort}`;
+    }
+    const ip = info.NetworkSettings.Networks?.[network]?.IPAddress;
+    if (!ip) throw new SandboxStartError(`the sandbox container has no address on network ${network}`);
+    return `http://${ip}:${port}`;
+  }
+
+  private async whyNotRunning(
+    engine: DockerEngine,
+    container: Dockerode.Container,
+  ): Promise<string | undefined> {
+    try {
+      const info = await engine.call(() => container.inspect());
+      if (info.State.Running) return undefined;
+      const logs = await this.tailLogs(container);
+      return `status ${info.State.Status}, exit code ${info.State.ExitCode}${info.State.OOMKilled ? " (out of memory)" : ""}${logs ? `; last output:\n${logs}` : ""}`;
+    } catch (error) {
+      if (dockerStatusOf(error) === 404) return "the container was removed";
+      return undefined;
+    }
+  }
+
+  private async tailLogs(container: Dockerode.Container): Promise<string> {
+    try {
+      const raw = await container.logs({ stdout: true, stderr: true, tail: 20, follow: false });
+      return demuxLogs(Buffer.isBuffer(raw) ? raw : Buffer.from(String(raw))).slice(-2_000);
+    } catch {
+      return "";
+    }
+  }
+
+  private parseRuntimeId(runtimeId: string): { engine: DockerEngine; containerId: string } | undefined {
+    const match = /^(\d+):([0-9a-f]{12,64})$/.exec(runtimeId);
+    if (!match) return undefined;
+    const engine = this.engineList[Number(match[1])];
+    return engine ? { engine, containerId: match[2]! } : undefined;
+  }
+}
+
+function assertBeforeDeadline(deadline: number, doing: string): void {
+  if (Date.now() >= deadline)
+    throw new SandboxStartError(`the sandbox start deadline passed before ${doing}`);
+}
+
+/** Docker multiplexes stdout/stderr of a container without a TTY: 8-byte frame headers. */
+function demuxLogs(raw: Buffer): string {
+  const parts: Buffer[] = [];
+  let offset = 0;
+  while (offset + 8 <= raw.length && raw[offset]! <= 2 && raw.readUInt16BE(offset + 1) === 0) {
+    const size = raw.readUInt32BE(offset + 4);
+    parts.push(raw.subarray(offset + 8, offset + 8 + size));
+    offset += 8 + size;
+  }
+  if (offset === 0) return raw.toString("utf8");
+  return Buffer.concat(parts).toString("utf8");
+}

@@ -1,0 +1,57 @@
+/**
+ * Readiness: a sandbox is ready when its server answers `GET /health` with 200. Probes are
+ * short and frequent (a container is usually ready in well under a second); the container's
+ * state is checked now and then so one that exited fails at once, not at the deadline.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import { type Dispatcher, request } from "undici";
+
+export interface HealthWait {
+  endpoint: string;
+  deadline: number;
+  dispatcher: Dispatcher;
+  probeTimeoutMs: number;
+  intervalMs: number;
+  /** Resolves to a reason when the container is gone or stopped, else undefined. */
+  checkAlive: () => Promise<string | undefined>;
+  aliveCheckEveryMs?: number;
+}
+
+export class SandboxStartError extends Error {
+  override readonly name = "SandboxStartError";
+}
+
+export async function waitForSandboxHealth(wait: HealthWait): Promise<void> {
+  const aliveEvery = wait.aliveCheckEveryMs ?? 500;
+  let lastAliveCheck = Date.now();
+  let last = "no answer yet";
+  for (;;) {
+    const remaining = wait.deadline - Date.now();
+    if (remaining <= 0) {
+      throw new SandboxStartError(`the sandbox at ${wait.endpoint} was not ready by its deadline (${last})`);
+    }
+    const timeout = Math.max(1, Math.min(wait.probeTimeoutMs, remaining));
+    try {
+      const res = await request(`${wait.endpoint}/health`, {
+        method: "GET",
+        dispatcher: wait.dispatcher,
+        headersTimeout: timeout,
+        bodyTimeout: timeout,
+        signal: AbortSignal.timeout(timeout),
+      });
+      await res.body.dump();
+      if (res.statusCode === 200) return;
+      last = `HTTP ${res.statusCode}`;
+    } catch (error) {
+      last =
+        error instanceof Error ? `${(error as NodeJS.ErrnoException).code ?? error.name}` : String(error);
+    }
+    if (Date.now() - lastAliveCheck >= aliveEvery) {
+      lastAliveCheck = Date.now();
+      const dead = await wait.checkAlive();
+      if (dead) throw new SandboxStartError(`the sandbox container stopped during start-up: ${dead}`);
+    }
+    const pause = Math.min(wait.intervalMs, wait.deadline - Date.now());
+    if (pause > 0) await sleep(pause);
+  }
+}

@@ -1,0 +1,23 @@
+-- Adds a token to an expiring set if fewer than `limit` unexpired tokens are in it.
+-- Serves session slots (per workspace) and pool membership (per pool): a holder that
+-- crashes stops counting once its expiry passes, so capacity cannot leak.
+-- KEYS[1]  sorted set: token -> expiry (epoch ms)
+-- ARGV[1]  token
+-- ARGV[2]  limit
+-- ARGV[3]  expiry of this token (epoch ms)
+-- ARGV[4]  now (epoch ms)
+-- Returns  1 if the token is held (added, or already held and its expiry updated), 0 if full
+local key, token = KEYS[1], ARGV[1]
+local limit, expires_at, now = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+redis.call("ZREMRANGEBYSCORE", key, "-inf", now)
+if redis.call("ZSCORE", key, token) then
+  redis.call("ZADD", key, expires_at, token)
+elseif redis.call("ZCARD", key) >= limit then
+  return 0
+else
+  redis.call("ZADD", key, expires_at, token)
+end
+-- The set lives as long as its longest-lived token, and no longer.
+local latest = redis.call("ZRANGE", key, -1, -1, "WITHSCORES")
+redis.call("PEXPIREAT", key, math.floor(tonumber(latest[2])) + 1000)
+return 1

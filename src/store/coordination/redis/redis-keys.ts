@@ -1,0 +1,52 @@
+/**
+ * Every Redis key sandpool uses, in one place. The part in braces is the Cluster hash
+ * tag: all keys of one workspace (or one pool) share a slot, so a script that touches
+ * several of them still runs on one node.
+ */
+import type { LeaseKey } from "../records.js";
+
+export class RedisKeys {
+  constructor(private readonly prefix: string) {}
+
+  slots(workspace: string): string {
+    return `${this.prefix}{ws:${workspace}}:slots`;
+  }
+
+  rate(workspace: string): string {
+    return `${this.prefix}{ws:${workspace}}:rate`;
+  }
+
+  budget(workspace: string, day: string): string {
+    return `${this.prefix}{ws:${workspace}}:budget:${day}`;
+  }
+
+  lease(key: LeaseKey): string {
+    return `${this.prefix}{ws:${key.workspace}}:lease:${key.sessionId}`;
+  }
+
+  members(pool: string): string {
+    return `${this.prefix}{pool:${pool}}:members`;
+  }
+
+  idle(pool: string): string {
+    return `${this.prefix}{pool:${pool}}:idle`;
+  }
+
+  /** Every lease, scored by its deadline: what the reaper scans. */
+  leaseIndex(): string {
+    return `${this.prefix}{leases}:deadlines`;
+  }
+
+  indexMember(key: LeaseKey): string {
+    return JSON.stringify([key.workspace, key.sessionId]);
+  }
+
+  parseIndexMember(member: string): LeaseKey {
+    const [workspace, sessionId] = JSON.parse(member) as [string, string];
+    return { workspace, sessionId };
+  }
+
+  channel(name: string): string {
+    return `${this.prefix}${name}`;
+  }
+}
