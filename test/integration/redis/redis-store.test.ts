@@ -1,0 +1,76 @@
+import { randomBytes } from "node:crypto";
+import { Redis } from "ioredis";
+import { afterAll, describe, expect, it } from "vitest";
+import { RedisCoordinationStore } from "../../../src/store/coordination/redis/redis-store.js";
+import { describeCoordinationStore } from "../../shared/coordination-store-suite.js";
+import { redisAvailable, redisUrl, startPrivateRedis } from "../../support/redis.js";
+import { waitFor } from "../../support/sandbox-server.js";
+
+const available = await redisAvailable();
+// One key prefix per run: the suite's names are fresh anyway; this keeps cleanup exact.
+const prefix = `sandpool-test-${randomBytes(4).toString("hex")}:`;
+
+afterAll(async () => {
+  if (!available) return;
+  const admin = new Redis(redisUrl);
+  const keys = await admin.keys(`${prefix}*`);
+  if (keys.length > 0) await admin.del(...keys);
+  admin.disconnect();
+});
+
+describe.skipIf(!available)("Redis coordination store", () => {
+  describeCoordinationStore("redis", async () => {
+    const store = await RedisCoordinationStore.connect({ url: redisUrl, prefix });
+    return { store, close: () => store.close() };
+  });
+
+  it("hash-tags every key of a workspace into one Cluster slot", async () => {
+    const store = await RedisCoordinationStore.connect({ url: redisUrl, prefix });
+    const admin = new Redis(redisUrl);
+    try {
+      const now = Date.now();
+      await store.acquireSlot("ws-tag", "a", 5, now + 60_000, now);
+      await store.takeRate("ws-tag", 5, 60_000, now);
+      await store.chargeBudget("ws-tag", "2026-01-01", 10);
+      const keys = await admin.keys(`${prefix}{ws:ws-tag}*`);
+      expect(keys.sort()).toEqual([
+        `${prefix}{ws:ws-tag}:budget:2026-01-01`,
+        `${prefix}{ws:ws-tag}:rate`,
+        `${prefix}{ws:ws-tag}:slots`,
+      ]);
+    } finally {
+      admin.disconnect();
+      await store.close();
+    }
+  });
+
+  it("refuses to start against a Redis it cannot reach, naming it", async () => {
+    await expect(RedisCoordinationStore.connect({ url: "redis://127.0.0.1:1", prefix })).rejects.toThrow(
+      /cannot reach Redis at redis:\/\/127\.0\.0\.1:1/,
+    );
+  });
+
+  it("fails fast with store.unavailable while Redis is away, and recovers by itself", async () => {
+    // A private Redis on a free loopback port, so stopping it disturbs no one else.
+    const server = await startPrivateRedis();
+    const store = await RedisCoordinationStore.connect({ url: server.url, prefix });
+    try {
+      const now = Date.now();
+      expect(await store.acquireSlot("w", "a", 5, now + 60_000, now)).toBe(true);
+      await server.stop();
+      const started = Date.now();
+      await expect(store.acquireSlot("w", "b", 5, now + 60_000, now)).rejects.toMatchObject({
+        code: "store.unavailable",
+        status: 503,
+      });
+      expect(Date.now() - started).toBeLessThan(1_500);
+      expect(await store.ping()).toBe(false);
+      await server.start();
+      await waitFor(() => store.ping(), 10_000);
+      expect(await store.acquireSlot("w", "c", 5, now + 60_000, now)).toBe(true);
+    } finally {
+      await store.close();
+      await server.stop();
+    }
+  });
+});
