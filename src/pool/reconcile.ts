@@ -9,7 +9,7 @@
  * replica is never mistaken for an orphan.
  */
 import type { Logger } from "pino";
-import type { SandboxRuntime } from "../runtime/sandbox-runtime.js";
+import { PartialListError, type RuntimeSandbox, type SandboxRuntime } from "../runtime/sandbox-runtime.js";
 import type { CoordinationStore } from "../store/coordination/coordination-store.js";
 import type { PoolManager } from "./pool-manager.js";
 import type { SessionLifecycle } from "./session-lifecycle.js";
@@ -31,17 +31,30 @@ export interface ReconcileReport {
   idleDropped: number;
 }
 
+/** What the runtime reports; engines that are away count as holding nothing. */
+async function listReachable(deps: ReconcileDeps): Promise<RuntimeSandbox[]> {
+  try {
+    return await deps.runtime.list();
+  } catch (error) {
+    if (!(error instanceof PartialListError)) throw error;
+    deps.log.warn({ err: error }, "reconciling without the engines that do not answer: their sessions end");
+    return error.partial;
+  }
+}
+
 export async function reconcile(deps: ReconcileDeps): Promise<ReconcileReport> {
   const now = (deps.now ?? Date.now)();
   const report: ReconcileReport = { orphansDestroyed: 0, leasesEnded: 0, idleDropped: 0 };
-  const running = await deps.runtime.list();
-  const runningIds = new Set(running.map((sandbox) => sandbox.sandboxId));
+  const listed = await listReachable(deps);
+  const runningIds = new Set(listed.filter((s) => s.running !== false).map((sandbox) => sandbox.sandboxId));
 
   const known = new Set<string>();
   for (const lease of await deps.store.listLeases()) {
     known.add(lease.sandbox.sandboxId);
     if (!runningIds.has(lease.sandbox.sandboxId)) {
-      if (await deps.sessions.end({ workspace: lease.workspace, sessionId: lease.sessionId }, "sandbox_failed")) {
+      if (
+        await deps.sessions.end({ workspace: lease.workspace, sessionId: lease.sessionId }, "sandbox_failed")
+      ) {
         report.leasesEnded++;
       }
     }
@@ -58,8 +71,10 @@ export async function reconcile(deps: ReconcileDeps): Promise<ReconcileReport> {
     for (const member of await deps.store.listMembers(pool.name)) known.add(member);
   }
 
-  for (const sandbox of running) {
-    if (known.has(sandbox.sandboxId)) continue;
+  for (const sandbox of listed) {
+    // Known and running: fine. Known but exited: its lease or idle record was just ended
+    // above, and its container is removed here like any orphan.
+    if (known.has(sandbox.sandboxId) && sandbox.running !== false) continue;
     if (sandbox.createdAt !== undefined && now - sandbox.createdAt < deps.orphanGraceMs) continue;
     deps.log.warn({ sandbox: sandbox.sandboxId, pool: sandbox.pool }, "destroying an orphaned sandbox");
     await deps.runtime.destroy(sandbox.runtimeId);

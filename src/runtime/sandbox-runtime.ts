@@ -35,6 +35,22 @@ export interface RuntimeSandbox {
   pool: string;
   /** Epoch milliseconds; reconciliation leaves very young sandboxes alone. */
   createdAt?: number;
+  /** False for one that exited (crashed, killed, out of memory): its sandbox is gone. */
+  running?: boolean;
+}
+
+/**
+ * list() could not ask every engine: `partial` holds what the reachable ones answered.
+ * Sandboxes on an engine that is away count as gone: their sessions are ended (drained),
+ * and once the engine returns, what is left on it is destroyed as orphans.
+ */
+export class PartialListError extends Error {
+  constructor(
+    message: string,
+    readonly partial: RuntimeSandbox[],
+  ) {
+    super(message);
+  }
 }
 
 export interface SandboxRuntime {

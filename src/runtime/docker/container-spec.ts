@@ -5,7 +5,7 @@
  * the Docker socket), a read-only root with size-capped tmpfs for the workspace and /tmp,
  * memory without swap, a pids cap, CPU quota, capped container logs, one network.
  */
-import type { ContainerCreateOptions } from "dockerode";
+import type { ContainerCreateOptions, HostConfig } from "dockerode";
 import type { DockerRuntimeOptions, ResourceClass } from "./docker-runtime-options.js";
 
 /** The gateway owns session lifetimes; the sandbox server must never end one first. */
@@ -36,14 +36,14 @@ export function containerName(deployment: string, sandboxId: string): string {
   return `sandpool-${deployment}-${safe}`;
 }
 
+/** Docker API 1.41 fields that @types/dockerode does not declare. */
+type FullHostConfig = HostConfig & { CgroupnsMode?: "private" | "host" };
+
 export function buildContainerSpec(
   options: DockerRuntimeOptions,
   input: ContainerSpecInput,
 ): ContainerCreateOptions {
-  const [uid, gid] = options.user.split(":");
   const port = `${options.containerPort}/tcp`;
-  const rc = input.resourceClass;
-  const ownedTmpfs = `uid=${uid},gid=${gid}`;
   return {
     name: containerName(options.deployment, input.sandboxId),
     Image: input.image,
@@ -71,33 +71,43 @@ export function buildContainerSpec(
     // The gateway probes readiness itself; a health check would only spend CPU in the box.
     Healthcheck: { Test: ["NONE"] },
     StopTimeout: 2,
-    HostConfig: {
-      Privileged: false,
-      CapDrop: ["ALL"],
-      CapAdd: [],
-      SecurityOpt: ["no-new-privileges"],
-      ReadonlyRootfs: options.readOnlyRootFilesystem,
-      // Always tmpfs, even with a writable root: the overlay has no size cap of its own.
-      Tmpfs: {
-        [options.sessionsRoot]: `rw,nosuid,nodev,exec,size=${rc.tmpfsBytes},${ownedTmpfs},mode=0700`,
-        "/tmp": `rw,nosuid,nodev,noexec,size=${rc.tmpBytes},${ownedTmpfs},mode=1777`,
-      },
-      Binds: [],
-      Mounts: [],
-      Init: false,
-      Memory: rc.memoryBytes,
-      MemorySwap: rc.memoryBytes,
-      NanoCpus: Math.round(rc.cpus * 1e9),
-      PidsLimit: rc.pidsLimit,
-      NetworkMode: input.network,
-      PortBindings: options.publishToLoopback ? { [port]: [{ HostIp: "127.0.0.1", HostPort: "" }] } : {},
-      PublishAllPorts: false,
-      RestartPolicy: { Name: "no" },
-      AutoRemove: false,
-      IpcMode: "private",
-      LogConfig: { Type: "json-file", Config: { "max-size": String(options.logMaxBytes), "max-file": "1" } },
-      ...(options.runtime ? { Runtime: options.runtime } : {}),
-    },
+    HostConfig: buildHostConfig(options, input),
     NetworkingConfig: { EndpointsConfig: { [input.network]: {} } },
+  };
+}
+
+function buildHostConfig(options: DockerRuntimeOptions, input: ContainerSpecInput): FullHostConfig {
+  const [uid, gid] = options.user.split(":");
+  const port = `${options.containerPort}/tcp`;
+  const rc = input.resourceClass;
+  const ownedTmpfs = `uid=${uid},gid=${gid}`;
+  return {
+    Privileged: false,
+    CapDrop: ["ALL"],
+    CapAdd: [],
+    SecurityOpt: ["no-new-privileges"],
+    ReadonlyRootfs: options.readOnlyRootFilesystem,
+    // Always tmpfs, even with a writable root: the overlay has no size cap of its own.
+    Tmpfs: {
+      [options.sessionsRoot]: `rw,nosuid,nodev,exec,size=${rc.tmpfsBytes},${ownedTmpfs},mode=0700`,
+      "/tmp": `rw,nosuid,nodev,noexec,size=${rc.tmpBytes},${ownedTmpfs},mode=1777`,
+    },
+    Binds: [],
+    Mounts: [],
+    Init: false,
+    Memory: rc.memoryBytes,
+    MemorySwap: rc.memoryBytes,
+    NanoCpus: Math.round(rc.cpus * 1e9),
+    PidsLimit: rc.pidsLimit,
+    NetworkMode: input.network,
+    PortBindings: options.publishToLoopback ? { [port]: [{ HostIp: "127.0.0.1", HostPort: "" }] } : {},
+    PublishAllPorts: false,
+    RestartPolicy: { Name: "no" },
+    AutoRemove: false,
+    IpcMode: "private",
+    // Its own cgroup namespace: /proc/self/cgroup does not show the host's hierarchy.
+    CgroupnsMode: "private",
+    LogConfig: { Type: "json-file", Config: { "max-size": String(options.logMaxBytes), "max-file": "1" } },
+    ...(options.runtime ? { Runtime: options.runtime } : {}),
   };
 }

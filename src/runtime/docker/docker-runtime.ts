@@ -10,7 +10,13 @@
 import type Dockerode from "dockerode";
 import type { Logger } from "pino";
 import { Agent } from "undici";
-import type { RuntimeSandbox, SandboxRuntime, StartedSandbox, StartRequest } from "../sandbox-runtime.js";
+import {
+  PartialListError,
+  type RuntimeSandbox,
+  type SandboxRuntime,
+  type StartedSandbox,
+  type StartRequest,
+} from "../sandbox-runtime.js";
 import { buildContainerSpec, LABELS } from "./container-spec.js";
 import { dockerMessageOf, dockerStatusOf } from "./docker-api-errors.js";
 import { DockerEngine } from "./docker-engine.js";
@@ -37,14 +43,37 @@ export interface EngineStatus {
  * against a partial list would take the unreachable engines' sandboxes for lost, so list()
  * throws; a caller that knows better can use `partial` for the engines that did answer.
  */
-export class DockerEnginesUnreachableError extends Error {
+export class DockerEnginesUnreachableError extends PartialListError {
   override readonly name = "DockerEnginesUnreachableError";
   constructor(
     readonly unreachable: { index: number; host: string; problem: string }[],
-    readonly partial: RuntimeSandbox[],
+    override readonly partial: DockerSandbox[],
   ) {
-    super(`Docker engine(s) not answering: ${unreachable.map((e) => `${e.host} (${e.problem})`).join(", ")}`);
+    super(
+      `Docker engine(s) not answering: ${unreachable.map((e) => `${e.host} (${e.problem})`).join(", ")}`,
+      partial,
+    );
   }
+}
+
+/** No engine that answered has the pool's image; the pool counts it as a failed start. */
+export class SandboxImageMissingError extends Error {
+  override readonly name = "SandboxImageMissingError";
+  constructor(
+    readonly image: string,
+    notAnswering: string[],
+  ) {
+    super(
+      `image ${image} is missing on every Docker engine: build it with npm run build:sandbox-image` +
+        (notAnswering.length > 0 ? ` (not answering: ${notAnswering.join(", ")})` : ""),
+    );
+  }
+}
+
+export interface DockerSandbox extends RuntimeSandbox {
+  createdAt: number;
+  /** False for a container that exited (crashed, killed, out of memory): its sandbox is gone. */
+  running: boolean;
 }
 
 export interface StartTimings {
@@ -185,7 +214,8 @@ export class DockerRuntime implements SandboxRuntime {
     }
   }
 
-  async list(): Promise<RuntimeSandbox[]> {
+  /** Every container of the deployment, running or not (an exited one still needs removing). */
+  async list(): Promise<DockerSandbox[]> {
     const answers = await Promise.all(
       this.engineList.map(async (engine) => {
         try {
@@ -195,7 +225,7 @@ export class DockerRuntime implements SandboxRuntime {
         }
       }),
     );
-    const sandboxes: RuntimeSandbox[] = [];
+    const sandboxes: DockerSandbox[] = [];
     const unreachable: { index: number; host: string; problem: string }[] = [];
     for (const answer of answers) {
       if (answer.containers === undefined) {
@@ -207,6 +237,8 @@ export class DockerRuntime implements SandboxRuntime {
           runtimeId: `${answer.engine.index}:${container.Id}`,
           sandboxId: container.Labels[LABELS.sandbox] ?? "",
           pool: container.Labels[LABELS.pool] ?? "",
+          createdAt: container.Created * 1000,
+          running: container.State === "running",
         });
       }
     }
@@ -272,10 +304,7 @@ export class DockerRuntime implements SandboxRuntime {
     if (answered.length === 0) {
       throw new Error(`no Docker engine is answering: ${down.join(", ")}`);
     }
-    throw new Error(
-      `image ${image} is missing on every Docker engine: build it with npm run build:sandbox-image` +
-        (down.length > 0 ? ` (not answering: ${down.join(", ")})` : ""),
-    );
+    throw new SandboxImageMissingError(image, down);
   }
 
   private async create(engine: DockerEngine, spec: Dockerode.ContainerCreateOptions, network: string) {

@@ -1,0 +1,143 @@
+/**
+ * The docker runtime's options schema and the container spec built from it. No engine
+ * needed (it sits here because test/integration/docker is the runtime's test folder).
+ */
+import { describe, expect, it } from "vitest";
+import { buildContainerSpec } from "../../../src/runtime/docker/container-spec.js";
+import {
+  dockerHostsFromEnv,
+  dockerRuntimeOptionsSchema,
+  parseDockerHost,
+} from "../../../src/runtime/docker/docker-runtime-options.js";
+
+const MIB = 1024 * 1024;
+
+describe("dockerRuntimeOptionsSchema", () => {
+  it("fills in safe defaults", () => {
+    const options = dockerRuntimeOptionsSchema.parse({
+      deployment: "prod",
+      hosts: ["unix:///var/run/docker.sock"],
+    });
+    expect(options).toMatchObject({
+      network: "sandpool-prod",
+      publishToLoopback: false,
+      readOnlyRootFilesystem: true,
+      user: "10001:10001",
+      egressPools: [],
+      resourceClasses: {
+        standard: {
+          memoryBytes: 512 * MIB,
+          cpus: 1,
+          pidsLimit: 256,
+          tmpfsBytes: 256 * MIB,
+          tmpBytes: 64 * MIB,
+        },
+      },
+    });
+    expect(options.egressNetwork).toBeUndefined();
+    expect(options.runtime).toBeUndefined();
+  });
+
+  it("refuses what would weaken isolation or cannot work", () => {
+    const parse = (extra: Record<string, unknown>) =>
+      dockerRuntimeOptionsSchema.safeParse({ deployment: "prod", hosts: ["unix:///x.sock"], ...extra });
+    expect(parse({ user: "0:0" }).success).toBe(false);
+    expect(parse({ user: "sandbox" }).success).toBe(false);
+    expect(parse({ egressPools: ["web"] }).success).toBe(false);
+    expect(parse({ egressNetwork: "sandpool-prod" }).success).toBe(false);
+    expect(
+      parse({
+        resourceClasses: { large: { memoryBytes: MIB * 1024, cpus: 2, pidsLimit: 512, tmpfsBytes: MIB } },
+      }).success,
+    ).toBe(false);
+    expect(parse({ hosts: ["ssh://me@host"] }).success).toBe(false);
+    expect(parse({ hosts: [] }).success).toBe(false);
+    expect(parse({ deployment: "Prod!" }).success).toBe(false);
+    expect(parse({ privileged: true }).success).toBe(false);
+  });
+
+  it("reads Docker endpoints", () => {
+    expect(parseDockerHost("unix:///var/run/docker.sock")).toEqual({
+      kind: "unix",
+      socketPath: "/var/run/docker.sock",
+    });
+    expect(parseDockerHost("tcp://10.0.0.5:2376")).toEqual({ kind: "tcp", host: "10.0.0.5", port: 2376 });
+    expect(parseDockerHost("tcp://[::1]:2375")).toEqual({ kind: "tcp", host: "::1", port: 2375 });
+    expect(parseDockerHost("tcp://engine")).toEqual({ kind: "tcp", host: "engine", port: 2375 });
+    expect(parseDockerHost("tcp://user:pw@engine:1")).toBeUndefined();
+    expect(parseDockerHost("unix://relative.sock")).toBeUndefined();
+    expect(parseDockerHost("http://engine:2375")).toBeUndefined();
+    expect(dockerHostsFromEnv({})).toEqual(["unix:///var/run/docker.sock"]);
+    expect(dockerHostsFromEnv({ DOCKER_HOST: "tcp://a:1, tcp://b:2" })).toEqual(["tcp://a:1", "tcp://b:2"]);
+  });
+});
+
+describe("buildContainerSpec", () => {
+  const options = dockerRuntimeOptionsSchema.parse({
+    deployment: "prod",
+    hosts: ["unix:///var/run/docker.sock"],
+    runtime: "runsc",
+    execTimeoutCeilingSeconds: 300,
+    maxFileBytes: 5 * MIB,
+  });
+  const spec = buildContainerSpec(options, {
+    sandboxId: "sbx/../1",
+    pool: "py",
+    image: "sandpool/sandbox:dev",
+    resourceClass: options.resourceClasses.standard!,
+    resourceClassName: "standard",
+    engineHost: "unix:///var/run/docker.sock",
+    network: options.network,
+  });
+
+  it("is hardened whatever the options say", () => {
+    expect(spec.HostConfig).toMatchObject({
+      Privileged: false,
+      CapDrop: ["ALL"],
+      CapAdd: [],
+      SecurityOpt: ["no-new-privileges"],
+      Binds: [],
+      Mounts: [],
+      Init: false,
+      Memory: 512 * MIB,
+      MemorySwap: 512 * MIB,
+      NanoCpus: 1e9,
+      PidsLimit: 256,
+      ReadonlyRootfs: true,
+      Runtime: "runsc",
+      NetworkMode: "sandpool-prod",
+      PortBindings: {},
+    });
+    expect(spec.Healthcheck).toEqual({ Test: ["NONE"] });
+    expect(spec.User).toBe("10001:10001");
+    // A sandbox id is never trusted into a container name.
+    expect(spec.name).toBe("sandpool-prod-sbx_.._1");
+  });
+
+  it("hands the ceilings to the sandbox server and keeps lifetimes with the gateway", () => {
+    const cmd = spec.Cmd!.join(" ");
+    expect(cmd).toContain("--max-exec-timeout 300");
+    expect(cmd).toContain(`--max-upload-bytes ${5 * MIB}`);
+    expect(cmd).toContain("--max-sessions 1");
+    for (const flag of ["--idle-timeout", "--max-idle-timeout", "--max-lifetime", "--max-lifetime-ceiling"])
+      expect(cmd).toContain(`${flag} 31536000`);
+  });
+
+  it("publishes on 127.0.0.1 only, when asked", () => {
+    const published = buildContainerSpec(
+      { ...options, publishToLoopback: true },
+      {
+        sandboxId: "s",
+        pool: "py",
+        image: "i",
+        resourceClass: options.resourceClasses.standard!,
+        resourceClassName: "standard",
+        engineHost: "h",
+        network: options.network,
+      },
+    );
+    expect(published.HostConfig?.PortBindings).toEqual({
+      "8080/tcp": [{ HostIp: "127.0.0.1", HostPort: "" }],
+    });
+  });
+});

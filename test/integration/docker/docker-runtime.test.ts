@@ -1,0 +1,438 @@
+/**
+ * The docker runtime against a real engine and the built sandbox image: a sandbox answers
+ * the contract, is hardened the way container-spec.ts says (checked by inspecting the
+ * container, not by trusting the spec), has no egress, and is destroyed idempotently.
+ *
+ * Network rule: nothing here talks to anything but loopback and the containers and networks
+ * this file creates. Everything it creates carries a per-file deployment label and is
+ * removed in afterAll.
+ *
+ * Needs a Docker engine and the image: skipped with a warning locally, fails under CI=true.
+ */
+import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import Dockerode from "dockerode";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  DockerEnginesUnreachableError,
+  DockerRuntime,
+  SandboxImageMissingError,
+  type StartTimings,
+} from "../../../src/runtime/docker/docker-runtime.js";
+import { dockerHostsFromEnv } from "../../../src/runtime/docker/docker-runtime-options.js";
+import type { PoolSpec, StartedSandbox } from "../../../src/runtime/sandbox-runtime.js";
+import { ContractClient } from "../../support/contract-client.js";
+import { dockerAvailable, dockerImageAvailable, requireService } from "../../support/require-service.js";
+import { newSession } from "../../support/sandbox-server.js";
+
+const IMAGE = "sandpool/sandbox:dev";
+const MIB = 1024 * 1024;
+
+const available =
+  (await requireService("docker", dockerAvailable, { start: "bash scripts/start-docker.sh (as root)" })) &&
+  (await requireService(`docker image ${IMAGE}`, () => dockerImageAvailable(IMAGE), {
+    start: "npm run build:sandbox-image",
+  }));
+
+const suffix = randomBytes(4).toString("hex");
+const deployment = `test-${suffix}`;
+const internalNetwork = `sandpool-${deployment}`;
+const egressNetwork = `sandpool-${deployment}-egress`;
+/** A network of this test's own, not the runtime's: the listener that sandboxes must not reach. */
+const otherNetwork = `sandpool-${deployment}-other`;
+const hosts = dockerHostsFromEnv(process.env);
+const docker = new Dockerode();
+
+function pool(name: string, image = IMAGE): PoolSpec {
+  return {
+    name,
+    image,
+    resourceClass: "standard",
+    minIdle: 0,
+    maxTotal: 4,
+    warmupConcurrency: 1,
+    coldStartTimeoutMs: 30_000,
+  };
+}
+const deadlineIn = (ms: number) => Date.now() + ms;
+const containerIdOf = (runtimeId: string) => runtimeId.slice(runtimeId.indexOf(":") + 1);
+const newSandboxId = () => `sbx-${randomBytes(6).toString("hex")}`;
+
+interface ExecResult {
+  stdout: string;
+  stderr: string;
+  return_code: number;
+}
+async function python(client: ContractClient, sessionId: string, code: string): Promise<ExecResult> {
+  const result = (await client.run(sessionId, "code_execution", { code })) as ExecResult;
+  expect(result.stderr).toBe("");
+  return result;
+}
+
+/** Prints where a TCP connect from inside the sandbox ends: connected, timeout, or an errno name. */
+const connectProbe = (host: string, port: number, timeoutSeconds = 1) => `
+import errno, socket
+try:
+    socket.create_connection((${JSON.stringify(host)}, ${port}), timeout=${timeoutSeconds}).close()
+    print("connected")
+except socket.timeout:
+    print("timeout")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, str(e)))
+`;
+
+async function waitUntil(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await sleep(50);
+  }
+}
+
+describe.skipIf(!available)("DockerRuntime", () => {
+  let runtime: DockerRuntime;
+  let sandbox: StartedSandbox;
+  let timings: StartTimings;
+  let client: ContractClient;
+  let sessionId: string;
+  const extraRuntimes: DockerRuntime[] = [];
+
+  function makeRuntime(overrides: Partial<ConstructorParameters<typeof DockerRuntime>[0]> = {}) {
+    const created = new DockerRuntime({
+      hosts,
+      deployment,
+      egressNetwork,
+      egressPools: ["egress"],
+      execTimeoutCeilingSeconds: 120,
+      maxFileBytes: 10 * MIB,
+      ...overrides,
+    });
+    extraRuntimes.push(created);
+    return created;
+  }
+
+  beforeAll(async () => {
+    runtime = makeRuntime();
+    const started = await runtime.startTimed({
+      sandboxId: newSandboxId(),
+      pool: pool("py"),
+      deadline: deadlineIn(30_000),
+    });
+    sandbox = started.sandbox;
+    timings = started.timings;
+    client = new ContractClient(sandbox.endpoint);
+    sessionId = await newSession(client);
+  });
+
+  afterAll(async () => {
+    // Everything this file made, whatever state a failed test left it in.
+    const containers = await docker.listContainers({
+      all: true,
+      filters: { label: [`sandpool.deployment=${deployment}`] },
+    });
+    await Promise.all(
+      containers.map((c) =>
+        docker
+          .getContainer(c.Id)
+          .remove({ force: true, v: true })
+          .catch(() => undefined),
+      ),
+    );
+    const networks = await docker.listNetworks({ filters: { label: [`sandpool.deployment=${deployment}`] } });
+    for (const network of networks)
+      await docker
+        .getNetwork(network.Id)
+        .remove()
+        .catch(() => undefined);
+    for (const created of extraRuntimes) await created.close();
+  });
+
+  it("starts a sandbox that answers the contract: python runs as uid 10001", async () => {
+    expect(runtime.kind).toBe("docker");
+    expect(runtime.isolated).toBe(true);
+    expect(sandbox.runtimeId).toMatch(/^\d+:[0-9a-f]{64}$/);
+    expect(timings.totalMs).toBeLessThan(30_000);
+    const result = await python(client, sessionId, "import os\nprint(6 * 7, os.getuid(), os.getgid())");
+    expect(result).toMatchObject({ stdout: "42 10001 10001\n", return_code: 0 });
+  });
+
+  it("is hardened: docker inspect shows the limits and no way out", async () => {
+    const info = await docker.getContainer(containerIdOf(sandbox.runtimeId)).inspect();
+    const host = info.HostConfig;
+    expect(host.CapDrop).toEqual(["ALL"]);
+    expect(host.CapAdd ?? []).toEqual([]);
+    expect(host.SecurityOpt).toContain("no-new-privileges");
+    expect(host.Privileged).toBe(false);
+    expect(host.ReadonlyRootfs).toBe(true);
+    expect(host.PidsLimit).toBe(256);
+    expect(host.Memory).toBe(512 * MIB);
+    expect(host.MemorySwap).toBe(host.Memory);
+    expect(host.NanoCpus).toBe(1_000_000_000);
+    expect(info.Config.User).toBe("10001:10001");
+    expect(host.Init ?? false).toBe(false);
+    expect((host as { CgroupnsMode?: string }).CgroupnsMode).toBe("private");
+    expect(host.IpcMode).toBe("private");
+    expect(info.Config.Healthcheck?.Test).toEqual(["NONE"]);
+    // No bind mounts or volumes at all, so certainly not the Docker socket.
+    expect(host.Binds ?? []).toEqual([]);
+    expect(info.Mounts).toEqual([]);
+    expect(JSON.stringify([host, info.Mounts])).not.toContain("docker.sock");
+    expect(host.Tmpfs).toMatchObject({
+      "/home/sandbox/sessions": expect.stringContaining(`size=${256 * MIB},uid=10001,gid=10001,mode=0700`),
+      "/tmp": expect.stringContaining("noexec"),
+    });
+    // One network, the internal one; nothing published, so nothing on 0.0.0.0.
+    expect(Object.keys(info.NetworkSettings.Networks)).toEqual([internalNetwork]);
+    expect(host.NetworkMode).toBe(internalNetwork);
+    const ip = info.NetworkSettings.Networks[internalNetwork]?.IPAddress;
+    expect(sandbox.endpoint).toBe(`http://${ip}:8080`);
+    const bindings = Object.values(info.NetworkSettings.Ports ?? {}).flat();
+    expect(bindings.filter((b) => b && b.HostIp !== "127.0.0.1")).toEqual([]);
+    expect(Object.values(host.PortBindings ?? {}).flat()).toEqual([]);
+    expect(info.Config.Labels).toMatchObject({
+      "sandpool.deployment": deployment,
+      "sandpool.pool": "py",
+      "sandpool.engine": hosts[0],
+    });
+    // The gateway owns lifetimes and ceilings: the server is told so on its command line.
+    expect(info.Config.Cmd).toEqual(
+      expect.arrayContaining(["--max-exec-timeout", "120", "--max-upload-bytes", String(10 * MIB)]),
+    );
+    expect(info.Config.Cmd?.join(" ")).toContain("--max-lifetime-ceiling 31536000");
+    // tini from the image is PID 1.
+    expect(info.Path).toBe("/usr/bin/tini");
+  });
+
+  it("has a read-only root, a writable workspace and /tmp, both size-capped tmpfs owned by 10001", async () => {
+    const result = await python(
+      client,
+      sessionId,
+      `
+import errno, os
+def attempt(path):
+    try:
+        with open(path, "w") as f:
+            f.write("x")
+        return "ok"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e))
+print(attempt("/home/sandbox/probe"), attempt("/probe"), attempt("/tmp/probe"), attempt("workspace-probe"))
+st = os.stat("/home/sandbox/sessions")
+vfs = os.statvfs("/home/sandbox/sessions")
+print(st.st_uid, st.st_gid, oct(st.st_mode & 0o777), vfs.f_blocks * vfs.f_frsize)
+`,
+    );
+    // /home/sandbox is the sandbox user's own directory: only a read-only root refuses it (EROFS).
+    const [writes, stat] = result.stdout.trim().split("\n");
+    expect(writes).toBe("EROFS EROFS ok ok");
+    expect(stat).toBe(`10001 10001 0o700 ${256 * MIB}`);
+  });
+
+  describe("egress", () => {
+    let listenerIp: string;
+
+    beforeAll(async () => {
+      // A listener on a network of this test, reachable from the host (the positive control).
+      await docker.createNetwork({
+        Name: otherNetwork,
+        Driver: "bridge",
+        Labels: { "sandpool.deployment": deployment },
+      });
+      const listener = await docker.createContainer({
+        name: `${otherNetwork}-listener`,
+        Image: IMAGE,
+        Cmd: ["node", "-e", "require('http').createServer((q, s) => s.end('listener')).listen(9999)"],
+        User: "10001:10001",
+        Labels: { "sandpool.deployment": deployment },
+        HostConfig: { NetworkMode: otherNetwork, CapDrop: ["ALL"] },
+      });
+      await listener.start();
+      const info = await listener.inspect();
+      listenerIp = info.NetworkSettings.Networks[otherNetwork]!.IPAddress;
+      await waitUntil(
+        async () => (await fetch(`http://${listenerIp}:9999/`, { signal: AbortSignal.timeout(1_000) })).ok,
+        10_000,
+        "listener answering the host",
+      );
+    });
+
+    it("the sandbox network is internal with inter-container traffic off", async () => {
+      const network = await docker.getNetwork(internalNetwork).inspect();
+      expect(network.Internal).toBe(true);
+      expect(network.Driver).toBe("bridge");
+      expect(network.Options?.["com.docker.network.bridge.enable_icc"]).toBe("false");
+      expect(network.Labels?.["sandpool.deployment"]).toBe(deployment);
+    });
+
+    it("has no default route out, or only one into the host's isolated bridge", async () => {
+      const network = await docker.getNetwork(internalNetwork).inspect();
+      const gateway = network.IPAM?.Config?.[0]?.Gateway;
+      const result = await python(
+        client,
+        sessionId,
+        `
+import socket, struct
+for line in open("/proc/net/route").read().splitlines()[1:]:
+    fields = line.split()
+    if fields[1] == "00000000":
+        print(socket.inet_ntoa(struct.pack("<L", int(fields[2], 16))))
+`,
+      );
+      const defaultGateways = result.stdout.trim().split("\n").filter(Boolean);
+      // Docker 20.10 gives containers on internal networks a default route to the bridge;
+      // the engine's isolation rules drop whatever arrives there for another network (tested
+      // next). Newer engines give no default route at all. Either is fine; anything else is not.
+      expect(defaultGateways.every((g) => g === gateway)).toBe(true);
+    });
+
+    it("cannot reach a container on another network", async () => {
+      const result = await python(client, sessionId, connectProbe(listenerIp, 9999));
+      expect(result.stdout.trim()).not.toBe("connected");
+      expect(["timeout", "ENETUNREACH", "EHOSTUNREACH", "ECONNREFUSED"]).toContain(result.stdout.trim());
+    });
+
+    it("cannot reach another sandbox on the same network (no cross-tenant calls)", async () => {
+      const other = await runtime.start({
+        sandboxId: newSandboxId(),
+        pool: pool("py"),
+        deadline: deadlineIn(30_000),
+      });
+      try {
+        // The host (the gateway) reaches it; the first sandbox does not.
+        const health = await fetch(`${other.endpoint}/health`);
+        expect(health.status).toBe(200);
+        const { hostname, port } = new URL(other.endpoint);
+        const result = await python(client, sessionId, connectProbe(hostname, Number(port)));
+        expect(result.stdout.trim()).not.toBe("connected");
+      } finally {
+        await runtime.destroy(other.runtimeId);
+      }
+    });
+
+    it("an egress pool joins the non-internal egress network, published on 127.0.0.1 only", async () => {
+      const published = makeRuntime({ publishToLoopback: true });
+      const egress = await published.start({
+        sandboxId: newSandboxId(),
+        pool: pool("egress"),
+        deadline: deadlineIn(30_000),
+      });
+      try {
+        expect(egress.endpoint).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+        expect((await fetch(`${egress.endpoint}/health`)).status).toBe(200);
+        const info = await docker.getContainer(containerIdOf(egress.runtimeId)).inspect();
+        expect(Object.keys(info.NetworkSettings.Networks)).toEqual([egressNetwork]);
+        const bindings = Object.values(info.NetworkSettings.Ports ?? {})
+          .flat()
+          .filter((b) => b !== null);
+        expect(bindings.length).toBeGreaterThan(0);
+        expect(bindings.every((b) => b.HostIp === "127.0.0.1")).toBe(true);
+        const network = await docker.getNetwork(egressNetwork).inspect();
+        expect(network.Internal).toBe(false);
+        expect(network.Options?.["com.docker.network.bridge.enable_icc"]).toBe("false");
+      } finally {
+        await published.destroy(egress.runtimeId);
+      }
+    });
+
+    it("publishToLoopback on the internal network fails clearly (Docker publishes nothing there)", async () => {
+      const published = makeRuntime({ publishToLoopback: true });
+      const sandboxId = newSandboxId();
+      await expect(
+        published.start({ sandboxId, pool: pool("py"), deadline: deadlineIn(30_000) }),
+      ).rejects.toThrow(/did not publish port 8080.*internal network/);
+      expect((await runtime.list()).some((s) => s.sandboxId === sandboxId)).toBe(false);
+    });
+  });
+
+  it("refuses an existing network of that name that has egress", async () => {
+    const name = `sandpool-${deployment}-open`;
+    await docker.createNetwork({
+      Name: name,
+      Driver: "bridge",
+      Labels: { "sandpool.deployment": deployment },
+    });
+    const misconfigured = makeRuntime({ network: name });
+    await expect(
+      misconfigured.start({ sandboxId: newSandboxId(), pool: pool("py"), deadline: deadlineIn(30_000) }),
+    ).rejects.toThrow(/exists but it is not internal/);
+  });
+
+  it("list() sees a sandbox, running or not, until it is destroyed; destroy twice is fine", async () => {
+    const sandboxId = newSandboxId();
+    const started = await runtime.start({ sandboxId, pool: pool("py"), deadline: deadlineIn(30_000) });
+    const listed = (await runtime.list()).find((s) => s.runtimeId === started.runtimeId);
+    expect(listed).toMatchObject({ sandboxId, pool: "py", running: true });
+    expect(Math.abs(listed!.createdAt - Date.now())).toBeLessThan(60_000);
+    // A sandbox that died (here: killed behind the runtime's back) is still listed, as not running.
+    await docker.getContainer(containerIdOf(started.runtimeId)).kill();
+    await waitUntil(
+      async () => (await runtime.list()).some((s) => s.runtimeId === started.runtimeId && !s.running),
+      10_000,
+      "the killed sandbox listed as not running",
+    );
+    await runtime.destroy(started.runtimeId);
+    await runtime.destroy(started.runtimeId);
+    expect((await runtime.list()).map((s) => s.runtimeId)).not.toContain(started.runtimeId);
+    await expect(docker.getContainer(containerIdOf(started.runtimeId)).inspect()).rejects.toMatchObject({
+      statusCode: 404,
+    });
+    // Ids that are not ours, or of no configured engine, are not an error either.
+    await runtime.destroy("7:0123456789abcdef");
+    await runtime.destroy("garbage");
+  });
+
+  it("a missing image fails fast with a clear message and leaves nothing behind", async () => {
+    const sandboxId = newSandboxId();
+    const image = `sandpool/no-such-image:${suffix}`;
+    const began = Date.now();
+    const failure = runtime.start({ sandboxId, pool: pool("py", image), deadline: deadlineIn(30_000) });
+    await expect(failure).rejects.toBeInstanceOf(SandboxImageMissingError);
+    await expect(failure).rejects.toThrow(
+      `image ${image} is missing on every Docker engine: build it with npm run build:sandbox-image`,
+    );
+    expect(Date.now() - began).toBeLessThan(5_000);
+    expect((await runtime.list()).some((s) => s.sandboxId === sandboxId)).toBe(false);
+  });
+
+  it("honours the start deadline and removes what it started", async () => {
+    const late = newSandboxId();
+    await expect(
+      runtime.start({ sandboxId: late, pool: pool("py"), deadline: Date.now() - 1 }),
+    ).rejects.toThrow(/deadline/);
+    const tight = newSandboxId();
+    const began = Date.now();
+    // Long enough to create and start the container, too short for the server to answer.
+    await expect(
+      runtime.start({ sandboxId: tight, pool: pool("py"), deadline: began + 100 }),
+    ).rejects.toThrow(/deadline/);
+    expect(Date.now() - began).toBeLessThan(3_000);
+    const left = (await runtime.list()).filter((s) => s.sandboxId === late || s.sandboxId === tight);
+    expect(left).toEqual([]);
+  });
+
+  it("skips an engine that does not answer, reports it, and list() refuses to be partial", async () => {
+    const missingSocket = `unix:///tmp/sandpool-no-engine-${suffix}.sock`;
+    const twoEngines = makeRuntime({ hosts: [missingSocket, ...hosts] });
+    const sandboxId = newSandboxId();
+    const started = await twoEngines.start({ sandboxId, pool: pool("py"), deadline: deadlineIn(30_000) });
+    try {
+      expect(started.runtimeId.startsWith("1:")).toBe(true);
+      const engines = await twoEngines.engines();
+      expect(engines[0]).toMatchObject({ host: missingSocket, up: false, containers: 0 });
+      expect(engines[0]?.problem).toMatch(/ENOENT/);
+      expect(engines[1]).toMatchObject({ host: hosts[0], up: true });
+      expect(engines[1]?.containers).toBeGreaterThanOrEqual(2);
+      const listing = await twoEngines.list().then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(listing).toBeInstanceOf(DockerEnginesUnreachableError);
+      const partial = (listing as DockerEnginesUnreachableError).partial;
+      expect(partial).toContainEqual(
+        expect.objectContaining({ runtimeId: started.runtimeId, sandboxId, pool: "py" }),
+      );
+    } finally {
+      await twoEngines.destroy(started.runtimeId);
+    }
+  });
+});
