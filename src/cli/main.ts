@@ -5,9 +5,11 @@
  * gateway.
  */
 import { Command } from "commander";
+import { configCommand } from "./commands/config-command.js";
 import { devCommand } from "./commands/dev-command.js";
 import { migrateCommand } from "./commands/migrate-command.js";
 import { sandboxCommand } from "./commands/sandbox-command.js";
+import { serveCommand } from "./commands/serve-command.js";
 import { tokenCommand } from "./commands/token-command.js";
 
 const program = new Command("sandpool")
@@ -15,8 +17,10 @@ const program = new Command("sandpool")
   .version("0.1.0")
   .showHelpAfterError()
   .addCommand(devCommand())
+  .addCommand(serveCommand())
   .addCommand(tokenCommand())
   .addCommand(migrateCommand())
+  .addCommand(configCommand())
   .addCommand(sandboxCommand());
 
 try {
@@ -24,6 +28,7 @@ try {
 } catch (error) {
   // Expected failures (bad configuration, a missing service) read as one line, not a stack.
   process.stderr.write(`sandpool: ${error instanceof Error ? error.message : String(error)}\n`);
-  if (process.env.SANDPOOL_LOG_LEVEL === "debug" && error instanceof Error) process.stderr.write(`${error.stack}\n`);
+  if (process.env.SANDPOOL_LOG_LEVEL === "debug" && error instanceof Error)
+    process.stderr.write(`${error.stack}\n`);
   process.exitCode = 1;
 }

@@ -55,6 +55,23 @@ export const gatewayConfigSchema = z
       .strictObject({ maxFailures: positive.default(20), windowMs: positive.default(60_000) })
       .prefault({}),
     policyCacheTtlMs: positive.default(1_000),
+    /** Postgres for policy, usage and audit; `sandpool serve` requires it, dev mode uses PGlite. */
+    databaseUrl: z.string().min(1).optional(),
+    /** Redis for coordination and jobs; `sandpool serve` requires it, dev mode keeps state in memory. */
+    redisUrl: z.string().min(1).optional(),
+    runtime: z
+      .strictObject({
+        kind: z.enum(["docker", "process"]).default("docker"),
+        /** Options of the docker runtime (engines, networks, resource classes). */
+        docker: z.record(z.string(), z.unknown()).optional(),
+        /** Python interpreter of the process runtime's sandboxes. */
+        python: z.string().min(1).optional(),
+      })
+      .prefault({}),
+    /** On SIGTERM, how long in-flight requests may finish before the process exits anyway. */
+    shutdownGraceMs: z.number().int().min(0).default(30_000),
+    /** Apply pending database migrations at start-up instead of via `sandpool migrate`. */
+    migrateOnStart: z.boolean().default(false),
   })
   .superRefine((config, ctx) => {
     const names = new Set<string>();

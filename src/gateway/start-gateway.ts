@@ -45,10 +45,16 @@ export interface RunningGateway extends RunningServer {
   close(options?: { destroySandboxes?: boolean }): Promise<void>;
 }
 
+export interface StartGatewayOptions {
+  /** Extra readiness condition (serve: Redis answers). */
+  ready?: () => Promise<boolean>;
+}
+
 export async function startGateway(
   config: GatewayConfig,
   backends: GatewayBackends,
   log: Logger,
+  options: StartGatewayOptions = {},
 ): Promise<RunningGateway> {
   const { store, db, runtime, jobs } = backends;
   const metrics = new GatewayMetrics();
@@ -88,7 +94,7 @@ export async function startGateway(
     sandboxes,
     usage,
     limits: config.limits,
-    ready: async () => accepting,
+    ready: async () => accepting && ((await options.ready?.()) ?? true),
   };
   const app = createGatewayApp(services, { basePath: config.basePath });
   const server = await listen(app, {

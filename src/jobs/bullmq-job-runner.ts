@@ -40,7 +40,10 @@ export class BullmqJobRunner implements JobRunner {
   }
 
   register<T>(name: string, handler: JobHandler<T>, options: Partial<JobOptions> = {}): void {
-    this.handlers.set(name, { handler: handler as JobHandler<unknown>, options: { ...defaultJobOptions, ...options } });
+    this.handlers.set(name, {
+      handler: handler as JobHandler<unknown>,
+      options: { ...defaultJobOptions, ...options },
+    });
   }
 
   schedule(name: string, everyMs: number): void {
@@ -62,7 +65,11 @@ export class BullmqJobRunner implements JobRunner {
     for (const { name, everyMs } of this.schedules) {
       if (!this.handlers.has(name)) throw new Error(`no handler registered for scheduled job '${name}'`);
       // Upserting is idempotent: every replica declares the same schedulers at start-up.
-      await this.queue.upsertJobScheduler(name, { every: everyMs }, { name, opts: { removeOnComplete: true, removeOnFail: 100 } });
+      await this.queue.upsertJobScheduler(
+        name,
+        { every: everyMs },
+        { name, opts: { removeOnComplete: true, removeOnFail: 100 } },
+      );
     }
     this.worker = new Worker(this.options.queueName, (job) => this.process(job), {
       connection: this.connection.duplicate(),

@@ -4,6 +4,7 @@ import { integerOption } from "../parse-number.js";
 
 export function devCommand(): Command {
   return new Command("dev")
+    .summary("run the whole gateway in one process, nothing to install")
     .description(
       "Run the gateway in one process with nothing installed: PGlite for policy and usage, in-memory\n" +
         "coordination, in-process jobs, and sandbox servers as child processes (NOT isolated).\n" +

@@ -3,6 +3,7 @@ import { Command } from "commander";
 
 export function migrateCommand(): Command {
   return new Command("migrate")
+    .summary("apply pending database migrations")
     .description(
       "Apply the pending migrations in migrations/ to the Postgres database at DATABASE_URL (or\n" +
         "--database-url), all in one transaction. `sandpool serve` refuses to run against an older schema.",

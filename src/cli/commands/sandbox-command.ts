@@ -4,6 +4,7 @@ import { integerOption } from "../parse-number.js";
 
 export function sandboxCommand(): Command {
   return new Command("sandbox")
+    .summary("serve contract v1 for many sessions (the sandbox image's program)")
     .description(
       "Serve contract v1 (the code-execution protocol) for many sessions, each in its own directory under --root.\n" +
         "This is the program inside sandpool's sandbox image; the gateway pools servers like it.",

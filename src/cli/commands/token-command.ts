@@ -4,6 +4,7 @@ import { integerOption } from "../parse-number.js";
 
 export function tokenCommand(): Command {
   return new Command("token")
+    .summary("print a dev-mode bearer token for a workspace")
     .description(
       "Print a bearer token for a workspace, signed with the key `sandpool dev` keeps in its data\n" +
         "directory. Dev mode only: production tokens come from your identity provider.",

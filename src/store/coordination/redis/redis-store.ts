@@ -86,7 +86,12 @@ export class RedisCoordinationStore implements CoordinationStore {
 
   async chargeBudget(workspace: string, day: string, milliseconds: number) {
     const total = await this.call(() =>
-      this.scripts.run(this.redis, "charge-budget", [this.keys.budget(workspace, day)], [milliseconds, 2 * DAY_MS]),
+      this.scripts.run(
+        this.redis,
+        "charge-budget",
+        [this.keys.budget(workspace, day)],
+        [milliseconds, 2 * DAY_MS],
+      ),
     );
     return Number(total);
   }
@@ -125,7 +130,9 @@ export class RedisCoordinationStore implements CoordinationStore {
   }
 
   async takeIdle(pool: string, sandboxId: string) {
-    const raw = await this.call(() => this.scripts.run(this.redis, "take-idle", [this.keys.idle(pool)], [sandboxId]));
+    const raw = await this.call(() =>
+      this.scripts.run(this.redis, "take-idle", [this.keys.idle(pool)], [sandboxId]),
+    );
     return typeof raw === "string" ? (JSON.parse(raw) as SandboxRecord) : undefined;
   }
 
@@ -140,7 +147,9 @@ export class RedisCoordinationStore implements CoordinationStore {
     await this.call(() =>
       this.redis.set(this.keys.lease(lease), JSON.stringify(lease), "PXAT", Math.ceil(expireAt)),
     );
-    await this.call(() => this.redis.zadd(this.keys.leaseIndex(), leaseDeadline(lease), this.keys.indexMember(lease)));
+    await this.call(() =>
+      this.redis.zadd(this.keys.leaseIndex(), leaseDeadline(lease), this.keys.indexMember(lease)),
+    );
   }
 
   async getLease(key: LeaseKey) {
@@ -154,7 +163,9 @@ export class RedisCoordinationStore implements CoordinationStore {
     );
     if (typeof raw !== "string") return undefined;
     const lease = JSON.parse(raw) as Lease;
-    await this.call(() => this.redis.zadd(this.keys.leaseIndex(), leaseDeadline(lease), this.keys.indexMember(key)));
+    await this.call(() =>
+      this.redis.zadd(this.keys.leaseIndex(), leaseDeadline(lease), this.keys.indexMember(key)),
+    );
     return lease;
   }
 

@@ -1,0 +1,124 @@
+/**
+ * `sandpool config`: print a complete example configuration, or check one the way the gateway
+ * loads it (the YAML file, then environment variables over it) and show the effective result
+ * with secrets redacted. Problems exit with code 2, the code for a usage/configuration error.
+ */
+import { Command } from "commander";
+
+export const CONFIG_ERROR_EXIT_CODE = 2;
+const REDACTED = "<redacted>";
+const secretKey = /secret|password|passphrase|token|privatekey|credential/i;
+
+/** A URL's password and secret-looking query parameters hidden; anything else as it is. */
+function redactUrl(value: string): string {
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) return value;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return value;
+  }
+  let changed = false;
+  if (url.password) {
+    url.password = "redacted";
+    changed = true;
+  }
+  for (const key of [...url.searchParams.keys()]) {
+    if (secretKey.test(key)) {
+      url.searchParams.set(key, "redacted");
+      changed = true;
+    }
+  }
+  return changed ? url.toString() : value;
+}
+
+/**
+ * A copy of the configuration safe to print: values under secret-looking keys (jwtSecret, any
+ * password or token) replaced, and passwords in URLs (databaseUrl, redisUrl) hidden.
+ */
+export function redactConfig(value: unknown, key = ""): unknown {
+  if (typeof value === "string") return secretKey.test(key) ? REDACTED : redactUrl(value);
+  if (Array.isArray(value)) return value.map((item) => redactConfig(item, key));
+  if (typeof value === "object" && value !== null) {
+    return Object.fromEntries(
+      Object.entries(value).map(([name, item]) => [
+        name,
+        secretKey.test(name) && item !== undefined ? REDACTED : redactConfig(item, name),
+      ]),
+    );
+  }
+  return value;
+}
+
+function exampleCommand(): Command {
+  return new Command("example")
+    .summary("Print a complete, commented configuration file")
+    .description(
+      "Print a complete configuration file: every setting with a one-line comment and its default " +
+        "(optional ones commented out), and the environment variables that override it. It loads as " +
+        "it is; replace the placeholders (auth.jwksUrl, the images) before use.",
+    )
+    .addHelpText("after", "\nExample:\n  npx sandpool config example > sandpool.yaml\n")
+    .action(async () => {
+      const { configExample } = await import("../../config/config-example.js");
+      process.stdout.write(configExample());
+    });
+}
+
+function checkCommand(): Command {
+  return new Command("check")
+    .summary("Check a configuration and print the effective one, secrets redacted")
+    .description(
+      "Load the configuration as the gateway does (the file, then environment variables over it) " +
+        "and print the effective configuration as YAML, defaults filled in and secrets redacted. " +
+        `On a problem, print every one with its path and exit with code ${CONFIG_ERROR_EXIT_CODE}.`,
+    )
+    .option("--config <file>", "YAML configuration file; without one, the environment alone")
+    .addHelpText(
+      "after",
+      "\nExamples:\n" +
+        "  npx sandpool config check --config sandpool.yaml\n" +
+        "  SANDPOOL_PORT=9000 npx sandpool config check --config sandpool.yaml   # env wins over the file\n",
+    )
+    .action(async (options: { config?: string }) => {
+      const { ConfigError, loadGatewayConfigWithSources } = await import("../../config/load-config.js");
+      const { stringify } = await import("yaml");
+      try {
+        const { config, fromEnvironment } = loadGatewayConfigWithSources({
+          file: options.config,
+          env: process.env,
+        });
+        const origin = [
+          options.config === undefined ? "no file" : `file ${options.config}`,
+          fromEnvironment.length === 0
+            ? "no environment variables"
+            : `environment ${fromEnvironment.join(", ")}`,
+        ];
+        process.stdout.write(
+          `# effective sandpool configuration (${origin.join("; ")}); secrets redacted\n${stringify(
+            redactConfig(config),
+            { lineWidth: 0 },
+          )}`,
+        );
+      } catch (error) {
+        if (!(error instanceof ConfigError)) throw error;
+        process.stderr.write(`${error.message}\n`);
+        process.exitCode = CONFIG_ERROR_EXIT_CODE;
+      }
+    });
+}
+
+export function configCommand(): Command {
+  return new Command("config")
+    .description("Print an example configuration file, or check one and show the effective configuration.")
+    .addHelpText(
+      "after",
+      "\nThe gateway reads a YAML file (--config) and environment variables, which win over the file.\n" +
+        "Unknown keys and unknown SANDPOOL_* variables are errors, with a suggestion for a likely typo.\n" +
+        "\nExamples:\n" +
+        "  npx sandpool config example > sandpool.yaml\n" +
+        "  npx sandpool config check --config sandpool.yaml\n",
+    )
+    .addCommand(exampleCommand())
+    .addCommand(checkCommand());
+}

@@ -1,0 +1,24 @@
+/** `sandpool serve`: production mode. */
+import { Command } from "commander";
+
+export function serveCommand(): Command {
+  return new Command("serve")
+    .summary("run the gateway with Postgres, Redis, BullMQ and Docker")
+    .description(
+      "Run the gateway with its production backends: Postgres (DATABASE_URL), Redis (REDIS_URL),\n" +
+        "BullMQ jobs and the docker runtime (DOCKER_HOST). Refuses to start, naming what is missing.\n" +
+        "Configuration: a YAML file (--config) and environment variables, the environment winning;\n" +
+        "`sandpool config example` prints a complete commented file.",
+    )
+    .option("--config <file>", "YAML configuration file")
+    .option("--migrate", "apply pending database migrations before serving (else: refuse an old schema)")
+    .addHelpText(
+      "after",
+      "\nExample:\n  DATABASE_URL=postgres://... REDIS_URL=redis://... SANDPOOL_JWKS_URL=https://.../jwks.json \\\n" +
+        "    sandpool serve --config sandpool.yaml\n",
+    )
+    .action(async (options: { config?: string; migrate?: boolean }) => {
+      const { runServe } = await import("../run-serve.js");
+      await runServe(options);
+    });
+}

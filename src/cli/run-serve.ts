@@ -1,0 +1,128 @@
+/**
+ * `sandpool serve`: the gateway with the production backends (Postgres, Redis, BullMQ, and
+ * the docker runtime or, when asked, the process runtime). It refuses to start, naming
+ * everything that is missing, rather than falling back to anything. Any number of replicas
+ * share one Redis and one Postgres. On SIGTERM it stops accepting, lets calls in flight
+ * finish within the grace period, and leaves leased sandboxes to the other replicas.
+ */
+import path from "node:path";
+import type { Logger } from "pino";
+import type { GatewayConfig } from "../config/gateway-config.js";
+import { ConfigError, loadGatewayConfig } from "../config/load-config.js";
+import { startGateway } from "../gateway/start-gateway.js";
+import { BullmqJobRunner } from "../jobs/bullmq-job-runner.js";
+import { createLogger } from "../logging/create-logger.js";
+import { DockerRuntime } from "../runtime/docker/docker-runtime.js";
+import { ProcessRuntime } from "../runtime/process/process-runtime.js";
+import type { SandboxRuntime } from "../runtime/sandbox-runtime.js";
+import { resolvePythonExecutable } from "../sandbox/tools/resolve-python.js";
+import { RedisCoordinationStore, redactUrl } from "../store/coordination/redis/redis-store.js";
+import { assertSchemaCurrent, migrateToLatest } from "../store/sql/migrate.js";
+import { openPostgres } from "../store/sql/open-database.js";
+
+export interface ServeOptions {
+  config?: string;
+  migrate?: boolean;
+}
+
+/** Everything `serve` cannot run without, said in one message. */
+export function missingForServe(config: Pick<GatewayConfig, "databaseUrl" | "redisUrl">): string[] {
+  const missing: string[] = [];
+  if (!config.databaseUrl) missing.push("DATABASE_URL (Postgres, for policy and usage)");
+  if (!config.redisUrl) missing.push("REDIS_URL (Redis, for the shared pool, quotas and jobs)");
+  return missing;
+}
+
+async function createRuntime(config: GatewayConfig, log: Logger): Promise<SandboxRuntime> {
+  if (config.runtime.kind === "process") {
+    log.warn("the process runtime is not isolated: sandboxes run as this user, on this machine");
+    return new ProcessRuntime({
+      rootDir: path.resolve(".sandpool", "serve", "sandboxes"),
+      python: await resolvePythonExecutable(config.runtime.python ?? "python3"),
+      execTimeoutCeilingSeconds: config.policy.execTimeoutCeilingSeconds,
+      maxFileBytes: config.policy.maxFileBytes,
+      log,
+    });
+  }
+  return new DockerRuntime(
+    {
+      ...config.runtime.docker,
+      deployment: config.deployment,
+      execTimeoutCeilingSeconds: config.policy.execTimeoutCeilingSeconds,
+      maxFileBytes: config.policy.maxFileBytes,
+    },
+    log,
+  );
+}
+
+/** The configuration, or one error naming every problem, the missing services included. */
+function loadServeConfig(options: ServeOptions): GatewayConfig {
+  let config: GatewayConfig | undefined;
+  const problems: string[] = [];
+  try {
+    config = loadGatewayConfig({ file: options.config, env: process.env });
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    problems.push(...error.problems);
+  }
+  const missing = config
+    ? missingForServe(config)
+    : missingForServe({ databaseUrl: process.env.DATABASE_URL, redisUrl: process.env.REDIS_URL });
+  if (options.config && !config) missing.length = 0; // the file may set them: its problems come first
+  problems.push(...missing.map((what) => `missing ${what}`));
+  if (problems.length > 0 || !config) {
+    throw new ConfigError(problems, options.config ?? "environment");
+  }
+  return config;
+}
+
+export async function runServe(options: ServeOptions): Promise<void> {
+  const config = loadServeConfig(options);
+  const log = createLogger("sandpool");
+
+  const db = openPostgres(config.databaseUrl!);
+  if (options.migrate || config.migrateOnStart) {
+    const { applied } = await migrateToLatest(db);
+    if (applied.length > 0) log.info({ applied }, "migrations applied");
+  } else {
+    await assertSchemaCurrent(db);
+  }
+  const store = await RedisCoordinationStore.connect({
+    url: config.redisUrl!,
+    prefix: `sandpool:${config.deployment}:`,
+  });
+  const jobs = new BullmqJobRunner({ redisUrl: config.redisUrl!, queueName: config.deployment }, log);
+  const runtime = await createRuntime(config, log);
+  const gateway = await startGateway(config, { store, db, runtime, jobs }, log, {
+    ready: () => store.ping(),
+  });
+  log.info(
+    {
+      url: gateway.url,
+      runtime: runtime.kind,
+      redis: redactUrl(config.redisUrl!),
+      pools: config.pools.length,
+    },
+    "sandpool serving",
+  );
+  process.stdout.write(`sandpool serve listening on ${gateway.url}\n`);
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal, graceMs: config.shutdownGraceMs }, "shutting down");
+    const deadline = setTimeout(() => {
+      log.warn("grace period over: exiting with calls still in flight");
+      process.exit(1);
+    }, config.shutdownGraceMs);
+    deadline.unref();
+    await gateway.close();
+    await runtime.close();
+    await store.close();
+    await db.destroy();
+    process.exit(0);
+  };
+  process.once("SIGINT", () => void stop("SIGINT"));
+  process.once("SIGTERM", () => void stop("SIGTERM"));
+}

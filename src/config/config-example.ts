@@ -1,0 +1,269 @@
+/**
+ * `sandpool config example`: a complete, commented configuration file. It is rendered from the
+ * schema itself (key order, which keys are required, every default), so it cannot drift from
+ * what the loader accepts; only the one-line comments and the placeholder values of settings
+ * without a default are written here. Optional settings are shown commented out with their
+ * default; required ones are active, so the file loads as it is.
+ */
+import { stringify } from "yaml";
+import type { z } from "zod";
+import { configEnvVariables } from "./config-env.js";
+import { formatKeyPath } from "./did-you-mean.js";
+import { gatewayConfigSchema } from "./gateway-config.js";
+
+interface FieldDoc {
+  comment: string;
+  /** Shown for a setting without a default (and used for a required one). */
+  example?: unknown;
+  /** Active in the example although optional (the one auth key source, so the file loads). */
+  active?: boolean;
+}
+
+const EXAMPLE_IMAGE = "sandpool/sandbox:dev";
+
+/** Keyed by config path; `[]` stands for every item of a list. */
+export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
+  host: { comment: "Address the gateway listens on (0.0.0.0 for every interface)." },
+  port: { comment: "Port the gateway listens on; 0 picks a free one." },
+  basePath: { comment: "The contract is served at / and also under this path, e.g. /v1/sandbox." },
+  deployment: { comment: "Label of every sandbox this deployment starts, so reconciliation knows its own." },
+  auth: { comment: "How bearer tokens are verified. Configure exactly one key source." },
+  "auth.jwtSecret": {
+    comment: "Key source: an HS256 shared secret of 32 bytes or more.",
+    example: "change-me-to-32-bytes-or-more-0123456789",
+  },
+  "auth.jwtPublicKey": {
+    comment: "Key source: a PEM (SPKI) public key, RSA, EC or Ed25519, or a public JWK as JSON.",
+    example: "-----BEGIN PUBLIC KEY-----\n...\n-----END PUBLIC KEY-----\n",
+  },
+  "auth.jwksUrl": {
+    comment: "Key source: the JWKS URL of your identity provider.",
+    example: "https://issuer.example/.well-known/jwks.json",
+    active: true,
+  },
+  "auth.algorithms": {
+    comment: "Accepted JWS algorithms; derived from the key source when unset (never none).",
+    example: ["RS256", "ES256"],
+  },
+  "auth.issuer": {
+    comment: "Required iss claim; not checked when unset.",
+    example: "https://issuer.example/",
+  },
+  "auth.audience": { comment: "Required aud claim; not checked when unset.", example: "sandpool" },
+  "auth.clockToleranceSeconds": { comment: "Clock skew allowed when checking exp and nbf, in seconds." },
+  "auth.workspaceClaim": {
+    comment: "Claim holding the workspace id; a dotted path reaches into an object claim.",
+  },
+  "auth.jwksCooldownMs": {
+    comment: "Least time between two JWKS fetches, so unknown kids cannot hammer the issuer.",
+  },
+  "auth.jwksCacheMaxAgeMs": { comment: "A fetched JWKS is trusted this long before it is refreshed." },
+  "auth.jwksTimeoutMs": { comment: "A slower JWKS fetch fails the request (401) instead of holding it." },
+  policy: {
+    comment: "Deployment policy: ceilings no workspace can exceed, and what applies without a policy row.",
+  },
+  "policy.allowedImages": {
+    comment: "Images sessions may use; each needs a pool in policy.resourceClass.",
+    example: [EXAMPLE_IMAGE],
+  },
+  "policy.defaultImage": {
+    comment: "Image of a session that names none; one of allowedImages.",
+    example: EXAMPLE_IMAGE,
+  },
+  "policy.allowedTools": { comment: "Tool kinds sessions may call." },
+  "policy.execTimeoutCeilingSeconds": { comment: "Ceiling of an execution's timeout_seconds." },
+  "policy.defaultExecTimeoutSeconds": { comment: "The timeout_seconds of a call that sends none." },
+  "policy.idleTimeoutCeilingSeconds": { comment: "Ceiling of a session's idle timeout, in seconds." },
+  "policy.maxLifetimeCeilingSeconds": { comment: "Ceiling of a session's lifetime, in seconds." },
+  "policy.defaultIdleTimeoutSeconds": { comment: "Idle timeout of a session whose client asks for none." },
+  "policy.defaultMaxLifetimeSeconds": { comment: "Lifetime of a session whose client asks for none." },
+  "policy.maxConcurrentSessions": { comment: "Open sessions per workspace." },
+  "policy.sessionsPerMinute": { comment: "New sessions per workspace per minute." },
+  "policy.execSecondsPerDay": { comment: "Execution seconds per workspace per day." },
+  "policy.maxFileBytes": { comment: "Largest file a session may upload or download, in bytes." },
+  "policy.resourceClass": { comment: "Resource class of the sandboxes sessions get." },
+  "policy.egressAllowed": { comment: "Whether sandboxes may reach the network." },
+  pools: { comment: "Warm pools, one per image and resource class; every allowed image needs one." },
+  "pools[].name": {
+    comment: "Pool name (lower-case letters, digits, - and _), a label on its containers.",
+    example: "default",
+  },
+  "pools[].image": { comment: "The image its sandboxes run.", example: EXAMPLE_IMAGE },
+  "pools[].resourceClass": { comment: "Resource class of its sandboxes." },
+  "pools[].minIdle": { comment: "Ready sandboxes kept warm." },
+  "pools[].maxTotal": { comment: "Most sandboxes at once, leased and idle together." },
+  "pools[].warmupConcurrency": { comment: "Sandboxes started at once while warming up." },
+  "pools[].coldStartTimeoutMs": { comment: "Deadline of a cold start when the pool is dry." },
+  limits: { comment: "Request limits." },
+  "limits.maxJsonBodyBytes": { comment: "Largest JSON request body; larger ones get 413." },
+  "limits.execDeadlineBufferMs": {
+    comment: "Added to timeout_seconds for the deadline of an execution call.",
+  },
+  "limits.sandboxRequestTimeoutMs": { comment: "Deadline of every other call to a sandbox." },
+  intervals: { comment: "Periods of the background jobs." },
+  "intervals.warmMs": { comment: "How often pools are topped up to minIdle." },
+  "intervals.reapMs": { comment: "How often idle and expired sessions are ended." },
+  "intervals.reconcileMs": { comment: "How often the runtime's containers are compared with the store." },
+  authFailures: { comment: "Failed authentications allowed per credential fingerprint before 429." },
+  "authFailures.maxFailures": { comment: "Failures allowed within the window." },
+  "authFailures.windowMs": { comment: "The window, in milliseconds." },
+  policyCacheTtlMs: { comment: "How long a workspace policy is cached; edits also invalidate it at once." },
+  databaseUrl: {
+    comment: "Postgres URL for policy, usage and audit; required by sandpool serve (dev mode uses PGlite).",
+    example: "postgres://sandpool:change-me@postgres:5432/sandpool",
+  },
+  redisUrl: {
+    comment: "Redis URL for coordination and jobs; required by sandpool serve (dev mode keeps it in memory).",
+    example: "redis://redis:6379",
+  },
+  runtime: { comment: "Where sandboxes run." },
+  "runtime.kind": {
+    comment: "docker (isolated containers) or process (child processes, dev only, NOT isolated).",
+  },
+  "runtime.docker": {
+    comment: "Options of the docker runtime (engines, networks, resource classes); unset uses DOCKER_HOST.",
+    example: { hosts: ["unix:///var/run/docker.sock"] },
+  },
+  "runtime.python": {
+    comment: "Python interpreter of the process runtime's sandboxes; unset finds python3.",
+    example: "python3",
+  },
+  shutdownGraceMs: { comment: "On SIGTERM, how long in-flight requests may finish before exit." },
+  migrateOnStart: {
+    comment: "Apply pending database migrations at start-up instead of via sandpool migrate.",
+  },
+};
+
+type Schema = z.core.$ZodType;
+
+interface Line {
+  indent: number;
+  text: string;
+  kind: "comment" | "active" | "disabled" | "blank";
+}
+
+/** Peels wrappers that do not change a value's shape (as did-you-mean does). */
+function unwrap(schema: Schema): Schema {
+  for (;;) {
+    const def = (schema as z.core.$ZodTypes)._zod.def;
+    if (
+      def.type === "optional" ||
+      def.type === "nullable" ||
+      def.type === "default" ||
+      def.type === "prefault" ||
+      def.type === "readonly"
+    )
+      schema = def.innerType;
+    else if (def.type === "pipe")
+      schema = (def.in as z.core.$ZodTypes)._zod.def.type === "transform" ? def.out : def.in;
+    else return schema;
+  }
+}
+
+function inline(value: unknown): string {
+  if (typeof value === "string" && value.includes("\n")) return JSON.stringify(value);
+  return stringify(value, { collectionStyle: "flow", flowCollectionPadding: false, lineWidth: 0 }).trimEnd();
+}
+
+/** The value a field takes when the key is absent, if it has one. */
+function defaultOf(field: Schema): unknown {
+  const result = (field as z.ZodType).safeParse(undefined);
+  return result.success ? result.data : undefined;
+}
+
+interface Rendered {
+  lines: Line[];
+  active: boolean;
+}
+
+function renderObject(
+  shape: Record<string, Schema>,
+  path: string[],
+  indent: number,
+  undocumented: string[],
+): Rendered {
+  const lines: Line[] = [];
+  let anyActive = false;
+  for (const [key, field] of Object.entries(shape)) {
+    const fieldPath = [...path, key];
+    const name = formatKeyPath(fieldPath);
+    const doc = fieldDocs[name];
+    if (!doc) undocumented.push(name);
+    if (indent === 0 && lines.length > 0) lines.push({ indent, text: "", kind: "blank" });
+    const required = field._zod.optin === undefined;
+    const inner = unwrap(field);
+    const def = (inner as z.core.$ZodTypes)._zod.def;
+    const element = def.type === "array" ? unwrap(def.element) : undefined;
+    const elementDef = element ? (element as z.core.$ZodTypes)._zod.def : undefined;
+
+    if (def.type === "object") {
+      const child = renderObject(def.shape, fieldPath, indent + 2, undocumented);
+      if (doc) lines.push({ indent, text: doc.comment, kind: "comment" });
+      lines.push({ indent, text: `${key}:`, kind: child.active ? "active" : "disabled" });
+      lines.push(...child.lines);
+      anyActive ||= child.active;
+    } else if (elementDef?.type === "object") {
+      const item = renderObject(elementDef.shape, [...fieldPath, "[]"], indent + 4, undocumented);
+      const first = item.lines.findIndex((line) => line.kind === "active" || line.kind === "disabled");
+      for (const [index, line] of item.lines.entries()) {
+        if (index < first) line.indent = indent + 2;
+        if (index === first) {
+          line.indent = indent + 2;
+          line.text = `- ${line.text}`;
+        }
+      }
+      if (doc) lines.push({ indent, text: doc.comment, kind: "comment" });
+      lines.push({ indent, text: `${key}:`, kind: item.active ? "active" : "disabled" });
+      lines.push(...item.lines);
+      anyActive ||= item.active;
+    } else {
+      const fallback = defaultOf(field);
+      const value = fallback !== undefined ? fallback : doc?.example;
+      const active = required || doc?.active === true;
+      if (value === undefined) undocumented.push(`${name} (no default and no example value)`);
+      if (doc) lines.push({ indent, text: doc.comment, kind: "comment" });
+      lines.push({ indent, text: `${key}: ${inline(value ?? null)}`, kind: active ? "active" : "disabled" });
+      anyActive ||= active;
+    }
+  }
+  return { lines, active: anyActive };
+}
+
+function environmentBlock(): string[] {
+  const width = Math.max(...configEnvVariables.map((v) => v.name.length));
+  return [
+    "Environment variables override this file (empty ones count as unset). An auth key source",
+    "set here replaces the file's. Unknown SANDPOOL_ variables are errors.",
+    ...configEnvVariables.map((v) => `  ${v.name.padEnd(width)}  ${v.path}: ${v.description}`),
+  ];
+}
+
+/** The example and the config paths it could not document (a test keeps the list empty). */
+export function renderConfigExample(): { text: string; undocumented: string[] } {
+  const undocumented: string[] = [];
+  const root = unwrap(gatewayConfigSchema) as z.core.$ZodObject;
+  const body = renderObject(root._zod.def.shape, [], 0, undocumented);
+  const header = [
+    "sandpool gateway configuration, as printed by sandpool config example.",
+    "Check a file with the environment applied: sandpool config check --config sandpool.yaml",
+    "Settings commented out are optional and show their default. Unknown keys are errors.",
+  ];
+  const text = [
+    ...header.map((line) => `# ${line}`),
+    "",
+    ...body.lines.map((line) => {
+      if (line.kind === "blank") return "";
+      const pad = " ".repeat(line.indent);
+      return line.kind === "active" ? `${pad}${line.text}` : `${pad}# ${line.text}`;
+    }),
+    "",
+    ...environmentBlock().map((line) => `# ${line}`),
+    "",
+  ].join("\n");
+  return { text, undocumented };
+}
+
+/** A complete, commented configuration file that loads as it is. */
+export function configExample(): string {
+  return renderConfigExample().text;
+}

@@ -1,0 +1,357 @@
+import { generateKeyPairSync } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import {
+  applyEnvironment,
+  configEnvVariables,
+  otherSandpoolVariables,
+} from "../../../src/config/config-env.js";
+import type { GatewayConfig } from "../../../src/config/gateway-config.js";
+import { ConfigError, loadGatewayConfig } from "../../../src/config/load-config.js";
+
+const IMAGE = "sandpool/sandbox:dev";
+const JWKS = "https://issuer.example/.well-known/jwks.json";
+const SECRET = "a-test-secret-that-is-at-least-32-bytes-long";
+/** The smallest environment that configures a gateway on its own. */
+const baseEnv = { SANDPOOL_JWKS_URL: JWKS, SANDPOOL_DEFAULT_IMAGE: IMAGE };
+
+function fromEnv(env: NodeJS.ProcessEnv): GatewayConfig {
+  return loadGatewayConfig({ env: { ...baseEnv, ...env } });
+}
+
+function problemsOf(action: () => unknown): readonly string[] {
+  try {
+    action();
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+const publicKeyPem = generateKeyPairSync("ed25519").publicKey.export({
+  type: "spki",
+  format: "pem",
+}) as string;
+
+/** One case per variable: a value and what it must become. */
+const cases: Record<string, { value: string; expect: (config: GatewayConfig) => void }> = {
+  DATABASE_URL: {
+    value: "postgres://u:p@db:5432/sandpool",
+    expect: (c) => expect(c.databaseUrl).toBe("postgres://u:p@db:5432/sandpool"),
+  },
+  REDIS_URL: { value: "redis://redis:6379", expect: (c) => expect(c.redisUrl).toBe("redis://redis:6379") },
+  SANDPOOL_HOST: { value: "0.0.0.0", expect: (c) => expect(c.host).toBe("0.0.0.0") },
+  SANDPOOL_PORT: { value: "9000", expect: (c) => expect(c.port).toBe(9000) },
+  SANDPOOL_BASE_PATH: { value: "/v1/sandbox", expect: (c) => expect(c.basePath).toBe("/v1/sandbox") },
+  SANDPOOL_DEPLOYMENT: { value: "prod-eu", expect: (c) => expect(c.deployment).toBe("prod-eu") },
+  SANDPOOL_RUNTIME: { value: "process", expect: (c) => expect(c.runtime.kind).toBe("process") },
+  DOCKER_HOST: {
+    value: "tcp://10.0.0.5:2375",
+    expect: (c) => expect(c.runtime.docker).toEqual({ hosts: ["tcp://10.0.0.5:2375"] }),
+  },
+  SANDPOOL_PYTHON: {
+    value: "/usr/bin/python3",
+    expect: (c) => expect(c.runtime.python).toBe("/usr/bin/python3"),
+  },
+  SANDPOOL_JWT_SECRET: {
+    value: SECRET,
+    expect: (c) => {
+      expect(c.auth.jwtSecret).toBe(SECRET);
+      expect(c.auth.jwksUrl).toBeUndefined();
+    },
+  },
+  SANDPOOL_JWT_PUBLIC_KEY: {
+    value: publicKeyPem.replace(/\n/g, "\\n"),
+    expect: (c) => {
+      expect(c.auth.jwtPublicKey).toBe(publicKeyPem);
+      expect(c.auth.algorithms).toContain("EdDSA");
+    },
+  },
+  SANDPOOL_JWKS_URL: {
+    value: "https://other.example/jwks",
+    expect: (c) => expect(c.auth.jwksUrl).toBe("https://other.example/jwks"),
+  },
+  SANDPOOL_JWT_ISSUER: {
+    value: "https://issuer.example/",
+    expect: (c) => expect(c.auth.issuer).toBe("https://issuer.example/"),
+  },
+  SANDPOOL_JWT_AUDIENCE: { value: "sandpool", expect: (c) => expect(c.auth.audience).toBe("sandpool") },
+  SANDPOOL_WORKSPACE_CLAIM: { value: "org.id", expect: (c) => expect(c.auth.workspaceClaim).toBe("org.id") },
+  SANDPOOL_DEFAULT_IMAGE: {
+    value: "registry.example/sandbox:2",
+    expect: (c) => {
+      expect(c.policy.defaultImage).toBe("registry.example/sandbox:2");
+      expect(c.policy.allowedImages).toEqual(["registry.example/sandbox:2"]);
+      expect(c.pools).toEqual([
+        expect.objectContaining({ name: "default", image: "registry.example/sandbox:2" }),
+      ]);
+    },
+  },
+  SANDPOOL_MIN_IDLE: { value: "5", expect: (c) => expect(c.pools[0]!.minIdle).toBe(5) },
+  SANDPOOL_MAX_TOTAL: { value: "50", expect: (c) => expect(c.pools[0]!.maxTotal).toBe(50) },
+  SANDPOOL_SHUTDOWN_GRACE_MS: { value: "5000", expect: (c) => expect(c.shutdownGraceMs).toBe(5000) },
+  SANDPOOL_MIGRATE_ON_START: { value: "true", expect: (c) => expect(c.migrateOnStart).toBe(true) },
+};
+
+describe("environment variables", () => {
+  it("has a test case for every variable in the table", () => {
+    expect(Object.keys(cases).sort()).toEqual(configEnvVariables.map((v) => v.name).sort());
+  });
+
+  for (const variable of configEnvVariables) {
+    it(`${variable.name} sets ${variable.path}`, () => {
+      const entry = cases[variable.name]!;
+      const env: NodeJS.ProcessEnv = { ...baseEnv, [variable.name]: entry.value };
+      if (variable.name === "SANDPOOL_JWKS_URL" || variable.name.startsWith("SANDPOOL_JWT_")) {
+        if (variable.name !== "SANDPOOL_JWT_ISSUER" && variable.name !== "SANDPOOL_JWT_AUDIENCE")
+          delete env.SANDPOOL_JWKS_URL;
+        env[variable.name] = entry.value;
+      }
+      entry.expect(loadGatewayConfig({ env }));
+    });
+  }
+
+  it("documents every variable", () => {
+    for (const variable of configEnvVariables) {
+      expect(variable.description.length, variable.name).toBeGreaterThan(10);
+      expect(variable.path, variable.name).toMatch(/^[a-zA-Z[\]]/);
+    }
+  });
+
+  it("treats an empty variable as unset", () => {
+    expect(fromEnv({ SANDPOOL_PORT: "", SANDPOOL_HOST: "" })).toMatchObject({
+      port: 8080,
+      host: "127.0.0.1",
+    });
+  });
+
+  it("splits a comma-separated DOCKER_HOST into several engines", () => {
+    expect(
+      fromEnv({ DOCKER_HOST: "unix:///var/run/docker.sock, tcp://10.0.0.5:2375" }).runtime.docker,
+    ).toEqual({
+      hosts: ["unix:///var/run/docker.sock", "tcp://10.0.0.5:2375"],
+    });
+  });
+
+  it("keeps the file's other docker options when DOCKER_HOST sets the engines", () => {
+    const { config } = applyEnvironment(
+      { runtime: { docker: { hosts: ["unix:///a.sock"], network: "n" } } },
+      { DOCKER_HOST: "tcp://b:2375" },
+    );
+    expect(config.runtime).toEqual({ docker: { hosts: ["tcp://b:2375"], network: "n" } });
+  });
+
+  it("does not change the object it was given", () => {
+    const file = { port: 1, auth: { jwtSecret: SECRET } };
+    applyEnvironment(file, { SANDPOOL_PORT: "2", SANDPOOL_JWKS_URL: JWKS });
+    expect(file).toEqual({ port: 1, auth: { jwtSecret: SECRET } });
+  });
+
+  it("reports which variables it applied, in order", () => {
+    const overlay = applyEnvironment({}, { SANDPOOL_PORT: "1", REDIS_URL: "redis://r", PATH: "/bin" });
+    expect(overlay.applied).toEqual(["REDIS_URL", "SANDPOOL_PORT"]);
+    expect(overlay.sources.get("port")).toBe("SANDPOOL_PORT");
+  });
+});
+
+describe("values of the wrong form", () => {
+  it.each(["abc", "80.5", "-1", "8080x", "1e3"])("SANDPOOL_PORT=%s is refused by name", (value) => {
+    expect(problemsOf(() => fromEnv({ SANDPOOL_PORT: value }))).toEqual([
+      `SANDPOOL_PORT: expected a whole number, got '${value}'`,
+    ]);
+  });
+
+  it("names the variable when the schema refuses its value", () => {
+    expect(problemsOf(() => fromEnv({ SANDPOOL_PORT: "70000" }))).toEqual([
+      "port: Too big: expected number to be <=65535 (from SANDPOOL_PORT)",
+    ]);
+  });
+
+  it("refuses SANDPOOL_MIN_IDLE and SANDPOOL_MAX_TOTAL that are not whole numbers", () => {
+    expect(problemsOf(() => fromEnv({ SANDPOOL_MIN_IDLE: "two", SANDPOOL_MAX_TOTAL: "" }))).toEqual([
+      "SANDPOOL_MIN_IDLE: expected a whole number, got 'two'",
+    ]);
+  });
+
+  it("refuses a SANDPOOL_RUNTIME other than docker or process", () => {
+    const [problem] = problemsOf(() => fromEnv({ SANDPOOL_RUNTIME: "podman" }));
+    expect(problem).toMatch(
+      /^runtime\.kind: Invalid option: expected one of "docker"\|"process" \(from SANDPOOL_RUNTIME\)$/,
+    );
+  });
+
+  it("refuses a SANDPOOL_MIGRATE_ON_START that is not a boolean", () => {
+    expect(problemsOf(() => fromEnv({ SANDPOOL_MIGRATE_ON_START: "sure" }))).toEqual([
+      "SANDPOOL_MIGRATE_ON_START: expected true or false, got 'sure'",
+    ]);
+    expect(fromEnv({ SANDPOOL_MIGRATE_ON_START: "0" }).migrateOnStart).toBe(false);
+  });
+
+  it("collects every problem of the environment at once", () => {
+    const problems = problemsOf(() =>
+      fromEnv({ SANDPOOL_PORT: "x", SANDPOOL_MIN_IDEL: "1", SANDPOOL_JWT_SECRET: "short" }),
+    );
+    expect(problems).toEqual([
+      "SANDPOOL_MIN_IDEL: unknown variable, did you mean 'SANDPOOL_MIN_IDLE'?",
+      "SANDPOOL_JWT_SECRET, SANDPOOL_JWKS_URL: set only one of these key source variables",
+      "SANDPOOL_PORT: expected a whole number, got 'x'",
+      "auth.jwtSecret: jwtSecret must be at least 32 bytes (from SANDPOOL_JWT_SECRET)",
+    ]);
+  });
+});
+
+describe("unknown SANDPOOL_ variables", () => {
+  it("are errors with a did-you-mean", () => {
+    expect(problemsOf(() => fromEnv({ SANDPOOL_MIN_IDEL: "3" }))).toEqual([
+      "SANDPOOL_MIN_IDEL: unknown variable, did you mean 'SANDPOOL_MIN_IDLE'?",
+    ]);
+    expect(problemsOf(() => fromEnv({ SANDPOOL_JWKS_URI: JWKS }))).toEqual([
+      "SANDPOOL_JWKS_URI: unknown variable, did you mean 'SANDPOOL_JWKS_URL'?",
+    ]);
+    expect(problemsOf(() => fromEnv({ SANDPOOL_BASEPATH: "/x" }))).toEqual([
+      "SANDPOOL_BASEPATH: unknown variable, did you mean 'SANDPOOL_BASE_PATH'?",
+    ]);
+  });
+
+  it("are errors without a suggestion when nothing is close", () => {
+    expect(problemsOf(() => fromEnv({ SANDPOOL_COLOUR: "blue" }))).toEqual([
+      "SANDPOOL_COLOUR: unknown variable (`sandpool config example` lists the ones sandpool reads)",
+    ]);
+  });
+
+  it("are errors even when empty: the name is the typo", () => {
+    expect(problemsOf(() => fromEnv({ SANDPOOL_MAX_TOTL: "" }))).toEqual([
+      "SANDPOOL_MAX_TOTL: unknown variable, did you mean 'SANDPOOL_MAX_TOTAL'?",
+    ]);
+  });
+
+  it("allow the ones other parts of sandpool read", () => {
+    const others = Object.fromEntries(otherSandpoolVariables.map((name) => [name, "x"]));
+    expect(otherSandpoolVariables).toEqual(expect.arrayContaining(["SANDPOOL_LOG_LEVEL", "SANDPOOL_TOKEN"]));
+    expect(() =>
+      fromEnv({ ...others, SANDPOOL_TEST_DATABASE_URL: "postgres://x", SANDPOOL_TEST_ANYTHING: "1" }),
+    ).not.toThrow();
+  });
+
+  it("leave variables without the prefix alone", () => {
+    expect(() => fromEnv({ SANDPOOLX: "1", HOME: "/root", sandpool_port: "x" })).not.toThrow();
+  });
+});
+
+describe("auth key source from the environment", () => {
+  const file = { auth: { jwtSecret: SECRET, issuer: "https://file.example/" } };
+
+  it("replaces the file's key source instead of adding a second one", () => {
+    const { config } = applyEnvironment(file, { SANDPOOL_JWKS_URL: JWKS });
+    expect(config.auth).toEqual({ jwksUrl: JWKS, issuer: "https://file.example/" });
+  });
+
+  it("switches a file's secret to a public key", () => {
+    const { config } = applyEnvironment(
+      { auth: { jwksUrl: JWKS } },
+      { SANDPOOL_JWT_PUBLIC_KEY: publicKeyPem.replace(/\n/g, "\\n") },
+    );
+    expect(config.auth).toEqual({ jwtPublicKey: publicKeyPem });
+  });
+
+  it("leaves the file's key source alone when no key variable is set", () => {
+    const { config } = applyEnvironment(file, { SANDPOOL_JWT_AUDIENCE: "aud" });
+    expect(config.auth).toEqual({ ...file.auth, audience: "aud" });
+  });
+
+  it("refuses two key source variables at once (and applies only the first, to say it once)", () => {
+    const overlay = applyEnvironment(file, { SANDPOOL_JWT_SECRET: SECRET, SANDPOOL_JWKS_URL: JWKS });
+    expect(overlay.problems).toEqual([
+      "SANDPOOL_JWT_SECRET, SANDPOOL_JWKS_URL: set only one of these key source variables",
+    ]);
+    expect(overlay.config.auth).toEqual({ jwtSecret: SECRET, issuer: "https://file.example/" });
+  });
+
+  it("keeps a public key that already has real newlines", () => {
+    const { config } = applyEnvironment({}, { SANDPOOL_JWT_PUBLIC_KEY: publicKeyPem });
+    expect((config.auth as Record<string, unknown>).jwtPublicKey).toBe(publicKeyPem);
+  });
+});
+
+describe("default image and its pool", () => {
+  const file = {
+    policy: { allowedImages: ["a:1", "b:1"], defaultImage: "a:1" },
+    pools: [
+      { name: "pool-a", image: "a:1", minIdle: 1, maxTotal: 4 },
+      { name: "pool-b", image: "b:1" },
+    ],
+  };
+
+  it("adds SANDPOOL_DEFAULT_IMAGE to the allowed images once", () => {
+    expect(applyEnvironment(file, { SANDPOOL_DEFAULT_IMAGE: "b:1" }).config.policy).toEqual({
+      allowedImages: ["a:1", "b:1"],
+      defaultImage: "b:1",
+    });
+    expect(applyEnvironment(file, { SANDPOOL_DEFAULT_IMAGE: "c:1" }).config.policy).toEqual({
+      allowedImages: ["a:1", "b:1", "c:1"],
+      defaultImage: "c:1",
+    });
+  });
+
+  it("keeps the file's pools and leaves a new image without one to the schema's error", () => {
+    const overlay = applyEnvironment(file, { SANDPOOL_DEFAULT_IMAGE: "c:1" });
+    expect(overlay.config.pools).toEqual(file.pools);
+  });
+
+  it("sets minIdle and maxTotal of the pool serving the default image", () => {
+    const { config } = applyEnvironment(file, { SANDPOOL_MIN_IDLE: "3", SANDPOOL_MAX_TOTAL: "9" });
+    expect(config.pools).toEqual([
+      { name: "pool-a", image: "a:1", minIdle: 3, maxTotal: 9 },
+      { name: "pool-b", image: "b:1" },
+    ]);
+  });
+
+  it("follows SANDPOOL_DEFAULT_IMAGE to the pool of that image", () => {
+    const { config, sources } = applyEnvironment(file, {
+      SANDPOOL_DEFAULT_IMAGE: "b:1",
+      SANDPOOL_MIN_IDLE: "0",
+    });
+    expect(config.pools).toEqual([file.pools[0], { name: "pool-b", image: "b:1", minIdle: 0 }]);
+    expect(sources.get("pools[1].minIdle")).toBe("SANDPOOL_MIN_IDLE");
+  });
+
+  it("creates pool 'default' for the file's default image when the file has no pools", () => {
+    const { config: raw } = applyEnvironment(
+      { policy: { allowedImages: ["a:1"], defaultImage: "a:1" } },
+      { SANDPOOL_MIN_IDLE: "1", SANDPOOL_MAX_TOTAL: "3" },
+    );
+    expect(raw.pools).toEqual([{ name: "default", image: "a:1", minIdle: 1, maxTotal: 3 }]);
+  });
+
+  it("configures a whole gateway from the environment alone", () => {
+    const config = fromEnv({ SANDPOOL_MIN_IDLE: "0", SANDPOOL_MAX_TOTAL: "4" });
+    expect(config.policy).toMatchObject({ allowedImages: [IMAGE], defaultImage: IMAGE });
+    expect(config.pools).toEqual([
+      {
+        name: "default",
+        image: IMAGE,
+        resourceClass: "standard",
+        minIdle: 0,
+        maxTotal: 4,
+        warmupConcurrency: 2,
+        coldStartTimeoutMs: 30_000,
+      },
+    ]);
+  });
+
+  it("explains SANDPOOL_MIN_IDLE without a default image", () => {
+    expect(applyEnvironment({}, { SANDPOOL_MIN_IDLE: "1" }).problems).toEqual([
+      "SANDPOOL_MIN_IDLE: sets the default image's pool, but no default image is configured (set SANDPOOL_DEFAULT_IMAGE or policy.defaultImage)",
+    ]);
+  });
+
+  it("explains SANDPOOL_MAX_TOTAL when no pool serves the default image", () => {
+    const overlay = applyEnvironment(
+      { policy: { allowedImages: ["a:1"], defaultImage: "a:1", resourceClass: "large" }, pools: file.pools },
+      { SANDPOOL_MAX_TOTAL: "2" },
+    );
+    expect(overlay.problems).toEqual([
+      "SANDPOOL_MAX_TOTAL: sets the default image's pool, but no pool serves 'a:1' in resource class 'large'",
+    ]);
+  });
+});

@@ -1,0 +1,36 @@
+import { describe, expect, it } from "vitest";
+import { redactConfig } from "../../../src/cli/commands/config-command.js";
+
+describe("redactConfig", () => {
+  it("hides secrets and URL passwords, and nothing else", () => {
+    const input = {
+      port: 8080,
+      databaseUrl: "postgres://sandpool:s3cret@db:5432/sandpool",
+      redisUrl: "redis://:pa55@redis:6379/0",
+      auth: { jwtSecret: "x".repeat(40), jwksUrl: "https://issuer.example/jwks", algorithms: ["HS256"] },
+      runtime: { docker: { hosts: ["tcp://10.0.0.5:2375"], registryPassword: "p", apiToken: "t" } },
+      other: "postgres://db/sandpool?sslmode=require&password=q",
+    };
+    expect(redactConfig(input)).toEqual({
+      port: 8080,
+      databaseUrl: "postgres://sandpool:redacted@db:5432/sandpool",
+      redisUrl: "redis://:redacted@redis:6379/0",
+      auth: { jwtSecret: "<redacted>", jwksUrl: "https://issuer.example/jwks", algorithms: ["HS256"] },
+      runtime: {
+        docker: { hosts: ["tcp://10.0.0.5:2375"], registryPassword: "<redacted>", apiToken: "<redacted>" },
+      },
+      other: "postgres://db/sandpool?sslmode=require&password=redacted",
+    });
+  });
+
+  it("leaves a URL without credentials exactly as written", () => {
+    expect(redactConfig({ redisUrl: "redis://redis:6379" })).toEqual({ redisUrl: "redis://redis:6379" });
+    expect(redactConfig({ host: "127.0.0.1" })).toEqual({ host: "127.0.0.1" });
+  });
+
+  it("does not change its input", () => {
+    const input = { auth: { jwtSecret: "s".repeat(32) } };
+    redactConfig(input);
+    expect(input.auth.jwtSecret).toBe("s".repeat(32));
+  });
+});
