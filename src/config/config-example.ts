@@ -104,6 +104,9 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   "intervals.warmMs": { comment: "How often pools are topped up to minIdle." },
   "intervals.reapMs": { comment: "How often idle and expired sessions are ended." },
   "intervals.reconcileMs": { comment: "How often the runtime's containers are compared with the store." },
+  "intervals.orphanGraceMs": {
+    comment: "How old a sandbox nobody knows must be before it is destroyed as an orphan.",
+  },
   authFailures: { comment: "Failed authentications allowed per credential fingerprint before 429." },
   "authFailures.maxFailures": { comment: "Failures allowed within the window." },
   "authFailures.windowMs": { comment: "The window, in milliseconds." },

@@ -49,6 +49,8 @@ export const gatewayConfigSchema = z
         warmMs: positive.default(1_000),
         reapMs: positive.default(1_000),
         reconcileMs: positive.default(30_000),
+        /** Longer than any sandbox start takes, so a start in progress is never called an orphan. */
+        orphanGraceMs: positive.default(120_000),
       })
       .prefault({}),
     authFailures: z

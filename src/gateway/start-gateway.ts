@@ -15,6 +15,7 @@ import type { GatewayServices } from "../http/gateway-services.js";
 import type { JobRunner } from "../jobs/job-runner.js";
 import { BufferedUsageSink } from "../metering/buffered-usage-sink.js";
 import { GatewayMetrics } from "../metering/gateway-metrics.js";
+import { POLICY_CHANNEL, PolicyAdmin } from "../policy/policy-admin.js";
 import { PolicyService } from "../policy/policy-service.js";
 import { PoolManager } from "../pool/pool-manager.js";
 import { reconcile } from "../pool/reconcile.js";
@@ -27,10 +28,6 @@ import type { Database } from "../store/sql/database-types.js";
 import { PolicyRepository } from "../store/sql/policy-repository.js";
 import { UsageRepository } from "../store/sql/usage-repository.js";
 
-export const POLICY_CHANNEL = "sandpool:policy-changed";
-/** Longer than any sandbox start takes, so a start in progress is never called an orphan. */
-const ORPHAN_GRACE_MS = 2 * 60_000;
-
 export interface GatewayBackends {
   store: CoordinationStore;
   db: Kysely<Database>;
@@ -41,6 +38,7 @@ export interface GatewayBackends {
 export interface RunningGateway extends RunningServer {
   services: GatewayServices;
   policyRepository: PolicyRepository;
+  policyAdmin: PolicyAdmin;
   /** Stops serving; `destroySandboxes` also ends every session (dev: nobody else will). */
   close(options?: { destroySandboxes?: boolean }): Promise<void>;
 }
@@ -73,7 +71,9 @@ export async function startGateway(
     await sessions.reap();
   });
   const reconcileNow = () =>
-    reconcile({ runtime, store, pools, sessions, log, orphanGraceMs: ORPHAN_GRACE_MS }).then(() => undefined);
+    reconcile({ runtime, store, pools, sessions, log, orphanGraceMs: config.intervals.orphanGraceMs }).then(
+      () => undefined,
+    );
   jobs.register("reconcile", reconcileNow);
   jobs.schedule("warm-pools", config.intervals.warmMs);
   jobs.schedule("reap-sessions", config.intervals.reapMs);
@@ -110,6 +110,12 @@ export async function startGateway(
     ...server,
     services,
     policyRepository,
+    policyAdmin: new PolicyAdmin(
+      config.policy,
+      [...new Set(config.pools.map((pool) => pool.resourceClass))],
+      policyRepository,
+      store,
+    ),
     close: async (options = {}) => {
       accepting = false;
       const closing = server.close();

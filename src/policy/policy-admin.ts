@@ -1,0 +1,57 @@
+/**
+ * Operators' edits of workspace policy: validated against the deployment (a row may only
+ * narrow), written with an audit record (who, when, before, after), and announced to every
+ * replica, whose cached copy is dropped at once; the short cache TTL bounds staleness even
+ * if an announcement is lost.
+ */
+import type { CoordinationStore } from "../store/coordination/coordination-store.js";
+import type { PolicyRepository } from "../store/sql/policy-repository.js";
+import type { PolicyAuditRow, WorkspacePolicyRow } from "../store/sql/policy-row.js";
+import type { DeploymentPolicy } from "./deployment-policy.js";
+import { type EffectivePolicy, effectivePolicy } from "./effective-policy.js";
+import { validatePolicyEdit } from "./workspace-policy-fields.js";
+
+export const POLICY_CHANNEL = "sandpool:policy-changed";
+
+export class PolicyAdmin {
+  constructor(
+    private readonly deployment: DeploymentPolicy,
+    private readonly resourceClasses: readonly string[],
+    private readonly repository: PolicyRepository,
+    private readonly store: CoordinationStore,
+  ) {}
+
+  get(workspace: string): Promise<WorkspacePolicyRow | undefined> {
+    return this.repository.get(workspace);
+  }
+
+  list(): Promise<WorkspacePolicyRow[]> {
+    return this.repository.list();
+  }
+
+  /** Applies an edit (absent fields unchanged, null clears a narrowing); 422 above a ceiling. */
+  async put(workspace: string, edit: unknown, actor: string): Promise<WorkspacePolicyRow> {
+    const fields = validatePolicyEdit(edit, this.deployment, this.resourceClasses);
+    const row = await this.repository.put(workspace, fields, actor);
+    await this.store.publish(POLICY_CHANNEL, workspace);
+    return row;
+  }
+
+  async delete(workspace: string, actor: string): Promise<boolean> {
+    const deleted = await this.repository.delete(workspace, actor);
+    await this.store.publish(POLICY_CHANNEL, workspace);
+    return deleted;
+  }
+
+  audit(workspace: string, limit?: number): Promise<PolicyAuditRow[]> {
+    return this.repository.audit(workspace, limit);
+  }
+
+  /** The policy in force and where each value comes from: what `explain` shows operators. */
+  async explain(
+    workspace: string,
+  ): Promise<{ effective: EffectivePolicy; row: WorkspacePolicyRow | undefined }> {
+    const row = await this.repository.get(workspace);
+    return { effective: effectivePolicy(workspace, this.deployment, row), row };
+  }
+}
