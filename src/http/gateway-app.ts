@@ -8,6 +8,7 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { errorBody, SandpoolError } from "../contract/error-codes.js";
 import { errorResponse } from "./common/error-response.js";
+import { guardRequestTarget } from "./common/request-target.js";
 import type { GatewayEnv } from "./gateway-env.js";
 import type { GatewayServices } from "./gateway-services.js";
 import { authenticate } from "./middleware/authenticate.js";
@@ -40,6 +41,7 @@ export function createGatewayApp(
 
   const app = new Hono<GatewayEnv>();
   app.use("*", observeRequest(services.log, services.metrics));
+  app.use("*", guardRequestTarget());
   registerOpsRoutes(app, services);
   const basePath = normalizeBasePath(options.basePath);
   if (basePath) app.route(basePath, contract);

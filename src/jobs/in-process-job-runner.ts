@@ -12,6 +12,7 @@ export class InProcessJobRunner implements JobRunner {
   private readonly schedules: { name: string; everyMs: number }[] = [];
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly running = new Set<Promise<void>>();
+  private readonly sleepers = new Set<() => void>();
   private closed = false;
 
   constructor(private readonly log: Logger) {}
@@ -57,6 +58,7 @@ export class InProcessJobRunner implements JobRunner {
 
   async close(): Promise<void> {
     this.closed = true;
+    for (const wake of this.sleepers) wake(); // back-offs end now: close() runs the retries
     for (const timer of this.timers) clearInterval(timer);
     this.timers.clear();
     while (this.running.size > 0) await Promise.allSettled([...this.running]);
@@ -72,17 +74,26 @@ export class InProcessJobRunner implements JobRunner {
       }
       this.log.warn({ err: error, job: name, attempt }, "job failed; retrying");
       // While closing, retries run at once so close() still completes the work.
-      if (!this.closed) await sleep(job.options.backoffMs * 2 ** (attempt - 1));
+      if (!this.closed) await this.sleep(job.options.backoffMs * 2 ** (attempt - 1));
       await this.attempt(name, job, payload, attempt + 1);
     }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.sleepers.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      timer.unref();
+      this.sleepers.add(wake);
+    });
   }
 
   private track(promise: Promise<void>): void {
     this.running.add(promise);
     void promise.finally(() => this.running.delete(promise));
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }

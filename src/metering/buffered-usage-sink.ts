@@ -7,6 +7,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
+import { SandpoolError } from "../contract/error-codes.js";
 import type { UsageEvent } from "../store/sql/usage-event.js";
 import type { UsageEventInput, UsageSink } from "./usage-sink.js";
 
@@ -38,14 +39,11 @@ export class BufferedUsageSink implements UsageSink {
       sessionId: event.sessionId,
       kind: event.kind,
       tool: event.tool ?? null,
-      quantity: Math.max(0, Math.round(event.quantity ?? 0)),
+      quantity: sanitizeQuantity(event.quantity),
       detail: event.detail ?? null,
       occurredAt: new Date(),
     });
-    if (this.buffer.length > MAX_BUFFERED) {
-      const dropped = this.buffer.splice(0, this.buffer.length - MAX_BUFFERED);
-      this.log.error({ dropped: dropped.length }, "usage buffer full: oldest events dropped");
-    }
+    this.enforceBound();
     if (this.buffer.length >= BATCH_SIZE) void this.flush();
   }
 
@@ -64,14 +62,34 @@ export class BufferedUsageSink implements UsageSink {
 
   private async writeAll(): Promise<void> {
     while (this.buffer.length > 0) {
-      const batch = this.buffer.slice(0, BATCH_SIZE);
+      // The batch leaves the buffer while it is written, so events recorded (or dropped
+      // for the bound) meanwhile never shift what a successful write removes.
+      const batch = this.buffer.splice(0, BATCH_SIZE);
       try {
         await this.writer.insert(batch);
       } catch (error) {
+        if (error instanceof SandpoolError && error.code === "request.malformed") {
+          // A batch the store refuses as malformed would be refused forever: set it aside.
+          this.log.error({ err: error, dropped: batch.length }, "usage events refused as malformed: dropped");
+          continue;
+        }
+        this.buffer.unshift(...batch);
+        this.enforceBound();
         this.log.warn({ err: error, waiting: this.buffer.length }, "usage flush failed; will retry");
         return;
       }
-      this.buffer.splice(0, batch.length);
     }
   }
+
+  private enforceBound(): void {
+    if (this.buffer.length <= MAX_BUFFERED) return;
+    const dropped = this.buffer.splice(0, this.buffer.length - MAX_BUFFERED);
+    this.log.error({ dropped: dropped.length }, "usage buffer full: oldest events dropped");
+  }
+}
+
+/** Whole, finite, non-negative: one bad number must not make a whole batch unwritable. */
+function sanitizeQuantity(quantity: number | undefined): number {
+  if (quantity === undefined || !Number.isFinite(quantity)) return 0;
+  return Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, Math.round(quantity)));
 }

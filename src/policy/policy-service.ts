@@ -34,7 +34,9 @@ export class PolicyService {
     if (cached && cached.expiresAt > this.now()) return cached.policy;
     const policy = this.source.get(workspace).then((row) => effectivePolicy(workspace, this.deployment, row));
     // A failed read is not cached: the next request tries again.
-    policy.catch(() => this.cache.delete(workspace));
+    policy.catch(() => {
+      if (this.cache.get(workspace)?.policy === policy) this.cache.delete(workspace);
+    });
     if (this.cache.size >= MAX_CACHED_WORKSPACES) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(workspace, { policy, expiresAt: this.now() + this.ttlMs });
     return policy;

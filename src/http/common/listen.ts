@@ -1,12 +1,13 @@
 /**
- * Starts a Node HTTP server for a Hono app with the transport rules of pipeline step 0:
- * the raw request target is checked first, and slow clients are cut off by header and
- * request timeouts instead of holding a socket forever.
+ * Starts a Node HTTP server for a Hono app: slow clients are cut off by header and
+ * request timeouts instead of holding a socket forever, requests Node's own parser
+ * rejects still get a contract-shaped 400, and closing drains: no new requests, calls in
+ * flight finish, and each keep-alive connection is closed as soon as it falls idle.
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
-import { guardRequestTarget } from "./request-target.js";
+import { errorBody } from "../../contract/error-codes.js";
 
 export interface ListenOptions {
   host: string;
@@ -19,6 +20,7 @@ export interface RunningServer {
   server: Server;
   url: string;
   port: number;
+  /** Stops accepting and resolves once every request in flight has been answered. */
   close(): Promise<void>;
 }
 
@@ -27,12 +29,29 @@ export interface FetchApp {
   fetch: Parameters<typeof getRequestListener>[0];
 }
 
+const BAD_REQUEST = Buffer.from(JSON.stringify(errorBody("request.bad_target", "malformed request")));
+
 export async function listen(app: FetchApp, options: ListenOptions): Promise<RunningServer> {
-  const server = createServer(guardRequestTarget(getRequestListener(app.fetch)));
+  let draining = false;
+  const handle = getRequestListener(app.fetch);
+  const server = createServer((req, res) => {
+    // While draining, every answer closes its connection, so keep-alive clients move on.
+    if (draining) res.shouldKeepAlive = false;
+    void handle(req, res);
+  });
   server.headersTimeout = options.headersTimeoutMs ?? 10_000;
   // Whole-request limit: must outlast the longest call a client may make (exec timeouts).
   server.requestTimeout = options.requestTimeoutMs ?? 0;
   server.keepAliveTimeout = 65_000;
+  server.on("clientError", (error: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable || error.code === "ECONNRESET") {
+      socket.destroy();
+      return;
+    }
+    socket.end(
+      `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${BAD_REQUEST.length}\r\nConnection: close\r\n\r\n${BAD_REQUEST}`,
+    );
+  });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, options.host, () => {
@@ -48,7 +67,12 @@ export async function listen(app: FetchApp, options: ListenOptions): Promise<Run
     url: `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`,
     close: () =>
       new Promise<void>((resolve) => {
-        server.close(() => resolve());
+        draining = true;
+        const sweep = setInterval(() => server.closeIdleConnections(), 100);
+        server.close(() => {
+          clearInterval(sweep);
+          resolve();
+        });
         server.closeIdleConnections();
       }),
   };

@@ -2,10 +2,12 @@
  * Pipeline step 0 (DESIGN.md section 4): request targets are judged as they arrived on the
  * request line, before any URL parser normalizes `/../` away. A target with `//`, dot
  * segments, encoded dots or slashes, backslashes, NUL or control characters is refused
- * with 400 before routing, authentication or any handler sees it.
+ * with 400 before routing, authentication or any handler sees it. It runs as the first
+ * middleware after request observation, so even these refusals carry a request id and
+ * are counted.
  */
-import type { IncomingMessage, ServerResponse } from "node:http";
-import { errorBody } from "../../contract/error-codes.js";
+import type { MiddlewareHandler } from "hono";
+import { SandpoolError } from "../../contract/error-codes.js";
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what we refuse
 const BAD_CHARACTERS = /[\u0000-\u001f\u007f\\]/;
@@ -20,16 +22,17 @@ export function isBadRequestTarget(target: string): boolean {
   return pathPart.includes("//") || DOT_SEGMENT.test(pathPart) || BAD_ENCODINGS.test(pathPart);
 }
 
-type Listener = (req: IncomingMessage, res: ServerResponse) => void;
+interface RawRequestBindings {
+  incoming?: { url?: string };
+}
 
-export function guardRequestTarget(listener: Listener): Listener {
-  return (req, res) => {
-    if (!isBadRequestTarget(req.url ?? "")) {
-      listener(req, res);
-      return;
+/** Refuses a bad raw request target (taken from Node's request, not the parsed URL). */
+export function guardRequestTarget(): MiddlewareHandler {
+  return async (c, next) => {
+    const raw = (c.env as RawRequestBindings | undefined)?.incoming?.url;
+    if (raw !== undefined && isBadRequestTarget(raw)) {
+      throw new SandpoolError("request.bad_target", "malformed request target");
     }
-    const body = JSON.stringify(errorBody("request.bad_target", "malformed request target"));
-    res.writeHead(400, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
-    res.end(body);
+    await next();
   };
 }

@@ -12,6 +12,7 @@ import { MAX_FILE_BYTES_HEADER } from "../../contract/headers.js";
 import { createSessionRequest, describeIssues, execRequest, isToolKind } from "../../contract/schemas.js";
 import { errorResponse } from "../../http/common/error-response.js";
 import { readJsonBody } from "../../http/common/read-json-body.js";
+import { guardRequestTarget } from "../../http/common/request-target.js";
 import type { SandboxConfig } from "../config.js";
 import { listFiles } from "../files/list-files.js";
 import { openFile } from "../files/open-file.js";
@@ -21,6 +22,7 @@ import { executeToolCall } from "../tools/execute-tool-call.js";
 
 export function createSandboxApp(config: SandboxConfig, sessions: SessionRegistry, log: Logger): Hono {
   const app = new Hono();
+  app.use("*", guardRequestTarget());
   const jsonLimit = bodyLimit({
     maxSize: config.maxJsonBodyBytes,
     onError: (c) => c.json(errorBody("request.too_large", "the request body is too large"), 413),

@@ -16,11 +16,12 @@ class ExpiringSet {
   }
 
   add(token: string, limit: number, expiresAt: number, now: number): boolean {
+    const live = this.live(now); // an expired token is not held, even if not yet purged
     if (this.entries.has(token)) {
       this.entries.set(token, expiresAt);
       return true;
     }
-    if (this.live(now) >= limit) return false;
+    if (live >= limit) return false;
     this.entries.set(token, expiresAt);
     return true;
   }

@@ -1,0 +1,522 @@
+/**
+ * `npm run bench:lease`: what the gateway costs, measured through the built `sandpool dev`
+ * (dist/cli/main.js) on loopback.
+ *
+ *   Warm lease   CreateSession with a full warm pool (--min-idle 8), judged on single
+ *                leases: create, DELETE, wait until the pool has refilled and the machine
+ *                is quiet, repeat. For information, also bursts of BURST creates in a row
+ *                (the refill the first ones trigger runs while the later ones are served).
+ *   Cold lease   CreateSession with --min-idle 0: every create starts a sandbox.
+ *   Exec         trivial code_execution `print(1)` through the gateway, alternated call by
+ *                call with the same call sent straight to a `sandpool sandbox` server this
+ *                bench starts itself (same program the gateway pools, same client code).
+ *
+ * Both dev runs share one data dir, so PGlite's initdb (~10 s) is paid once. Sessions are
+ * spread over a few workspaces so the default 60 sessions/minute quota does not throttle
+ * the bench. Loopback only, bounded loops, every child and temp dir cleaned up (also on
+ * errors and Ctrl-C). Exits 0 when the measurements ran, whether targets pass or not; 1 when
+ * something failed. Progress goes to stderr, results to stdout.
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { createServer } from "node:net";
+import { cpus, loadavg } from "node:os";
+import { fileURLToPath } from "node:url";
+import { Client } from "undici";
+import {
+  cleanupAll,
+  installCleanupHandlers,
+  isInterrupted,
+  makeTempDir,
+  removeTempDir,
+  resolvePython,
+  spawnTracked,
+  stopProcess,
+  waitForLine,
+} from "./lib/process.mjs";
+import { summarize } from "./lib/stats.mjs";
+import { checkBelow, heading, printTable } from "./lib/table.mjs";
+import { formatMs, nowMs, progress, withTimeout } from "./lib/timing.mjs";
+
+const MIN_IDLE = 8;
+const MAX_TOTAL = 24;
+const WARM_LEASES = 100; // single leases, each on a full, quiet pool: the judged figure
+const BURST = 4; // creates in a row before the pool is left to refill; <= MIN_IDLE
+const BURST_ROUNDS = 10; // -> BURST_ROUNDS * BURST leases, for information
+const WARM_UNTIMED = 2; // untimed rounds before each warm series
+const COLD_LEASES = 15;
+const COLD_UNTIMED = 1;
+const SETTLE_MS = 250;
+const EXEC_WARMUP = 20;
+const EXEC_CALLS = 300;
+const WORKSPACES = 4;
+
+const FIRST_START_TIMEOUT_MS = 120_000; // the first dev start runs PGlite's initdb
+const START_TIMEOUT_MS = 60_000;
+const REFILL_TIMEOUT_MS = 30_000;
+const CALL_TIMEOUT_MS = 30_000;
+
+const TARGET_WARM_P50_MS = 5;
+const TARGET_WARM_P99_MS = 25;
+const TARGET_COLD_RATIO = 20;
+const TARGET_GATEWAY_OVERHEAD_MS = 1;
+
+const cliPath = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
+const TOKEN_LINE = /^SANDPOOL_TOKEN=(\S+)/;
+const SANDBOX_LISTENING = /^sandpool sandbox listening on (http:\/\/\S+)/;
+
+/** A free loopback port: bound, read, released (dev mode takes its port from --port). */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * One keep-alive connection (undici, like lib/http.mjs) with an optional bearer token. The
+ * gateway and the direct baseline both use this, so client-side cost cancels out.
+ */
+function createClient(baseUrl, token) {
+  const client = new Client(new URL(baseUrl).origin, {
+    pipelining: 1,
+    headersTimeout: CALL_TIMEOUT_MS,
+    bodyTimeout: CALL_TIMEOUT_MS,
+  });
+  const auth = token ? { authorization: `Bearer ${token}` } : {};
+  return {
+    async send(method, path, payload) {
+      const body = payload === undefined ? undefined : JSON.stringify(payload);
+      const headers = body
+        ? { ...auth, "content-type": "application/json", "content-length": String(Buffer.byteLength(body)) }
+        : auth;
+      const res = await client.request({ method, path, headers, body });
+      const text = await res.body.text();
+      const json = (res.headers["content-type"] ?? "").includes("application/json") && text.length > 0;
+      return { status: res.statusCode, body: json ? JSON.parse(text) : text, text };
+    },
+    close: () => client.close(),
+  };
+}
+
+/** Keeps the tail of a child's stderr (its log) for error messages, and the pipe drained. */
+function tailOf(child) {
+  let log = "";
+  child.stderr.on("data", (chunk) => {
+    log = (log + chunk.toString("utf8")).slice(-8192);
+  });
+  return () => log;
+}
+
+async function startDev({ dataDir, python, minIdle, timeoutMs }) {
+  const port = await freePort();
+  const started = nowMs();
+  const child = spawnTracked(process.execPath, [
+    cliPath,
+    "dev",
+    "--host",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--data-dir",
+    dataDir,
+    "--python",
+    python,
+    "--min-idle",
+    String(minIdle),
+    "--max-total",
+    String(MAX_TOTAL),
+  ]);
+  const log = tailOf(child);
+  const match = await waitForLine(child, TOKEN_LINE, timeoutMs);
+  child.stdout.resume();
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    url,
+    token: match[1],
+    startMs: nowMs() - started,
+    log,
+    stop: async () => {
+      const exit = await stopProcess(child, 15_000);
+      if (exit.forced) progress(`warning: dev gateway needed SIGKILL\n${log()}`);
+    },
+  };
+}
+
+async function startSandbox(python) {
+  const root = await makeTempDir("sandpool-lease-bench-sandbox-");
+  const child = spawnTracked(process.execPath, [
+    cliPath,
+    "sandbox",
+    "--host",
+    "127.0.0.1",
+    "--port",
+    "0",
+    "--root",
+    root,
+    "--python",
+    python,
+  ]);
+  const log = tailOf(child);
+  const match = await waitForLine(child, SANDBOX_LISTENING, START_TIMEOUT_MS);
+  child.stdout.resume();
+  return {
+    url: match[1],
+    log,
+    stop: async () => {
+      await stopProcess(child, 5_000);
+      await removeTempDir(root);
+    },
+  };
+}
+
+/** Bearer tokens for a few workspaces, minted with the dev key in `dataDir`. */
+function mintTokens(dataDir) {
+  return Array.from({ length: WORKSPACES }, (_, i) =>
+    execFileSync(
+      process.execPath,
+      [cliPath, "token", "--workspace", `bench-${i}`, "--data-dir", dataDir, "--ttl", "3600"],
+      { encoding: "utf8", timeout: 30_000 },
+    ).trim(),
+  );
+}
+
+/** Reads the gateway's Prometheus text: pool gauges and lease counts by warm/cold. */
+async function readMetrics(client) {
+  const answer = await client.send("GET", "/metrics");
+  if (answer.status !== 200) throw new Error(`GET /metrics answered ${answer.status}`);
+  const value = (pattern) => {
+    const match = pattern.exec(answer.text);
+    return match ? Number(match[1]) : 0;
+  };
+  return {
+    idle: value(/^sandpool_pool_sandboxes\{[^}]*state="idle"[^}]*\} (\S+)$/m),
+    starting: value(/^sandpool_pool_sandboxes\{[^}]*state="starting"[^}]*\} (\S+)$/m),
+    warmLeases: value(/^sandpool_lease_duration_seconds_count\{[^}]*start="warm"[^}]*\} (\S+)$/m),
+    coldLeases: value(/^sandpool_lease_duration_seconds_count\{[^}]*start="cold"[^}]*\} (\S+)$/m),
+    createCount: value(/^sandpool_http_request_duration_seconds_count\{route="CreateSession"\} (\S+)$/m),
+    createSeconds: value(/^sandpool_http_request_duration_seconds_sum\{route="CreateSession"\} (\S+)$/m),
+    execCount: value(/^sandpool_http_request_duration_seconds_count\{route="Execute"\} (\S+)$/m),
+    execSeconds: value(/^sandpool_http_request_duration_seconds_sum\{route="Execute"\} (\S+)$/m),
+  };
+}
+
+/** Mean server-side time (ms) of the requests counted between two metric readings. */
+function serverMeanMs(before, after, count, seconds) {
+  const n = after[count] - before[count];
+  return n > 0 ? ((after[seconds] - before[seconds]) / n) * 1000 : Number.NaN;
+}
+
+/** Waits until the pool holds `minIdle` idle sandboxes and none is starting. */
+async function waitForRefill(metricsClient, minIdle) {
+  const deadline = nowMs() + REFILL_TIMEOUT_MS;
+  for (;;) {
+    const m = await readMetrics(metricsClient);
+    if (m.idle >= minIdle && m.starting === 0) return;
+    if (nowMs() > deadline) {
+      throw new Error(`pool did not refill within ${REFILL_TIMEOUT_MS} ms (${JSON.stringify(m)})`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+async function createSession(client) {
+  const answer = await client.send("POST", "/sessions", {});
+  if (answer.status !== 201 || typeof answer.body?.session_id !== "string") {
+    throw new Error(`POST /sessions answered ${answer.status}: ${answer.text}`);
+  }
+  return answer.body.session_id;
+}
+
+async function destroySession(client, sessionId) {
+  const answer = await client.send("DELETE", `/sessions/${sessionId}`);
+  if (answer.status !== 204) throw new Error(`DELETE answered ${answer.status}: ${answer.text}`);
+}
+
+async function execPrintOne(client, sessionId) {
+  const answer = await client.send("POST", `/sessions/${sessionId}/exec`, {
+    tool: "code_execution",
+    input: { code: "print(1)" },
+  });
+  const content = answer.body?.result_block?.content;
+  if (answer.status !== 200 || content?.return_code !== 0 || content?.stdout !== "1\n") {
+    throw new Error(`exec answered ${answer.status}: ${answer.text}`);
+  }
+}
+
+/**
+ * `rounds` rounds of `burst` creates in a row on a full, quiet pool; each round by one
+ * workspace (so a burst reads its policy once, then hits the cache, as for a busy tenant).
+ * Returns each create's time, the times by place in the burst, and the gateway's own count
+ * of warm and cold leases and mean CreateSession time over the timed rounds.
+ */
+async function measureWarm(gateway, clients, { rounds, burst, label }) {
+  const metrics = createClient(gateway.url);
+  const samples = [];
+  const byPosition = Array.from({ length: burst }, () => []);
+  try {
+    let before;
+    for (let round = 0; round < WARM_UNTIMED + rounds; round++) {
+      await waitForRefill(metrics, MIN_IDLE);
+      // Sandboxes that just became ready may still be settling; let the machine go quiet.
+      await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+      if (round === WARM_UNTIMED) before = await readMetrics(metrics);
+      const client = clients[round % clients.length];
+      const created = [];
+      for (let i = 0; i < burst; i++) {
+        const start = nowMs();
+        const sessionId = await withTimeout(createSession(client), CALL_TIMEOUT_MS, `${label} create`);
+        const ms = nowMs() - start;
+        created.push(sessionId);
+        if (round >= WARM_UNTIMED) {
+          samples.push(ms);
+          byPosition[i].push(ms);
+        }
+      }
+      for (const sessionId of created) await destroySession(client, sessionId);
+      if ((round + 1) % 20 === 0 || round + 1 === WARM_UNTIMED + rounds) {
+        progress(`${label}: round ${round + 1}/${WARM_UNTIMED + rounds}`);
+      }
+    }
+    const after = await readMetrics(metrics);
+    return {
+      samples,
+      byPosition,
+      warmLeases: after.warmLeases - before.warmLeases,
+      coldLeases: after.coldLeases - before.coldLeases,
+      serverCreateMeanMs: serverMeanMs(before, after, "createCount", "createSeconds"),
+    };
+  } finally {
+    await metrics.close();
+  }
+}
+
+/** Creates on an empty pool (min_idle 0): each one starts a sandbox. */
+async function measureCold(gateway, clients) {
+  const metrics = createClient(gateway.url);
+  const samples = [];
+  try {
+    const before = await readMetrics(metrics);
+    for (let i = 0; i < COLD_UNTIMED + COLD_LEASES; i++) {
+      const client = clients[i % clients.length];
+      const start = nowMs();
+      const sessionId = await withTimeout(createSession(client), CALL_TIMEOUT_MS, "cold create");
+      const ms = nowMs() - start;
+      if (i >= COLD_UNTIMED) samples.push(ms);
+      await destroySession(client, sessionId);
+      // Let the destroy job finish so the next create does not share the machine with it.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const after = await readMetrics(metrics);
+    return {
+      samples,
+      warmLeases: after.warmLeases - before.warmLeases,
+      coldLeases: after.coldLeases - before.coldLeases,
+      serverCreateMeanMs: serverMeanMs(before, after, "createCount", "createSeconds"),
+    };
+  } finally {
+    await metrics.close();
+  }
+}
+
+/** print(1) through the gateway and straight to a sandbox server, alternating call by call. */
+async function measureExec(gateway, token, python) {
+  const sandbox = await startSandbox(python);
+  const viaGateway = createClient(gateway.url, token);
+  const direct = createClient(sandbox.url);
+  const metrics = createClient(gateway.url);
+  try {
+    const gatewaySession = await createSession(viaGateway);
+    const directSession = await createSession(direct);
+    for (let i = 0; i < EXEC_WARMUP; i++) {
+      await execPrintOne(viaGateway, gatewaySession);
+      await execPrintOne(direct, directSession);
+    }
+    const gatewaySamples = [];
+    const directSamples = [];
+    const before = await readMetrics(metrics);
+    for (let i = 0; i < EXEC_CALLS; i++) {
+      // Alternate which goes first so neither always follows the other.
+      const order = i % 2 === 0 ? ["gateway", "direct"] : ["direct", "gateway"];
+      for (const which of order) {
+        const start = nowMs();
+        if (which === "gateway") await execPrintOne(viaGateway, gatewaySession);
+        else await execPrintOne(direct, directSession);
+        (which === "gateway" ? gatewaySamples : directSamples).push(nowMs() - start);
+      }
+      if ((i + 1) % 100 === 0) progress(`exec: ${i + 1}/${EXEC_CALLS} pairs`);
+    }
+    const after = await readMetrics(metrics);
+    await destroySession(viaGateway, gatewaySession);
+    await destroySession(direct, directSession);
+    return {
+      gatewaySamples,
+      directSamples,
+      serverExecMeanMs: serverMeanMs(before, after, "execCount", "execSeconds"),
+    };
+  } finally {
+    await metrics.close();
+    await viaGateway.close();
+    await direct.close();
+    await sandbox.stop();
+  }
+}
+
+function row(label, samples, target) {
+  const s = summarize(samples);
+  return [
+    label,
+    s.n,
+    formatMs(s.median),
+    formatMs(s.p90),
+    formatMs(s.p99),
+    formatMs(s.min),
+    formatMs(s.max),
+    target ? target.label : "",
+    target ? target.verdict : "",
+  ];
+}
+
+/** The 1, 5 and 15 minute load averages: loopback latency means little on a busy machine. */
+function formatLoad() {
+  return loadavg()
+    .map((x) => x.toFixed(2))
+    .join(" ");
+}
+
+async function main() {
+  installCleanupHandlers();
+  const startLoad = formatLoad();
+  if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` first`);
+  const python = resolvePython("python3");
+  progress(`python: ${python}`);
+  progress(`node:   ${process.execPath} (${process.version})`);
+  progress(`load average: ${startLoad} on ${cpus().length} CPUs`);
+  const dataDir = await makeTempDir("sandpool-lease-bench-");
+
+  progress(`phase 1/3: dev gateway with --min-idle ${MIN_IDLE} (first start runs PGlite initdb)`);
+  const warmGateway = await startDev({
+    dataDir,
+    python,
+    minIdle: MIN_IDLE,
+    timeoutMs: FIRST_START_TIMEOUT_MS,
+  });
+  progress(`dev gateway ready in ${formatMs(warmGateway.startMs)} at ${warmGateway.url}`);
+  const tokens = mintTokens(dataDir);
+  let warm;
+  let bursts;
+  let exec;
+  const clients = tokens.map((token) => createClient(warmGateway.url, token));
+  try {
+    progress(`warm: ${WARM_LEASES} single leases (+${WARM_UNTIMED} untimed), each on a refilled pool`);
+    warm = await measureWarm(warmGateway, clients, { rounds: WARM_LEASES, burst: 1, label: "warm" });
+    progress(`burst: ${BURST_ROUNDS} rounds of ${BURST} creates in a row (+${WARM_UNTIMED} untimed)`);
+    bursts = await measureWarm(warmGateway, clients, { rounds: BURST_ROUNDS, burst: BURST, label: "burst" });
+    progress(`exec: ${EXEC_WARMUP} warm-up + ${EXEC_CALLS} pairs (gateway, direct)`);
+    exec = await measureExec(warmGateway, tokens[0], python);
+  } finally {
+    await Promise.all(clients.map((client) => client.close()));
+    await warmGateway.stop();
+  }
+
+  progress("phase 2/3: dev gateway with --min-idle 0 (same data dir)");
+  const coldGateway = await startDev({ dataDir, python, minIdle: 0, timeoutMs: START_TIMEOUT_MS });
+  progress(`dev gateway ready in ${formatMs(coldGateway.startMs)}`);
+  let cold;
+  const coldClients = tokens.map((token) => createClient(coldGateway.url, token));
+  try {
+    progress(`cold: ${COLD_LEASES} creates (+${COLD_UNTIMED} untimed)`);
+    cold = await measureCold(coldGateway, coldClients);
+  } finally {
+    await Promise.all(coldClients.map((client) => client.close()));
+    await coldGateway.stop();
+  }
+  await removeTempDir(dataDir);
+
+  progress("phase 3/3: report");
+  const warmStats = summarize(warm.samples);
+  const coldStats = summarize(cold.samples);
+  const gatewayExec = summarize(exec.gatewaySamples);
+  const directExec = summarize(exec.directSamples);
+  const ratio = coldStats.median / warmStats.median;
+  const overhead = gatewayExec.median - directExec.median;
+
+  const p50Target = checkBelow(warmStats.median, TARGET_WARM_P50_MS);
+  const p99Target = checkBelow(warmStats.p99, TARGET_WARM_P99_MS);
+  const ratioPass = Number.isFinite(ratio) && ratio >= TARGET_COLD_RATIO;
+  const ratioTarget = {
+    label: `>= ${TARGET_COLD_RATIO}x`,
+    pass: ratioPass,
+    verdict: ratioPass ? "PASS" : "FAIL",
+  };
+  const overheadTarget = checkBelow(overhead, TARGET_GATEWAY_OVERHEAD_MS);
+
+  const headers = ["measure", "n", "median", "p90", "p99", "min", "max", "target", "result"];
+  process.stdout.write(
+    `sandpool lease bench  node ${process.version}  python ${python}\n` +
+      "dev gateway (PGlite, memory store, process runtime) on loopback, HTTP keep-alive via undici.\n" +
+      `machine: ${cpus().length} CPUs; load average at the start ${startLoad}, at the end ${formatLoad()}\n`,
+  );
+
+  heading(`CreateSession (warm: min_idle ${MIN_IDLE}; cold: min_idle 0)`);
+  printTable(headers, [
+    row("warm, single lease on a full pool", warm.samples, p50Target),
+    row(`info: warm, bursts of ${BURST}, all`, bursts.samples),
+    ...bursts.byPosition.map((samples, i) => row(`info:   create #${i + 1} of a burst`, samples)),
+    row("cold (every create starts a sandbox)", cold.samples),
+  ]);
+  process.stdout.write(
+    `warm p99 ${formatMs(warmStats.p99)}; target < ${TARGET_WARM_P99_MS} ms: ${p99Target.verdict}\n` +
+      `cold/warm median ratio ${ratio.toFixed(1)}x; target >= ${TARGET_COLD_RATIO}x: ${ratioTarget.verdict}\n` +
+      `gateway's count: ${warm.warmLeases + bursts.warmLeases} warm and ` +
+      `${warm.coldLeases + bursts.coldLeases} cold leases in the warm phases, ` +
+      `${cold.coldLeases} cold in the cold phase\n` +
+      `server-side CreateSession mean (metrics): single ${formatMs(warm.serverCreateMeanMs)}, ` +
+      `bursts ${formatMs(bursts.serverCreateMeanMs)}, cold ${formatMs(cold.serverCreateMeanMs)}\n`,
+  );
+
+  heading(`Exec "print(1)" (${EXEC_CALLS} calls each, alternated)`);
+  printTable(headers, [
+    row("through the gateway", exec.gatewaySamples),
+    row("straight to a sandbox server", exec.directSamples),
+  ]);
+  process.stdout.write(
+    `gateway adds ${formatMs(overhead)} (difference of medians); ` +
+      `target < ${TARGET_GATEWAY_OVERHEAD_MS} ms: ${overheadTarget.verdict}\n` +
+      `server-side Execute mean ${formatMs(exec.serverExecMeanMs)} (includes the sandbox's own time)\n`,
+  );
+
+  heading("Summary");
+  printTable(
+    ["target", "figure", "limit", "result"],
+    [
+      ["warm CreateSession p50", formatMs(warmStats.median), p50Target.label, p50Target.verdict],
+      ["warm CreateSession p99", formatMs(warmStats.p99), p99Target.label, p99Target.verdict],
+      ["cold/warm median ratio", `${ratio.toFixed(1)}x`, ratioTarget.label, ratioTarget.verdict],
+      [
+        "gateway exec overhead (median diff)",
+        formatMs(overhead),
+        overheadTarget.label,
+        overheadTarget.verdict,
+      ],
+    ],
+  );
+}
+
+try {
+  await main();
+  await cleanupAll();
+} catch (error) {
+  // After SIGINT/SIGTERM the errors are side effects of the clean-up, which exits by itself.
+  if (!isInterrupted()) {
+    process.stderr.write(
+      `[bench] error: ${error instanceof Error ? (error.stack ?? error.message) : error}\n`,
+    );
+    await cleanupAll();
+    process.exitCode = 1;
+  }
+}

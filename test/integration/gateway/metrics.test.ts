@@ -1,0 +1,154 @@
+/**
+ * The operational endpoints: Prometheus metrics (open, no credential) reflecting what the
+ * gateway did — requests by route, warm leases, pool gauges, refusals by code, execution
+ * time — and the liveness and readiness probes.
+ */
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Answer } from "../../support/contract-client.js";
+import { startTestGateway, type TestGateway } from "../../support/gateway-harness.js";
+
+let harness: TestGateway;
+beforeAll(async () => {
+  harness = await startTestGateway({
+    pools: [{ name: "default", image: "sandpool/sandbox:dev", minIdle: 1, maxTotal: 6 }],
+  });
+});
+afterAll(() => harness.close());
+
+const freshWorkspace = (label: string) => `${label}-${randomUUID().slice(0, 8)}`;
+
+function sessionIdOf(answer: Answer): string {
+  expect(answer.status, answer.text).toBe(201);
+  return (answer.body as { session_id: string }).session_id;
+}
+
+async function scrape(): Promise<{ text: string; contentType: string | null }> {
+  const res = await fetch(`${harness.url}/metrics`);
+  expect(res.status).toBe(200);
+  return { text: await res.text(), contentType: res.headers.get("content-type") };
+}
+
+/** The value of one sample, its labels given in the order prom-client writes them. */
+function sample(text: string, series: string): number | undefined {
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+async function waitForIdle(count: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while ((await harness.store.listIdle("default")).length < count) {
+    if (Date.now() > deadline) throw new Error(`the pool never had ${count} idle`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+describe("GET /metrics", () => {
+  it("answers without a credential in the Prometheus text format", async () => {
+    const { text, contentType } = await scrape();
+    expect(contentType).toContain("text/plain");
+    expect(text).toContain("# TYPE sandpool_http_requests_total counter");
+    expect(text).toContain("# HELP sandpool_lease_duration_seconds");
+    // A bad credential does not matter either: metrics are open.
+    const withBadToken = await fetch(`${harness.url}/metrics`, { headers: { authorization: "Bearer nope" } });
+    expect(withBadToken.status).toBe(200);
+  });
+
+  it("counts requests by route, method and status", async () => {
+    const client = await harness.client(freshWorkspace("routes"));
+    const id = sessionIdOf(await client.createSession());
+    expect((await client.getSession(id)).status).toBe(200);
+    expect((await client.listFiles(id)).status).toBe(200);
+    expect((await client.destroy(id)).status).toBe(204);
+    expect((await client.withToken(undefined).createSession()).status).toBe(401);
+
+    const { text } = await scrape();
+    expect(text).toMatch(
+      /^sandpool_http_requests_total\{route="CreateSession",method="POST",status="201"\} \d+/m,
+    );
+    expect(text).toMatch(
+      /^sandpool_http_requests_total\{route="GetSession",method="GET",status="200"\} \d+/m,
+    );
+    expect(text).toMatch(/^sandpool_http_requests_total\{route="ListFiles",method="GET",status="200"\} \d+/m);
+    expect(text).toMatch(
+      /^sandpool_http_requests_total\{route="DestroySession",method="DELETE",status="204"\} \d+/m,
+    );
+    expect(text).toMatch(/^sandpool_http_requests_total\{route="[^"]+",method="POST",status="401"\} \d+/m);
+    expect(text).toMatch(/^sandpool_http_request_duration_seconds_count\{route="CreateSession"\} \d+/m);
+  });
+
+  it("times warm leases", async () => {
+    await waitForIdle(1);
+    const before = sample(
+      (await scrape()).text,
+      'sandpool_lease_duration_seconds_count{pool="default",start="warm"}',
+    );
+    const client = await harness.client(freshWorkspace("warm"));
+    const id = sessionIdOf(await client.createSession());
+    const { text } = await scrape();
+    const after = sample(text, 'sandpool_lease_duration_seconds_count{pool="default",start="warm"}');
+    expect(after).toBe((before ?? 0) + 1);
+    expect(text).toMatch(
+      /^sandpool_lease_duration_seconds_bucket\{le="[^"]+",pool="default",start="warm"\} \d+/m,
+    );
+    await client.destroy(id);
+  });
+
+  it("reports the pool's sandboxes by state", async () => {
+    await waitForIdle(1);
+    const client = await harness.client(freshWorkspace("gauges"));
+    const id = sessionIdOf(await client.createSession());
+    await waitForIdle(1);
+    const idle = (await harness.store.listIdle("default")).length;
+    const { text } = await scrape();
+    expect(sample(text, 'sandpool_pool_sandboxes{pool="default",state="idle"}')).toBe(idle);
+    expect(sample(text, 'sandpool_pool_sandboxes{pool="default",state="leased"}')).toBeGreaterThanOrEqual(1);
+    expect(sample(text, 'sandpool_pool_sandboxes{pool="default",state="starting"}')).toBeGreaterThanOrEqual(
+      0,
+    );
+    await client.destroy(id);
+  });
+
+  it("counts refusals by error code", async () => {
+    const workspace = freshWorkspace("refused");
+    await harness.gateway.policyRepository.put(workspace, { maxConcurrentSessions: 1 }, "metrics-test");
+    harness.gateway.services.policies.invalidate(workspace);
+    const series = 'sandpool_rejections_total{code="quota.concurrent_sessions"}';
+    const before = sample((await scrape()).text, series) ?? 0;
+    const client = await harness.client(workspace);
+    const id = sessionIdOf(await client.createSession());
+    const refused = await client.createSession();
+    expect(refused.status).toBe(429);
+    expect(sample((await scrape()).text, series)).toBe(before + 1);
+    await client.destroy(id);
+  });
+
+  it("records execution time by tool", async () => {
+    const client = await harness.client(freshWorkspace("exec"));
+    const id = sessionIdOf(await client.createSession());
+    await client.run(id, "code_execution", { code: "import time\ntime.sleep(0.2)" });
+    await client.run(id, "bash_code_execution", { command: "true" });
+    const { text } = await scrape();
+    expect(
+      sample(text, 'sandpool_exec_duration_seconds_count{tool="code_execution"}'),
+    ).toBeGreaterThanOrEqual(1);
+    expect(sample(text, 'sandpool_exec_duration_seconds_sum{tool="code_execution"}')).toBeGreaterThanOrEqual(
+      0.2,
+    );
+    expect(
+      sample(text, 'sandpool_exec_duration_seconds_count{tool="bash_code_execution"}'),
+    ).toBeGreaterThanOrEqual(1);
+    await client.destroy(id);
+  });
+});
+
+describe("probes", () => {
+  it("answers /healthz and /readyz with 200 and no credential", async () => {
+    const health = await fetch(`${harness.url}/healthz`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toEqual({ status: "ok" });
+    const ready = await fetch(`${harness.url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ status: "ready" });
+  });
+});

@@ -1,0 +1,141 @@
+/**
+ * `sandpool serve` as production runs it: Postgres, Redis, BullMQ and docker sandboxes,
+ * two replicas sharing one pool and one view of every session.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openPostgres } from "../../../src/store/sql/open-database.js";
+import { PolicyRepository } from "../../../src/store/sql/policy-repository.js";
+import type { CliServer } from "../../support/cli.js";
+import { redisAvailable } from "../../support/redis.js";
+import { dockerAvailable, dockerImageAvailable, requireService } from "../../support/require-service.js";
+import { waitFor } from "../../support/sandbox-server.js";
+import { createServeDeployment, type ServeDeployment } from "../../support/serve-deployment.js";
+import { postgresAvailable } from "../store/databases.js";
+
+const available =
+  postgresAvailable &&
+  (await redisAvailable()) &&
+  (await requireService("Docker", dockerAvailable, { start: "bash scripts/start-docker.sh" })) &&
+  (await requireService("the sandbox image", () => dockerImageAvailable("sandpool/sandbox:dev"), {
+    start: "npm run build:sandbox-image",
+  }));
+
+const CONFIG = `
+pools:
+  - name: default
+    image: sandpool/sandbox:dev
+    minIdle: 1
+    maxTotal: 8
+    coldStartTimeoutMs: 60000
+intervals:
+  warmMs: 500
+  reapMs: 500
+  reconcileMs: 1000
+  orphanGraceMs: 20000
+`;
+
+describe.skipIf(!available)("sandpool serve with two replicas", () => {
+  let deployment: ServeDeployment;
+  let one: CliServer;
+  let two: CliServer;
+
+  beforeAll(async () => {
+    deployment = await createServeDeployment(CONFIG);
+    [one, two] = await Promise.all([deployment.startReplica(), deployment.startReplica()]);
+  }, 180_000);
+  afterAll(() => deployment?.close(), 120_000);
+
+  it("serves the whole contract with docker sandboxes", async () => {
+    const client = await deployment.client(one, "team-a");
+    const created = await client.createSession();
+    expect(created.status).toBe(201);
+    const id = (created.body as { session_id: string }).session_id;
+    await client.run(id, "code_execution", { code: "import os\nx = os.getuid()" });
+    expect((await client.run(id, "code_execution", { code: "print(x)" })).stdout).toBe("10001\n");
+    expect(
+      (await client.run(id, "bash_code_execution", { command: "echo -n hi > f.txt; cat f.txt" })).stdout,
+    ).toBe("hi");
+    const edited = await client.run(id, "text_editor_code_execution", {
+      command: "str_replace",
+      path: "f.txt",
+      old_str: "hi",
+      new_str: "hello",
+    });
+    expect(edited.return_code).toBe(0);
+    expect((await client.putFile(id, "data", { path: "in/x.csv" })).status).toBe(201);
+    expect(((await client.listFiles(id, "in")).body as { files: unknown[] }).files).toHaveLength(1);
+    expect((await client.getFile(id, "f.txt")).text).toBe("hello");
+    expect((await client.getFile(id, "../../../etc/passwd")).status).toBe(403);
+    expect((await client.destroy(id)).status).toBe(204);
+  });
+
+  it("lets a session created through one replica be used and destroyed through the other", async () => {
+    const viaOne = await deployment.client(one, "team-b");
+    const viaTwo = await deployment.client(two, "team-b");
+    const id = ((await viaOne.createSession()).body as { session_id: string }).session_id;
+    await viaOne.run(id, "code_execution", { code: "shared = 'state'" });
+    expect((await viaTwo.run(id, "code_execution", { code: "print(shared)" })).stdout).toBe("state\n");
+    expect((await viaTwo.destroy(id)).status).toBe(204);
+    expect((await viaOne.getSession(id)).status).toBe(404);
+  });
+
+  it("never exceeds a workspace's limit under concurrent creates on both replicas", async () => {
+    const db = openPostgres(deployment.databaseUrl);
+    await new PolicyRepository(db).put("limited", { maxConcurrentSessions: 3 }, "test");
+    await db.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 1_200)); // policy cache TTL
+    const clients = [await deployment.client(one, "limited"), await deployment.client(two, "limited")];
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => clients[i % 2]!.createSession()));
+    const created = answers.filter((answer) => answer.status === 201);
+    expect(created).toHaveLength(3);
+    expect(answers.filter((answer) => answer.status === 429)).toHaveLength(9);
+    for (const answer of created)
+      await clients[0]!.destroy((answer.body as { session_id: string }).session_id);
+  });
+
+  it("after kill -9 of a replica holding leases, every container has a lease or waits idle, every slot a container", async () => {
+    const victim = await deployment.startReplica();
+    const viaVictim = await deployment.client(victim, "team-c");
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++)
+      ids.push(((await viaVictim.createSession()).body as { session_id: string }).session_id);
+    victim.process.kill("SIGKILL");
+
+    const store = await deployment.store();
+    const accounted = async () => {
+      const leases = await store.listLeases();
+      const idle = await store.listIdle("default");
+      const known = new Set([...leases.map((l) => l.sandbox.sandboxId), ...idle.map((r) => r.sandboxId)]);
+      const containers = (await deployment.containers()).filter((c) => c.running);
+      const slotsOk =
+        (await store.countSlots("team-c", Date.now())) ===
+        leases.filter((l) => l.workspace === "team-c").length;
+      return slotsOk && containers.every((c) => known.has(c.sandboxId));
+    };
+    // Warm-ups the victim had in flight become orphans; reconciliation removes them after the grace.
+    await waitFor(accounted, 60_000);
+
+    // Its sessions live on: the surviving replicas serve them.
+    const viaOne = await deployment.client(one, "team-c");
+    for (const id of ids) {
+      expect((await viaOne.run(id, "bash_code_execution", { command: "echo alive" })).stdout).toBe("alive\n");
+      expect((await viaOne.destroy(id)).status).toBe(204);
+    }
+    await waitFor(async () => (await store.countSlots("team-c", Date.now())) === 0, 10_000);
+  }, 120_000);
+
+  it("drains gracefully on SIGTERM: a call in flight completes, then the replica exits 0", async () => {
+    const leaving = await deployment.startReplica();
+    const client = await deployment.client(leaving, "team-d");
+    const id = ((await client.createSession()).body as { session_id: string }).session_id;
+    const call = client.run(id, "code_execution", { code: "import time\ntime.sleep(2)\nprint('done')" });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const exited = leaving.stop(30_000);
+    expect((await call).stdout).toBe("done\n");
+    expect(await exited).toBe(0);
+    // The session was left to the other replicas.
+    const viaTwo = await deployment.client(two, "team-d");
+    expect((await viaTwo.getSession(id)).status).toBe(200);
+    await viaTwo.destroy(id);
+  }, 60_000);
+});

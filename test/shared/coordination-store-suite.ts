@@ -1,0 +1,669 @@
+/**
+ * The conformance suite every CoordinationStore implementation passes (DESIGN.md section 2:
+ * "the memory and Redis coordination stores implement one narrow interface and pass one
+ * shared test suite"). It registers vitest tests; call it from a test file with a function
+ * that opens a store.
+ *
+ * Every test uses fresh random workspace, pool and channel names, and reads only what it
+ * wrote, so the suite can run against one shared server (Redis) without a flush between
+ * tests. Times are passed explicitly as `now`, based on the real clock (so an
+ * implementation that also sets server-side TTLs from the same timestamps still works), with
+ * live entries kept alive for minutes.
+ */
+import { randomUUID } from "node:crypto";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { CoordinationStore } from "../../src/store/coordination/coordination-store.js";
+import type { Lease, LeaseKey, SandboxRecord } from "../../src/store/coordination/records.js";
+
+export interface OpenedStore {
+  store: CoordinationStore;
+  close(): Promise<void>;
+}
+
+const SECOND = 1_000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+
+/** A fresh name no other test (or earlier run on a shared server) uses. */
+export function freshName(prefix: string): string {
+  return `${prefix}-${randomUUID().slice(0, 13)}`;
+}
+
+export function describeCoordinationStore(name: string, open: () => Promise<OpenedStore>): void {
+  describe(`CoordinationStore conformance: ${name}`, () => {
+    let opened: OpenedStore | undefined;
+    let store: CoordinationStore;
+    /** The test's base time: real now, so server-side expiries derived from it are sane. */
+    let t0: number;
+
+    beforeEach(async () => {
+      opened = await open();
+      store = opened.store;
+      t0 = Date.now();
+    });
+
+    afterEach(async () => {
+      await opened?.close();
+      opened = undefined;
+    });
+
+    const record = (pool: string, overrides: Partial<SandboxRecord> = {}): SandboxRecord => {
+      const sandboxId = freshName("sb");
+      return {
+        sandboxId,
+        pool,
+        endpoint: `http://127.0.0.1:${40_000 + Math.floor(Math.random() * 1_000)}`,
+        runtimeId: `rt-${sandboxId}`,
+        innerSessionId: freshName("inner"),
+        createdAt: t0,
+        ...overrides,
+      };
+    };
+
+    const lease = (workspace: string, overrides: Partial<Lease> = {}): Lease => ({
+      sessionId: freshName("sess"),
+      workspace,
+      pool: "default",
+      image: "sandpool/sandbox:dev",
+      sandbox: record("default"),
+      createdAt: t0,
+      lastActivityAt: t0,
+      idleTimeoutSeconds: 60,
+      maxLifetimeSeconds: 3_600,
+      ...overrides,
+    });
+
+    const keyOf = (l: Lease): LeaseKey => ({ workspace: l.workspace, sessionId: l.sessionId });
+
+    /** dueLeases restricted to one workspace (other tests may share the server). */
+    const dueIn = async (workspace: string, now: number) =>
+      (await store.dueLeases(now, 10_000))
+        .filter((key) => key.workspace === workspace)
+        .map((key) => key.sessionId)
+        .sort();
+
+    describe("concurrent-session slots", () => {
+      it("takes slots up to the limit, then refuses", async () => {
+        const ws = freshName("ws");
+        const expires = t0 + HOUR;
+        expect(await store.acquireSlot(ws, "a", 2, expires, t0)).toBe(true);
+        expect(await store.acquireSlot(ws, "b", 2, expires, t0)).toBe(true);
+        expect(await store.acquireSlot(ws, "c", 2, expires, t0)).toBe(false);
+        expect(await store.countSlots(ws, t0)).toBe(2);
+      });
+
+      it("re-acquiring a held token succeeds, even at the limit, and takes no second slot", async () => {
+        const ws = freshName("ws");
+        expect(await store.acquireSlot(ws, "a", 1, t0 + HOUR, t0)).toBe(true);
+        expect(await store.acquireSlot(ws, "a", 1, t0 + HOUR, t0)).toBe(true);
+        expect(await store.countSlots(ws, t0)).toBe(1);
+        expect(await store.acquireSlot(ws, "b", 1, t0 + HOUR, t0)).toBe(false);
+      });
+
+      it("re-acquiring moves the token's expiry", async () => {
+        const ws = freshName("ws");
+        await store.acquireSlot(ws, "a", 1, t0 + MINUTE, t0);
+        await store.acquireSlot(ws, "a", 1, t0 + HOUR, t0);
+        expect(await store.countSlots(ws, t0 + 2 * MINUTE)).toBe(1);
+        expect(await store.acquireSlot(ws, "b", 1, t0 + HOUR, t0 + 2 * MINUTE)).toBe(false);
+      });
+
+      it("an expired slot frees its capacity: live while now < expiresAt", async () => {
+        const ws = freshName("ws");
+        await store.acquireSlot(ws, "a", 1, t0 + MINUTE, t0);
+        expect(await store.countSlots(ws, t0 + MINUTE - 1)).toBe(1);
+        expect(await store.acquireSlot(ws, "b", 1, t0 + HOUR, t0 + MINUTE - 1)).toBe(false);
+        expect(await store.countSlots(ws, t0 + MINUTE)).toBe(0);
+        expect(await store.acquireSlot(ws, "b", 1, t0 + HOUR, t0 + MINUTE)).toBe(true);
+        expect(await store.countSlots(ws, t0 + MINUTE)).toBe(1);
+      });
+
+      it("an expired token re-acquiring is a new slot, subject to the limit", async () => {
+        const ws = freshName("ws");
+        await store.acquireSlot(ws, "a", 2, t0 + MINUTE, t0);
+        await store.acquireSlot(ws, "b", 2, t0 + HOUR, t0);
+        // At t0 + 2 min only "b" is held: with a limit of 1 there is no room for "a".
+        expect(await store.acquireSlot(ws, "a", 1, t0 + HOUR, t0 + 2 * MINUTE)).toBe(false);
+        expect(await store.countSlots(ws, t0 + 2 * MINUTE)).toBe(1);
+      });
+
+      it("release frees the slot; releasing an unknown token is harmless", async () => {
+        const ws = freshName("ws");
+        await store.acquireSlot(ws, "a", 1, t0 + HOUR, t0);
+        await store.releaseSlot(ws, "nobody");
+        expect(await store.countSlots(ws, t0)).toBe(1);
+        await store.releaseSlot(ws, "a");
+        expect(await store.countSlots(ws, t0)).toBe(0);
+        expect(await store.acquireSlot(ws, "b", 1, t0 + HOUR, t0)).toBe(true);
+        await store.releaseSlot(ws, "a"); // twice
+        expect(await store.countSlots(ws, t0)).toBe(1);
+      });
+
+      it("keeps each workspace's slots apart", async () => {
+        const [ws1, ws2] = [freshName("ws"), freshName("ws")];
+        expect(await store.acquireSlot(ws1, "a", 1, t0 + HOUR, t0)).toBe(true);
+        expect(await store.acquireSlot(ws2, "a", 1, t0 + HOUR, t0)).toBe(true);
+        await store.releaseSlot(ws2, "a");
+        expect(await store.countSlots(ws1, t0)).toBe(1);
+        expect(await store.countSlots(ws2, t0)).toBe(0);
+      });
+
+      it("counts zero for a workspace never seen", async () => {
+        expect(await store.countSlots(freshName("ws"), t0)).toBe(0);
+      });
+
+      it("admits exactly `limit` of many concurrent acquires", async () => {
+        const ws = freshName("ws");
+        const results = await Promise.all(
+          Array.from({ length: 10 }, (_, i) => store.acquireSlot(ws, `t${i}`, 3, t0 + HOUR, t0)),
+        );
+        expect(results.filter(Boolean)).toHaveLength(3);
+        expect(await store.countSlots(ws, t0)).toBe(3);
+      });
+    });
+
+    describe("session rate", () => {
+      it("allows `limit` events in the window, then answers the wait until the oldest leaves it", async () => {
+        const ws = freshName("ws");
+        expect(await store.takeRate(ws, 3, MINUTE, t0)).toBe(0);
+        expect(await store.takeRate(ws, 3, MINUTE, t0 + 10 * SECOND)).toBe(0);
+        expect(await store.takeRate(ws, 3, MINUTE, t0 + 20 * SECOND)).toBe(0);
+        expect(await store.takeRate(ws, 3, MINUTE, t0 + 25 * SECOND)).toBe(35 * SECOND);
+      });
+
+      it("slides: an event leaves the window exactly windowMs after it happened", async () => {
+        const ws = freshName("ws");
+        await store.takeRate(ws, 2, MINUTE, t0);
+        await store.takeRate(ws, 2, MINUTE, t0 + 30 * SECOND);
+        expect(await store.takeRate(ws, 2, MINUTE, t0 + MINUTE - 1)).toBe(1);
+        expect(await store.takeRate(ws, 2, MINUTE, t0 + MINUTE)).toBe(0);
+        // Now the window holds t0+30s and t0+60s.
+        expect(await store.takeRate(ws, 2, MINUTE, t0 + MINUTE + 1)).toBe(30 * SECOND - 1);
+      });
+
+      it("a refused event is not recorded: refusals do not extend the wait", async () => {
+        const ws = freshName("ws");
+        await store.takeRate(ws, 1, MINUTE, t0);
+        for (let i = 1; i <= 5; i++)
+          expect(await store.takeRate(ws, 1, MINUTE, t0 + i * SECOND)).toBeGreaterThan(0);
+        expect(await store.takeRate(ws, 1, MINUTE, t0 + MINUTE)).toBe(0);
+      });
+
+      it("counts each workspace on its own", async () => {
+        const [ws1, ws2] = [freshName("ws"), freshName("ws")];
+        expect(await store.takeRate(ws1, 1, MINUTE, t0)).toBe(0);
+        expect(await store.takeRate(ws2, 1, MINUTE, t0)).toBe(0);
+        expect(await store.takeRate(ws1, 1, MINUTE, t0)).toBeGreaterThan(0);
+      });
+
+      it("counts two events at the same millisecond as two", async () => {
+        const ws = freshName("ws");
+        expect(await store.takeRate(ws, 2, MINUTE, t0)).toBe(0);
+        expect(await store.takeRate(ws, 2, MINUTE, t0)).toBe(0);
+        expect(await store.takeRate(ws, 2, MINUTE, t0)).toBe(MINUTE);
+      });
+
+      it("admits exactly `limit` of many concurrent events", async () => {
+        const ws = freshName("ws");
+        const waits = await Promise.all(Array.from({ length: 10 }, () => store.takeRate(ws, 4, MINUTE, t0)));
+        expect(waits.filter((w) => w === 0)).toHaveLength(4);
+      });
+    });
+
+    describe("execution budget", () => {
+      it("adds up per workspace and day, returning the new total", async () => {
+        const ws = freshName("ws");
+        expect(await store.readBudget(ws, "2030-01-15")).toBe(0);
+        expect(await store.chargeBudget(ws, "2030-01-15", 1_500)).toBe(1_500);
+        expect(await store.chargeBudget(ws, "2030-01-15", 250)).toBe(1_750);
+        expect(await store.chargeBudget(ws, "2030-01-15", 0)).toBe(1_750);
+        expect(await store.readBudget(ws, "2030-01-15")).toBe(1_750);
+      });
+
+      it("starts each day from zero", async () => {
+        const ws = freshName("ws");
+        await store.chargeBudget(ws, "2030-01-15", 1_000);
+        expect(await store.readBudget(ws, "2030-01-16")).toBe(0);
+        expect(await store.chargeBudget(ws, "2030-01-16", 5)).toBe(5);
+        expect(await store.readBudget(ws, "2030-01-15")).toBe(1_000);
+      });
+
+      it("keeps workspaces apart", async () => {
+        const [ws1, ws2] = [freshName("ws"), freshName("ws")];
+        await store.chargeBudget(ws1, "2030-01-15", 1_000);
+        expect(await store.readBudget(ws2, "2030-01-15")).toBe(0);
+      });
+
+      it("loses no charge under concurrency", async () => {
+        const ws = freshName("ws");
+        await Promise.all(Array.from({ length: 20 }, () => store.chargeBudget(ws, "2030-01-15", 7)));
+        expect(await store.readBudget(ws, "2030-01-15")).toBe(140);
+      });
+    });
+
+    describe("pool membership", () => {
+      it("adds members up to maxTotal, then refuses", async () => {
+        const pool = freshName("pool");
+        expect(await store.addMember(pool, "s1", 2, t0 + HOUR, t0)).toBe(true);
+        expect(await store.addMember(pool, "s2", 2, t0 + HOUR, t0)).toBe(true);
+        expect(await store.addMember(pool, "s3", 2, t0 + HOUR, t0)).toBe(false);
+        expect(await store.countMembers(pool, t0)).toBe(2);
+        expect((await store.listMembers(pool)).sort()).toEqual(["s1", "s2"]);
+      });
+
+      it("adding a member twice counts it once", async () => {
+        const pool = freshName("pool");
+        expect(await store.addMember(pool, "s1", 1, t0 + HOUR, t0)).toBe(true);
+        expect(await store.addMember(pool, "s1", 1, t0 + HOUR, t0)).toBe(true);
+        expect(await store.countMembers(pool, t0)).toBe(1);
+      });
+
+      it("an expired member frees its place", async () => {
+        const pool = freshName("pool");
+        await store.addMember(pool, "s1", 1, t0 + MINUTE, t0);
+        expect(await store.countMembers(pool, t0 + MINUTE - 1)).toBe(1);
+        expect(await store.addMember(pool, "s2", 1, t0 + HOUR, t0 + MINUTE - 1)).toBe(false);
+        expect(await store.countMembers(pool, t0 + MINUTE)).toBe(0);
+        expect(await store.addMember(pool, "s2", 1, t0 + HOUR, t0 + MINUTE)).toBe(true);
+        expect(await store.listMembers(pool)).toEqual(["s2"]);
+      });
+
+      it("an expired member added again is a new member, subject to maxTotal", async () => {
+        const pool = freshName("pool");
+        await store.addMember(pool, "s1", 2, t0 + MINUTE, t0);
+        await store.addMember(pool, "s2", 2, t0 + HOUR, t0);
+        expect(await store.addMember(pool, "s1", 1, t0 + HOUR, t0 + 2 * MINUTE)).toBe(false);
+        expect(await store.countMembers(pool, t0 + 2 * MINUTE)).toBe(1);
+      });
+
+      it("renew moves a member's expiry", async () => {
+        const pool = freshName("pool");
+        await store.addMember(pool, "s1", 1, t0 + MINUTE, t0);
+        await store.renewMember(pool, "s1", t0 + HOUR);
+        expect(await store.countMembers(pool, t0 + 2 * MINUTE)).toBe(1);
+        expect(await store.addMember(pool, "s2", 1, t0 + HOUR, t0 + 2 * MINUTE)).toBe(false);
+      });
+
+      it("renew of a member that is not there does not add it", async () => {
+        const pool = freshName("pool");
+        await store.renewMember(pool, "ghost", t0 + HOUR);
+        expect(await store.countMembers(pool, t0)).toBe(0);
+        await store.addMember(pool, "s1", 1, t0 + HOUR, t0);
+        await store.removeMember(pool, "s1");
+        await store.renewMember(pool, "s1", t0 + HOUR);
+        expect(await store.countMembers(pool, t0)).toBe(0);
+        expect(await store.listMembers(pool)).toEqual([]);
+      });
+
+      it("remove frees the place; removing an unknown member is harmless", async () => {
+        const pool = freshName("pool");
+        await store.addMember(pool, "s1", 1, t0 + HOUR, t0);
+        await store.removeMember(pool, "nobody");
+        expect(await store.countMembers(pool, t0)).toBe(1);
+        await store.removeMember(pool, "s1");
+        expect(await store.countMembers(pool, t0)).toBe(0);
+        expect(await store.listMembers(pool)).toEqual([]);
+        expect(await store.addMember(pool, "s2", 1, t0 + HOUR, t0)).toBe(true);
+      });
+
+      it("keeps pools apart; an unknown pool is empty", async () => {
+        const [p1, p2] = [freshName("pool"), freshName("pool")];
+        await store.addMember(p1, "s1", 1, t0 + HOUR, t0);
+        expect(await store.addMember(p2, "s1", 1, t0 + HOUR, t0)).toBe(true);
+        await store.removeMember(p2, "s1");
+        expect(await store.listMembers(p1)).toEqual(["s1"]);
+        expect(await store.countMembers(freshName("pool"), t0)).toBe(0);
+        expect(await store.listMembers(freshName("pool"))).toEqual([]);
+      });
+
+      it("admits exactly maxTotal of many concurrent adds", async () => {
+        const pool = freshName("pool");
+        const results = await Promise.all(
+          Array.from({ length: 10 }, (_, i) => store.addMember(pool, `s${i}`, 4, t0 + HOUR, t0)),
+        );
+        expect(results.filter(Boolean)).toHaveLength(4);
+        expect(await store.countMembers(pool, t0)).toBe(4);
+      });
+    });
+
+    describe("idle sandboxes", () => {
+      it("pops in the order pushed (oldest first), then nothing", async () => {
+        const pool = freshName("pool");
+        const records = [record(pool), record(pool), record(pool)];
+        for (const r of records) await store.pushIdle(r);
+        expect(await store.popIdle(pool)).toEqual(records[0]);
+        expect(await store.popIdle(pool)).toEqual(records[1]);
+        await store.pushIdle(records[0]!);
+        expect(await store.popIdle(pool)).toEqual(records[2]);
+        expect(await store.popIdle(pool)).toEqual(records[0]);
+        expect(await store.popIdle(pool)).toBeUndefined();
+      });
+
+      it("keeps every field of the record", async () => {
+        const pool = freshName("pool");
+        const r = record(pool, { endpoint: "http://[::1]:8080/base", createdAt: 1_234 });
+        await store.pushIdle(r);
+        expect(await store.listIdle(pool)).toEqual([r]);
+        expect(await store.popIdle(pool)).toEqual(r);
+      });
+
+      it("lists idle sandboxes in order without taking them", async () => {
+        const pool = freshName("pool");
+        const records = [record(pool), record(pool)];
+        for (const r of records) await store.pushIdle(r);
+        expect(await store.listIdle(pool)).toEqual(records);
+        expect(await store.listIdle(pool)).toEqual(records);
+        expect(await store.listIdle(freshName("pool"))).toEqual([]);
+      });
+
+      it("takes one particular idle sandbox, once", async () => {
+        const pool = freshName("pool");
+        const records = [record(pool), record(pool), record(pool)];
+        for (const r of records) await store.pushIdle(r);
+        expect(await store.takeIdle(pool, records[1]!.sandboxId)).toEqual(records[1]);
+        expect(await store.takeIdle(pool, records[1]!.sandboxId)).toBeUndefined();
+        expect(await store.takeIdle(pool, "unknown")).toBeUndefined();
+        expect(await store.listIdle(pool)).toEqual([records[0], records[2]]);
+        expect(await store.popIdle(pool)).toEqual(records[0]);
+      });
+
+      it("a popped sandbox cannot be taken, and a taken one cannot be popped", async () => {
+        const pool = freshName("pool");
+        const [first, second] = [record(pool), record(pool)];
+        await store.pushIdle(first);
+        await store.pushIdle(second);
+        await store.popIdle(pool);
+        expect(await store.takeIdle(pool, first.sandboxId)).toBeUndefined();
+        await store.takeIdle(pool, second.sandboxId);
+        expect(await store.popIdle(pool)).toBeUndefined();
+      });
+
+      it("keeps pools apart", async () => {
+        const [p1, p2] = [freshName("pool"), freshName("pool")];
+        const r1 = record(p1);
+        const r2 = record(p2);
+        await store.pushIdle(r1);
+        await store.pushIdle(r2);
+        expect(await store.takeIdle(p2, r1.sandboxId)).toBeUndefined();
+        expect(await store.popIdle(p2)).toEqual(r2);
+        expect(await store.popIdle(p2)).toBeUndefined();
+        expect(await store.listIdle(p1)).toEqual([r1]);
+      });
+
+      it("hands each idle sandbox to exactly one of many concurrent pops", async () => {
+        const pool = freshName("pool");
+        const records = [record(pool), record(pool), record(pool)];
+        for (const r of records) await store.pushIdle(r);
+        const popped = await Promise.all(Array.from({ length: 10 }, () => store.popIdle(pool)));
+        const got = popped.filter((r) => r !== undefined).map((r) => r.sandboxId);
+        expect(got.sort()).toEqual(records.map((r) => r.sandboxId).sort());
+      });
+    });
+
+    describe("leases", () => {
+      it("stores a lease and finds it by (workspace, session id)", async () => {
+        const ws = freshName("ws");
+        const l = lease(ws, { busyUntil: t0 + 5 * SECOND });
+        await store.putLease(l);
+        expect(await store.getLease(keyOf(l))).toEqual(l);
+      });
+
+      it("finds nothing for an unknown session id", async () => {
+        const ws = freshName("ws");
+        await store.putLease(lease(ws));
+        expect(await store.getLease({ workspace: ws, sessionId: freshName("sess") })).toBeUndefined();
+      });
+
+      it("another workspace's key finds nothing, and cannot touch or take the lease", async () => {
+        const [owner, other] = [freshName("ws"), freshName("ws")];
+        const l = lease(owner);
+        await store.putLease(l);
+        const foreign = { workspace: other, sessionId: l.sessionId };
+        expect(await store.getLease(foreign)).toBeUndefined();
+        expect(await store.touchLease(foreign, t0 + SECOND)).toBeUndefined();
+        expect(await store.takeLease(foreign)).toBeUndefined();
+        expect(await store.getLease(keyOf(l))).toEqual(l);
+      });
+
+      it("keeps two workspaces' leases with the same session id apart", async () => {
+        const [ws1, ws2] = [freshName("ws"), freshName("ws")];
+        const sessionId = freshName("sess");
+        const l1 = lease(ws1, { sessionId, image: "one" });
+        const l2 = lease(ws2, { sessionId, image: "two" });
+        await store.putLease(l1);
+        await store.putLease(l2);
+        expect((await store.getLease(keyOf(l1)))?.image).toBe("one");
+        expect((await store.getLease(keyOf(l2)))?.image).toBe("two");
+        await store.takeLease(keyOf(l1));
+        expect((await store.getLease(keyOf(l2)))?.image).toBe("two");
+      });
+
+      it("put replaces a lease with the same key", async () => {
+        const ws = freshName("ws");
+        const l = lease(ws);
+        await store.putLease(l);
+        await store.putLease({ ...l, idleTimeoutSeconds: 5 });
+        expect((await store.getLease(keyOf(l)))?.idleTimeoutSeconds).toBe(5);
+      });
+
+      it("hands out copies: changing a returned lease does not change the stored one", async () => {
+        const ws = freshName("ws");
+        const l = lease(ws);
+        await store.putLease(l);
+        l.image = "changed after put";
+        const got = (await store.getLease(keyOf(l)))!;
+        expect(got.image).toBe("sandpool/sandbox:dev");
+        got.lastActivityAt = 0;
+        got.sandbox.endpoint = "http://evil";
+        const again = (await store.getLease(keyOf(l)))!;
+        expect(again.lastActivityAt).toBe(t0);
+        expect(again.sandbox.endpoint).not.toBe("http://evil");
+      });
+
+      describe("touch", () => {
+        it("moves lastActivityAt forward and returns the lease", async () => {
+          const ws = freshName("ws");
+          const l = lease(ws);
+          await store.putLease(l);
+          const touched = await store.touchLease(keyOf(l), t0 + 10 * SECOND);
+          expect(touched).toEqual({ ...l, lastActivityAt: t0 + 10 * SECOND });
+          expect((await store.getLease(keyOf(l)))?.lastActivityAt).toBe(t0 + 10 * SECOND);
+        });
+
+        it("never moves lastActivityAt backwards", async () => {
+          const ws = freshName("ws");
+          const l = lease(ws);
+          await store.putLease(l);
+          await store.touchLease(keyOf(l), t0 + 10 * SECOND);
+          const touched = await store.touchLease(keyOf(l), t0 + 5 * SECOND);
+          expect(touched?.lastActivityAt).toBe(t0 + 10 * SECOND);
+          expect((await store.getLease(keyOf(l)))?.lastActivityAt).toBe(t0 + 10 * SECOND);
+        });
+
+        it("sets busyUntil when given and keeps it when not", async () => {
+          const ws = freshName("ws");
+          const l = lease(ws);
+          await store.putLease(l);
+          expect((await store.touchLease(keyOf(l), t0 + SECOND, t0 + 5 * MINUTE))?.busyUntil).toBe(
+            t0 + 5 * MINUTE,
+          );
+          expect((await store.touchLease(keyOf(l), t0 + 2 * SECOND))?.busyUntil).toBe(t0 + 5 * MINUTE);
+          expect((await store.getLease(keyOf(l)))?.busyUntil).toBe(t0 + 5 * MINUTE);
+          // A finished call sets it back to its end.
+          expect((await store.touchLease(keyOf(l), t0 + 3 * SECOND, t0 + 3 * SECOND))?.busyUntil).toBe(
+            t0 + 3 * SECOND,
+          );
+        });
+
+        it("returns undefined for a missing lease and does not create one", async () => {
+          const ws = freshName("ws");
+          const key = { workspace: ws, sessionId: freshName("sess") };
+          expect(await store.touchLease(key, t0, t0 + MINUTE)).toBeUndefined();
+          expect(await store.getLease(key)).toBeUndefined();
+          expect(await dueIn(ws, t0 + 10 * HOUR)).toEqual([]);
+        });
+      });
+
+      describe("take", () => {
+        it("returns the lease once, then undefined, and removes it", async () => {
+          const ws = freshName("ws");
+          const l = lease(ws);
+          await store.putLease(l);
+          expect(await store.takeLease(keyOf(l))).toEqual(l);
+          expect(await store.takeLease(keyOf(l))).toBeUndefined();
+          expect(await store.getLease(keyOf(l))).toBeUndefined();
+          expect(await store.touchLease(keyOf(l), t0 + SECOND)).toBeUndefined();
+        });
+
+        it("of 10 concurrent takes, exactly one wins", async () => {
+          const ws = freshName("ws");
+          const l = lease(ws);
+          await store.putLease(l);
+          const taken = await Promise.all(Array.from({ length: 10 }, () => store.takeLease(keyOf(l))));
+          const winners = taken.filter((t) => t !== undefined);
+          expect(winners).toHaveLength(1);
+          expect(winners[0]).toEqual(l);
+        });
+
+        it("a taken lease is no longer due nor listed", async () => {
+          const ws = freshName("ws");
+          const l = lease(ws);
+          await store.putLease(l);
+          await store.takeLease(keyOf(l));
+          expect(await dueIn(ws, t0 + 10 * HOUR)).toEqual([]);
+          expect((await store.listLeases()).filter((x) => x.workspace === ws)).toEqual([]);
+        });
+      });
+
+      describe("due leases", () => {
+        it("is due once the idle deadline passes (deadline <= now)", async () => {
+          const ws = freshName("ws");
+          const l = lease(ws, { idleTimeoutSeconds: 60 });
+          await store.putLease(l);
+          expect(await dueIn(ws, t0 + MINUTE - 1)).toEqual([]);
+          expect(await dueIn(ws, t0 + MINUTE)).toEqual([l.sessionId]);
+        });
+
+        it("is due at the lifetime deadline however recent the activity", async () => {
+          const ws = freshName("ws");
+          const l = lease(ws, { idleTimeoutSeconds: 600, maxLifetimeSeconds: 120 });
+          await store.putLease(l);
+          await store.touchLease(keyOf(l), t0 + 110 * SECOND);
+          expect(await dueIn(ws, t0 + 2 * MINUTE - 1)).toEqual([]);
+          expect(await dueIn(ws, t0 + 2 * MINUTE)).toEqual([l.sessionId]);
+        });
+
+        it("activity pushes the idle deadline out", async () => {
+          const ws = freshName("ws");
+          const l = lease(ws, { idleTimeoutSeconds: 60 });
+          await store.putLease(l);
+          await store.touchLease(keyOf(l), t0 + 50 * SECOND);
+          expect(await dueIn(ws, t0 + 70 * SECOND)).toEqual([]);
+          expect(await dueIn(ws, t0 + 110 * SECOND)).toEqual([l.sessionId]);
+        });
+
+        it("a call in flight (busyUntil) holds off the idle deadline, not the lifetime", async () => {
+          const ws = freshName("ws");
+          const l = lease(ws, { idleTimeoutSeconds: 60, maxLifetimeSeconds: 600 });
+          await store.putLease(l);
+          await store.touchLease(keyOf(l), t0 + 10 * SECOND, t0 + 300 * SECOND);
+          expect(await dueIn(ws, t0 + 200 * SECOND)).toEqual([]);
+          expect(await dueIn(ws, t0 + 300 * SECOND)).toEqual([l.sessionId]);
+
+          const long = lease(ws, { idleTimeoutSeconds: 60, maxLifetimeSeconds: 120 });
+          await store.putLease(long);
+          await store.touchLease(keyOf(long), t0 + SECOND, t0 + HOUR);
+          expect(await dueIn(ws, t0 + 2 * MINUTE)).toContain(long.sessionId);
+        });
+
+        it("a busyUntil stored with the lease counts too", async () => {
+          const ws = freshName("ws");
+          const l = lease(ws, { idleTimeoutSeconds: 60, busyUntil: t0 + 5 * MINUTE });
+          await store.putLease(l);
+          expect(await dueIn(ws, t0 + 4 * MINUTE)).toEqual([]);
+          expect(await dueIn(ws, t0 + 5 * MINUTE)).toEqual([l.sessionId]);
+        });
+
+        it("a replaced lease is due by its new values", async () => {
+          const ws = freshName("ws");
+          const l = lease(ws, { idleTimeoutSeconds: 60 });
+          await store.putLease(l);
+          await store.putLease({ ...l, idleTimeoutSeconds: 600 });
+          expect(await dueIn(ws, t0 + 2 * MINUTE)).toEqual([]);
+        });
+
+        it("lists only the due ones, each once, as keys", async () => {
+          const ws = freshName("ws");
+          const idle = lease(ws, { idleTimeoutSeconds: 60 });
+          const old = lease(ws, { createdAt: t0 - 59 * MINUTE, lastActivityAt: t0 });
+          const fresh = lease(ws, { idleTimeoutSeconds: 600 });
+          for (const l of [idle, old, fresh]) await store.putLease(l);
+          const due = (await store.dueLeases(t0 + 2 * MINUTE, 10_000)).filter((k) => k.workspace === ws);
+          expect(due.map((k) => k.sessionId).sort()).toEqual([idle.sessionId, old.sessionId].sort());
+          for (const key of due) expect(key).toEqual({ workspace: ws, sessionId: key.sessionId });
+        });
+
+        it("returns at most `limit` keys", async () => {
+          const ws = freshName("ws");
+          for (let i = 0; i < 5; i++) await store.putLease(lease(ws));
+          expect(await store.dueLeases(t0 + HOUR, 2)).toHaveLength(2);
+          expect((await dueIn(ws, t0 + HOUR)).length).toBe(5);
+        });
+
+        it("due leases stay stored until someone takes them", async () => {
+          const ws = freshName("ws");
+          const l = lease(ws);
+          await store.putLease(l);
+          await store.dueLeases(t0 + HOUR, 10_000);
+          expect(await store.getLease(keyOf(l))).toEqual(l);
+        });
+      });
+
+      it("lists every lease", async () => {
+        const ws = freshName("ws");
+        const leases = [lease(ws), lease(ws), lease(ws)];
+        for (const l of leases) await store.putLease(l);
+        const listed = (await store.listLeases()).filter((l) => l.workspace === ws);
+        const bySession = (a: Lease, b: Lease) => a.sessionId.localeCompare(b.sessionId);
+        expect(listed.sort(bySession)).toEqual([...leases].sort(bySession));
+      });
+    });
+
+    describe("broadcast", () => {
+      it("delivers a published message to every subscriber of the channel", async () => {
+        const channel = freshName("chan");
+        const first: string[] = [];
+        const second: string[] = [];
+        await store.subscribe(channel, (m) => first.push(m));
+        await store.subscribe(channel, (m) => second.push(m));
+        await store.publish(channel, "ws-1");
+        await vi.waitFor(() => {
+          expect(first).toEqual(["ws-1"]);
+          expect(second).toEqual(["ws-1"]);
+        });
+      });
+
+      it("delivers messages in the order published, empty ones included", async () => {
+        const channel = freshName("chan");
+        const got: string[] = [];
+        await store.subscribe(channel, (m) => got.push(m));
+        for (const m of ["a", "", "c"]) await store.publish(channel, m);
+        await vi.waitFor(() => expect(got).toEqual(["a", "", "c"]));
+      });
+
+      it("does not deliver another channel's messages", async () => {
+        const [mine, theirs] = [freshName("chan"), freshName("chan")];
+        const got: string[] = [];
+        await store.subscribe(mine, (m) => got.push(`mine:${m}`));
+        await store.publish(theirs, "not for you");
+        await store.publish(mine, "for you");
+        await vi.waitFor(() => expect(got).toContain("mine:for you"));
+        expect(got).toEqual(["mine:for you"]);
+      });
+
+      it("publishing to a channel nobody listens on is harmless", async () => {
+        await expect(store.publish(freshName("chan"), "x")).resolves.toBeUndefined();
+      });
+    });
+  });
+}

@@ -1,0 +1,124 @@
+/**
+ * A production deployment for tests: a fresh Postgres database, a fresh Redis key prefix
+ * (the deployment name), `sandpool serve` processes from the built CLI with docker
+ * sandboxes, and the cleanup of all of it, containers included.
+ */
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { Redis } from "ioredis";
+import pg from "pg";
+import { mintToken } from "../../src/auth/dev-keys.js";
+import { RedisCoordinationStore } from "../../src/store/coordination/redis/redis-store.js";
+import { type CliServer, runCli, startCliServer } from "./cli.js";
+import { ContractClient } from "./contract-client.js";
+import { redisUrl } from "./redis.js";
+
+const run = promisify(execFile);
+export const SERVE_SECRET = "serve-test-secret-0123456789-abcdefghij";
+const adminUrl = process.env.SANDPOOL_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+
+export interface ServeDeployment {
+  name: string;
+  databaseUrl: string;
+  env: NodeJS.ProcessEnv;
+  configFile: string;
+  /** Starts one more `sandpool serve` replica. */
+  startReplica(): Promise<CliServer>;
+  client(replica: CliServer, workspace: string): Promise<ContractClient>;
+  /** The deployment's Redis state, read as a replica sees it. */
+  store(): Promise<RedisCoordinationStore>;
+  containers(): Promise<{ id: string; sandboxId: string; running: boolean }[]>;
+  close(): Promise<void>;
+}
+
+export async function createServeDeployment(yaml = ""): Promise<ServeDeployment> {
+  const name = `t${randomBytes(5).toString("hex")}`;
+  const database = `sandpool_${name}`;
+  await withAdmin((client) => client.query(`create database ${database}`));
+  const databaseUrl = new URL(adminUrl);
+  databaseUrl.pathname = `/${database}`;
+  const configFile = path.join(tmpdir(), `sandpool-${name}.yaml`);
+  await writeFile(configFile, yaml);
+  const env: NodeJS.ProcessEnv = {
+    DATABASE_URL: databaseUrl.toString(),
+    REDIS_URL: redisUrl,
+    SANDPOOL_JWT_SECRET: SERVE_SECRET,
+    SANDPOOL_DEFAULT_IMAGE: "sandpool/sandbox:dev",
+    SANDPOOL_DEPLOYMENT: name,
+    SANDPOOL_PORT: "0",
+    SANDPOOL_LOG_LEVEL: "warn",
+  };
+  const migrated = await runCli(["migrate"], { env, timeoutMs: 30_000 });
+  if (migrated.code !== 0) throw new Error(`sandpool migrate failed: ${migrated.stderr}`);
+  const replicas: CliServer[] = [];
+  const stores: RedisCoordinationStore[] = [];
+
+  return {
+    name,
+    databaseUrl: databaseUrl.toString(),
+    env,
+    configFile,
+    async startReplica() {
+      const replica = await startCliServer(["serve", "--config", configFile], /listening on (http:\/\/\S+)/, {
+        env,
+        timeoutMs: 90_000,
+      });
+      replicas.push(replica);
+      return replica;
+    },
+    async client(replica, workspace) {
+      return new ContractClient(replica.url, await mintToken({ secret: SERVE_SECRET, workspace }));
+    },
+    async store() {
+      const store = await RedisCoordinationStore.connect({ url: redisUrl, prefix: `sandpool:${name}:` });
+      stores.push(store);
+      return store;
+    },
+    async containers() {
+      const { stdout } = await run("docker", [
+        "ps",
+        "-a",
+        "--filter",
+        `label=sandpool.deployment=${name}`,
+        "--format",
+        '{{.ID}} {{.Label "sandpool.sandbox"}} {{.State}}',
+      ]);
+      return stdout
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => {
+          const [id, sandboxId, state] = line.split(" ");
+          return { id: id!, sandboxId: sandboxId!, running: state === "running" };
+        });
+    },
+    async close() {
+      await Promise.all(replicas.map((replica) => replica.stop(30_000).catch(() => undefined)));
+      for (const store of stores) await store.close();
+      const { stdout } = await run("docker", ["ps", "-aq", "--filter", `label=sandpool.deployment=${name}`]);
+      const ids = stdout.split("\n").filter(Boolean);
+      if (ids.length > 0) await run("docker", ["rm", "-f", ...ids]);
+      await run("docker", ["network", "rm", `sandpool-${name}`]).catch(() => undefined);
+      const redis = new Redis(redisUrl);
+      for (const pattern of [`sandpool:${name}:*`, `{sandpool-jobs}:${name}:*`]) {
+        const keys = await redis.keys(pattern);
+        if (keys.length > 0) await redis.del(...keys);
+      }
+      redis.disconnect();
+      await withAdmin((client) => client.query(`drop database if exists ${database} with (force)`));
+    },
+  };
+}
+
+async function withAdmin<T>(use: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    return await use(client);
+  } finally {
+    await client.end();
+  }
+}

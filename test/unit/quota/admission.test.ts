@@ -1,0 +1,202 @@
+import { describe, expect, it } from "vitest";
+import { SandpoolError } from "../../../src/contract/error-codes.js";
+import { effectivePolicy } from "../../../src/policy/effective-policy.js";
+import { Admission, budgetDay } from "../../../src/quota/admission.js";
+import { MemoryCoordinationStore } from "../../../src/store/coordination/memory-store.js";
+import { deployment } from "../policy/deployment.js";
+
+const NOON = Date.UTC(2030, 0, 15, 12, 0, 0);
+const HOUR = 3_600_000;
+
+function setup(limits: {
+  maxConcurrentSessions?: number;
+  sessionsPerMinute?: number;
+  execSecondsPerDay?: number;
+}) {
+  let time = NOON;
+  const store = new MemoryCoordinationStore();
+  const admission = new Admission(store, () => time);
+  const policy = effectivePolicy("ws", deployment(limits), undefined);
+  return {
+    store,
+    admission,
+    policy,
+    now: () => time,
+    set: (t: number) => {
+      time = t;
+    },
+    advance: (ms: number) => {
+      time += ms;
+    },
+  };
+}
+
+async function refusal(promise: Promise<unknown>): Promise<SandpoolError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(SandpoolError);
+  return error as SandpoolError;
+}
+
+describe("budgetDay", () => {
+  it("is the UTC date", () => {
+    expect(budgetDay(NOON)).toBe("2030-01-15");
+    expect(budgetDay(Date.UTC(2030, 0, 15, 23, 59, 59, 999))).toBe("2030-01-15");
+    expect(budgetDay(Date.UTC(2030, 0, 16))).toBe("2030-01-16");
+  });
+});
+
+describe("Admission", () => {
+  describe("concurrent sessions", () => {
+    it("admits up to the slot limit, then refuses with 429 and Retry-After 1", async () => {
+      const t = setup({ maxConcurrentSessions: 2, sessionsPerMinute: 100 });
+      await t.admission.admitSession(t.policy, "s1", t.now() + HOUR);
+      await t.admission.admitSession(t.policy, "s2", t.now() + HOUR);
+      const error = await refusal(t.admission.admitSession(t.policy, "s3", t.now() + HOUR));
+      expect(error.code).toBe("quota.concurrent_sessions");
+      expect(error.status).toBe(429);
+      expect(error.retryAfterSeconds).toBe(1);
+      expect(error.message).toContain("2");
+      expect(await t.store.countSlots("ws", t.now())).toBe(2);
+    });
+
+    it("a released session frees its slot", async () => {
+      const t = setup({ maxConcurrentSessions: 1, sessionsPerMinute: 100 });
+      await t.admission.admitSession(t.policy, "s1", t.now() + HOUR);
+      await refusal(t.admission.admitSession(t.policy, "s2", t.now() + HOUR));
+      await t.admission.releaseSession("ws", "s1");
+      await t.admission.admitSession(t.policy, "s2", t.now() + HOUR);
+      expect(await t.store.countSlots("ws", t.now())).toBe(1);
+    });
+
+    it("a slot whose holder vanished ages out at its expiry", async () => {
+      const t = setup({ maxConcurrentSessions: 1, sessionsPerMinute: 100 });
+      await t.admission.admitSession(t.policy, "s1", t.now() + 60_000);
+      t.advance(59_999);
+      await refusal(t.admission.admitSession(t.policy, "s2", t.now() + HOUR));
+      t.advance(1);
+      await t.admission.admitSession(t.policy, "s2", t.now() + HOUR);
+    });
+
+    it("counts each workspace on its own", async () => {
+      const t = setup({ maxConcurrentSessions: 1, sessionsPerMinute: 100 });
+      const other = effectivePolicy("other", deployment({ maxConcurrentSessions: 1 }), undefined);
+      await t.admission.admitSession(t.policy, "s1", t.now() + HOUR);
+      await t.admission.admitSession(other, "s1", t.now() + HOUR);
+      expect(await t.store.countSlots("other", t.now())).toBe(1);
+    });
+
+    it("a refused session does not use up the rate", async () => {
+      const t = setup({ maxConcurrentSessions: 1, sessionsPerMinute: 2 });
+      await t.admission.admitSession(t.policy, "s1", t.now() + HOUR);
+      await refusal(t.admission.admitSession(t.policy, "s2", t.now() + HOUR));
+      await t.admission.releaseSession("ws", "s1");
+      await t.admission.admitSession(t.policy, "s2", t.now() + HOUR);
+    });
+  });
+
+  describe("session rate", () => {
+    it("admits `sessionsPerMinute` creations a minute, then refuses with the wait", async () => {
+      const t = setup({ maxConcurrentSessions: 100, sessionsPerMinute: 3 });
+      for (const id of ["s1", "s2", "s3"]) {
+        await t.admission.admitSession(t.policy, id, t.now() + HOUR);
+        t.advance(10_000);
+      }
+      // The first creation leaves the window 60 s after it: 30 s from now.
+      const error = await refusal(t.admission.admitSession(t.policy, "s4", t.now() + HOUR));
+      expect(error.code).toBe("quota.session_rate");
+      expect(error.status).toBe(429);
+      expect(error.retryAfterSeconds).toBe(30);
+    });
+
+    it("gives the slot back when the rate refuses", async () => {
+      const t = setup({ maxConcurrentSessions: 100, sessionsPerMinute: 1 });
+      await t.admission.admitSession(t.policy, "s1", t.now() + HOUR);
+      await refusal(t.admission.admitSession(t.policy, "s2", t.now() + HOUR));
+      expect(await t.store.countSlots("ws", t.now())).toBe(1);
+    });
+
+    it("rounds the wait up to whole seconds, at least 1", async () => {
+      const t = setup({ maxConcurrentSessions: 100, sessionsPerMinute: 1 });
+      await t.admission.admitSession(t.policy, "s1", t.now() + HOUR);
+      t.advance(59_999);
+      expect(
+        (await refusal(t.admission.admitSession(t.policy, "s2", t.now() + HOUR))).retryAfterSeconds,
+      ).toBe(1);
+      // 1.5 s left -> 2
+      t.set(NOON + 58_500);
+      expect(
+        (await refusal(t.admission.admitSession(t.policy, "s3", t.now() + HOUR))).retryAfterSeconds,
+      ).toBe(2);
+    });
+
+    it("admits again once the window slides past the oldest creation", async () => {
+      const t = setup({ maxConcurrentSessions: 100, sessionsPerMinute: 2 });
+      await t.admission.admitSession(t.policy, "s1", t.now() + HOUR);
+      t.advance(30_000);
+      await t.admission.admitSession(t.policy, "s2", t.now() + HOUR);
+      await refusal(t.admission.admitSession(t.policy, "s3", t.now() + HOUR));
+      t.advance(30_000);
+      await t.admission.admitSession(t.policy, "s3", t.now() + HOUR);
+      await refusal(t.admission.admitSession(t.policy, "s4", t.now() + HOUR));
+    });
+  });
+
+  describe("execution budget", () => {
+    it("charges milliseconds, rounded, never negative, and returns the day's total", async () => {
+      const t = setup({});
+      expect(await t.admission.chargeExec("ws", 1_000.4)).toBe(1_000);
+      expect(await t.admission.chargeExec("ws", 0.6)).toBe(1_001);
+      expect(await t.admission.chargeExec("ws", -500)).toBe(1_001);
+      expect(await t.store.readBudget("ws", "2030-01-15")).toBe(1_001);
+    });
+
+    it("allows calls until the day's seconds are spent, then refuses until UTC midnight", async () => {
+      const t = setup({ execSecondsPerDay: 10 });
+      await t.admission.chargeExec("ws", 9_999);
+      await t.admission.checkExecBudget(t.policy);
+      await t.admission.chargeExec("ws", 1);
+      const error = await refusal(t.admission.checkExecBudget(t.policy));
+      expect(error.code).toBe("quota.exec_budget");
+      expect(error.status).toBe(429);
+      expect(error.retryAfterSeconds).toBe(12 * 3600);
+    });
+
+    it("Retry-After counts down to midnight UTC, rounded up", async () => {
+      const t = setup({ execSecondsPerDay: 1 });
+      t.set(Date.UTC(2030, 0, 15, 23, 59, 58, 500));
+      await t.admission.chargeExec("ws", 1_000);
+      expect((await refusal(t.admission.checkExecBudget(t.policy))).retryAfterSeconds).toBe(2);
+      t.set(Date.UTC(2030, 0, 15, 0, 0, 0));
+      await t.admission.chargeExec("ws", 1_000);
+      expect((await refusal(t.admission.checkExecBudget(t.policy))).retryAfterSeconds).toBe(86_400);
+    });
+
+    it("a new UTC day starts a new budget", async () => {
+      const t = setup({ execSecondsPerDay: 1 });
+      t.set(Date.UTC(2030, 0, 15, 23, 59, 59));
+      await t.admission.chargeExec("ws", 5_000);
+      await refusal(t.admission.checkExecBudget(t.policy));
+      t.set(Date.UTC(2030, 0, 16, 0, 0, 0));
+      await t.admission.checkExecBudget(t.policy);
+    });
+
+    it("refuses a new session once the budget is spent, holding no slot and no rate", async () => {
+      const t = setup({ execSecondsPerDay: 1, maxConcurrentSessions: 1, sessionsPerMinute: 1 });
+      await t.admission.chargeExec("ws", 1_000);
+      const error = await refusal(t.admission.admitSession(t.policy, "s1", t.now() + HOUR));
+      expect(error.code).toBe("quota.exec_budget");
+      expect(await t.store.countSlots("ws", t.now())).toBe(0);
+      t.advance(12 * HOUR);
+      await t.admission.admitSession(t.policy, "s1", t.now() + HOUR);
+    });
+
+    it("budgets each workspace on its own", async () => {
+      const t = setup({ execSecondsPerDay: 1 });
+      await t.admission.chargeExec("other", 5_000);
+      await t.admission.checkExecBudget(t.policy);
+    });
+  });
+});
