@@ -4,8 +4,8 @@
  * verification work is done. Only failures count, so a busy, well-behaved client is never
  * limited. Memory is bounded: past `maxSources` the least recently seen source is forgotten.
  *
- * Sources are opaque strings chosen by the caller; `failedAuthSources` builds the usual pair,
- * the client address and a fingerprint of the presented credential.
+ * Sources are opaque strings chosen by the caller (the gateway uses the client address and a
+ * fingerprint of the presented credential).
  */
 import { createHash } from "node:crypto";
 
@@ -93,18 +93,4 @@ export class FailedAuthLimiter {
  */
 export function credentialFingerprint(credential: string): string {
   return createHash("sha256").update(credential).digest("hex").slice(0, 32);
-}
-
-/**
- * The sources a failed attempt is charged to: the client address (guessing from one place) and
- * the credential (one bad token replayed from many places). Either one being limited refuses.
- */
-export function failedAuthSources(
-  clientAddress: string | undefined,
-  authorization: string | undefined,
-): string[] {
-  const sources: string[] = [];
-  if (clientAddress) sources.push(`addr:${clientAddress}`);
-  if (authorization) sources.push(`cred:${credentialFingerprint(authorization)}`);
-  return sources;
 }

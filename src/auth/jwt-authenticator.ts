@@ -4,6 +4,7 @@
  * caller probing with forged tokens learns nothing about which check stopped it. The reason is
  * kept in the error's `cause` (a jose error code, never the token or its claims) for operators.
  */
+import { webcrypto } from "node:crypto";
 import {
   createRemoteJWKSet,
   errors,
@@ -71,8 +72,20 @@ export class JwtAuthenticator {
   #createKeyResolver(): JWTVerifyGetKey {
     const { jwtSecret, jwtPublicKey, jwksUrl } = this.#config;
     if (jwtSecret !== undefined) {
+      // Imported once per algorithm as a CryptoKey: raw bytes would be re-imported on
+      // every verification, which costs more than the verification itself.
       const secret = new TextEncoder().encode(jwtSecret);
-      return async () => secret;
+      const imported = new Map<string, Promise<webcrypto.CryptoKey>>();
+      return async ({ alg }) => {
+        const hash = alg === undefined ? undefined : hmacHashes[alg];
+        if (hash === undefined) throw new errors.JOSEAlgNotAllowed("algorithm not allowed");
+        let key = imported.get(alg!);
+        if (key === undefined) {
+          key = webcrypto.subtle.importKey("raw", secret, { name: "HMAC", hash }, false, ["verify"]);
+          imported.set(alg!, key);
+        }
+        return key;
+      };
     }
     if (jwksUrl !== undefined) {
       return createRemoteJWKSet(new URL(jwksUrl), {
@@ -99,6 +112,8 @@ export class JwtAuthenticator {
     };
   }
 }
+
+const hmacHashes: Record<string, string> = { HS256: "SHA-256", HS384: "SHA-384", HS512: "SHA-512" };
 
 function bearerToken(authorization: string | undefined): string {
   const value = authorization?.trim() ?? "";

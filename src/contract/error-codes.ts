@@ -50,16 +50,19 @@ export class SandpoolError extends Error {
   readonly status: ErrorStatus;
   /** Seconds a client should wait before retrying (429 / 503), sent as `Retry-After`. */
   readonly retryAfterSeconds: number | undefined;
+  /** Headers the answer must carry (e.g. `Allow` on a 405). */
+  readonly headers: Readonly<Record<string, string>>;
 
   constructor(
     readonly code: ErrorCode,
     message: string,
-    options: { retryAfterSeconds?: number; cause?: unknown } = {},
+    options: { retryAfterSeconds?: number; headers?: Record<string, string>; cause?: unknown } = {},
   ) {
     super(message, { cause: options.cause });
     this.name = "SandpoolError";
     this.status = errorStatus[code];
     this.retryAfterSeconds = options.retryAfterSeconds;
+    this.headers = options.headers ?? {};
   }
 
   toBody(): ErrorBody {

@@ -6,7 +6,7 @@
  */
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { errorBody, SandpoolError } from "../contract/error-codes.js";
+import { errorBody } from "../contract/error-codes.js";
 import { errorResponse } from "./common/error-response.js";
 import { guardRequestTarget } from "./common/request-target.js";
 import type { GatewayEnv } from "./gateway-env.js";
@@ -17,6 +17,7 @@ import { registerExecRoute } from "./routes/exec-route.js";
 import { registerFileRoutes } from "./routes/file-routes.js";
 import { registerOpsRoutes } from "./routes/ops-routes.js";
 import { registerSessionRoutes } from "./routes/session-routes.js";
+import { unmatchedRoute } from "./routes/unmatched-route.js";
 
 export function createGatewayApp(
   services: GatewayServices,
@@ -34,16 +35,14 @@ export function createGatewayApp(
   registerSessionRoutes(contract, services, jsonLimit);
   registerExecRoute(contract, services, jsonLimit);
   registerFileRoutes(contract, services);
-  contract.all("*", () => {
-    throw new SandpoolError("request.not_found", "no such route");
-  });
+  const basePath = normalizeBasePath(options.basePath);
+  contract.all("*", unmatchedRoute(basePath));
   contract.onError(onError);
 
   const app = new Hono<GatewayEnv>();
   app.use("*", observeRequest(services.log, services.metrics));
   app.use("*", guardRequestTarget());
   registerOpsRoutes(app, services);
-  const basePath = normalizeBasePath(options.basePath);
   if (basePath) app.route(basePath, contract);
   app.route("/", contract);
   app.onError(onError);

@@ -99,6 +99,10 @@ export class PoolManager {
 
   async warm(pool: PoolSpec): Promise<void> {
     const backoff = this.backoff.get(pool.name)!;
+    // Idle sandboxes keep counting against the pool's cap for as long as they wait.
+    for (const idle of await this.deps.store.listIdle(pool.name)) {
+      await this.deps.store.renewMember(pool.name, idle.sandboxId, this.now() + IDLE_MEMBERSHIP_MS);
+    }
     for (;;) {
       if (!backoff.mayStart(this.now())) return;
       const idle = (await this.deps.store.listIdle(pool.name)).length;

@@ -83,13 +83,15 @@ export class SessionLifecycle {
     );
     // 144 random bits, URL-safe: unguessable, and unrelated to the container or its session.
     const sessionId = randomBytes(18).toString("base64url");
-    const createdAt = this.now();
-    const holdUntil = createdAt + maxLifetimeSeconds * 1000 + HOLD_GRACE_MS;
+    // The slot is held from now; a slow cold start must not eat into it.
+    const holdUntil = this.now() + maxLifetimeSeconds * 1000 + HOLD_GRACE_MS + pool.coldStartTimeoutMs;
 
     await this.deps.admission.admitSession(policy, sessionId, holdUntil);
     let leased: Awaited<ReturnType<PoolManager["lease"]>> | undefined;
     try {
       leased = await this.deps.pools.lease(pool);
+      // The session's clock starts when it is usable, not when it was asked for.
+      const createdAt = this.now();
       const lease: Lease = {
         sessionId,
         workspace,
@@ -134,10 +136,36 @@ export class SessionLifecycle {
     return lease;
   }
 
-  /** Records activity; `busyForMs` keeps the session alive through a call that long. */
-  async touch(key: LeaseKey, busyForMs?: number): Promise<void> {
-    const now = this.now();
-    await this.deps.store.touchLease(key, now, busyForMs === undefined ? undefined : now + busyForMs);
+  /** Records activity that is not a call (a handle read). */
+  async touch(key: LeaseKey): Promise<void> {
+    await this.deps.store.touchLease(key, this.now());
+  }
+
+  /**
+   * Runs `call` as activity on the session: while it runs (up to `deadlineMs`) the session
+   * cannot idle out, however many other calls start and end meanwhile.
+   */
+  async whileBusy<T>(key: LeaseKey, deadlineMs: number, call: () => Promise<T>): Promise<T> {
+    const end = await this.beginCall(key, deadlineMs);
+    try {
+      return await call();
+    } finally {
+      await end();
+    }
+  }
+
+  /** Marks a call as started; the returned function (safe to call twice) marks it ended. */
+  async beginCall(key: LeaseKey, deadlineMs: number): Promise<() => Promise<void>> {
+    await this.deps.store.touchLease(key, this.now(), { begin: this.now() + deadlineMs });
+    let ended = false;
+    return async () => {
+      if (ended) return;
+      ended = true;
+      await this.deps.store.touchLease(key, this.now(), { end: true }).catch((error) => {
+        // busyUntil still bounds how long the session counts as busy.
+        this.deps.log.warn({ err: error, session: key.sessionId }, "could not record the end of a call");
+      });
+    };
   }
 
   /** Ends a session; false when it was already gone (someone else ended it). */

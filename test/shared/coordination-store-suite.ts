@@ -480,25 +480,38 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
           expect((await store.getLease(keyOf(l)))?.lastActivityAt).toBe(t0 + 10 * SECOND);
         });
 
-        it("sets busyUntil when given and keeps it when not", async () => {
+        it("counts calls in flight: busyUntil is the latest deadline until the last call ends", async () => {
           const ws = freshName("ws");
           const l = lease(ws);
           await store.putLease(l);
-          expect((await store.touchLease(keyOf(l), t0 + SECOND, t0 + 5 * MINUTE))?.busyUntil).toBe(
-            t0 + 5 * MINUTE,
-          );
-          expect((await store.touchLease(keyOf(l), t0 + 2 * SECOND))?.busyUntil).toBe(t0 + 5 * MINUTE);
-          expect((await store.getLease(keyOf(l)))?.busyUntil).toBe(t0 + 5 * MINUTE);
-          // A finished call sets it back to its end.
-          expect((await store.touchLease(keyOf(l), t0 + 3 * SECOND, t0 + 3 * SECOND))?.busyUntil).toBe(
-            t0 + 3 * SECOND,
-          );
+          const first = await store.touchLease(keyOf(l), t0 + SECOND, { begin: t0 + 5 * MINUTE });
+          expect(first).toMatchObject({ activeCalls: 1, busyUntil: t0 + 5 * MINUTE });
+          // A second, shorter call does not lower it; plain activity leaves it alone.
+          const second = await store.touchLease(keyOf(l), t0 + 2 * SECOND, { begin: t0 + MINUTE });
+          expect(second).toMatchObject({ activeCalls: 2, busyUntil: t0 + 5 * MINUTE });
+          expect((await store.touchLease(keyOf(l), t0 + 3 * SECOND))?.busyUntil).toBe(t0 + 5 * MINUTE);
+          // One call ending keeps the session busy for the other one...
+          const oneEnded = await store.touchLease(keyOf(l), t0 + 4 * SECOND, { end: true });
+          expect(oneEnded).toMatchObject({ activeCalls: 1, busyUntil: t0 + 5 * MINUTE });
+          // ...the last one ending frees it.
+          const allEnded = await store.touchLease(keyOf(l), t0 + 5 * SECOND, { end: true });
+          expect(allEnded?.activeCalls).toBe(0);
+          expect(allEnded?.busyUntil).toBeUndefined();
+          expect((await store.getLease(keyOf(l)))?.busyUntil).toBeUndefined();
+          expect((await store.getLease(keyOf(l)))?.lastActivityAt).toBe(t0 + 5 * SECOND);
+        });
+
+        it("never counts below zero calls", async () => {
+          const ws = freshName("ws");
+          const l = lease(ws);
+          await store.putLease(l);
+          expect((await store.touchLease(keyOf(l), t0 + SECOND, { end: true }))?.activeCalls).toBe(0);
         });
 
         it("returns undefined for a missing lease and does not create one", async () => {
           const ws = freshName("ws");
           const key = { workspace: ws, sessionId: freshName("sess") };
-          expect(await store.touchLease(key, t0, t0 + MINUTE)).toBeUndefined();
+          expect(await store.touchLease(key, t0, { begin: t0 + MINUTE })).toBeUndefined();
           expect(await store.getLease(key)).toBeUndefined();
           expect(await dueIn(ws, t0 + 10 * HOUR)).toEqual([]);
         });
@@ -566,13 +579,13 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
           const ws = freshName("ws");
           const l = lease(ws, { idleTimeoutSeconds: 60, maxLifetimeSeconds: 600 });
           await store.putLease(l);
-          await store.touchLease(keyOf(l), t0 + 10 * SECOND, t0 + 300 * SECOND);
+          await store.touchLease(keyOf(l), t0 + 10 * SECOND, { begin: t0 + 300 * SECOND });
           expect(await dueIn(ws, t0 + 200 * SECOND)).toEqual([]);
           expect(await dueIn(ws, t0 + 300 * SECOND)).toEqual([l.sessionId]);
 
           const long = lease(ws, { idleTimeoutSeconds: 60, maxLifetimeSeconds: 120 });
           await store.putLease(long);
-          await store.touchLease(keyOf(long), t0 + SECOND, t0 + HOUR);
+          await store.touchLease(keyOf(long), t0 + SECOND, { begin: t0 + HOUR });
           expect(await dueIn(ws, t0 + 2 * MINUTE)).toContain(long.sessionId);
         });
 

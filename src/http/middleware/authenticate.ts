@@ -1,12 +1,15 @@
 /**
  * Pipeline step 2: every contract route requires a valid bearer credential, checked
  * before any route lookup, so a caller without one learns nothing (no 404 or 405 first).
- * Repeated failures from one address, or with one credential, are refused with 429
- * before any verification work is spent on them.
+ *
+ * Failed attempts are limited per credential and per client address. A credential that
+ * keeps failing is refused (429) before any verification work is spent on it. An address
+ * that keeps failing gets 429 instead of 401 for its failures, but a valid token from it
+ * still passes: behind a shared proxy every tenant has the same address, and one tenant's
+ * stale token must not lock the others out.
  */
 import type { MiddlewareHandler } from "hono";
-import type { FailedAuthLimiter } from "../../auth/failed-auth-limiter.js";
-import { failedAuthSources } from "../../auth/failed-auth-limiter.js";
+import { credentialFingerprint, type FailedAuthLimiter } from "../../auth/failed-auth-limiter.js";
 import type { Principal } from "../../auth/principal.js";
 import { SandpoolError } from "../../contract/error-codes.js";
 import type { GatewayEnv } from "../gateway-env.js";
@@ -15,28 +18,33 @@ export interface BearerAuthenticator {
   authenticate(authorization: string | undefined): Promise<Principal>;
 }
 
+function rateLimited(retryAfterSeconds: number): SandpoolError {
+  return new SandpoolError("auth.rate_limited", "too many failed authentication attempts", {
+    retryAfterSeconds,
+  });
+}
+
 export function authenticate(
   authenticator: BearerAuthenticator,
   limiter: FailedAuthLimiter,
 ): MiddlewareHandler<GatewayEnv> {
   return async (c, next) => {
     const authorization = c.req.header("authorization");
-    const sources = failedAuthSources(c.env?.incoming?.socket?.remoteAddress, authorization);
-    for (const source of sources) {
-      const verdict = limiter.check(source);
-      if (verdict.limited) {
-        throw new SandpoolError("auth.rate_limited", "too many failed authentication attempts", {
-          retryAfterSeconds: verdict.retryAfterSeconds,
-        });
-      }
+    const address = c.env?.incoming?.socket?.remoteAddress;
+    const addressSource = address ? `addr:${address}` : undefined;
+    const credentialSource = authorization ? `cred:${credentialFingerprint(authorization)}` : undefined;
+    if (credentialSource) {
+      const verdict = limiter.check(credentialSource);
+      if (verdict.limited) throw rateLimited(verdict.retryAfterSeconds);
     }
+    const addressVerdict = addressSource ? limiter.check(addressSource) : undefined;
     try {
       c.set("principal", await authenticator.authenticate(authorization));
     } catch (error) {
-      for (const source of sources) limiter.recordFailure(source);
+      for (const source of [addressSource, credentialSource]) if (source) limiter.recordFailure(source);
+      if (addressVerdict?.limited) throw rateLimited(addressVerdict.retryAfterSeconds);
       throw error;
     }
-    c.header("WWW-Authenticate", undefined);
     await next();
   };
 }

@@ -12,7 +12,7 @@ import { readJsonBody } from "../common/read-json-body.js";
 import type { GatewayEnv } from "../gateway-env.js";
 import type { GatewayServices } from "../gateway-services.js";
 import { forwardToSandbox, toResponse } from "./forward-to-sandbox.js";
-import { sessionKey } from "./session-routes.js";
+import { openSessionCall } from "./open-session-call.js";
 
 export function registerExecRoute(
   app: Hono<GatewayEnv>,
@@ -21,8 +21,7 @@ export function registerExecRoute(
 ): void {
   app.post("/sessions/:id/exec", jsonLimit, async (c) => {
     c.set("operation", "Execute");
-    const key = sessionKey(c);
-    const lease = await services.sessions.resolve(key);
+    const { key, lease, policy } = await openSessionCall(c, services);
     const body = await readJsonBody(c);
     const tool = (body as { tool?: unknown } | null)?.tool;
     if (!isToolKind(tool))
@@ -30,7 +29,6 @@ export function registerExecRoute(
     const parsed = execRequest.safeParse(body);
     if (!parsed.success) throw new SandpoolError("request.malformed", describeIssues(parsed.error));
 
-    const policy = await services.policies.forWorkspace(key.workspace);
     if (!policy.allowedTools.includes(tool)) {
       throw new SandpoolError(
         "policy.tool_not_allowed",
@@ -44,18 +42,18 @@ export function registerExecRoute(
       policy.execTimeoutCeilingSeconds,
     );
     const deadlineMs = timeoutSeconds * 1000 + services.limits.execDeadlineBufferMs;
-    await services.sessions.touch(key, deadlineMs);
     // Unknown request fields travel on to the sandbox; only the timeout is rewritten.
     const forwarded = JSON.stringify({ ...(body as object), timeout_seconds: timeoutSeconds });
-    const answer = await forwardToSandbox(services, lease, {
-      method: "POST",
-      subPath: "/exec",
-      headers: { "content-type": "application/json" },
-      body: forwarded,
-      timeoutMs: deadlineMs,
-      buffer: true,
-    });
-    await services.sessions.touch(key, 0);
+    const answer = await services.sessions.whileBusy(key, deadlineMs, () =>
+      forwardToSandbox(services, lease, {
+        method: "POST",
+        subPath: "/exec",
+        headers: { "content-type": "application/json" },
+        body: forwarded,
+        timeoutMs: deadlineMs,
+        buffer: true,
+      }),
+    );
     if (answer.status === 200) await meterExecution(services, key, tool, answer.body as Buffer);
     return toResponse(answer);
   });

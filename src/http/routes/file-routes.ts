@@ -2,7 +2,8 @@
  * ListFiles, GetFile and PutFile through the pipeline. Bodies stream both ways: a
  * download is never held in the gateway's memory, and neither is an upload. The
  * workspace's file-size cap is checked on Content-Length before anything is read, and
- * handed to the sandbox, which enforces it exactly while it writes.
+ * handed to the sandbox, which enforces it exactly while it writes. A transfer counts as
+ * a call in flight until its last byte, so a slow one is never reaped as idle.
  */
 import { Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
@@ -11,11 +12,13 @@ import { SandpoolError } from "../../contract/error-codes.js";
 import { MAX_FILE_BYTES_HEADER } from "../../contract/headers.js";
 import type { GatewayEnv } from "../gateway-env.js";
 import type { GatewayServices } from "../gateway-services.js";
-import { forwardToSandbox, toResponse } from "./forward-to-sandbox.js";
-import { sessionKey } from "./session-routes.js";
+import { forwardToSandbox, type SandboxAnswer, toResponse } from "./forward-to-sandbox.js";
+import { openSessionCall } from "./open-session-call.js";
 
 /** Room for multipart boundaries and part headers on top of the file itself. */
 const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
+/** Longest a transfer may keep its session from idling out if its end is never seen. */
+const TRANSFER_DEADLINE_MS = 30 * 60_000;
 
 function rawQuery(c: Context<GatewayEnv>): string {
   const url = c.req.url;
@@ -23,34 +26,49 @@ function rawQuery(c: Context<GatewayEnv>): string {
   return question >= 0 ? url.slice(question + 1) : "";
 }
 
+/** Calls `done` once the answer's body has been sent (or abandoned), or now if it is bytes. */
+function afterBody(answer: SandboxAnswer, done: () => Promise<void>): SandboxAnswer {
+  if (Buffer.isBuffer(answer.body)) {
+    void done();
+  } else {
+    answer.body.once("close", () => void done());
+  }
+  return answer;
+}
+
 export function registerFileRoutes(app: Hono<GatewayEnv>, services: GatewayServices): void {
-  const timeoutMs = () => services.limits.sandboxRequestTimeoutMs;
+  const timeoutMs = services.limits.sandboxRequestTimeoutMs;
 
   app.get("/sessions/:id/files/list", async (c) => {
     c.set("operation", "ListFiles");
-    const key = sessionKey(c);
-    const lease = await services.sessions.resolve(key);
-    await services.sessions.touch(key);
-    const answer = await forwardToSandbox(services, lease, {
-      method: "GET",
-      subPath: "/files/list",
-      query: rawQuery(c),
-      timeoutMs: timeoutMs(),
-    });
+    const { key, lease } = await openSessionCall(c, services);
+    const answer = await services.sessions.whileBusy(key, timeoutMs, () =>
+      forwardToSandbox(services, lease, {
+        method: "GET",
+        subPath: "/files/list",
+        query: rawQuery(c),
+        timeoutMs,
+      }),
+    );
     return toResponse(answer);
   });
 
   app.get("/sessions/:id/files", async (c) => {
     c.set("operation", "GetFile");
-    const key = sessionKey(c);
-    const lease = await services.sessions.resolve(key);
-    await services.sessions.touch(key);
-    const answer = await forwardToSandbox(services, lease, {
-      method: "GET",
-      subPath: "/files",
-      query: rawQuery(c),
-      timeoutMs: timeoutMs(),
-    });
+    const { key, lease } = await openSessionCall(c, services);
+    const end = await services.sessions.beginCall(key, TRANSFER_DEADLINE_MS);
+    let answer: SandboxAnswer;
+    try {
+      answer = await forwardToSandbox(services, lease, {
+        method: "GET",
+        subPath: "/files",
+        query: rawQuery(c),
+        timeoutMs,
+      });
+    } catch (error) {
+      await end();
+      throw error;
+    }
     if (answer.status === 200) {
       const bytes = Number(answer.headers["content-length"] ?? 0);
       services.usage.record({
@@ -60,14 +78,12 @@ export function registerFileRoutes(app: Hono<GatewayEnv>, services: GatewayServi
         quantity: bytes,
       });
     }
-    return toResponse(answer);
+    return toResponse(afterBody(answer, end));
   });
 
   app.post("/sessions/:id/files", async (c) => {
     c.set("operation", "PutFile");
-    const key = sessionKey(c);
-    const lease = await services.sessions.resolve(key);
-    const policy = await services.policies.forWorkspace(key.workspace);
+    const { key, lease, policy } = await openSessionCall(c, services);
     const declared = Number(c.req.header("content-length"));
     if (Number.isFinite(declared) && declared > policy.maxFileBytes + MULTIPART_OVERHEAD_BYTES) {
       throw new SandpoolError(
@@ -77,20 +93,22 @@ export function registerFileRoutes(app: Hono<GatewayEnv>, services: GatewayServi
     }
     const raw = c.req.raw.body;
     if (!raw) throw new SandpoolError("request.malformed", "PutFile needs a multipart body");
-    await services.sessions.touch(key);
     const headers: Record<string, string> = {
       "content-type": c.req.header("content-type") ?? "application/octet-stream",
       [MAX_FILE_BYTES_HEADER]: String(policy.maxFileBytes),
     };
     if (Number.isFinite(declared)) headers["content-length"] = String(declared);
-    const answer = await forwardToSandbox(services, lease, {
-      method: "POST",
-      subPath: "/files",
-      headers,
-      body: Readable.fromWeb(raw as WebReadableStream<Uint8Array>),
-      timeoutMs: timeoutMs(),
-      buffer: true,
-    });
+    const answer = await services.sessions.whileBusy(key, TRANSFER_DEADLINE_MS, () =>
+      forwardToSandbox(services, lease, {
+        method: "POST",
+        subPath: "/files",
+        headers,
+        body: Readable.fromWeb(raw as WebReadableStream<Uint8Array>),
+        // The upload streams through before the sandbox answers: allow for a slow sender.
+        timeoutMs: TRANSFER_DEADLINE_MS,
+        buffer: true,
+      }),
+    );
     if (answer.status === 201) {
       const stored = JSON.parse((answer.body as Buffer).toString("utf8")) as { size_bytes?: number };
       services.usage.record({

@@ -6,7 +6,7 @@
  * Everything with an owner is kept with an expiry (slots, pool members, leases), so a
  * holder that crashes ages out instead of leaking capacity.
  */
-import type { Lease, LeaseKey, SandboxRecord } from "./records.js";
+import type { CallMark, Lease, LeaseKey, SandboxRecord } from "./records.js";
 
 export interface CoordinationStore {
   // Admission: concurrent-session slots, session rate, execution budget.
@@ -50,10 +50,11 @@ export interface CoordinationStore {
   putLease(lease: Lease): Promise<void>;
   getLease(key: LeaseKey): Promise<Lease | undefined>;
   /**
-   * Records activity at `now`; `busyUntil` (a call's deadline) keeps the session from
-   * idling out while the call runs. Returns the lease, or undefined if it is gone.
+   * Records activity at `now` (last activity never moves backwards). A call that begins
+   * counts in and raises `busyUntil` to its deadline; the last call that ends clears it.
+   * Returns the lease, or undefined if it is gone.
    */
-  touchLease(key: LeaseKey, now: number, busyUntil?: number): Promise<Lease | undefined>;
+  touchLease(key: LeaseKey, now: number, call?: CallMark): Promise<Lease | undefined>;
   /** Atomically removes the lease: of several callers, exactly one gets it and ends the session. */
   takeLease(key: LeaseKey): Promise<Lease | undefined>;
   /** Leases whose idle or lifetime deadline has passed. */

@@ -4,7 +4,7 @@
  * network; every method is trivially atomic because nothing awaits inside it.
  */
 import type { CoordinationStore } from "./coordination-store.js";
-import { type Lease, type LeaseKey, leaseDeadline, type SandboxRecord } from "./records.js";
+import { type CallMark, type Lease, type LeaseKey, leaseDeadline, type SandboxRecord } from "./records.js";
 
 /** token -> expiry, with expired entries dropped whenever the set is read. */
 class ExpiringSet {
@@ -137,11 +137,17 @@ export class MemoryCoordinationStore implements CoordinationStore {
     return lease && structuredClone(lease);
   }
 
-  async touchLease(key: LeaseKey, now: number, busyUntil?: number) {
+  async touchLease(key: LeaseKey, now: number, call?: CallMark) {
     const lease = this.leases.get(leaseId(key));
     if (!lease) return undefined;
     lease.lastActivityAt = Math.max(lease.lastActivityAt, now);
-    if (busyUntil !== undefined) lease.busyUntil = busyUntil;
+    if (call && "begin" in call) {
+      lease.activeCalls = (lease.activeCalls ?? 0) + 1;
+      lease.busyUntil = Math.max(lease.busyUntil ?? 0, call.begin);
+    } else if (call) {
+      lease.activeCalls = Math.max(0, (lease.activeCalls ?? 0) - 1);
+      if (lease.activeCalls === 0) delete lease.busyUntil;
+    }
     return structuredClone(lease);
   }
 

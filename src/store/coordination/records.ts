@@ -24,9 +24,17 @@ export interface Lease {
   lastActivityAt: number;
   idleTimeoutSeconds: number;
   maxLifetimeSeconds: number;
-  /** A call in flight keeps the session from idling out until this time. */
+  /** Calls in flight: while there are any, the session does not idle out. */
+  activeCalls?: number;
+  /**
+   * The latest deadline of the calls in flight: how long they can hold the session off
+   * idling out even if their gateway dies without saying they ended.
+   */
   busyUntil?: number;
 }
+
+/** A call starting (with its deadline) or ending, recorded with the activity it is. */
+export type CallMark = { begin: number } | { end: true };
 
 /** When the reaper should end the lease if nothing touches it first. */
 export function leaseDeadline(lease: Lease): number {

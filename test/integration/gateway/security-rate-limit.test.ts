@@ -81,7 +81,7 @@ beforeAll(async () => {
 afterAll(() => harness?.close());
 
 describe("failed-attempt rate limiting", () => {
-  it("refuses an address after maxFailures bad attempts, even with a valid token", async () => {
+  it("refuses an address's failures after maxFailures bad attempts, but not its valid tokens", async () => {
     const from = "127.0.0.11";
     expect((await list(from, good)).status).toBe(404); // successes never count
     for (let attempt = 1; attempt <= MAX_FAILURES; attempt++) {
@@ -90,8 +90,8 @@ describe("failed-attempt rate limiting", () => {
     }
     expectRateLimited(await list(from, "Bearer bad-token-4"));
     expectRateLimited(await list(from));
-    // The address is what is limited: the valid token is refused from it too.
-    expectRateLimited(await list(from, good));
+    // Behind a shared proxy every tenant has this address: a valid token still gets in.
+    expect((await list(from, good)).status).toBe(404);
   });
 
   it("counts missing credentials against the address", async () => {
@@ -99,14 +99,14 @@ describe("failed-attempt rate limiting", () => {
     for (let attempt = 1; attempt <= MAX_FAILURES; attempt++) {
       expect((await list(from)).body).toMatchObject({ detail: { code: "auth.missing" } });
     }
-    expectRateLimited(await list(from, good));
+    expectRateLimited(await list(from));
   });
 
   it("leaves other addresses alone", async () => {
     const limited = "127.0.0.13";
     for (let attempt = 1; attempt <= MAX_FAILURES + 1; attempt++)
       await list(limited, `Bearer junk-${attempt}`);
-    expectRateLimited(await list(limited, good));
+    expectRateLimited(await list(limited, "Bearer more-junk"));
     expect((await list("127.0.0.14", good)).status).toBe(404);
     expect((await list("127.0.0.14", "Bearer fresh-junk")).status).toBe(401);
   });
@@ -125,7 +125,7 @@ describe("failed-attempt rate limiting", () => {
   it("keeps health, metrics and the transport guard answering a limited address", async () => {
     const from = "127.0.0.40";
     for (let attempt = 1; attempt <= MAX_FAILURES; attempt++) await list(from, `Bearer nope-${attempt}`);
-    expectRateLimited(await list(from, good));
+    expectRateLimited(await list(from, "Bearer nope-again"));
     for (const path of ["/healthz", "/readyz", "/metrics"]) {
       expect({ path, status: (await getFrom(harness.url, from, path)).status }).toEqual({
         path,

@@ -3,6 +3,8 @@
  * two replicas sharing one pool and one view of every session.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { deploymentPolicySchema } from "../../../src/policy/deployment-policy.js";
+import { PolicyAdmin } from "../../../src/policy/policy-admin.js";
 import { openPostgres } from "../../../src/store/sql/open-database.js";
 import { PolicyRepository } from "../../../src/store/sql/policy-repository.js";
 import type { CliServer } from "../../support/cli.js";
@@ -20,6 +22,7 @@ const available =
     start: "npm run build:sandbox-image",
   }));
 
+const IMAGE = "sandpool/sandbox:dev";
 const CONFIG = `
 pools:
   - name: default
@@ -80,10 +83,13 @@ describe.skipIf(!available)("sandpool serve with two replicas", () => {
   });
 
   it("never exceeds a workspace's limit under concurrent creates on both replicas", async () => {
+    // As an operator's edit: written, audited and announced to both replicas.
     const db = openPostgres(deployment.databaseUrl);
-    await new PolicyRepository(db).put("limited", { maxConcurrentSessions: 3 }, "test");
+    const policy = deploymentPolicySchema.parse({ allowedImages: [IMAGE], defaultImage: IMAGE });
+    const admin = new PolicyAdmin(policy, ["standard"], new PolicyRepository(db), await deployment.store());
+    await admin.put("limited", { maxConcurrentSessions: 3 }, "test");
     await db.destroy();
-    await new Promise((resolve) => setTimeout(resolve, 1_200)); // policy cache TTL
+    await new Promise((resolve) => setTimeout(resolve, 300));
     const clients = [await deployment.client(one, "limited"), await deployment.client(two, "limited")];
     const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => clients[i % 2]!.createSession()));
     const created = answers.filter((answer) => answer.status === 201);

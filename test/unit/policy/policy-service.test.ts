@@ -47,7 +47,7 @@ describe("PolicyService", () => {
     expect(other).toMatchObject({ workspace: "ws-b", configured: false, maxConcurrentSessions: 10 });
   });
 
-  it("caches a workspace's policy for the ttl, then reads it again", async () => {
+  it("caches a workspace's policy for the ttl, then refreshes it in the background", async () => {
     const time = clock();
     const db = table({ ws: { sessionsPerMinute: 5 } });
     const service = new PolicyService(deployment(), db.source, 1_000, time.now);
@@ -57,6 +57,12 @@ describe("PolicyService", () => {
     expect((await service.forWorkspace("ws")).sessionsPerMinute).toBe(5);
     expect(db.reads).toEqual(["ws"]);
     time.advance(1);
+    // Past the TTL the cached value still answers at once while one read refreshes it...
+    expect((await service.forWorkspace("ws")).sessionsPerMinute).toBe(5);
+    expect((await service.forWorkspace("ws")).sessionsPerMinute).toBe(5);
+    expect(db.reads).toEqual(["ws", "ws"]);
+    await Promise.resolve();
+    // ...and the refreshed value answers from then on.
     expect((await service.forWorkspace("ws")).sessionsPerMinute).toBe(7);
     expect(db.reads).toEqual(["ws", "ws"]);
   });

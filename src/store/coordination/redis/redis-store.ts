@@ -13,7 +13,7 @@ import { randomBytes } from "node:crypto";
 import { Redis, type RedisOptions } from "ioredis";
 import { SandpoolError } from "../../../contract/error-codes.js";
 import type { CoordinationStore } from "../coordination-store.js";
-import { type Lease, type LeaseKey, leaseDeadline, type SandboxRecord } from "../records.js";
+import { type CallMark, type Lease, type LeaseKey, leaseDeadline, type SandboxRecord } from "../records.js";
 import { type LuaScripts, loadLuaScripts } from "./lua-scripts.js";
 import { RedisKeys } from "./redis-keys.js";
 
@@ -157,9 +157,10 @@ export class RedisCoordinationStore implements CoordinationStore {
     return raw ? (JSON.parse(raw) as Lease) : undefined;
   }
 
-  async touchLease(key: LeaseKey, now: number, busyUntil?: number) {
+  async touchLease(key: LeaseKey, now: number, call?: CallMark) {
+    const mark = !call ? ["", ""] : "begin" in call ? ["begin", call.begin] : ["end", ""];
     const raw = await this.call(() =>
-      this.scripts.run(this.redis, "touch-lease", [this.keys.lease(key)], [now, busyUntil ?? ""]),
+      this.scripts.run(this.redis, "touch-lease", [this.keys.lease(key)], [now, ...mark]),
     );
     if (typeof raw !== "string") return undefined;
     const lease = JSON.parse(raw) as Lease;

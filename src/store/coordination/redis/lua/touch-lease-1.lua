@@ -1,8 +1,9 @@
--- Records activity on a lease: last activity never moves backwards; a call in flight
--- sets how long the session is busy.
+-- Records activity on a lease: last activity never moves backwards; a call that begins
+-- counts in and raises busyUntil to its deadline, the last call that ends clears it.
 -- KEYS[1]  the lease (JSON string)
 -- ARGV[1]  now (epoch ms)
--- ARGV[2]  busy until (epoch ms), or "" to leave it as it is
+-- ARGV[2]  "begin", "end", or "" for plain activity
+-- ARGV[3]  with "begin": the call's deadline (epoch ms)
 -- Returns  the updated lease JSON, or false when the lease is gone
 local raw = redis.call("GET", KEYS[1])
 if not raw then
@@ -10,8 +11,14 @@ if not raw then
 end
 local lease = cjson.decode(raw)
 lease.lastActivityAt = math.max(lease.lastActivityAt, tonumber(ARGV[1]))
-if ARGV[2] ~= "" then
-  lease.busyUntil = tonumber(ARGV[2])
+if ARGV[2] == "begin" then
+  lease.activeCalls = (lease.activeCalls or 0) + 1
+  lease.busyUntil = math.max(lease.busyUntil or 0, tonumber(ARGV[3]))
+elseif ARGV[2] == "end" then
+  lease.activeCalls = math.max(0, (lease.activeCalls or 0) - 1)
+  if lease.activeCalls == 0 then
+    lease.busyUntil = nil
+  end
 end
 local updated = cjson.encode(lease)
 redis.call("SET", KEYS[1], updated, "KEEPTTL")

@@ -1,0 +1,30 @@
+/**
+ * What an authenticated request that matched no contract route gets: 405 with `Allow`
+ * when the path is a contract path and only the method is wrong, else 404. It runs after
+ * authentication, so neither answer tells an anonymous caller anything.
+ */
+import type { Context } from "hono";
+import { SandpoolError } from "../../contract/error-codes.js";
+
+const CONTRACT_PATHS: readonly (readonly [RegExp, string])[] = [
+  [/^\/sessions$/, "POST"],
+  [/^\/sessions\/[^/]+$/, "GET, DELETE"],
+  [/^\/sessions\/[^/]+\/exec$/, "POST"],
+  [/^\/sessions\/[^/]+\/files\/list$/, "GET"],
+  [/^\/sessions\/[^/]+\/files$/, "GET, POST"],
+];
+
+export function unmatchedRoute(basePath: string | undefined) {
+  return (c: Context): never => {
+    let path = c.req.path;
+    if (basePath && (path === basePath || path.startsWith(`${basePath}/`)))
+      path = path.slice(basePath.length);
+    const allow = CONTRACT_PATHS.find(([pattern]) => pattern.test(path))?.[1];
+    if (allow) {
+      throw new SandpoolError("request.method_not_allowed", `${c.req.method} is not allowed here`, {
+        headers: { Allow: allow },
+      });
+    }
+    throw new SandpoolError("request.not_found", "no such route");
+  };
+}
