@@ -4,6 +4,7 @@
  * rejects still get a contract-shaped 400, and closing drains: no new requests, calls in
  * flight finish, and each keep-alive connection is closed as soon as it falls idle.
  */
+import { randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
@@ -30,6 +31,7 @@ export interface FetchApp {
 }
 
 const BAD_REQUEST = Buffer.from(JSON.stringify(errorBody("request.bad_target", "malformed request")));
+const BAD_TARGET = Buffer.from(JSON.stringify(errorBody("request.bad_target", "malformed request target")));
 
 export async function listen(app: FetchApp, options: ListenOptions): Promise<RunningServer> {
   let draining = false;
@@ -37,6 +39,17 @@ export async function listen(app: FetchApp, options: ListenOptions): Promise<Run
   const server = createServer((req, res) => {
     // While draining, every answer closes its connection, so keep-alive clients move on.
     if (draining) res.shouldKeepAlive = false;
+    // Absolute-form and asterisk targets, and backslashes, cannot even become a Request:
+    // refused here; every other bad target is refused by the guard middleware.
+    if (!req.url?.startsWith("/") || req.url.includes("\\")) {
+      res.writeHead(400, {
+        "content-type": "application/json",
+        "content-length": BAD_TARGET.length,
+        "x-request-id": randomUUID(),
+      });
+      res.end(BAD_TARGET);
+      return;
+    }
     void handle(req, res);
   });
   server.headersTimeout = options.headersTimeoutMs ?? 10_000;
