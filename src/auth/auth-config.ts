@@ -25,6 +25,11 @@ export const authConfigSchema = z
     clockToleranceSeconds: z.number().int().min(0).max(300).default(30),
     /** Claim holding the workspace; a dotted path reaches into an object claim when no literal claim has that name. */
     workspaceClaim: z.string().min(1).default("workspace_id"),
+    /**
+     * Claim that makes a token an admin token (the admin API) when it is the JSON `true`; any
+     * other value, or none, is an ordinary token. An admin token's workspace claim is optional.
+     */
+    adminClaim: z.string().min(1).default("sandpool_admin"),
     /** Least time between two JWKS fetches, so unknown `kid`s cannot make us hammer the issuer. */
     jwksCooldownMs: z.number().int().min(0).default(30_000),
     /** A fetched JWKS is trusted this long before being refreshed. */

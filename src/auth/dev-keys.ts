@@ -31,7 +31,12 @@ export async function loadOrCreateDevKey(dataDir: string): Promise<{ secret: str
 
 export interface MintTokenOptions {
   secret: string;
-  workspace: string;
+  /** The workspace claim; optional for an admin token only. */
+  workspace?: string;
+  /** Mints an admin token (the admin claim set to `true`): it may use the admin API. */
+  admin?: boolean;
+  /** Name of the admin claim; `sandpool_admin` unless the deployment configures another. */
+  adminClaim?: string;
   ttlSeconds?: number;
   subject?: string;
   issuer?: string;
@@ -39,11 +44,26 @@ export interface MintTokenOptions {
   workspaceClaim?: string;
 }
 
-/** An HS256 JWT with `iat`, `exp` and a random `jti`, accepted by a JwtAuthenticator keyed with `secret`. */
+/**
+ * An HS256 JWT with `iat`, `exp` and a random `jti`, accepted by a JwtAuthenticator keyed with `secret`;
+ * with `admin`, an admin token (its workspace optional).
+ */
 export async function mintToken(options: MintTokenOptions): Promise<string> {
-  const { secret, workspace, ttlSeconds = 3600 * 24, workspaceClaim = "workspace_id" } = options;
+  const {
+    secret,
+    workspace,
+    admin = false,
+    ttlSeconds = 3600 * 24,
+    workspaceClaim = "workspace_id",
+    adminClaim = "sandpool_admin",
+  } = options;
+  if (workspace === undefined && !admin)
+    throw new Error("a token needs a workspace unless it is an admin token");
+  const claims: Record<string, unknown> = {};
+  if (workspace !== undefined) claims[workspaceClaim] = workspace;
+  if (admin) claims[adminClaim] = true;
   const now = Math.floor(Date.now() / 1000);
-  const jwt = new SignJWT({ [workspaceClaim]: workspace })
+  const jwt = new SignJWT(claims)
     .setProtectedHeader({ alg: "HS256", typ: "JWT" })
     .setIssuedAt(now)
     .setExpirationTime(now + ttlSeconds)

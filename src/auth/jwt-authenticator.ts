@@ -1,5 +1,7 @@
 /**
- * Pipeline step 2: turns an `Authorization: Bearer <jwt>` header into a Principal, or refuses.
+ * Pipeline step 2: turns an `Authorization: Bearer <jwt>` header into a Caller, or refuses.
+ * An ordinary token must name a workspace; an admin token (the admin claim is `true`) may name
+ * none, or `*`, and is then scoped to no workspace (contract routes refuse it).
  * Every refusal but a missing header is the same `auth.invalid` with the same message, so a
  * caller probing with forged tokens learns nothing about which check stopped it. The reason is
  * kept in the error's `cause` (a jose error code, never the token or its claims) for operators.
@@ -16,7 +18,7 @@ import {
 } from "jose";
 import { SandpoolError } from "../contract/error-codes.js";
 import { type AuthConfig, authConfigSchema } from "./auth-config.js";
-import type { Principal } from "./principal.js";
+import type { Caller } from "./principal.js";
 import { readPublicKey } from "./public-key-algorithms.js";
 import { readWorkspaceClaim } from "./workspace-claim.js";
 
@@ -37,7 +39,7 @@ export class JwtAuthenticator {
     this.#config = authConfigSchema.parse(config);
   }
 
-  async authenticate(authorization: string | undefined): Promise<Principal> {
+  async authenticate(authorization: string | undefined): Promise<Caller> {
     const token = bearerToken(authorization);
     let claims: JWTPayload;
     try {
@@ -52,10 +54,16 @@ export class JwtAuthenticator {
     } catch (error) {
       throw invalid(error instanceof errors.JOSEError ? error.code : "verification failed");
     }
+    // Own property and the JSON `true` only: "true", 1 or an inherited value is no admin.
+    const admin = Object.hasOwn(claims, this.#config.adminClaim) && claims[this.#config.adminClaim] === true;
     const workspace = readWorkspaceClaim(claims, this.#config.workspaceClaim);
-    if (workspace === undefined) throw invalid("workspace claim missing or malformed");
+    // An admin token without a usable workspace is unscoped: it gains nothing on contract routes,
+    // which refuse a caller without a workspace.
+    if (workspace === undefined && !admin) throw invalid("workspace claim missing or malformed");
     return {
       workspace,
+      // Only admin tokens carry the flag, so an ordinary principal is what it always was.
+      ...(admin ? { admin: true } : {}),
       subject: typeof claims.sub === "string" ? claims.sub : undefined,
       tokenId: typeof claims.jti === "string" ? claims.jti : undefined,
       // jose has checked that `exp` is present and a number (requiredClaims).

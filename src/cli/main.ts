@@ -8,6 +8,7 @@ import { Command } from "commander";
 import { configCommand } from "./commands/config-command.js";
 import { devCommand } from "./commands/dev-command.js";
 import { migrateCommand } from "./commands/migrate-command.js";
+import { policyCommand } from "./commands/policy-command.js";
 import { sandboxCommand } from "./commands/sandbox-command.js";
 import { serveCommand } from "./commands/serve-command.js";
 import { tokenCommand } from "./commands/token-command.js";
@@ -19,6 +20,7 @@ const program = new Command("sandpool")
   .addCommand(devCommand())
   .addCommand(serveCommand())
   .addCommand(tokenCommand())
+  .addCommand(policyCommand())
   .addCommand(migrateCommand())
   .addCommand(configCommand())
   .addCommand(sandboxCommand());

@@ -12,11 +12,10 @@ import { startGateway } from "../gateway/start-gateway.js";
 import { normalizeBasePath } from "../http/gateway-app.js";
 import { InProcessJobRunner } from "../jobs/in-process-job-runner.js";
 import { createLogger } from "../logging/create-logger.js";
-import { ProcessRuntime } from "../runtime/process/process-runtime.js";
-import { resolvePythonExecutable } from "../sandbox/tools/resolve-python.js";
 import { MemoryCoordinationStore } from "../store/coordination/memory-store.js";
 import { migrateToLatest } from "../store/sql/migrate.js";
 import { openPglite } from "../store/sql/open-database.js";
+import { chooseDevRuntime, type DevRuntimeChoice } from "./choose-dev-runtime.js";
 
 export const DEV_IMAGE = "sandpool/sandbox:dev";
 export const DEV_WORKSPACE = "dev";
@@ -55,9 +54,11 @@ export async function runDev(options: Record<string, unknown>): Promise<void> {
 
   const db = await openPglite(path.join(dataDir, "pglite"));
   await migrateToLatest(db);
-  const runtime = new ProcessRuntime({
-    rootDir: path.join(dataDir, "sandboxes"),
-    python: await resolvePythonExecutable(options.python as string),
+  const { runtime, why } = await chooseDevRuntime({
+    choice: (options.runtime as DevRuntimeChoice | undefined) ?? "auto",
+    image: DEV_IMAGE,
+    dataDir,
+    python: options.python as string,
     execTimeoutCeilingSeconds: config.policy.execTimeoutCeilingSeconds,
     maxFileBytes: config.policy.maxFileBytes,
     log,
@@ -68,24 +69,34 @@ export async function runDev(options: Record<string, unknown>): Promise<void> {
   await gateway.services.pools.warmAll();
 
   const token = await mintToken({ secret, workspace: DEV_WORKSPACE });
+  // For the admin API and `sandpool policy`: scoped to no workspace, named in the audit trail.
+  const adminToken = await mintToken({ secret, admin: true, subject: "dev-admin" });
   const base = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${gateway.port}`;
   const idle = await store.listIdle("default");
   const lines = [
     "",
     "sandpool dev",
     `  mode      dev (PGlite at ${path.join(dataDir, "pglite")}, in-memory coordination, in-process jobs)`,
-    "  runtime   process: sandboxes are child processes of this one.",
-    "            !!! NOT ISOLATED: code run in a session has this user's access to this machine. !!!",
+    ...(runtime.isolated
+      ? [`  runtime   docker (${why}): hardened containers on an internal network`]
+      : [
+          `  runtime   process (${why}): sandboxes are child processes of this one.`,
+          "            !!! NOT ISOLATED: code run in a session has this user's access to this machine. !!!",
+        ]),
     `  pools     default: ${DEV_IMAGE}, ${idle.length} warm (min_idle ${minIdle}, max_total ${config.pools[0]!.maxTotal})`,
     `  contract  ${base}/${normalizeBasePath(config.basePath) ? ` and ${base}${normalizeBasePath(config.basePath)}/` : ""}`,
     `  metrics   ${base}/metrics`,
+    `  admin     ${base}/admin/v1 (admin token; \`sandpool policy --help\`)`,
     "",
     `SANDPOOL_TOKEN=${token}`,
+    `SANDPOOL_ADMIN_TOKEN=${adminToken}`,
     "",
     "Try it:",
     `  export SANDPOOL_TOKEN=${token}`,
     `  curl -s -X POST ${base}/sessions -H "Authorization: Bearer $SANDPOOL_TOKEN"`,
     `  npx sandpool token --workspace another-team   # a token for another workspace`,
+    `  export SANDPOOL_URL=${base} SANDPOOL_ADMIN_TOKEN=${adminToken}`,
+    `  npx sandpool policy get ${DEV_WORKSPACE}   # the policy in force, and where each value comes from`,
     "",
   ];
   process.stdout.write(`${lines.join("\n")}\n`);

@@ -225,6 +225,9 @@ export const configEnvVariables: readonly EnvVariable[] = bindings.map(({ name, 
 export const otherSandpoolVariables: readonly string[] = [
   "SANDPOOL_LOG_LEVEL",
   "SANDPOOL_TOKEN",
+  // `sandpool policy` (the admin CLI): where the gateway is and the admin token to use.
+  "SANDPOOL_URL",
+  "SANDPOOL_ADMIN_TOKEN",
   "SANDPOOL_DEBIAN_SOURCES",
   "SANDPOOL_DEBOOTSTRAP_CACHE",
   "SANDPOOL_DOCKERD_LOG",

@@ -54,6 +54,10 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   "auth.workspaceClaim": {
     comment: "Claim holding the workspace id; a dotted path reaches into an object claim.",
   },
+  "auth.adminClaim": {
+    comment:
+      "Claim that makes a token an admin token (admin API) when it is true; its workspace is then optional.",
+  },
   "auth.jwksCooldownMs": {
     comment: "Least time between two JWKS fetches, so unknown kids cannot hammer the issuer.",
   },

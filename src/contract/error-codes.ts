@@ -21,6 +21,8 @@ export const errorStatus = {
   "auth.missing": 401,
   "auth.invalid": 401,
   "auth.rate_limited": 429,
+  /** A valid token that may not do this (an ordinary token on the admin API). */
+  "auth.forbidden": 403,
   "policy.image_not_allowed": 403,
   "policy.tool_not_allowed": 403,
   "policy.workspace_disabled": 403,

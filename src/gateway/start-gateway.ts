@@ -62,7 +62,8 @@ export async function startGateway(
   const admission = new Admission(store);
   const sandboxes = new SandboxClient();
   const pools = new PoolManager({ pools: config.pools, store, runtime, client: sandboxes, metrics, log });
-  const usage = new BufferedUsageSink(new UsageRepository(db), log);
+  const usageRepository = new UsageRepository(db);
+  const usage = new BufferedUsageSink(usageRepository, log);
   const sessions = new SessionLifecycle({ store, pools, admission, policies, jobs, metrics, usage, log });
 
   jobs.register<SandboxRecord>(DESTROY_SANDBOX_JOB, (record) => pools.retire(record));
@@ -81,6 +82,13 @@ export async function startGateway(
   // Before serving: whatever a crashed predecessor left behind is cleaned up first.
   await reconcileNow();
 
+  const policyAdmin = new PolicyAdmin(
+    config.policy,
+    [...new Set(config.pools.map((pool) => pool.resourceClass))],
+    policyRepository,
+    store,
+  );
+
   let accepting = false;
   const services: GatewayServices = {
     log,
@@ -95,6 +103,20 @@ export async function startGateway(
     usage,
     limits: config.limits,
     ready: async () => accepting && ((await options.ready?.()) ?? true),
+    policyAdmin,
+    usageSummary: async (workspace, from, to) => {
+      // This replica's buffered events first, so what an operator just did shows up.
+      await usage.flush();
+      return usageRepository.summary(workspace, from, to);
+    },
+    poolStatus: () =>
+      Promise.all(
+        pools.list().map(async (pool) => ({
+          ...pool,
+          idle: (await store.listIdle(pool.name)).length,
+          members: await store.countMembers(pool.name, Date.now()),
+        })),
+      ),
   };
   const app = createGatewayApp(services, { basePath: config.basePath });
   const server = await listen(app, {
@@ -110,12 +132,7 @@ export async function startGateway(
     ...server,
     services,
     policyRepository,
-    policyAdmin: new PolicyAdmin(
-      config.policy,
-      [...new Set(config.pools.map((pool) => pool.resourceClass))],
-      policyRepository,
-      store,
-    ),
+    policyAdmin,
     close: async (options = {}) => {
       accepting = false;
       const closing = server.close();

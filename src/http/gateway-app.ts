@@ -2,6 +2,7 @@
  * The gateway's Hono app. Contract routes are served at `/` and, when configured, under a
  * base path (a platform mounts the contract under its own URL). Every contract route, and
  * every unknown path next to them, is authenticated first: 401 comes before any 404.
+ * The admin API lives at `/admin/v1`, never under the base path, and needs an admin token.
  * Health and metrics stay open.
  */
 import { Hono } from "hono";
@@ -13,6 +14,7 @@ import type { GatewayEnv } from "./gateway-env.js";
 import type { GatewayServices } from "./gateway-services.js";
 import { authenticate } from "./middleware/authenticate.js";
 import { observeRequest } from "./middleware/observe-request.js";
+import { ADMIN_BASE_PATH, createAdminApp } from "./routes/admin-routes.js";
 import { registerExecRoute } from "./routes/exec-route.js";
 import { registerFileRoutes } from "./routes/file-routes.js";
 import { registerOpsRoutes } from "./routes/ops-routes.js";
@@ -43,6 +45,12 @@ export function createGatewayApp(
   app.use("*", observeRequest(services.log, services.metrics));
   app.use("*", guardRequestTarget());
   registerOpsRoutes(app, services);
+  if (services.policyAdmin) {
+    // Before the contract: its catch-all answers every path under /admin/v1 itself.
+    const admin = createAdminApp(services, services.policyAdmin);
+    admin.onError(onError);
+    app.route(ADMIN_BASE_PATH, admin);
+  }
   if (basePath) app.route(basePath, contract);
   app.route("/", contract);
   app.onError(onError);

@@ -4,10 +4,13 @@ import type { FailedAuthLimiter } from "../auth/failed-auth-limiter.js";
 import type { SandboxClient } from "../forward/sandbox-client.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { UsageSink } from "../metering/usage-sink.js";
+import type { PolicyAdmin } from "../policy/policy-admin.js";
 import type { PolicyService } from "../policy/policy-service.js";
 import type { PoolManager } from "../pool/pool-manager.js";
 import type { SessionLifecycle } from "../pool/session-lifecycle.js";
 import type { Admission } from "../quota/admission.js";
+import type { PoolSpec } from "../runtime/sandbox-runtime.js";
+import type { UsageSummaryRow } from "../store/sql/usage-event.js";
 import type { BearerAuthenticator } from "./middleware/authenticate.js";
 
 export interface GatewayServices {
@@ -24,6 +27,20 @@ export interface GatewayServices {
   limits: GatewayLimits;
   /** Answers /readyz: false while the gateway cannot serve (start-up, shutdown, store down). */
   ready: () => Promise<boolean>;
+  /** Workspace policy edits for the admin API (`/admin/v1`); without it the admin API is not served. */
+  policyAdmin?: PolicyAdmin;
+  /** A workspace's durable usage with `from <= occurredAt < to`, per kind and tool (admin API). */
+  usageSummary?: (workspace: string, from: Date, to: Date) => Promise<UsageSummaryRow[]>;
+  /** Every pool's spec with its idle and member counts from the coordination store (admin API). */
+  poolStatus?: () => Promise<PoolStatus[]>;
+}
+
+/** A pool as the admin API shows it: its spec, and how many sandboxes it holds right now. */
+export interface PoolStatus extends PoolSpec {
+  /** Started sandboxes waiting for a session, in the store (every replica's). */
+  idle: number;
+  /** Sandboxes counted against `maxTotal`: idle, leased and starting, across replicas. */
+  members: number;
 }
 
 export interface GatewayLimits {

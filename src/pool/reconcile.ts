@@ -68,7 +68,7 @@ export async function reconcile(deps: ReconcileDeps): Promise<ReconcileReport> {
       }
     }
     // Members that are neither leased nor idle are being started by some replica.
-    for (const member of await deps.store.listMembers(pool.name)) known.add(member);
+    for (const member of await deps.store.listMembers(pool.name, now)) known.add(member);
   }
 
   for (const sandbox of listed) {

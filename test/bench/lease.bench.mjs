@@ -11,7 +11,10 @@
  *                call with the same call sent straight to a `sandpool sandbox` server this
  *                bench starts itself (same program the gateway pools, same client code).
  *
- * Both dev runs share one data dir, so PGlite's initdb (~10 s) is paid once. Sessions are
+ *   Docker       the same warm and cold measures with `--runtime docker` (containers), when a
+ *                Docker engine has the sandbox image; skipped with a line otherwise.
+ *
+ * All dev runs share one data dir, so PGlite's initdb (~10 s) is paid once. Sessions are
  * spread over a few workspaces so the default 60 sessions/minute quota does not throttle
  * the bench. Loopback only, bounded loops, every child and temp dir cleaned up (also on
  * errors and Ctrl-C). Exits 0 when the measurements ran, whether targets pass or not; 1 when
@@ -53,8 +56,14 @@ const WORKSPACES = 4;
 
 const FIRST_START_TIMEOUT_MS = 120_000; // the first dev start runs PGlite's initdb
 const START_TIMEOUT_MS = 60_000;
-const REFILL_TIMEOUT_MS = 30_000;
+const REFILL_TIMEOUT_MS = 60_000;
 const CALL_TIMEOUT_MS = 30_000;
+
+const DOCKER_MIN_IDLE = 3;
+const DOCKER_WARM_LEASES = 30;
+const DOCKER_COLD_LEASES = 5;
+const TARGET_DOCKER_RATIO = 50;
+const SANDBOX_IMAGE = "sandpool/sandbox:dev";
 
 const TARGET_WARM_P50_MS = 5;
 const TARGET_WARM_P99_MS = 25;
@@ -112,7 +121,7 @@ function tailOf(child) {
   return () => log;
 }
 
-async function startDev({ dataDir, python, minIdle, timeoutMs }) {
+async function startDev({ dataDir, python, minIdle, timeoutMs, runtime = "process" }) {
   const port = await freePort();
   const started = nowMs();
   const child = spawnTracked(process.execPath, [
@@ -130,6 +139,8 @@ async function startDev({ dataDir, python, minIdle, timeoutMs }) {
     String(minIdle),
     "--max-total",
     String(MAX_TOTAL),
+    "--runtime",
+    runtime,
   ]);
   const log = tailOf(child);
   const match = await waitForLine(child, TOKEN_LINE, timeoutMs);
@@ -254,14 +265,14 @@ async function execPrintOne(client, sessionId) {
  * Returns each create's time, the times by place in the burst, and the gateway's own count
  * of warm and cold leases and mean CreateSession time over the timed rounds.
  */
-async function measureWarm(gateway, clients, { rounds, burst, label }) {
+async function measureWarm(gateway, clients, { rounds, burst, label, minIdle = MIN_IDLE }) {
   const metrics = createClient(gateway.url);
   const samples = [];
   const byPosition = Array.from({ length: burst }, () => []);
   try {
     let before;
     for (let round = 0; round < WARM_UNTIMED + rounds; round++) {
-      await waitForRefill(metrics, MIN_IDLE);
+      await waitForRefill(metrics, minIdle);
       // Sandboxes that just became ready may still be settling; let the machine go quiet.
       await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
       if (round === WARM_UNTIMED) before = await readMetrics(metrics);
@@ -296,12 +307,12 @@ async function measureWarm(gateway, clients, { rounds, burst, label }) {
 }
 
 /** Creates on an empty pool (min_idle 0): each one starts a sandbox. */
-async function measureCold(gateway, clients) {
+async function measureCold(gateway, clients, leases = COLD_LEASES) {
   const metrics = createClient(gateway.url);
   const samples = [];
   try {
     const before = await readMetrics(metrics);
-    for (let i = 0; i < COLD_UNTIMED + COLD_LEASES; i++) {
+    for (let i = 0; i < COLD_UNTIMED + leases; i++) {
       const client = clients[i % clients.length];
       const start = nowMs();
       const sessionId = await withTimeout(createSession(client), CALL_TIMEOUT_MS, "cold create");
@@ -388,6 +399,49 @@ function formatLoad() {
     .join(" ");
 }
 
+function dockerImagePresent() {
+  try {
+    execFileSync("docker", ["image", "inspect", SANDBOX_IMAGE], { stdio: "ignore", timeout: 10_000 });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The same warm and cold measures with the docker runtime: real containers. */
+async function measureDocker(dataDir, python, tokens) {
+  const result = {};
+  for (const [phase, minIdle] of [
+    ["warm", DOCKER_MIN_IDLE],
+    ["cold", 0],
+  ]) {
+    const gateway = await startDev({
+      dataDir,
+      python,
+      minIdle,
+      timeoutMs: START_TIMEOUT_MS,
+      runtime: "docker",
+    });
+    progress(`docker dev gateway (${phase}) ready in ${formatMs(gateway.startMs)}`);
+    const clients = tokens.map((token) => createClient(gateway.url, token));
+    try {
+      result[phase] =
+        phase === "warm"
+          ? await measureWarm(gateway, clients, {
+              rounds: DOCKER_WARM_LEASES,
+              burst: 1,
+              label: "docker warm",
+              minIdle,
+            })
+          : await measureCold(gateway, clients, DOCKER_COLD_LEASES);
+    } finally {
+      await Promise.all(clients.map((client) => client.close()));
+      await gateway.stop();
+    }
+  }
+  return result;
+}
+
 async function main() {
   installCleanupHandlers();
   const startLoad = formatLoad();
@@ -435,9 +489,16 @@ async function main() {
     await Promise.all(coldClients.map((client) => client.close()));
     await coldGateway.stop();
   }
+  let docker;
+  if (dockerImagePresent()) {
+    progress(`phase 3/4: docker runtime, --min-idle ${DOCKER_MIN_IDLE}, then 0 (containers)`);
+    docker = await measureDocker(dataDir, python, tokens);
+  } else {
+    progress(`phase 3/4: skipped: no Docker engine with ${SANDBOX_IMAGE} (npm run build:sandbox-image)`);
+  }
   await removeTempDir(dataDir);
 
-  progress("phase 3/3: report");
+  progress("phase 4/4: report");
   const warmStats = summarize(warm.samples);
   const coldStats = summarize(cold.samples);
   const gatewayExec = summarize(exec.gatewaySamples);
@@ -490,6 +551,31 @@ async function main() {
       `server-side Execute mean ${formatMs(exec.serverExecMeanMs)} (includes the sandbox's own time)\n`,
   );
 
+  let dockerRows = [];
+  if (docker) {
+    const dWarm = summarize(docker.warm.samples);
+    const dCold = summarize(docker.cold.samples);
+    const dRatio = dCold.median / dWarm.median;
+    const dRatioPass = Number.isFinite(dRatio) && dRatio >= TARGET_DOCKER_RATIO;
+    const dP99 = checkBelow(dWarm.p99, TARGET_WARM_P99_MS);
+    heading(
+      `CreateSession, docker runtime (warm: min_idle ${DOCKER_MIN_IDLE}; cold: docker create + start + ready)`,
+    );
+    printTable(headers, [
+      row("docker warm, single lease on a full pool", docker.warm.samples, dP99),
+      row("docker cold (every create starts a container)", docker.cold.samples),
+    ]);
+    dockerRows = [
+      ["docker warm CreateSession p99", formatMs(dWarm.p99), dP99.label, dP99.verdict],
+      [
+        "docker cold/warm median ratio",
+        `${dRatio.toFixed(1)}x`,
+        `>= ${TARGET_DOCKER_RATIO}x`,
+        dRatioPass ? "PASS" : "FAIL",
+      ],
+    ];
+  }
+
   heading("Summary");
   printTable(
     ["target", "figure", "limit", "result"],
@@ -503,6 +589,7 @@ async function main() {
         overheadTarget.label,
         overheadTarget.verdict,
       ],
+      ...dockerRows,
     ],
   );
 }

@@ -42,7 +42,7 @@ describe("sandpool --help", () => {
     const result = await runCli(["--help"]);
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^Usage: sandpool/m);
-    expect(result.stdout).toMatch(/^\s+sandbox \[options\]\s+Serve contract v1/m);
+    expect(result.stdout).toMatch(/^\s+sandbox \[options\]\s+serve contract v1/m);
   });
 
   it("documents every option of sandpool sandbox", async () => {

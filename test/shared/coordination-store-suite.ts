@@ -248,7 +248,7 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
         expect(await store.addMember(pool, "s2", 2, t0 + HOUR, t0)).toBe(true);
         expect(await store.addMember(pool, "s3", 2, t0 + HOUR, t0)).toBe(false);
         expect(await store.countMembers(pool, t0)).toBe(2);
-        expect((await store.listMembers(pool)).sort()).toEqual(["s1", "s2"]);
+        expect((await store.listMembers(pool, t0)).sort()).toEqual(["s1", "s2"]);
       });
 
       it("adding a member twice counts it once", async () => {
@@ -265,7 +265,15 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
         expect(await store.addMember(pool, "s2", 1, t0 + HOUR, t0 + MINUTE - 1)).toBe(false);
         expect(await store.countMembers(pool, t0 + MINUTE)).toBe(0);
         expect(await store.addMember(pool, "s2", 1, t0 + HOUR, t0 + MINUTE)).toBe(true);
-        expect(await store.listMembers(pool)).toEqual(["s2"]);
+        expect(await store.listMembers(pool, t0 + MINUTE)).toEqual(["s2"]);
+      });
+
+      it("lists only unexpired members", async () => {
+        const pool = freshName("pool");
+        await store.addMember(pool, "short", 5, t0 + MINUTE, t0);
+        await store.addMember(pool, "long", 5, t0 + HOUR, t0);
+        expect((await store.listMembers(pool, t0)).sort()).toEqual(["long", "short"]);
+        expect(await store.listMembers(pool, t0 + MINUTE)).toEqual(["long"]);
       });
 
       it("an expired member added again is a new member, subject to maxTotal", async () => {
@@ -292,7 +300,7 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
         await store.removeMember(pool, "s1");
         await store.renewMember(pool, "s1", t0 + HOUR);
         expect(await store.countMembers(pool, t0)).toBe(0);
-        expect(await store.listMembers(pool)).toEqual([]);
+        expect(await store.listMembers(pool, t0)).toEqual([]);
       });
 
       it("remove frees the place; removing an unknown member is harmless", async () => {
@@ -302,7 +310,7 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
         expect(await store.countMembers(pool, t0)).toBe(1);
         await store.removeMember(pool, "s1");
         expect(await store.countMembers(pool, t0)).toBe(0);
-        expect(await store.listMembers(pool)).toEqual([]);
+        expect(await store.listMembers(pool, t0)).toEqual([]);
         expect(await store.addMember(pool, "s2", 1, t0 + HOUR, t0)).toBe(true);
       });
 
@@ -311,9 +319,9 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
         await store.addMember(p1, "s1", 1, t0 + HOUR, t0);
         expect(await store.addMember(p2, "s1", 1, t0 + HOUR, t0)).toBe(true);
         await store.removeMember(p2, "s1");
-        expect(await store.listMembers(p1)).toEqual(["s1"]);
+        expect(await store.listMembers(p1, t0)).toEqual(["s1"]);
         expect(await store.countMembers(freshName("pool"), t0)).toBe(0);
-        expect(await store.listMembers(freshName("pool"))).toEqual([]);
+        expect(await store.listMembers(freshName("pool"), t0)).toEqual([]);
       });
 
       it("admits exactly maxTotal of many concurrent adds", async () => {

@@ -1,6 +1,8 @@
 /**
  * Pipeline step 2: every contract route requires a valid bearer credential, checked
  * before any route lookup, so a caller without one learns nothing (no 404 or 405 first).
+ * A contract route also requires the token to name a workspace: an admin token scoped to
+ * none is refused (401), failing closed, since nothing downstream could scope its calls.
  *
  * Failed attempts are limited per credential and per client address. A credential that
  * keeps failing is refused (429) before any verification work is spent on it. An address
@@ -10,12 +12,12 @@
  */
 import type { MiddlewareHandler } from "hono";
 import { credentialFingerprint, type FailedAuthLimiter } from "../../auth/failed-auth-limiter.js";
-import type { Principal } from "../../auth/principal.js";
+import { type Caller, scopedPrincipal } from "../../auth/principal.js";
 import { SandpoolError } from "../../contract/error-codes.js";
 import type { GatewayEnv } from "../gateway-env.js";
 
 export interface BearerAuthenticator {
-  authenticate(authorization: string | undefined): Promise<Principal>;
+  authenticate(authorization: string | undefined): Promise<Caller>;
 }
 
 function rateLimited(retryAfterSeconds: number): SandpoolError {
@@ -24,27 +26,51 @@ function rateLimited(retryAfterSeconds: number): SandpoolError {
   });
 }
 
+/**
+ * Verifies an `Authorization` header under the failed-attempt limits: the caller it speaks
+ * for, or the refusal (401, or 429 for a source that keeps failing).
+ */
+export async function verifyBearer(
+  authenticator: BearerAuthenticator,
+  limiter: FailedAuthLimiter,
+  authorization: string | undefined,
+  address: string | undefined,
+): Promise<Caller> {
+  const addressSource = address ? `addr:${address}` : undefined;
+  const credentialSource = authorization ? `cred:${credentialFingerprint(authorization)}` : undefined;
+  if (credentialSource) {
+    const verdict = limiter.check(credentialSource);
+    if (verdict.limited) throw rateLimited(verdict.retryAfterSeconds);
+  }
+  const addressVerdict = addressSource ? limiter.check(addressSource) : undefined;
+  try {
+    return await authenticator.authenticate(authorization);
+  } catch (error) {
+    for (const source of [addressSource, credentialSource]) if (source) limiter.recordFailure(source);
+    if (addressVerdict?.limited) throw rateLimited(addressVerdict.retryAfterSeconds);
+    throw error;
+  }
+}
+
 export function authenticate(
   authenticator: BearerAuthenticator,
   limiter: FailedAuthLimiter,
 ): MiddlewareHandler<GatewayEnv> {
   return async (c, next) => {
-    const authorization = c.req.header("authorization");
-    const address = c.env?.incoming?.socket?.remoteAddress;
-    const addressSource = address ? `addr:${address}` : undefined;
-    const credentialSource = authorization ? `cred:${credentialFingerprint(authorization)}` : undefined;
-    if (credentialSource) {
-      const verdict = limiter.check(credentialSource);
-      if (verdict.limited) throw rateLimited(verdict.retryAfterSeconds);
+    const caller = await verifyBearer(
+      authenticator,
+      limiter,
+      c.req.header("authorization"),
+      c.env?.incoming?.socket?.remoteAddress,
+    );
+    const principal = scopedPrincipal(caller);
+    // A verified token, so not counted as a failed attempt: it is just not for this route.
+    if (principal === undefined) {
+      throw new SandpoolError("auth.invalid", "invalid bearer token", {
+        cause: new Error("the token names no workspace (an admin token): contract routes need one"),
+      });
     }
-    const addressVerdict = addressSource ? limiter.check(addressSource) : undefined;
-    try {
-      c.set("principal", await authenticator.authenticate(authorization));
-    } catch (error) {
-      for (const source of [addressSource, credentialSource]) if (source) limiter.recordFailure(source);
-      if (addressVerdict?.limited) throw rateLimited(addressVerdict.retryAfterSeconds);
-      throw error;
-    }
+    c.set("principal", principal);
     await next();
   };
 }

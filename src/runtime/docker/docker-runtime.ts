@@ -266,6 +266,14 @@ export class DockerRuntime implements SandboxRuntime {
     );
   }
 
+  /** True when some engine answers and has `image`: what dev mode checks before choosing docker. */
+  async imageAvailable(image: string): Promise<boolean> {
+    const answers = await Promise.all(
+      this.engineList.map((engine) => engine.hasImage(image).catch(() => false)),
+    );
+    return answers.some(Boolean);
+  }
+
   async close(): Promise<void> {
     // Containers stay: a restarted gateway reconciles them.
     for (const engine of this.engineList) engine.close();

@@ -38,7 +38,8 @@ export interface CoordinationStore {
   renewMember(pool: string, sandboxId: string, expiresAt: number): Promise<void>;
   removeMember(pool: string, sandboxId: string): Promise<void>;
   countMembers(pool: string, now: number): Promise<number>;
-  listMembers(pool: string): Promise<string[]>;
+  /** The members whose expiry is after `now`. */
+  listMembers(pool: string, now: number): Promise<string[]>;
   pushIdle(record: SandboxRecord): Promise<void>;
   /** Atomically takes the oldest idle sandbox of the pool, if any. */
   popIdle(pool: string): Promise<SandboxRecord | undefined>;

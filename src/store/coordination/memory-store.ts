@@ -106,8 +106,11 @@ export class MemoryCoordinationStore implements CoordinationStore {
     return this.members.get(pool)?.live(now) ?? 0;
   }
 
-  async listMembers(pool: string) {
-    return this.members.get(pool)?.tokens() ?? [];
+  async listMembers(pool: string, now: number) {
+    const members = this.members.get(pool);
+    if (!members) return [];
+    members.live(now);
+    return members.tokens();
   }
 
   async pushIdle(record: SandboxRecord) {

@@ -334,7 +334,7 @@ describe("DestroySession", () => {
     // Its place in the pool is freed too.
     await waitFor(
       async () => {
-        const members = await harness.store.listMembers("default");
+        const members = await harness.store.listMembers("default", Date.now());
         const leased = (await harness.store.listLeases()).map((l) => l.sandbox.sandboxId);
         const idle = (await harness.store.listIdle("default")).map((r) => r.sandboxId);
         return members.every((m) => leased.includes(m) || idle.includes(m));

@@ -51,7 +51,7 @@ async function leasedState() {
     leases: (await harness.store.listLeases()).map((l) => l.sessionId).sort(),
     defaultIdle: await idle("default"),
     altIdle: await idle("alt"),
-    altMembers: (await harness.store.listMembers("alt")).sort(),
+    altMembers: (await harness.store.listMembers("alt", Date.now())).sort(),
   };
 }
 

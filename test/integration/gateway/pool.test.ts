@@ -163,7 +163,11 @@ describe("a pool with no idle sandboxes", () => {
     expect(leaseCount(text, "warm")).toBe(0);
     expect(await harness.store.listIdle(POOL)).toEqual([]); // minIdle 0: nothing is refilled
     await client.destroy(id);
-    await waitFor(async () => (await harness.store.listMembers(POOL)).length === 0, 10_000, "an empty pool");
+    await waitFor(
+      async () => (await harness.store.listMembers(POOL, Date.now())).length === 0,
+      10_000,
+      "an empty pool",
+    );
   });
 
   it("refuses with 503 at max_total, leasing nothing and giving the slot back", async () => {
@@ -181,12 +185,12 @@ describe("a pool with no idle sandboxes", () => {
       expect(await harness.store.countSlots(workspace, Date.now())).toBe(MAX_TOTAL);
     }
     expect((await harness.store.listLeases()).map((l) => l.sessionId).sort()).toEqual([...open].sort());
-    expect(await harness.store.listMembers(POOL)).toHaveLength(MAX_TOTAL);
+    expect(await harness.store.listMembers(POOL, Date.now())).toHaveLength(MAX_TOTAL);
 
     // After a DELETE (and the sandbox's destruction) the workspace creates again.
     expect((await client.destroy(open[0]!)).status).toBe(204);
     await waitFor(
-      async () => (await harness.store.listMembers(POOL)).length < MAX_TOTAL,
+      async () => (await harness.store.listMembers(POOL, Date.now())).length < MAX_TOTAL,
       10_000,
       "the destroyed sandbox to leave the pool",
     );
@@ -261,7 +265,7 @@ describe("a pool whose image cannot start", () => {
     expect(gaps).toEqual([1_000, 2_000, 4_000, 8_000]);
     expect(await pool.failures()).toBe(pool.attempts.length);
     // A failed start gives its place in the pool back.
-    expect(await pool.store.listMembers(spec.name)).toEqual([]);
+    expect(await pool.store.listMembers(spec.name, 0)).toEqual([]);
     expect(await pool.store.listIdle(spec.name)).toEqual([]);
   });
 
@@ -274,7 +278,7 @@ describe("a pool whose image cannot start", () => {
     expect((error as SandpoolError).retryAfterSeconds).toBeGreaterThanOrEqual(1);
     expect(pool.attempts).toHaveLength(2); // a client's cold start is not held back by the back-off
     expect(await pool.failures()).toBe(2);
-    expect(await pool.store.listMembers(spec.name)).toEqual([]);
+    expect(await pool.store.listMembers(spec.name, 0)).toEqual([]);
   });
 
   it("starts normally again after one success", async () => {

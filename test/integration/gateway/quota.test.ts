@@ -81,7 +81,7 @@ async function poolSettled(): Promise<{ idle: string[]; members: string[]; lease
   await waitFor(
     async () => {
       const idle = (await harness.store.listIdle(POOL)).map((r) => r.sandboxId).sort();
-      const members = (await harness.store.listMembers(POOL)).sort();
+      const members = (await harness.store.listMembers(POOL, Date.now())).sort();
       const leases = (await harness.store.listLeases()).map((l) => l.sessionId).sort();
       const leased = (await harness.store.listLeases()).map((l) => l.sandbox.sandboxId);
       snapshot = { idle, members, leases };
@@ -110,7 +110,7 @@ describe("concurrent sessions", () => {
     expectRefused(third, 429, "quota.concurrent_sessions");
     const after = {
       idle: (await harness.store.listIdle(POOL)).map((r) => r.sandboxId).sort(),
-      members: (await harness.store.listMembers(POOL)).sort(),
+      members: (await harness.store.listMembers(POOL, Date.now())).sort(),
       leases: (await harness.store.listLeases()).map((l) => l.sessionId).sort(),
     };
     expect(after).toEqual(before);

@@ -29,7 +29,7 @@ pools:
     image: sandpool/sandbox:dev
     minIdle: 1
     maxTotal: 8
-    coldStartTimeoutMs: 60000
+    coldStartTimeoutMs: 20000
 intervals:
   warmMs: 500
   reapMs: 500

@@ -116,8 +116,8 @@ export class RedisCoordinationStore implements CoordinationStore {
     return this.call(() => this.redis.zcount(this.keys.members(pool), `(${now}`, "+inf"));
   }
 
-  listMembers(pool: string) {
-    return this.call(() => this.redis.zrange(this.keys.members(pool), "0", "-1"));
+  listMembers(pool: string, now: number) {
+    return this.call(() => this.redis.zrangebyscore(this.keys.members(pool), `(${now}`, "+inf"));
   }
 
   async pushIdle(record: SandboxRecord) {

@@ -1,0 +1,59 @@
+/**
+ * Dev mode's runtime: the docker runtime when a Docker engine answers and has the sandbox
+ * image, else the process runtime, which is not isolated and says so. `--runtime` forces
+ * one; a forced docker runtime that cannot work is an error, not a silent fallback.
+ */
+import path from "node:path";
+import type { Logger } from "pino";
+import { DockerRuntime } from "../runtime/docker/docker-runtime.js";
+import { ProcessRuntime } from "../runtime/process/process-runtime.js";
+import type { SandboxRuntime } from "../runtime/sandbox-runtime.js";
+import { resolvePythonExecutable } from "../sandbox/tools/resolve-python.js";
+
+export type DevRuntimeChoice = "auto" | "docker" | "process";
+
+export interface DevRuntimeOptions {
+  choice: DevRuntimeChoice;
+  image: string;
+  dataDir: string;
+  python: string;
+  execTimeoutCeilingSeconds: number;
+  maxFileBytes: number;
+  log: Logger;
+}
+
+export async function chooseDevRuntime(
+  options: DevRuntimeOptions,
+): Promise<{ runtime: SandboxRuntime; why: string }> {
+  if (options.choice !== "process") {
+    const docker = new DockerRuntime(
+      {
+        deployment: "dev",
+        execTimeoutCeilingSeconds: options.execTimeoutCeilingSeconds,
+        maxFileBytes: options.maxFileBytes,
+      },
+      options.log,
+    );
+    if (await docker.imageAvailable(options.image))
+      return { runtime: docker, why: "a Docker engine has the image" };
+    await docker.close();
+    if (options.choice === "docker") {
+      throw new Error(
+        `--runtime docker: no Docker engine answers with the image ${options.image} (start one with ` +
+          "bash scripts/start-docker.sh, build the image with npm run build:sandbox-image)",
+      );
+    }
+  }
+  const runtime = new ProcessRuntime({
+    rootDir: path.join(options.dataDir, "sandboxes"),
+    python: await resolvePythonExecutable(options.python),
+    execTimeoutCeilingSeconds: options.execTimeoutCeilingSeconds,
+    maxFileBytes: options.maxFileBytes,
+    log: options.log,
+  });
+  return {
+    runtime,
+    why:
+      options.choice === "process" ? "asked for with --runtime process" : "no Docker engine with the image",
+  };
+}
