@@ -6,10 +6,10 @@
 import type { Dirent } from "node:fs";
 import { readdir, realpath, stat } from "node:fs/promises";
 import path from "node:path";
-import mime from "mime-types";
 import { SandpoolError } from "../../contract/error-codes.js";
 import type { FileMetadata } from "../../contract/schemas.js";
 import { confinePath, isInside } from "./confine-path.js";
+import { mediaTypeOf } from "./media-type.js";
 
 export const MAX_LISTED_ENTRIES = 10_000;
 
@@ -64,7 +64,7 @@ async function describe(
   return {
     path: relative,
     size_bytes: directory ? 0 : stats.size,
-    mime_type: directory ? null : mime.lookup(entry.name) || null,
+    mime_type: directory ? null : ((await mediaTypeOf(entry.name)) ?? null),
     modified_at: stats.mtimeMs / 1000,
     type: directory ? "directory" : "file",
   };

@@ -2,9 +2,9 @@
 import { createReadStream, type ReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import path from "node:path";
-import mime from "mime-types";
 import { SandpoolError } from "../../contract/error-codes.js";
 import { confinePath } from "./confine-path.js";
+import { mediaTypeOf } from "./media-type.js";
 
 export interface OpenedFile {
   stream: ReadStream;
@@ -24,7 +24,7 @@ export async function openFile(workspace: string, requested: string): Promise<Op
   return {
     stream: createReadStream(target.absolute),
     size: stats.size,
-    mimeType: mime.lookup(name) || "application/octet-stream",
+    mimeType: (await mediaTypeOf(name)) ?? "application/octet-stream",
     name,
   };
 }
