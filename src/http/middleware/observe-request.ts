@@ -7,6 +7,7 @@
 import { randomUUID } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
+import { runInRequest } from "../../logging/request-context.js";
 import type { GatewayMetrics } from "../../metering/gateway-metrics.js";
 import type { GatewayEnv } from "../gateway-env.js";
 
@@ -19,9 +20,9 @@ export function observeRequest(log: Logger, metrics: GatewayMetrics): Middleware
     const offered = c.req.header("x-request-id");
     const requestId = offered && SANE_REQUEST_ID.test(offered) ? offered : randomUUID();
     c.set("requestId", requestId);
-    c.set("log", log.child({ requestId }));
+    c.set("log", log);
     c.set("operation", "unmatched");
-    await next();
+    await runInRequest(requestId, next);
     c.header("X-Request-Id", requestId);
     const operation = c.get("operation");
     const status = c.res.status;
