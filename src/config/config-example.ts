@@ -98,6 +98,10 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   "pools[].maxTotal": { comment: "Most sandboxes at once, leased and idle together." },
   "pools[].warmupConcurrency": { comment: "Sandboxes started at once while warming up." },
   "pools[].coldStartTimeoutMs": { comment: "Deadline of a cold start when the pool is dry." },
+  "pools[].egress": {
+    comment:
+      "Sandboxes with network egress (runtime.docker.egressNetwork), leased only where policy allows it.",
+  },
   limits: { comment: "Request limits." },
   "limits.maxJsonBodyBytes": { comment: "Largest JSON request body; larger ones get 413." },
   "limits.execDeadlineBufferMs": {

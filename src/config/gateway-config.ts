@@ -20,6 +20,8 @@ export const poolSpecSchema = z
     maxTotal: positive.default(20),
     warmupConcurrency: positive.default(2),
     coldStartTimeoutMs: positive.default(30_000),
+    /** Sandboxes with network egress, for workspaces whose policy allows it (egressAllowed). */
+    egress: z.boolean().default(false),
   })
   .refine((pool) => pool.minIdle <= pool.maxTotal, { message: "minIdle cannot exceed maxTotal" });
 
@@ -84,12 +86,12 @@ export const gatewayConfigSchema = z
     }
     for (const image of config.policy.allowedImages) {
       const served = config.pools.some(
-        (p) => p.image === image && p.resourceClass === config.policy.resourceClass,
+        (p) => p.image === image && p.resourceClass === config.policy.resourceClass && !p.egress,
       );
       if (!served) {
         ctx.addIssue({
           code: "custom",
-          message: `allowed image '${image}' has no pool in resource class '${config.policy.resourceClass}'`,
+          message: `allowed image '${image}' has no pool (without egress) in resource class '${config.policy.resourceClass}'`,
           path: ["pools"],
         });
       }

@@ -49,12 +49,17 @@ export class PoolManager {
     return [...this.pools.values()];
   }
 
-  /** The pool serving `image` in `resourceClass`, if the deployment has one. */
-  find(image: string, resourceClass: string): PoolSpec | undefined {
-    for (const pool of this.pools.values()) {
-      if (pool.image === image && pool.resourceClass === resourceClass) return pool;
-    }
-    return undefined;
+  /**
+   * The pool serving `image` in `resourceClass`. Egress is a permission, never a default:
+   * a workspace allowed egress gets an egress pool when there is one (else the isolated
+   * one); a workspace without it never gets an egress pool.
+   */
+  find(image: string, resourceClass: string, egressAllowed = false): PoolSpec | undefined {
+    const candidates = [...this.pools.values()].filter(
+      (pool) => pool.image === image && pool.resourceClass === resourceClass,
+    );
+    const isolated = candidates.find((pool) => !pool.egress);
+    return egressAllowed ? (candidates.find((pool) => pool.egress) ?? isolated) : isolated;
   }
 
   /** A ready sandbox for one session: warm from the pool, else cold-started, else 503. */

@@ -64,7 +64,7 @@ export class SessionLifecycle {
         `the image '${image ?? ""}' is not allowed for this workspace`,
       );
     }
-    const pool = this.deps.pools.find(image, policy.resourceClass);
+    const pool = this.deps.pools.find(image, policy.resourceClass, policy.egressAllowed);
     if (!pool) {
       throw new SandpoolError(
         "policy.image_not_allowed",

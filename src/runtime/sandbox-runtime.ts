@@ -14,6 +14,8 @@ export interface PoolSpec {
   maxTotal: number;
   warmupConcurrency: number;
   coldStartTimeoutMs: number;
+  /** Sandboxes with network egress: leased only to workspaces whose policy allows it. */
+  egress?: boolean;
 }
 
 export interface StartRequest {

@@ -257,6 +257,11 @@ function renderPolicy(view: PolicyView): string {
   return `${heading}\n\n${table(["FIELD", "VALUE IN FORCE", "SOURCE"], rows)}`;
 }
 
+/** A value in an audit line: a cleared narrowing reads as "unset". */
+function auditValue(value: unknown): string {
+  return value === null || value === undefined ? "unset" : formatValue(value);
+}
+
 function describeChange(entry: AuditEntry): string {
   if (entry.before === null) {
     const set = entry.after ? narrowings(entry.after) : [];
@@ -268,7 +273,7 @@ function describeChange(entry: AuditEntry): string {
       (field) =>
         JSON.stringify(entry.before?.[field] ?? null) !== JSON.stringify(entry.after?.[field] ?? null),
     )
-    .map((field) => `${field} ${formatValue(entry.before?.[field])} -> ${formatValue(entry.after?.[field])}`);
+    .map((field) => `${field} ${auditValue(entry.before?.[field])} -> ${auditValue(entry.after?.[field])}`);
   return changes.length > 0 ? `updated: ${changes.join(", ")}` : "updated: no change";
 }
 
@@ -408,6 +413,11 @@ function usageExits(command: Command): Command {
     });
 }
 
+/** The "Examples:" block after a command's help. */
+function examples(...lines: string[]): string {
+  return `\nExamples:\n${lines.map((line) => `  ${line}\n`).join("")}`;
+}
+
 /** --url, --token and --json, on every sub-command. */
 function withConnection(command: Command): Command {
   return usageExits(
@@ -427,9 +437,10 @@ function listCommand(): Command {
     new Command("list")
       .summary("list the workspaces that have a policy row")
       .description(
-        "List the workspaces that have a policy row, with what each row narrows. Workspaces without\n" +
+        "List the workspaces that have a policy row, with what each row narrows. Workspaces without " +
           "a row run on the deployment defaults and are not listed.",
-      ),
+      )
+      .addHelpText("after", examples("sandpool policy list", "sandpool policy list --json")),
   ).action(
     run(async (options: ConnectionOptions) => {
       const conn = connection(options);
@@ -462,10 +473,18 @@ function getCommand(): Command {
     new Command("get")
       .summary("show the policy in force for a workspace, and where each value comes from")
       .description(
-        "Show the policy in force for a workspace: every field, the value in force, and its source\n" +
+        "Show the policy in force for a workspace: every field, the value in force, and its source " +
           "(the deployment, or the workspace's row). A row may only narrow the deployment.",
       )
-      .argument("<workspace>", "the workspace id", workspaceArgument),
+      .argument("<workspace>", "the workspace id", workspaceArgument)
+      .addHelpText(
+        "after",
+        examples(
+          "sandpool policy get team-a",
+          "sandpool policy get team-a --url https://sandpool.internal --token $SANDPOOL_ADMIN_TOKEN",
+          "sandpool policy get team-a --json | jq .effective",
+        ),
+      ),
   ).action(
     run(async (workspace: string, options: ConnectionOptions) => {
       const conn = connection(options);
@@ -482,9 +501,9 @@ function setCommand(): Command {
     new Command("set")
       .summary("narrow a workspace's policy (only the fields given change)")
       .description(
-        "Create or edit a workspace's policy row. Only the fields given change; --clear <field> removes\n" +
-          "a narrowing (the deployment value applies again). A value above the deployment's ceiling is\n" +
-          "refused, with every problem listed. The edit is audited and in force on every replica within\n" +
+        "Create or edit a workspace's policy row. Only the fields given change; --clear <field> removes " +
+          "a narrowing (the deployment value applies again). A value above the deployment's ceiling is " +
+          "refused, with every problem listed. The edit is audited and in force on every replica within " +
           "a second.",
       )
       .argument("<workspace>", "the workspace id", workspaceArgument)
@@ -532,10 +551,11 @@ function deleteCommand(): Command {
     new Command("delete")
       .summary("remove a workspace's policy row (the deployment defaults apply again)")
       .description(
-        "Remove a workspace's policy row: the deployment defaults apply again, on every replica within\n" +
+        "Remove a workspace's policy row: the deployment defaults apply again, on every replica within " +
           "a second. The removal is audited. Removing a row that does not exist is not an error.",
       )
-      .argument("<workspace>", "the workspace id", workspaceArgument),
+      .argument("<workspace>", "the workspace id", workspaceArgument)
+      .addHelpText("after", examples("sandpool policy delete team-a")),
   ).action(
     run(async (workspace: string, options: ConnectionOptions) => {
       const conn = connection(options);
@@ -554,7 +574,11 @@ function auditCommand(): Command {
         "Show a workspace's policy edits, newest first: who, when, and each field's before and after.",
       )
       .argument("<workspace>", "the workspace id", workspaceArgument)
-      .option("--limit <n>", "most entries to show", integerOption(1, 1000), 100),
+      .option("--limit <n>", "most entries to show", integerOption(1, 1000), 100)
+      .addHelpText(
+        "after",
+        examples("sandpool policy audit team-a", "sandpool policy audit team-a --limit 5"),
+      ),
   ).action(
     run(async (workspace: string, options: ConnectionOptions & { limit: number }) => {
       const conn = connection(options);
@@ -581,11 +605,23 @@ function usageCommand(): Command {
     new Command("usage")
       .summary("show a workspace's recorded usage")
       .description(
-        "Show a workspace's recorded usage (sessions, calls and their execution time, files moved),\n" +
+        "Show a workspace's recorded usage (sessions, calls and their execution time, files moved), " +
           "per kind and tool, from --since until now.",
       )
       .argument("<workspace>", "the workspace id", workspaceArgument)
-      .option("--since <when>", "start of the window: a duration (30m, 24h, 7d) or an ISO date", sinceOption),
+      .option(
+        "--since <when>",
+        "start of the window: a duration (30m, 24h, 7d) or an ISO date (default 24h)",
+        sinceOption,
+      )
+      .addHelpText(
+        "after",
+        examples(
+          "sandpool policy usage team-a",
+          "sandpool policy usage team-a --since 7d",
+          "sandpool policy usage team-a --since 2025-01-01",
+        ),
+      ),
   ).action(
     run(async (workspace: string, options: ConnectionOptions & { since?: string }) => {
       const conn = connection(options);
@@ -610,11 +646,11 @@ export function policyCommand(): Command {
     new Command("policy")
       .summary("read and edit workspace policy through the admin API")
       .description(
-        "Read and edit workspace policy through the gateway's admin API (/admin/v1), with an admin\n" +
-          "token. A workspace's row may only narrow the deployment; every edit is audited and in force\n" +
+        "Read and edit workspace policy through the gateway's admin API (/admin/v1), with an admin " +
+          "token. A workspace's row may only narrow the deployment; every edit is audited and in force " +
           "on every replica within a second.\n\n" +
-          "Every sub-command takes --url (env SANDPOOL_URL, default http://127.0.0.1:8080), --token\n" +
-          "(env SANDPOOL_ADMIN_TOKEN; `sandpool dev` prints one) and --json (the raw answer).\n" +
+          "Every sub-command takes --url (env SANDPOOL_URL, default http://127.0.0.1:8080), --token " +
+          "(env SANDPOOL_ADMIN_TOKEN; `sandpool dev` prints one) and --json (the raw answer).\n\n" +
           "Exit codes: 0 done, 1 refused by the gateway or unreachable, 2 bad usage.",
       )
       .addHelpText(

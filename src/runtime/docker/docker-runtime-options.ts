@@ -52,10 +52,11 @@ export const dockerRuntimeOptionsSchema = z
     deployment: labelSafeName,
     /** The internal (no egress) bridge network; default `sandpool-<deployment>`. */
     network: networkName.optional(),
-    /** A non-internal network for the pools in `egressPools`; created only when configured. */
+    /**
+     * A non-internal network for pools marked `egress: true` (leased only to workspaces whose
+     * policy allows egress); created on first use. Without it, egress pools cannot start.
+     */
     egressNetwork: networkName.optional(),
-    /** Pools whose containers join `egressNetwork` instead of the internal network. */
-    egressPools: z.array(labelSafeName).default([]),
     /**
      * False: the gateway reaches a container at its IP on the project network (it must run on
      * the engine's host or be attached to the network). True: port 8080 is published on
@@ -103,12 +104,6 @@ export const dockerRuntimeOptionsSchema = z
         code: "custom",
         message: "resource class 'standard' is required",
         path: ["resourceClasses"],
-      });
-    if (options.egressPools.length > 0 && !options.egressNetwork)
-      ctx.addIssue({
-        code: "custom",
-        message: "egressPools needs egressNetwork",
-        path: ["egressPools"],
       });
     const internal = options.network ?? `sandpool-${options.deployment}`;
     if (options.egressNetwork && options.egressNetwork === internal)

@@ -119,7 +119,10 @@ export class DockerRuntime implements SandboxRuntime {
         `pool ${pool.name}: resource class '${pool.resourceClass}' is not configured for Docker`,
       );
     }
-    const egress = this.options.egressPools.includes(pool.name);
+    const egress = pool.egress === true;
+    if (egress && !this.options.egressNetwork) {
+      throw new Error(`pool ${pool.name} allows egress, but no egressNetwork is configured for Docker`);
+    }
     const network = egress ? this.options.egressNetwork! : this.options.network;
     assertBeforeDeadline(request.deadline, "placing it");
 

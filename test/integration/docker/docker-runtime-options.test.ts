@@ -23,7 +23,6 @@ describe("dockerRuntimeOptionsSchema", () => {
       publishToLoopback: false,
       readOnlyRootFilesystem: true,
       user: "10001:10001",
-      egressPools: [],
       resourceClasses: {
         standard: {
           memoryBytes: 512 * MIB,
@@ -43,7 +42,6 @@ describe("dockerRuntimeOptionsSchema", () => {
       dockerRuntimeOptionsSchema.safeParse({ deployment: "prod", hosts: ["unix:///x.sock"], ...extra });
     expect(parse({ user: "0:0" }).success).toBe(false);
     expect(parse({ user: "sandbox" }).success).toBe(false);
-    expect(parse({ egressPools: ["web"] }).success).toBe(false);
     expect(parse({ egressNetwork: "sandpool-prod" }).success).toBe(false);
     expect(
       parse({

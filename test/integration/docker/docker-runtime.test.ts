@@ -46,6 +46,7 @@ const docker = new Dockerode();
 function pool(name: string, image = IMAGE): PoolSpec {
   return {
     name,
+    egress: name === "egress",
     image,
     resourceClass: "standard",
     minIdle: 0,
@@ -102,7 +103,6 @@ describe.skipIf(!available)("DockerRuntime", () => {
       hosts,
       deployment,
       egressNetwork,
-      egressPools: ["egress"],
       execTimeoutCeilingSeconds: 120,
       maxFileBytes: 10 * MIB,
       ...overrides,

@@ -9,7 +9,12 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mintToken } from "../../../src/auth/dev-keys.js";
 import type { Answer } from "../../support/contract-client.js";
-import { startTestGateway, TEST_IMAGE, TEST_SECRET, type TestGateway } from "../../support/gateway-harness.js";
+import {
+  startTestGateway,
+  TEST_IMAGE,
+  TEST_SECRET,
+  type TestGateway,
+} from "../../support/gateway-harness.js";
 
 let harness: TestGateway;
 let adminToken: string;
@@ -43,7 +48,8 @@ async function api(
   if (body !== undefined) headers["content-type"] = options.contentType ?? "application/json";
   const res = await fetch(`${harness.url}/admin/v1${path}`, { method, headers, body });
   const text = await res.text();
-  const parsed = (res.headers.get("content-type") ?? "").includes("application/json") && text ? JSON.parse(text) : text;
+  const parsed =
+    (res.headers.get("content-type") ?? "").includes("application/json") && text ? JSON.parse(text) : text;
   return { status: res.status, body: parsed, headers: res.headers, text };
 }
 
@@ -164,7 +170,9 @@ describe("authentication and authorization", () => {
       });
       expect(res.status).toBe(401);
       expect(await res.json()).toEqual({ detail: { code: "auth.invalid", message: "invalid bearer token" } });
-      const other = await fetch(`${harness.url}/sessions/abc`, { headers: { authorization: `Bearer ${token}` } });
+      const other = await fetch(`${harness.url}/sessions/abc`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
       expect(other.status).toBe(401);
     }
   });
@@ -254,7 +262,10 @@ describe("policy", () => {
       allowedTools: ["code_execution"],
     });
     expect(edited.effective).toMatchObject({ sessionsPerMinute: 7, maxConcurrentSessions: 5 });
-    expect(edited.sources).toMatchObject({ sessionsPerMinute: "workspace", maxConcurrentSessions: "deployment" });
+    expect(edited.sources).toMatchObject({
+      sessionsPerMinute: "workspace",
+      maxConcurrentSessions: "deployment",
+    });
 
     const list = await api("GET", "/workspaces");
     expect(list.status).toBe(200);
@@ -282,7 +293,11 @@ describe("policy", () => {
     expect(entries.map((e) => e.actor)).toEqual(["admin", "alice", "alice"]);
     for (const entry of entries) {
       expect(Object.keys(entry).sort()).toEqual(["actor", "after", "at", "before", "id", "workspaceId"]);
-      expect(entry).toMatchObject({ id: expect.any(Number), workspaceId: workspace, at: expect.stringMatching(isoDate) });
+      expect(entry).toMatchObject({
+        id: expect.any(Number),
+        workspaceId: workspace,
+        at: expect.stringMatching(isoDate),
+      });
     }
     const [deletion, edit, creation] = entries;
     expect(deletion).toMatchObject({ before: { version: 2, sessionsPerMinute: 7 }, after: null });
@@ -331,13 +346,23 @@ describe("policy", () => {
       body: { maxConcurrentSessions: "3", enabled: "no" },
     });
     expect((typed.body as { detail: { problems: string[] } }).detail.problems).toHaveLength(2);
-    expectError(await api("PUT", `/workspaces/${workspace}/policy`, { rawBody: "{" }), 400, "request.bad_json");
+    expectError(
+      await api("PUT", `/workspaces/${workspace}/policy`, { rawBody: "{" }),
+      400,
+      "request.bad_json",
+    );
     expectError(
       await api("PUT", `/workspaces/${workspace}/policy`, { rawBody: "{}", contentType: "text/plain" }),
       415,
       "request.bad_content_type",
     );
-    expectError(await api("PUT", `/workspaces/${workspace}/policy`, { rawBody: "[]" }), 422, "request.malformed");
+    expect((await api("PUT", `/workspaces/${workspace}/policy`, { rawBody: "[]" })).body).toEqual({
+      detail: {
+        code: "request.malformed",
+        message: "body: Invalid input: expected object, received array",
+        problems: ["body: Invalid input: expected object, received array"],
+      },
+    });
     expect(expectView(await api("GET", `/workspaces/${workspace}/policy`), workspace).configured).toBe(false);
   });
 
@@ -349,14 +374,19 @@ describe("policy", () => {
     expect(first.status, first.text).toBe(201);
     const firstId = (first.body as { session_id: string }).session_id;
 
-    expect((await api("PUT", `/workspaces/${workspace}/policy`, { body: { enabled: false } })).status).toBe(200);
+    expect((await api("PUT", `/workspaces/${workspace}/policy`, { body: { enabled: false } })).status).toBe(
+      200,
+    );
     const refused = await client.createSession();
     expect(refused.status, refused.text).toBe(403);
     expect((refused.body as { detail: { code: string } }).detail.code).toBe("policy.workspace_disabled");
 
     expect(
-      (await api("PUT", `/workspaces/${workspace}/policy`, { body: { enabled: true, maxConcurrentSessions: 1 } }))
-        .status,
+      (
+        await api("PUT", `/workspaces/${workspace}/policy`, {
+          body: { enabled: true, maxConcurrentSessions: 1 },
+        })
+      ).status,
     ).toBe(200);
     const capped = await client.createSession();
     expect(capped.status, capped.text).toBe(429);
@@ -382,7 +412,12 @@ describe("usage and pools", () => {
 
     const answer = await api("GET", `/workspaces/${workspace}/usage`);
     expect(answer.status, answer.text).toBe(200);
-    const body = answer.body as { workspace: string; from: string; to: string; usage: Record<string, unknown>[] };
+    const body = answer.body as {
+      workspace: string;
+      from: string;
+      to: string;
+      usage: Record<string, unknown>[];
+    };
     expect(Object.keys(body).sort()).toEqual(["from", "to", "usage", "workspace"]);
     expect(body.workspace).toBe(workspace);
     expect(Date.parse(body.to) - Date.parse(body.from)).toBe(24 * 3600 * 1000);

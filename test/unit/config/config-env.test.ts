@@ -335,6 +335,7 @@ describe("default image and its pool", () => {
         maxTotal: 4,
         warmupConcurrency: 2,
         coldStartTimeoutMs: 30_000,
+        egress: false,
       },
     ]);
   });

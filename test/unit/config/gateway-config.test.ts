@@ -45,6 +45,7 @@ describe("gatewayConfigSchema", () => {
       maxTotal: 20,
       warmupConcurrency: 2,
       coldStartTimeoutMs: 30_000,
+      egress: false,
     });
     expect(config.policy.resourceClass).toBe("standard");
   });

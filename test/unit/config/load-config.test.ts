@@ -183,7 +183,7 @@ describe("one error listing every problem", () => {
       problems(minimal.replace("  - name: a\n", "  - name: a\n    minIdle: 9\n    maxTotal: 3\n")),
     ).toEqual(["pools[0]: minIdle cannot exceed maxTotal"]);
     expect(problems(minimal.replace("allowedImages: [img/a]", "allowedImages: [img/a, img/b]"))).toEqual([
-      "pools: allowed image 'img/b' has no pool in resource class 'standard'",
+      "pools: allowed image 'img/b' has no pool (without egress) in resource class 'standard'",
     ]);
   });
 

@@ -5,7 +5,9 @@ import { openApiPath } from "../../support/contract.js";
 
 // The contract's OpenAPI document lives in ../shared; tests validate against a copy kept in
 // the project so they run anywhere. Where the shared one is present, the copy must equal it.
-const shared = fileURLToPath(new URL("../../../../shared/contract/code-execution-openapi.yaml", import.meta.url));
+const shared = fileURLToPath(
+  new URL("../../../../shared/contract/code-execution-openapi.yaml", import.meta.url),
+);
 
 describe("the contract copy", () => {
   it.skipIf(!existsSync(shared))("is the shared OpenAPI document, byte for byte", () => {
