@@ -16,6 +16,7 @@ import { MemoryCoordinationStore } from "../store/coordination/memory-store.js";
 import { migrateToLatest } from "../store/sql/migrate.js";
 import { openPglite } from "../store/sql/open-database.js";
 import { chooseDevRuntime, type DevRuntimeChoice } from "./choose-dev-runtime.js";
+import { onShutdown } from "./on-shutdown.js";
 
 export const DEV_IMAGE = "sandpool/sandbox:dev";
 export const DEV_WORKSPACE = "dev";
@@ -101,17 +102,11 @@ export async function runDev(options: Record<string, unknown>): Promise<void> {
   ];
   process.stdout.write(`${lines.join("\n")}\n`);
 
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal }, "shutting down: ending sessions and sandboxes");
+  // Nobody else will serve dev mode's sessions: they end, and their sandboxes go.
+  onShutdown(log, async () => {
     await gateway.close({ destroySandboxes: true });
     await runtime.close();
     await store.close();
     await db.destroy();
-    process.exit(0);
-  };
-  process.once("SIGINT", () => void stop("SIGINT"));
-  process.once("SIGTERM", () => void stop("SIGTERM"));
+  });
 }

@@ -1,6 +1,7 @@
 /** Runs the sandbox server in the foreground until SIGINT/SIGTERM. */
 import { createLogger } from "../logging/create-logger.js";
 import { startSandboxServer } from "../sandbox/start-sandbox-server.js";
+import { onShutdown } from "./on-shutdown.js";
 
 export async function runSandbox(options: Record<string, unknown>): Promise<void> {
   const log = createLogger("sandbox");
@@ -22,20 +23,11 @@ export async function runSandbox(options: Record<string, unknown>): Promise<void
     },
     log,
   );
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal }, "shutting down");
-    await server.close();
-    process.exit(0);
-  };
-  process.once("SIGINT", () => void stop("SIGINT"));
-  process.once("SIGTERM", () => void stop("SIGTERM"));
+  const stop = onShutdown(log, () => server.close());
   if (options.exitWithStdin) {
     // The parent holds our stdin open; its end means the parent is gone.
-    process.stdin.on("close", () => void stop("stdin closed"));
-    process.stdin.on("end", () => void stop("stdin closed"));
+    process.stdin.on("close", () => stop("stdin closed"));
+    process.stdin.on("end", () => stop("stdin closed"));
     process.stdin.resume();
   }
   // Only now that shutdown is handled: whoever waits for this line may signal at once.

@@ -19,6 +19,7 @@ import { resolvePythonExecutable } from "../sandbox/tools/resolve-python.js";
 import { RedisCoordinationStore, redactUrl } from "../store/coordination/redis/redis-store.js";
 import { assertSchemaCurrent, migrateToLatest } from "../store/sql/migrate.js";
 import { openPostgres } from "../store/sql/open-database.js";
+import { onShutdown } from "./on-shutdown.js";
 
 export interface ServeOptions {
   config?: string;
@@ -107,22 +108,15 @@ export async function runServe(options: ServeOptions): Promise<void> {
   );
   process.stdout.write(`sandpool serve listening on ${gateway.url}\n`);
 
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal, graceMs: config.shutdownGraceMs }, "shutting down");
-    const deadline = setTimeout(() => {
-      log.warn("grace period over: exiting with calls still in flight");
-      process.exit(1);
-    }, config.shutdownGraceMs);
-    deadline.unref();
-    await gateway.close();
-    await runtime.close();
-    await store.close();
-    await db.destroy();
-    process.exit(0);
-  };
-  process.once("SIGINT", () => void stop("SIGINT"));
-  process.once("SIGTERM", () => void stop("SIGTERM"));
+  // Leased sandboxes stay: the other replicas serve their sessions.
+  onShutdown(
+    log,
+    async () => {
+      await gateway.close();
+      await runtime.close();
+      await store.close();
+      await db.destroy();
+    },
+    { graceMs: config.shutdownGraceMs },
+  );
 }

@@ -8,7 +8,8 @@
 import { type Job, Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import type { Logger } from "pino";
-import { defaultJobOptions, type JobHandler, type JobOptions, type JobRunner } from "./job-runner.js";
+import { JobRegistry } from "./job-registry.js";
+import type { JobRunner } from "./job-runner.js";
 
 export interface BullmqJobRunnerOptions {
   redisUrl: string;
@@ -17,14 +18,7 @@ export interface BullmqJobRunnerOptions {
   concurrency?: number;
 }
 
-interface Registered {
-  handler: JobHandler<unknown>;
-  options: JobOptions;
-}
-
-export class BullmqJobRunner implements JobRunner {
-  private readonly handlers = new Map<string, Registered>();
-  private readonly schedules: { name: string; everyMs: number }[] = [];
+export class BullmqJobRunner extends JobRegistry implements JobRunner {
   private readonly connection: Redis;
   private readonly queue: Queue;
   private worker: Worker | undefined;
@@ -33,26 +27,15 @@ export class BullmqJobRunner implements JobRunner {
     private readonly options: BullmqJobRunnerOptions,
     private readonly log: Logger,
   ) {
+    super();
     // BullMQ's blocking commands need retries without a cap on this connection.
     this.connection = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
     this.connection.on("error", (error) => log.warn({ err: error }, "job queue connection error"));
     this.queue = new Queue(options.queueName, { connection: this.connection, prefix: "{sandpool-jobs}" });
   }
 
-  register<T>(name: string, handler: JobHandler<T>, options: Partial<JobOptions> = {}): void {
-    this.handlers.set(name, {
-      handler: handler as JobHandler<unknown>,
-      options: { ...defaultJobOptions, ...options },
-    });
-  }
-
-  schedule(name: string, everyMs: number): void {
-    this.schedules.push({ name, everyMs });
-  }
-
   async enqueue<T>(name: string, payload: T): Promise<void> {
-    const job = this.handlers.get(name);
-    if (!job) throw new Error(`no handler registered for job '${name}'`);
+    const job = this.job(name);
     await this.queue.add(name, payload, {
       attempts: job.options.attempts,
       backoff: { type: "exponential", delay: job.options.backoffMs },
@@ -63,7 +46,7 @@ export class BullmqJobRunner implements JobRunner {
 
   async start(): Promise<void> {
     for (const { name, everyMs } of this.schedules) {
-      if (!this.handlers.has(name)) throw new Error(`no handler registered for scheduled job '${name}'`);
+      this.job(name); // fails now, at start-up, for a schedule nobody handles
       // Upserting is idempotent: every replica declares the same schedulers at start-up.
       await this.queue.upsertJobScheduler(
         name,
@@ -89,8 +72,6 @@ export class BullmqJobRunner implements JobRunner {
   }
 
   private async process(job: Job): Promise<void> {
-    const registered = this.handlers.get(job.name);
-    if (!registered) throw new Error(`no handler registered for job '${job.name}'`);
-    await registered.handler(job.data);
+    await this.job(job.name).handler(job.data);
   }
 }

@@ -1,43 +1,26 @@
 /** The dev job runner: handlers on timers in this process, with the same retry rules. */
 import type { Logger } from "pino";
-import { defaultJobOptions, type JobHandler, type JobOptions, type JobRunner } from "./job-runner.js";
+import { JobRegistry, type RegisteredJob } from "./job-registry.js";
+import type { JobRunner } from "./job-runner.js";
 
-interface Registered {
-  handler: JobHandler<unknown>;
-  options: JobOptions;
-}
-
-export class InProcessJobRunner implements JobRunner {
-  private readonly handlers = new Map<string, Registered>();
-  private readonly schedules: { name: string; everyMs: number }[] = [];
+export class InProcessJobRunner extends JobRegistry implements JobRunner {
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly running = new Set<Promise<void>>();
   private readonly sleepers = new Set<() => void>();
   private closed = false;
 
-  constructor(private readonly log: Logger) {}
-
-  register<T>(name: string, handler: JobHandler<T>, options: Partial<JobOptions> = {}): void {
-    this.handlers.set(name, {
-      handler: handler as JobHandler<unknown>,
-      options: { ...defaultJobOptions, ...options },
-    });
-  }
-
-  schedule(name: string, everyMs: number): void {
-    this.schedules.push({ name, everyMs });
+  constructor(private readonly log: Logger) {
+    super();
   }
 
   async enqueue<T>(name: string, payload: T): Promise<void> {
-    const job = this.handlers.get(name);
-    if (!job) throw new Error(`no handler registered for job '${name}'`);
+    const job = this.job(name);
     this.track(this.attempt(name, job, payload, 1));
   }
 
   async start(): Promise<void> {
     for (const { name, everyMs } of this.schedules) {
-      const job = this.handlers.get(name);
-      if (!job) throw new Error(`no handler registered for scheduled job '${name}'`);
+      const job = this.job(name);
       let busy = false;
       const timer = setInterval(() => {
         if (busy || this.closed) return; // a slow run is not overlapped by the next tick
@@ -64,7 +47,7 @@ export class InProcessJobRunner implements JobRunner {
     while (this.running.size > 0) await Promise.allSettled([...this.running]);
   }
 
-  private async attempt(name: string, job: Registered, payload: unknown, attempt: number): Promise<void> {
+  private async attempt(name: string, job: RegisteredJob, payload: unknown, attempt: number): Promise<void> {
     try {
       await job.handler(payload);
     } catch (error) {

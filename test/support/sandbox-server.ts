@@ -47,10 +47,4 @@ export function processExists(pid: number): boolean {
   }
 }
 
-export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
+export { waitFor } from "./wait-for.js";

@@ -8,6 +8,7 @@ import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Answer, ContractClient } from "../../support/contract-client.js";
 import { startTestGateway, type TestGateway } from "../../support/gateway-harness.js";
+import { waitFor } from "../../support/wait-for.js";
 
 let harness: TestGateway;
 beforeAll(async () => {
@@ -27,18 +28,6 @@ function sessionIdOf(answer: Answer): string {
 
 function codeOf(answer: Answer): string | undefined {
   return (answer.body as { detail?: { code?: string } }).detail?.code;
-}
-
-async function waitFor(
-  condition: () => Promise<boolean> | boolean,
-  timeoutMs = 10_000,
-  what = "condition",
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
 }
 
 function pidAlive(pid: number): boolean {

@@ -16,6 +16,7 @@ import { MemoryCoordinationStore } from "../../../src/store/coordination/memory-
 import type { EditablePolicyFields } from "../../../src/store/sql/policy-row.js";
 import type { Answer } from "../../support/contract-client.js";
 import { startTestGateway, TEST_IMAGE, type TestGateway } from "../../support/gateway-harness.js";
+import { waitFor } from "../../support/wait-for.js";
 
 const POOL = "default";
 const freshWorkspace = (label: string) => `${label}-${randomUUID().slice(0, 8)}`;
@@ -23,18 +24,6 @@ const freshWorkspace = (label: string) => `${label}-${randomUUID().slice(0, 8)}`
 function sessionIdOf(answer: Answer): string {
   expect(answer.status, answer.text).toBe(201);
   return (answer.body as { session_id: string }).session_id;
-}
-
-async function waitFor(
-  condition: () => Promise<boolean> | boolean,
-  timeoutMs = 10_000,
-  what = "condition",
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
 }
 
 function pidAlive(pid: number): boolean {

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EditablePolicyFields } from "../../../src/store/sql/policy-row.js";
 import type { Answer, ContractClient } from "../../support/contract-client.js";
 import { startTestGateway, type TestGateway } from "../../support/gateway-harness.js";
+import { waitFor } from "../../support/wait-for.js";
 
 const POOL = "default";
 const MIN_IDLE = 1;
@@ -42,18 +43,6 @@ function expectRefused(answer: Answer, status: number, code: string): void {
   expect(codeOf(answer)).toBe(code);
   const retryAfter = Number(answer.headers.get("retry-after"));
   expect(Number.isInteger(retryAfter) && retryAfter >= 1, `Retry-After: ${retryAfter}`).toBe(true);
-}
-
-async function waitFor(
-  condition: () => Promise<boolean> | boolean,
-  timeoutMs = 10_000,
-  what = "condition",
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
 }
 
 async function leaseOf(sessionId: string) {
