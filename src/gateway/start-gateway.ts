@@ -18,7 +18,7 @@ import { GatewayMetrics } from "../metering/gateway-metrics.js";
 import { POLICY_CHANNEL, PolicyAdmin } from "../policy/policy-admin.js";
 import { PolicyService } from "../policy/policy-service.js";
 import { PoolManager } from "../pool/pool-manager.js";
-import { reconcile } from "../pool/reconcile.js";
+import { type ReconcileReport, reconcile } from "../pool/reconcile.js";
 import { DESTROY_SANDBOX_JOB, SessionLifecycle } from "../pool/session-lifecycle.js";
 import { Admission } from "../quota/admission.js";
 import type { SandboxRuntime } from "../runtime/sandbox-runtime.js";
@@ -39,6 +39,8 @@ export interface RunningGateway extends RunningServer {
   services: GatewayServices;
   policyRepository: PolicyRepository;
   policyAdmin: PolicyAdmin;
+  /** Compares the runtime with the store now (it also runs on a schedule). */
+  reconcile(): Promise<ReconcileReport>;
   /** Stops serving; `destroySandboxes` also ends every session (dev: nobody else will). */
   close(options?: { destroySandboxes?: boolean }): Promise<void>;
 }
@@ -71,10 +73,17 @@ export async function startGateway(
   jobs.register("reap-sessions", async () => {
     await sessions.reap();
   });
-  const reconcileNow = () =>
-    reconcile({ runtime, store, pools, sessions, log, orphanGraceMs: config.intervals.orphanGraceMs }).then(
-      () => undefined,
-    );
+  const reconcileWithRuntime = () =>
+    reconcile({
+      runtime,
+      store,
+      pools,
+      sessions,
+      log,
+      orphanGraceMs: config.intervals.orphanGraceMs,
+      recoverLease: (sandboxId) => usageRepository.openSessionOnSandbox(sandboxId),
+    });
+  const reconcileNow = () => reconcileWithRuntime().then(() => undefined);
   jobs.register("reconcile", reconcileNow);
   jobs.schedule("warm-pools", config.intervals.warmMs);
   jobs.schedule("reap-sessions", config.intervals.reapMs);
@@ -133,6 +142,7 @@ export async function startGateway(
     services,
     policyRepository,
     policyAdmin,
+    reconcile: reconcileWithRuntime,
     close: async (options = {}) => {
       accepting = false;
       const closing = server.close();

@@ -41,6 +41,7 @@ export class BufferedUsageSink implements UsageSink {
       tool: event.tool ?? null,
       quantity: sanitizeQuantity(event.quantity),
       detail: event.detail ?? null,
+      sandboxId: event.sandboxId ?? null,
       occurredAt: new Date(),
     });
     this.enforceBound();

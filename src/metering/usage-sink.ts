@@ -13,6 +13,8 @@ export interface UsageEventInput {
   /** Milliseconds for calls and sessions, bytes for files. */
   quantity?: number;
   detail?: Record<string, unknown>;
+  /** The sandbox that served the session (session start and end). */
+  sandboxId?: string;
 }
 
 export interface UsageSink {

@@ -1,8 +1,11 @@
 /**
  * Reconciliation: the runtime is the truth for sandboxes, the store for leases and the
  * idle pool. Run at start-up and periodically, it brings the two back together:
- * - a sandbox the store does not know (no lease, not idle, not being started) is an
- *   orphan, left by a crashed gateway or a Redis that lost its state: destroyed;
+ * - a sandbox the store does not know (no lease, not idle, not being started) serving a
+ *   session whose start was recorded durably and never ended (Redis lost its state): its
+ *   lease and slot are rebuilt, with a fresh idle period;
+ * - any other sandbox the store does not know is an orphan, left by a crashed gateway:
+ *   destroyed;
  * - a lease whose sandbox is gone is ended (its slot released);
  * - an idle record whose sandbox is gone is dropped from the pool.
  * Sandboxes younger than a grace period are left alone, so a start in progress on another
@@ -11,8 +14,12 @@
 import type { Logger } from "pino";
 import { PartialListError, type RuntimeSandbox, type SandboxRuntime } from "../runtime/sandbox-runtime.js";
 import type { CoordinationStore } from "../store/coordination/coordination-store.js";
+import { type Lease, leaseDeadline } from "../store/coordination/records.js";
 import type { PoolManager } from "./pool-manager.js";
 import type { SessionLifecycle } from "./session-lifecycle.js";
+
+/** Slots and memberships outlive the session's own deadline by this much. */
+const LEASE_HOLD_GRACE_MS = 60_000;
 
 export interface ReconcileDeps {
   runtime: SandboxRuntime;
@@ -22,10 +29,13 @@ export interface ReconcileDeps {
   log: Logger;
   /** How old an unknown sandbox must be before it counts as an orphan. */
   orphanGraceMs: number;
+  /** The lease of the open session recorded on a sandbox, if any (from usage records). */
+  recoverLease?: (sandboxId: string) => Promise<unknown | undefined>;
   now?: () => number;
 }
 
 export interface ReconcileReport {
+  leasesRebuilt: number;
   orphansDestroyed: number;
   leasesEnded: number;
   idleDropped: number;
@@ -44,7 +54,7 @@ async function listReachable(deps: ReconcileDeps): Promise<RuntimeSandbox[]> {
 
 export async function reconcile(deps: ReconcileDeps): Promise<ReconcileReport> {
   const now = (deps.now ?? Date.now)();
-  const report: ReconcileReport = { orphansDestroyed: 0, leasesEnded: 0, idleDropped: 0 };
+  const report: ReconcileReport = { leasesRebuilt: 0, orphansDestroyed: 0, leasesEnded: 0, idleDropped: 0 };
   const listed = await listReachable(deps);
   const runningIds = new Set(listed.filter((s) => s.running !== false).map((sandbox) => sandbox.sandboxId));
 
@@ -75,14 +85,35 @@ export async function reconcile(deps: ReconcileDeps): Promise<ReconcileReport> {
     // Known and running: fine. Known but exited: its lease or idle record was just ended
     // above, and its container is removed here like any orphan.
     if (known.has(sandbox.sandboxId) && sandbox.running !== false) continue;
+    if (sandbox.running !== false && (await rebuildLease(deps, sandbox, now))) {
+      report.leasesRebuilt++;
+      continue;
+    }
     if (sandbox.createdAt !== undefined && now - sandbox.createdAt < deps.orphanGraceMs) continue;
     deps.log.warn({ sandbox: sandbox.sandboxId, pool: sandbox.pool }, "destroying an orphaned sandbox");
     await deps.runtime.destroy(sandbox.runtimeId);
     await deps.store.removeMember(sandbox.pool, sandbox.sandboxId);
     report.orphansDestroyed++;
   }
-  if (report.orphansDestroyed + report.leasesEnded + report.idleDropped > 0) {
+  if (report.leasesRebuilt + report.orphansDestroyed + report.leasesEnded + report.idleDropped > 0) {
     deps.log.info(report, "reconciled the runtime with the store");
   }
   return report;
+}
+
+/** Puts back the lease, slot and pool place of a session Redis forgot; false if there is none. */
+async function rebuildLease(deps: ReconcileDeps, sandbox: RuntimeSandbox, now: number): Promise<boolean> {
+  const recorded = (await deps.recoverLease?.(sandbox.sandboxId)) as Lease | undefined;
+  if (!recorded || recorded.sandbox?.sandboxId !== sandbox.sandboxId) return false;
+  // Nothing is known of its activity since: it gets a fresh idle period, never a longer life.
+  const lease: Lease = { ...recorded, lastActivityAt: now, activeCalls: 0, busyUntil: undefined };
+  const key = { workspace: lease.workspace, sessionId: lease.sessionId };
+  if (leaseDeadline(lease) <= now) return false;
+  const holdUntil = lease.createdAt + lease.maxLifetimeSeconds * 1000 + LEASE_HOLD_GRACE_MS;
+  await deps.store.putLease(lease);
+  // The session exists already: its slot is restored whatever the limit says now.
+  await deps.store.acquireSlot(key.workspace, key.sessionId, Number.MAX_SAFE_INTEGER, holdUntil, now);
+  await deps.store.addMember(lease.pool, sandbox.sandboxId, Number.MAX_SAFE_INTEGER, holdUntil, now);
+  deps.log.warn({ session: lease.sessionId, workspace: lease.workspace }, "rebuilt a lease the store had lost");
+  return true;
 }

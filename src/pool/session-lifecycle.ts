@@ -109,7 +109,9 @@ export class SessionLifecycle {
         workspace,
         sessionId,
         kind: "session_created",
-        detail: { image, warm: leased.warm },
+        // The lease travels with the event: if Redis loses it, reconciliation rebuilds it.
+        sandboxId: leased.record.sandboxId,
+        detail: { image, warm: leased.warm, lease },
       });
       return { lease, policy, warm: leased.warm };
     } catch (error) {
@@ -179,6 +181,7 @@ export class SessionLifecycle {
       workspace: lease.workspace,
       sessionId: lease.sessionId,
       kind: "session_ended",
+      sandboxId: lease.sandbox.sandboxId,
       quantity: this.now() - lease.createdAt,
       detail: { reason },
     });

@@ -50,6 +50,8 @@ export interface UsageEventsTable {
   quantity: BigIntColumn;
   detail: JsonColumn;
   occurred_at: ColumnType<Date, Date, never>;
+  /** On session_created and session_ended: the sandbox that served the session. */
+  sandbox_id: ColumnType<string | null, string | null | undefined, never>;
 }
 
 export interface ApiKeysTable {

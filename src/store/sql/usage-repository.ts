@@ -35,6 +35,7 @@ export class UsageRepository {
         quantity: event.quantity,
         detail: event.detail == null ? null : JSON.stringify(event.detail),
         occurred_at: event.occurredAt,
+        sandbox_id: event.sandboxId ?? null,
       }));
       const result = await this.db
         .insertInto("usage_events")
@@ -44,6 +45,35 @@ export class UsageRepository {
       inserted += Number(result.numInsertedOrUpdatedRows ?? 0n);
     }
     return inserted;
+  }
+
+  /**
+   * The lease recorded when a session started on `sandboxId`, if that session has no end
+   * event: what reconciliation rebuilds when Redis has lost it.
+   */
+  async openSessionOnSandbox(sandboxId: string): Promise<unknown | undefined> {
+    const row = await this.db
+      .selectFrom("usage_events as started")
+      .select("started.detail")
+      .where("started.kind", "=", "session_created")
+      .where("started.sandbox_id", "=", sandboxId)
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom("usage_events as ended")
+              .select("ended.event_id")
+              .where("ended.kind", "=", "session_ended")
+              .whereRef("ended.session_id", "=", "started.session_id")
+              .whereRef("ended.workspace_id", "=", "started.workspace_id"),
+          ),
+        ),
+      )
+      .orderBy("started.occurred_at", "desc")
+      .limit(1)
+      .executeTakeFirst();
+    if (!row?.detail) return undefined;
+    const detail = (typeof row.detail === "string" ? JSON.parse(row.detail) : row.detail) as { lease?: unknown };
+    return detail.lease;
   }
 
   /** Events of one workspace with `from <= occurredAt < to`, per kind and tool. */
