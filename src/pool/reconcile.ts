@@ -114,6 +114,9 @@ async function rebuildLease(deps: ReconcileDeps, sandbox: RuntimeSandbox, now: n
   // The session exists already: its slot is restored whatever the limit says now.
   await deps.store.acquireSlot(key.workspace, key.sessionId, Number.MAX_SAFE_INTEGER, holdUntil, now);
   await deps.store.addMember(lease.pool, sandbox.sandboxId, Number.MAX_SAFE_INTEGER, holdUntil, now);
-  deps.log.warn({ session: lease.sessionId, workspace: lease.workspace }, "rebuilt a lease the store had lost");
+  deps.log.warn(
+    { session: lease.sessionId, workspace: lease.workspace },
+    "rebuilt a lease the store had lost",
+  );
   return true;
 }

@@ -72,7 +72,9 @@ export class UsageRepository {
       .limit(1)
       .executeTakeFirst();
     if (!row?.detail) return undefined;
-    const detail = (typeof row.detail === "string" ? JSON.parse(row.detail) : row.detail) as { lease?: unknown };
+    const detail = (typeof row.detail === "string" ? JSON.parse(row.detail) : row.detail) as {
+      lease?: unknown;
+    };
     return detail.lease;
   }
 
