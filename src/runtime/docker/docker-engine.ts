@@ -118,7 +118,7 @@ export class DockerEngine {
     const existing = await this.inspectNetwork(requirement.name);
     if (existing) return checkNetwork(this.host, requirement, existing);
     try {
-      await this.call((docker) =>
+      const created = await this.call((docker) =>
         docker.createNetwork({
           Name: requirement.name,
           Driver: "bridge",
@@ -129,12 +129,29 @@ export class DockerEngine {
           Options: { [ICC_OPTION]: "false" },
         }),
       );
+      await this.keepOneNetwork(requirement.name, created.id);
     } catch (error) {
       // Another gateway replica created it first.
       if (dockerStatusOf(error) !== 409) throw error;
       const raced = await this.inspectNetwork(requirement.name);
       if (!raced) throw error;
       checkNetwork(this.host, requirement, raced);
+    }
+  }
+
+  /**
+   * Docker's duplicate check is not atomic: replicas starting together can each create the
+   * network. Every creator keeps the one with the smallest id and removes its own if it
+   * lost, so one network remains and names stay unambiguous.
+   */
+  private async keepOneNetwork(name: string, ours: string): Promise<void> {
+    const same = (await this.call((docker) => docker.listNetworks({ filters: { name: [name] } }))).filter(
+      (network) => network.Name === name,
+    );
+    if (same.length < 2) return;
+    const winner = same.map((network) => network.Id).sort()[0];
+    if (winner !== ours) {
+      await this.call((docker) => docker.getNetwork(ours).remove()).catch(() => undefined);
     }
   }
 
