@@ -119,8 +119,11 @@ export class SessionLifecycle {
       if (leased) await this.deps.jobs.enqueue(DESTROY_SANDBOX_JOB, leased.record);
       throw error;
     } finally {
-      // Refill behind the lease, off the request path.
-      void this.deps.pools.warm(pool).catch((error) => this.deps.log.error({ err: error }, "warm-up failed"));
+      // Refill behind the lease, off the request path: after this turn of the event loop,
+      // so the answer is written before a sandbox start (a synchronous spawn) can delay it.
+      setImmediate(() => {
+        this.deps.pools.warm(pool).catch((error) => this.deps.log.error({ err: error }, "warm-up failed"));
+      });
     }
   }
 
