@@ -5,6 +5,9 @@ import { defineConfig } from "vitest/config";
 // where they share a machine-wide resource (ports, the Docker engine).
 export default defineConfig({
   test: {
+    // Under CI a JSON report too, from which .ci/run prints its closing "N passed" line.
+    reporters: process.env.CI === "true" ? ["default", "json"] : ["default"],
+    outputFile: { json: "test-results.json" },
     projects: [
       {
         test: {
