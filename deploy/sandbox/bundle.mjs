@@ -54,8 +54,11 @@ try {
     platform: "node",
     format: "esm",
     target: "node20",
-    // Stack traces from inside a sandbox are read by people; keep names.
-    minify: false,
+    // Whitespace and syntax only: a smaller file parses faster at every sandbox start, and
+    // identifiers stay, so stack traces from inside a sandbox still read.
+    minifyWhitespace: true,
+    minifySyntax: true,
+    minifyIdentifiers: false,
     sourcemap: false,
     legalComments: "none",
     logLevel: "warning",

@@ -1,6 +1,7 @@
 /**
  * `npm run bench:sandbox`: start-up and exec round-trip figures of the built `sandpool sandbox`
- * server (dist/cli/main.js), each printed beside a bare-process baseline and its target.
+ * server as the image and the process runtime run it (the bundle, dist/sandbox.mjs), each
+ * printed beside a bare-process baseline and its target.
  *
  *   Start-up   spawn -> first POST /sessions answered 201, vs. running `python3 -c "print(1)"`.
  *   Exec       trivial code_execution through HTTP keep-alive, vs. spawning `python3 -c`.
@@ -38,7 +39,8 @@ const READY_TIMEOUT_MS = 15_000;
 const TARGET_READY_MS = 300;
 const TARGET_EXEC_MS = 5;
 
-const cliPath = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
+// The bundled sandbox server: the program the image and the process runtime run.
+const cliPath = fileURLToPath(new URL("../../dist/sandbox.mjs", import.meta.url));
 const LISTENING = /^sandpool sandbox listening on (http:\/\/\S+)/;
 
 /** Starts `sandpool sandbox` on a free loopback port with a fresh root. */

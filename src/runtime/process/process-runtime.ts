@@ -32,6 +32,8 @@ interface Child {
 
 const packageRoot = fileURLToPath(new URL("../../../", import.meta.url));
 export const builtCliPath = path.join(packageRoot, "dist", "cli", "main.js");
+/** The bundled sandbox server (the image's program): one file, so it starts faster. */
+const bundledSandboxPath = path.join(packageRoot, "dist", "sandbox.mjs");
 const STOP_GRACE_MS = 3_000;
 /** The gateway owns session lifetimes; the sandbox server must never end one first. */
 const SANDBOX_SESSION_SECONDS = "31536000";
@@ -55,7 +57,7 @@ export class ProcessRuntime implements SandboxRuntime {
     const child = spawn(
       process.execPath,
       [
-        builtCliPath,
+        existsSync(bundledSandboxPath) ? bundledSandboxPath : builtCliPath,
         "sandbox",
         ...["--host", "127.0.0.1", "--port", "0", "--root", dir, "--python", this.options.python],
         ...["--max-sessions", "1", "--exit-with-stdin"],

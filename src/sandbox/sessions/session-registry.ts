@@ -4,6 +4,7 @@
  * maximum lifetime.
  */
 import { randomBytes } from "node:crypto";
+import path from "node:path";
 import type { Logger } from "pino";
 import { SandpoolError } from "../../contract/error-codes.js";
 import type { CreateSessionRequest } from "../../contract/schemas.js";
@@ -24,9 +25,12 @@ export class SessionRegistry {
     private readonly log: Logger,
   ) {
     this.python = config.python;
-    void resolvePythonExecutable(config.python).then((executable) => {
-      this.python = executable;
-    });
+    // A bare command may be a version manager's slow shim: find the real binary once.
+    if (!path.isAbsolute(config.python)) {
+      void resolvePythonExecutable(config.python).then((executable) => {
+        this.python = executable;
+      });
+    }
   }
 
   get size(): number {
