@@ -5,9 +5,10 @@
  * plus a buffer -> meter the execution time the sandbox reports. The sandbox's answer is
  * returned byte for byte.
  */
+
 import type { Hono, MiddlewareHandler } from "hono";
 import { SandpoolError } from "../../contract/error-codes.js";
-import { describeIssues, execRequest, isToolKind } from "../../contract/schemas.js";
+import { parseExecRequest } from "../../contract/parse-exec-request.js";
 import { readJsonBody } from "../common/read-json-body.js";
 import type { GatewayEnv } from "../gateway-env.js";
 import type { GatewayServices } from "../gateway-services.js";
@@ -23,11 +24,8 @@ export function registerExecRoute(
     c.set("operation", "Execute");
     const { key, lease, policy } = await openSessionCall(c, services);
     const body = await readJsonBody(c);
-    const tool = (body as { tool?: unknown } | null)?.tool;
-    if (!isToolKind(tool))
-      throw new SandpoolError("tool.unknown", `unknown tool kind: ${JSON.stringify(tool)}`);
-    const parsed = execRequest.safeParse(body);
-    if (!parsed.success) throw new SandpoolError("request.malformed", describeIssues(parsed.error));
+    const request = parseExecRequest(body);
+    const tool = request.tool;
 
     if (!policy.allowedTools.includes(tool)) {
       throw new SandpoolError(
@@ -38,7 +36,7 @@ export function registerExecRoute(
     await services.admission.checkExecBudget(policy);
 
     const timeoutSeconds = Math.min(
-      parsed.data.timeout_seconds ?? policy.defaultExecTimeoutSeconds,
+      request.timeout_seconds ?? policy.defaultExecTimeoutSeconds,
       policy.execTimeoutCeilingSeconds,
     );
     const deadlineMs = timeoutSeconds * 1000 + services.limits.execDeadlineBufferMs;

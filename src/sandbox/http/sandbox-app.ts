@@ -2,6 +2,7 @@
  * The sandbox server's HTTP surface: contract v1 for many sessions, plus `GET /health`
  * and `GET /sessions/{id}` (the handle with the values in force).
  */
+
 import { Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { Hono } from "hono";
@@ -9,7 +10,8 @@ import { bodyLimit } from "hono/body-limit";
 import type { Logger } from "pino";
 import { errorBody, SandpoolError } from "../../contract/error-codes.js";
 import { MAX_FILE_BYTES_HEADER } from "../../contract/headers.js";
-import { createSessionRequest, describeIssues, execRequest, isToolKind } from "../../contract/schemas.js";
+import { parseExecRequest } from "../../contract/parse-exec-request.js";
+import { createSessionRequest, describeIssues } from "../../contract/schemas.js";
 import { errorResponse } from "../../http/common/error-response.js";
 import { readJsonBody } from "../../http/common/read-json-body.js";
 import { guardRequestTarget } from "../../http/common/request-target.js";
@@ -46,14 +48,9 @@ export function createSandboxApp(config: SandboxConfig, sessions: SessionRegistr
 
   app.post("/sessions/:id/exec", jsonLimit, async (c) => {
     const session = sessions.get(c.req.param("id"));
-    const body = await readJsonBody(c);
-    const tool = (body as { tool?: unknown } | null)?.tool;
-    if (!isToolKind(tool))
-      throw new SandpoolError("tool.unknown", `unknown tool kind: ${JSON.stringify(tool)}`);
-    const parsed = execRequest.safeParse(body);
-    if (!parsed.success) throw new SandpoolError("request.malformed", describeIssues(parsed.error));
+    const request = parseExecRequest(await readJsonBody(c));
     session.touch();
-    return c.json(await executeToolCall(session, parsed.data, config));
+    return c.json(await executeToolCall(session, request, config));
   });
 
   app.get("/sessions/:id/files/list", async (c) => {
