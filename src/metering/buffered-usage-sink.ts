@@ -4,11 +4,15 @@
  * ignores ids it already has, so a batch retried after a failed write counts once. While
  * the database is away events wait (up to a bound, past which the oldest are dropped and
  * said so in the log) rather than slowing requests.
+ *
+ * Calls and transfers of one session, tool and kind that happen while a record waits are
+ * merged into it (quantity summed, `events` counted): a busy session writes a row per
+ * flush, not a row per call.
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { SandpoolError } from "../contract/error-codes.js";
-import type { UsageEvent } from "../store/sql/usage-event.js";
+import type { UsageEvent, UsageKind } from "../store/sql/usage-event.js";
 import type { UsageEventInput, UsageSink } from "./usage-sink.js";
 
 export interface UsageWriter {
@@ -16,10 +20,13 @@ export interface UsageWriter {
 }
 
 const BATCH_SIZE = 500;
+const MERGEABLE = new Set<UsageKind>(["exec", "file_in", "file_out"]);
 const MAX_BUFFERED = 100_000;
 
 export class BufferedUsageSink implements UsageSink {
   private buffer: UsageEvent[] = [];
+  /** Records still waiting in the buffer that later calls of the same kind merge into. */
+  private readonly open = new Map<string, UsageEvent>();
   private flushing: Promise<void> | undefined;
   private readonly timer: NodeJS.Timeout;
 
@@ -33,7 +40,16 @@ export class BufferedUsageSink implements UsageSink {
   }
 
   record(event: UsageEventInput): void {
-    this.buffer.push({
+    const mergeKey = MERGEABLE.has(event.kind)
+      ? JSON.stringify([event.workspace, event.sessionId, event.kind, event.tool ?? null])
+      : undefined;
+    const waiting = mergeKey === undefined ? undefined : this.open.get(mergeKey);
+    if (waiting) {
+      waiting.quantity = sanitizeQuantity(waiting.quantity + (event.quantity ?? 0));
+      waiting.events = (waiting.events ?? 1) + 1;
+      return;
+    }
+    const record: UsageEvent = {
       eventId: randomUUID(),
       workspaceId: event.workspace,
       sessionId: event.sessionId,
@@ -43,7 +59,10 @@ export class BufferedUsageSink implements UsageSink {
       detail: event.detail ?? null,
       sandboxId: event.sandboxId ?? null,
       occurredAt: new Date(),
-    });
+      events: 1,
+    };
+    this.buffer.push(record);
+    if (mergeKey !== undefined) this.open.set(mergeKey, record);
     this.enforceBound();
     if (this.buffer.length >= BATCH_SIZE) void this.flush();
   }
@@ -66,6 +85,7 @@ export class BufferedUsageSink implements UsageSink {
       // The batch leaves the buffer while it is written, so events recorded (or dropped
       // for the bound) meanwhile never shift what a successful write removes.
       const batch = this.buffer.splice(0, BATCH_SIZE);
+      this.open.clear(); // what is written (or retried) is final: later calls start new records
       try {
         await this.writer.insert(batch);
       } catch (error) {
@@ -85,6 +105,7 @@ export class BufferedUsageSink implements UsageSink {
   private enforceBound(): void {
     if (this.buffer.length <= MAX_BUFFERED) return;
     const dropped = this.buffer.splice(0, this.buffer.length - MAX_BUFFERED);
+    this.open.clear();
     this.log.error({ dropped: dropped.length }, "usage buffer full: oldest events dropped");
   }
 }

@@ -50,6 +50,8 @@ export interface UsageEventsTable {
   quantity: BigIntColumn;
   detail: JsonColumn;
   occurred_at: ColumnType<Date, Date, never>;
+  /** How many calls or transfers the row stands for (one for session events). */
+  events: ColumnType<number, number | undefined, never>;
   /** On session_created and session_ended: the sandbox that served the session. */
   sandbox_id: ColumnType<string | null, string | null | undefined, never>;
 }

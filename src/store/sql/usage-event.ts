@@ -23,6 +23,8 @@ export const usageEventSchema = z.strictObject({
   /** Milliseconds for `exec`, bytes for `file_in` / `file_out`, 0 otherwise. */
   quantity: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
   detail: z.record(z.string(), z.unknown()).nullish(),
+  /** How many calls or transfers this record stands for (merged within one flush). */
+  events: z.number().int().min(1).default(1),
   /** The sandbox that served the session, on session_created and session_ended. */
   sandboxId: z.string().min(1).nullish(),
   occurredAt: z.date(),

@@ -36,6 +36,7 @@ export class UsageRepository {
         detail: event.detail == null ? null : JSON.stringify(event.detail),
         occurred_at: event.occurredAt,
         sandbox_id: event.sandboxId ?? null,
+        events: event.events,
       }));
       const result = await this.db
         .insertInto("usage_events")
@@ -85,7 +86,7 @@ export class UsageRepository {
       .select((eb) => [
         "kind",
         "tool",
-        eb.fn.countAll<string | number>().as("count"),
+        eb.fn.sum<string | number>("events").as("count"),
         eb.fn.sum<string | number>("quantity").as("quantity"),
       ])
       .where("workspace_id", "=", workspaceId)

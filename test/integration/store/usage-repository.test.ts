@@ -28,6 +28,37 @@ describe.each(databaseFlavours)("UsageRepository on $name", (flavour) => {
     usage = new UsageRepository(handle.db);
   });
 
+  it("counts the calls a merged record stands for", async () => {
+    const ws = uniqueId();
+    await usage.insert([event(ws, { quantity: 300, events: 3 }), event(ws, { quantity: 10 })]);
+    expect(await usage.summary(ws, t0, dayAfter)).toEqual([
+      { kind: "exec", tool: "code_execution", count: 4, quantity: 310 },
+    ]);
+  });
+
+  it("finds the open session a sandbox serves, and not one that ended", async () => {
+    const ws = uniqueId();
+    const lease = { sessionId: "sess-open", sandbox: { sandboxId: "sbx-open" } };
+    await usage.insert([
+      event(ws, {
+        kind: "session_created",
+        sessionId: "sess-open",
+        sandboxId: "sbx-open",
+        detail: { lease },
+      }),
+      event(ws, {
+        kind: "session_created",
+        sessionId: "sess-done",
+        sandboxId: "sbx-done",
+        detail: { lease: {} },
+      }),
+      event(ws, { kind: "session_ended", sessionId: "sess-done", sandboxId: "sbx-done" }),
+    ]);
+    expect(await usage.openSessionOnSandbox("sbx-open")).toEqual(lease);
+    expect(await usage.openSessionOnSandbox("sbx-done")).toBeUndefined();
+    expect(await usage.openSessionOnSandbox("sbx-unknown")).toBeUndefined();
+  });
+
   it("counts a batch flushed twice once", async () => {
     const ws = uniqueId();
     const batch = [

@@ -287,4 +287,24 @@ describe("BufferedUsageSink", () => {
     // batch forever: one bad event would stop all metering.
     expect(db.stored.size).toBe(3);
   });
+  it("merges the calls of one session and tool waiting for the same flush", async () => {
+    const db = fakeWriter();
+    const sink = open(db.writer, fakeLog().logger, 60_000);
+    const call = (tool: string, quantity: number) =>
+      sink.record({ workspace: "ws", sessionId: "s", kind: "exec", tool, quantity });
+    call("code_execution", 10);
+    call("code_execution", 5);
+    call("bash_code_execution", 7);
+    sink.record({ workspace: "ws", sessionId: "s", kind: "session_ended" });
+    sink.record({ workspace: "ws", sessionId: "s", kind: "session_ended" });
+    await sink.flush();
+    const rows = [...db.stored.values()];
+    expect(rows.find((r) => r.tool === "code_execution")).toMatchObject({ quantity: 15, events: 2 });
+    expect(rows.find((r) => r.tool === "bash_code_execution")).toMatchObject({ quantity: 7, events: 1 });
+    expect(rows.filter((r) => r.kind === "session_ended")).toHaveLength(2);
+    // After a flush, later calls start a record of their own.
+    call("code_execution", 1);
+    await sink.flush();
+    expect(db.stored.size).toBe(5);
+  });
 });
