@@ -5,10 +5,10 @@
  * The admin API lives at `/admin/v1`, never under the base path, and needs an admin token.
  * Health and metrics stay open.
  */
+
 import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
-import { errorBody } from "../contract/error-codes.js";
 import { errorResponse } from "./common/error-response.js";
+import { jsonBodyLimit } from "./common/read-json-body.js";
 import { guardRequestTarget } from "./common/request-target.js";
 import type { GatewayEnv } from "./gateway-env.js";
 import type { GatewayServices } from "./gateway-services.js";
@@ -29,10 +29,7 @@ export function createGatewayApp(
     errorResponse(c, error, (c.get("log") as GatewayServices["log"] | undefined) ?? services.log);
 
   const contract = new Hono<GatewayEnv>();
-  const jsonLimit = bodyLimit({
-    maxSize: services.limits.maxJsonBodyBytes,
-    onError: (c) => c.json(errorBody("request.too_large", "the request body is too large"), 413),
-  });
+  const jsonLimit = jsonBodyLimit(services.limits.maxJsonBodyBytes);
   contract.use("*", authenticate(services.authenticator, services.authLimiter));
   registerSessionRoutes(contract, services, jsonLimit);
   registerExecRoute(contract, services, jsonLimit);

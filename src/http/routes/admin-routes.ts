@@ -21,16 +21,15 @@
  */
 import type { HttpBindings } from "@hono/node-server";
 import { type Context, Hono, type MiddlewareHandler } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import type { Logger } from "pino";
 import type { Caller } from "../../auth/principal.js";
 import { workspaceIdPattern } from "../../auth/workspace-claim.js";
-import { errorBody, SandpoolError } from "../../contract/error-codes.js";
+import { SandpoolError } from "../../contract/error-codes.js";
 import type { EffectivePolicy } from "../../policy/effective-policy.js";
 import { effectivePolicy } from "../../policy/effective-policy.js";
 import type { PolicyAdmin } from "../../policy/policy-admin.js";
 import type { WorkspacePolicyRow } from "../../store/sql/policy-row.js";
-import { readJsonBody } from "../common/read-json-body.js";
+import { jsonBodyLimit, readJsonBody } from "../common/read-json-body.js";
 import type { GatewayServices } from "../gateway-services.js";
 import { verifyBearer } from "../middleware/authenticate.js";
 
@@ -65,10 +64,7 @@ const ISO_DATE = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]
 
 export function createAdminApp(services: GatewayServices, policyAdmin: PolicyAdmin): Hono<AdminEnv> {
   const admin = new Hono<AdminEnv>();
-  const jsonLimit = bodyLimit({
-    maxSize: services.limits.maxJsonBodyBytes,
-    onError: (c) => c.json(errorBody("request.too_large", "the request body is too large"), 413),
-  });
+  const jsonLimit = jsonBodyLimit(services.limits.maxJsonBodyBytes);
 
   admin.use("*", requireAdmin(services));
 

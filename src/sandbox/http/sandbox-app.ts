@@ -6,14 +6,13 @@
 import { Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import type { Logger } from "pino";
 import { errorBody, SandpoolError } from "../../contract/error-codes.js";
 import { MAX_FILE_BYTES_HEADER } from "../../contract/headers.js";
 import { parseExecRequest } from "../../contract/parse-exec-request.js";
 import { createSessionRequest, describeIssues } from "../../contract/schemas.js";
 import { errorResponse } from "../../http/common/error-response.js";
-import { readJsonBody } from "../../http/common/read-json-body.js";
+import { jsonBodyLimit, readJsonBody } from "../../http/common/read-json-body.js";
 import { guardRequestTarget } from "../../http/common/request-target.js";
 import type { SandboxConfig } from "../config.js";
 import { listFiles } from "../files/list-files.js";
@@ -25,10 +24,7 @@ import { executeToolCall } from "../tools/execute-tool-call.js";
 export function createSandboxApp(config: SandboxConfig, sessions: SessionRegistry, log: Logger): Hono {
   const app = new Hono();
   app.use("*", guardRequestTarget());
-  const jsonLimit = bodyLimit({
-    maxSize: config.maxJsonBodyBytes,
-    onError: (c) => c.json(errorBody("request.too_large", "the request body is too large"), 413),
-  });
+  const jsonLimit = jsonBodyLimit(config.maxJsonBodyBytes);
 
   app.get("/health", (c) => c.json({ status: "ok", sessions: sessions.size }));
 
