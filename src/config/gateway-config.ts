@@ -84,6 +84,16 @@ export const gatewayConfigSchema = z
         ctx.addIssue({ code: "custom", message: `pool '${pool.name}' is defined twice`, path: ["pools"] });
       names.add(pool.name);
     }
+    // A start in progress is known by its pool membership, which lasts the start's deadline
+    // plus 5 s: a shorter grace would let another replica destroy a sandbox being started.
+    const longestStart = Math.max(...config.pools.map((pool) => pool.coldStartTimeoutMs));
+    if (config.intervals.orphanGraceMs <= longestStart + 5_000) {
+      ctx.addIssue({
+        code: "custom",
+        message: `must be longer than the longest coldStartTimeoutMs plus 5 s (${longestStart + 5_000} ms)`,
+        path: ["intervals", "orphanGraceMs"],
+      });
+    }
     for (const image of config.policy.allowedImages) {
       const served = config.pools.some(
         (p) => p.image === image && p.resourceClass === config.policy.resourceClass && !p.egress,

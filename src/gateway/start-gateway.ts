@@ -39,8 +39,8 @@ export interface RunningGateway extends RunningServer {
   services: GatewayServices;
   policyRepository: PolicyRepository;
   policyAdmin: PolicyAdmin;
-  /** Compares the runtime with the store now (it also runs on a schedule). */
-  reconcile(): Promise<ReconcileReport>;
+  /** Compares the runtime with the store now, or as of `asOf` (it also runs on a schedule). */
+  reconcile(asOf?: number): Promise<ReconcileReport>;
   /** Stops serving; `destroySandboxes` also ends every session (dev: nobody else will). */
   close(options?: { destroySandboxes?: boolean }): Promise<void>;
 }
@@ -73,8 +73,9 @@ export async function startGateway(
   jobs.register("reap-sessions", async () => {
     await sessions.reap();
   });
-  const reconcileWithRuntime = () =>
+  const reconcileWithRuntime = (asOf?: number) =>
     reconcile({
+      now: asOf === undefined ? undefined : () => asOf,
       runtime,
       store,
       pools,

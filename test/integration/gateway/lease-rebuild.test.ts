@@ -10,7 +10,7 @@ import { startTestGateway, type TestGateway } from "../../support/gateway-harnes
 let harness: TestGateway;
 let client: ContractClient;
 beforeAll(async () => {
-  harness = await startTestGateway({ intervals: { reconcileMs: 3_600_000, orphanGraceMs: 1 } });
+  harness = await startTestGateway({ intervals: { reconcileMs: 3_600_000 } });
   client = await harness.client("team-rebuild");
 });
 afterAll(() => harness.close());
@@ -55,7 +55,8 @@ describe("after the coordination store lost a lease", () => {
     });
     await harness.gateway.services.usage.flush();
 
-    const report = await harness.gateway.reconcile();
+    // As of later than the orphan grace: the sandbox is old enough to count as an orphan.
+    const report = await harness.gateway.reconcile(Date.now() + 10 * 60_000);
     expect(report.leasesRebuilt).toBe(0);
     expect(report.orphansDestroyed).toBe(1);
     expect((await client.getSession(id)).status).toBe(404);

@@ -29,12 +29,12 @@ pools:
     image: sandpool/sandbox:dev
     minIdle: 1
     maxTotal: 8
-    coldStartTimeoutMs: 20000
+    coldStartTimeoutMs: 60000
 intervals:
   warmMs: 500
   reapMs: 500
   reconcileMs: 1000
-  orphanGraceMs: 20000
+  orphanGraceMs: 70000
 `;
 
 describe.skipIf(!available)("sandpool serve with two replicas", () => {
@@ -119,7 +119,7 @@ describe.skipIf(!available)("sandpool serve with two replicas", () => {
       return slotsOk && containers.every((c) => known.has(c.sandboxId));
     };
     // Warm-ups the victim had in flight become orphans; reconciliation removes them after the grace.
-    await waitFor(accounted, 60_000);
+    await waitFor(accounted, 120_000);
 
     // Its sessions live on: the surviving replicas serve them.
     const viaOne = await deployment.client(one, "team-c");
@@ -128,7 +128,7 @@ describe.skipIf(!available)("sandpool serve with two replicas", () => {
       expect((await viaOne.destroy(id)).status).toBe(204);
     }
     await waitFor(async () => (await store.countSlots("team-c", Date.now())) === 0, 10_000);
-  }, 120_000);
+  }, 200_000);
 
   it("drains gracefully on SIGTERM: a call in flight completes, then the replica exits 0", async () => {
     const leaving = await deployment.startReplica();
