@@ -6,6 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ContractClient } from "../../support/contract-client.js";
 import { startTestGateway, type TestGateway } from "../../support/gateway-harness.js";
+import { processExists } from "../../support/sandbox-server.js";
+import { waitFor } from "../../support/wait-for.js";
 
 let harness: TestGateway;
 let client: ContractClient;
@@ -58,7 +60,9 @@ describe("after the coordination store lost a lease", () => {
     // As of later than the orphan grace: the sandbox is old enough to count as an orphan.
     const report = await harness.gateway.reconcile(Date.now() + 10 * 60_000);
     expect(report.leasesRebuilt).toBe(0);
-    expect(report.orphansDestroyed).toBe(1);
+    // At least this one (a warm-up in progress also looks like an orphan that late).
+    expect(report.orphansDestroyed).toBeGreaterThanOrEqual(1);
+    await waitFor(() => !processExists(Number(lease!.sandbox.runtimeId)), 5_000, "the sandbox to go");
     expect((await client.getSession(id)).status).toBe(404);
   });
 });
