@@ -101,7 +101,11 @@ export async function createServeDeployment(yaml = ""): Promise<ServeDeployment>
       const { stdout } = await run("docker", ["ps", "-aq", "--filter", `label=sandpool.deployment=${name}`]);
       const ids = stdout.split("\n").filter(Boolean);
       if (ids.length > 0) await run("docker", ["rm", "-f", ...ids]);
-      await run("docker", ["network", "rm", `sandpool-${name}`]).catch(() => undefined);
+      // By id: replicas racing at start-up may have left two networks of this name.
+      const networks = await run("docker", ["network", "ls", "-q", "--filter", `name=sandpool-${name}`]);
+      for (const id of networks.stdout.split("\n").filter(Boolean)) {
+        await run("docker", ["network", "rm", id]).catch(() => undefined);
+      }
       const redis = new Redis(redisUrl);
       for (const pattern of [`sandpool:${name}:*`, `{sandpool-jobs}:${name}:*`]) {
         const keys = await redis.keys(pattern);

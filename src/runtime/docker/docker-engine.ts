@@ -141,15 +141,18 @@ export class DockerEngine {
 
   /**
    * Docker's duplicate check is not atomic: replicas starting together can each create the
-   * network. Every creator keeps the one with the smallest id and removes its own if it
-   * lost, so one network remains and names stay unambiguous.
+   * network. The oldest one is kept: a later creator always sees the earlier network and
+   * removes its own, so one network remains and names stay unambiguous.
    */
   private async keepOneNetwork(name: string, ours: string): Promise<void> {
     const same = (await this.call((docker) => docker.listNetworks({ filters: { name: [name] } }))).filter(
       (network) => network.Name === name,
     );
     if (same.length < 2) return;
-    const winner = same.map((network) => network.Id).sort()[0];
+    const oldestFirst = same.sort(
+      (a, b) => Date.parse(a.Created) - Date.parse(b.Created) || a.Id.localeCompare(b.Id),
+    );
+    const winner = oldestFirst[0]!.Id;
     if (winner !== ours) {
       await this.call((docker) => docker.getNetwork(ours).remove()).catch(() => undefined);
     }
