@@ -2,53 +2,44 @@
  * The sandbox server's settings: one schema, with the defaults a single container wants.
  * Ceilings are hard limits; defaults apply when a client sends no hint.
  */
-import { z } from "zod";
+import * as z from "zod/mini";
 
-const seconds = z.number().int().min(1);
+const int = (min: number, fallback: number) => z._default(z.int().check(z.minimum(min)), fallback);
+const seconds = (fallback: number) => int(1, fallback);
 
 export const sandboxConfigSchema = z
   .strictObject({
-    host: z.string().default("127.0.0.1"),
-    port: z.number().int().min(0).max(65535).default(8080),
-    root: z.string().min(1),
-    python: z.string().default("python3"),
-    maxSessions: z.number().int().min(1).default(64),
-    defaultIdleTimeoutSeconds: seconds.default(300),
-    maxIdleTimeoutSeconds: seconds.default(3600),
-    defaultMaxLifetimeSeconds: seconds.default(3600),
-    maxLifetimeSeconds: seconds.default(86_400),
-    defaultExecTimeoutSeconds: seconds.default(60),
-    maxExecTimeoutSeconds: seconds.default(600),
+    host: z._default(z.string(), "127.0.0.1"),
+    port: z._default(z.int().check(z.minimum(0), z.maximum(65535)), 8080),
+    root: z.string().check(z.minLength(1)),
+    python: z._default(z.string(), "python3"),
+    maxSessions: int(1, 64),
+    defaultIdleTimeoutSeconds: seconds(300),
+    maxIdleTimeoutSeconds: seconds(3600),
+    defaultMaxLifetimeSeconds: seconds(3600),
+    maxLifetimeSeconds: seconds(86_400),
+    defaultExecTimeoutSeconds: seconds(60),
+    maxExecTimeoutSeconds: seconds(600),
     /** Per stream (stdout, stderr) and call; the rest is dropped with a marker. */
-    maxOutputBytes: z
-      .number()
-      .int()
-      .min(1024)
-      .default(1024 * 1024),
-    maxUploadBytes: z
-      .number()
-      .int()
-      .min(1)
-      .default(100 * 1024 * 1024),
-    maxJsonBodyBytes: z
-      .number()
-      .int()
-      .min(1024)
-      .default(10 * 1024 * 1024),
-    interruptGraceMs: z.number().int().min(0).default(2_000),
-    reapIntervalMs: z.number().int().min(10).default(1_000),
+    maxOutputBytes: int(1024, 1024 * 1024),
+    maxUploadBytes: int(1, 100 * 1024 * 1024),
+    maxJsonBodyBytes: int(1024, 10 * 1024 * 1024),
+    interruptGraceMs: int(0, 2_000),
+    reapIntervalMs: int(10, 1_000),
     /** Start each session's Python interpreter at creation, so its first call is fast. */
-    prewarmInterpreter: z.boolean().default(true),
+    prewarmInterpreter: z._default(z.boolean(), true),
   })
-  .refine((c) => c.defaultIdleTimeoutSeconds <= c.maxIdleTimeoutSeconds, {
-    message: "defaultIdleTimeoutSeconds exceeds maxIdleTimeoutSeconds",
-  })
-  .refine((c) => c.defaultMaxLifetimeSeconds <= c.maxLifetimeSeconds, {
-    message: "defaultMaxLifetimeSeconds exceeds maxLifetimeSeconds",
-  })
-  .refine((c) => c.defaultExecTimeoutSeconds <= c.maxExecTimeoutSeconds, {
-    message: "defaultExecTimeoutSeconds exceeds maxExecTimeoutSeconds",
-  });
+  .check(
+    z.refine((c) => c.defaultIdleTimeoutSeconds <= c.maxIdleTimeoutSeconds, {
+      message: "defaultIdleTimeoutSeconds exceeds maxIdleTimeoutSeconds",
+    }),
+    z.refine((c) => c.defaultMaxLifetimeSeconds <= c.maxLifetimeSeconds, {
+      message: "defaultMaxLifetimeSeconds exceeds maxLifetimeSeconds",
+    }),
+    z.refine((c) => c.defaultExecTimeoutSeconds <= c.maxExecTimeoutSeconds, {
+      message: "defaultExecTimeoutSeconds exceeds maxExecTimeoutSeconds",
+    }),
+  );
 
 export type SandboxConfigInput = z.input<typeof sandboxConfigSchema>;
 export type SandboxConfig = z.output<typeof sandboxConfigSchema>;
