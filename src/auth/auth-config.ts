@@ -36,6 +36,12 @@ export const authConfigSchema = z
     jwksCacheMaxAgeMs: z.number().int().min(1_000).default(600_000),
     /** A JWKS fetch slower than this fails the request (401) instead of holding it. */
     jwksTimeoutMs: z.number().int().min(1).default(5_000),
+    /**
+     * A token that passed verification is trusted again for this long (never past its exp)
+     * without checking its signature; 0 verifies every request. Bounds how long a token
+     * signed by a key since removed from the JWKS keeps working.
+     */
+    verifiedTokenCacheSeconds: z.number().int().min(0).max(3600).default(60),
   })
   .transform((config, ctx) => {
     const configured = keySources.filter((name) => config[name] !== undefined);

@@ -23,6 +23,11 @@ export interface Caller {
   expiresAt: number;
 }
 
+/** Turns an `Authorization` header into the caller it speaks for, or refuses (401). */
+export interface BearerAuthenticator {
+  authenticate(authorization: string | undefined): Promise<Caller>;
+}
+
 /** A caller scoped to one workspace: what every contract route sees. */
 export interface Principal extends Caller {
   workspace: string;

@@ -63,6 +63,10 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   },
   "auth.jwksCacheMaxAgeMs": { comment: "A fetched JWKS is trusted this long before it is refreshed." },
   "auth.jwksTimeoutMs": { comment: "A slower JWKS fetch fails the request (401) instead of holding it." },
+  "auth.verifiedTokenCacheSeconds": {
+    comment:
+      "A verified token is trusted again this long (never past exp) without a signature check; 0: never.",
+  },
   policy: {
     comment: "Deployment policy: ceilings no workspace can exceed, and what applies without a policy row.",
   },

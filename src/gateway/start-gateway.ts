@@ -7,6 +7,7 @@ import type { Kysely } from "kysely";
 import type { Logger } from "pino";
 import { FailedAuthLimiter } from "../auth/failed-auth-limiter.js";
 import { JwtAuthenticator } from "../auth/jwt-authenticator.js";
+import { CachingAuthenticator } from "../auth/verified-token-cache.js";
 import type { GatewayConfig } from "../config/gateway-config.js";
 import { SandboxClient } from "../forward/sandbox-client.js";
 import { listen, type RunningServer } from "../http/common/listen.js";
@@ -103,7 +104,9 @@ export async function startGateway(
   const services: GatewayServices = {
     log,
     metrics,
-    authenticator: new JwtAuthenticator(config.auth),
+    authenticator: new CachingAuthenticator(new JwtAuthenticator(config.auth), {
+      maxAgeMs: config.auth.verifiedTokenCacheSeconds * 1000,
+    }),
     authLimiter: new FailedAuthLimiter(config.authFailures),
     policies,
     admission,

@@ -1,6 +1,7 @@
 /** Everything the gateway's routes use, built once at start-up and passed in. */
 import type { Logger } from "pino";
 import type { FailedAuthLimiter } from "../auth/failed-auth-limiter.js";
+import type { BearerAuthenticator } from "../auth/principal.js";
 import type { SandboxClient } from "../forward/sandbox-client.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { UsageSink } from "../metering/usage-sink.js";
@@ -11,7 +12,6 @@ import type { SessionLifecycle } from "../pool/session-lifecycle.js";
 import type { Admission } from "../quota/admission.js";
 import type { PoolSpec } from "../runtime/sandbox-runtime.js";
 import type { UsageSummaryRow } from "../store/sql/usage-event.js";
-import type { BearerAuthenticator } from "./middleware/authenticate.js";
 
 export interface GatewayServices {
   log: Logger;

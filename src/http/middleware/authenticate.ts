@@ -12,13 +12,9 @@
  */
 import type { MiddlewareHandler } from "hono";
 import { credentialFingerprint, type FailedAuthLimiter } from "../../auth/failed-auth-limiter.js";
-import { type Caller, scopedPrincipal } from "../../auth/principal.js";
+import { type BearerAuthenticator, type Caller, scopedPrincipal } from "../../auth/principal.js";
 import { SandpoolError } from "../../contract/error-codes.js";
 import type { GatewayEnv } from "../gateway-env.js";
-
-export interface BearerAuthenticator {
-  authenticate(authorization: string | undefined): Promise<Caller>;
-}
 
 function rateLimited(retryAfterSeconds: number): SandpoolError {
   return new SandpoolError("auth.rate_limited", "too many failed authentication attempts", {
