@@ -3,11 +3,11 @@
  * migrations, in process) for `sandpool dev` and tests. Both give the same Kysely type;
  * `db.destroy()` closes either.
  */
-import { PGlite } from "@electric-sql/pglite";
 import { CompiledQuery, Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
 import type { Database } from "./database-types.js";
 import { PgliteDialect } from "./pglite-dialect.js";
+import { PgliteProcess } from "./pglite-process.js";
 
 export interface PostgresOptions {
   /** Schema to put first on the search path (tests use a fresh one per file). */
@@ -51,8 +51,11 @@ export function openPostgres(url: string, options: PostgresOptions = {}): Kysely
   });
 }
 
-/** In memory when `dataDir` is undefined; otherwise the data survives restarts there. */
+/**
+ * In memory when `dataDir` is undefined; otherwise the data survives restarts there. The
+ * database runs in a child process of its own (see pglite-host.mjs for why).
+ */
 export async function openPglite(dataDir: string | undefined): Promise<Kysely<Database>> {
-  const pglite = await PGlite.create(dataDir);
+  const pglite = await PgliteProcess.open({ dataDir });
   return new Kysely<Database>({ dialect: new PgliteDialect(pglite) });
 }

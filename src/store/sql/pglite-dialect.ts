@@ -1,12 +1,12 @@
 /**
- * A Kysely dialect over an in-process PGlite. PGlite is one Postgres session, so the driver
+ * A Kysely dialect over an in-process PGlite, on this thread or in a process of its
+ * own (pglite-process.ts). PGlite is one Postgres session, so the driver
  * hands out its single connection to one holder at a time: a transaction then owns the
  * session until it commits, exactly as a pooled pg connection would.
  *
  * Queries without parameters go through `exec` (the simple query protocol), like pg does
  * for them, so a multi-statement migration file runs the same way on both drivers.
  */
-import type { PGlite } from "@electric-sql/pglite";
 import {
   AbortedTransactionError,
   CompiledQuery,
@@ -23,14 +23,23 @@ import {
 
 const ROW_COUNT_COMMANDS = new Set(["INSERT", "UPDATE", "DELETE", "MERGE"]);
 
-interface PgliteResult {
+export interface PgliteResult {
   rows: unknown[];
   command?: string;
   rowCount?: number;
 }
 
+/** The part of PGlite's API the dialect uses: a PGlite, or a PgliteProcess. */
+export interface PgliteSession {
+  readonly waitReady: Promise<void>;
+  readonly closed: boolean;
+  query(sql: string, params?: unknown[]): Promise<PgliteResult>;
+  exec(sql: string): Promise<PgliteResult[]>;
+  close(): Promise<void>;
+}
+
 class PgliteConnection implements DatabaseConnection {
-  constructor(private readonly pglite: PGlite) {}
+  constructor(private readonly pglite: PgliteSession) {}
 
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
     const result: PgliteResult | undefined =
@@ -59,7 +68,7 @@ class PgliteDriver implements Driver {
   private holder: Promise<void> = Promise.resolve();
   private releaseHolder: (() => void) | undefined;
 
-  constructor(private readonly pglite: PGlite) {
+  constructor(private readonly pglite: PgliteSession) {
     this.connection = new PgliteConnection(pglite);
   }
 
@@ -106,7 +115,7 @@ class PgliteDriver implements Driver {
 }
 
 export class PgliteDialect implements Dialect {
-  constructor(private readonly pglite: PGlite) {}
+  constructor(private readonly pglite: PgliteSession) {}
 
   createAdapter() {
     return new PostgresAdapter();

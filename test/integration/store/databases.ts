@@ -1,6 +1,7 @@
 /**
- * The two database flavours every store test runs against: the real Postgres server of this
- * run (a fresh schema per test file, dropped afterwards) and an in-memory PGlite.
+ * The database flavours every store test runs against: the real Postgres server of this
+ * run (a fresh schema per test file, dropped afterwards), an in-memory PGlite, and an
+ * in-memory PGlite in a process of its own (what dev mode runs).
  *
  * Postgres is found at SANDPOOL_TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test).
  * Unreachable under CI=true, the suite fails; unreachable locally, the Postgres flavour is
@@ -15,6 +16,7 @@ import type { Database } from "../../../src/store/sql/database-types.js";
 import { migrateToLatest } from "../../../src/store/sql/migrate.js";
 import { openPostgres, type PostgresOptions } from "../../../src/store/sql/open-database.js";
 import { PgliteDialect } from "../../../src/store/sql/pglite-dialect.js";
+import { PgliteProcess } from "../../../src/store/sql/pglite-process.js";
 import { requireService } from "../../support/require-service.js";
 import { pgliteTemplate } from "./pglite-template.js";
 
@@ -27,7 +29,7 @@ export interface OpenedDatabase {
 }
 
 export interface DatabaseFlavour {
-  name: "postgres" | "pglite";
+  name: "postgres" | "pglite" | "pglite-process";
   open(): Promise<OpenedDatabase>;
 }
 
@@ -73,6 +75,15 @@ export async function openFreshPglite(): Promise<OpenedDatabase> {
   return { db, close: () => db.destroy() };
 }
 
+/** The same, in a process of its own, as `sandpool dev` runs it. */
+export async function openFreshPgliteProcess(): Promise<OpenedDatabase> {
+  const dump = new Uint8Array(await (await pgliteTemplate()).arrayBuffer());
+  const db = new Kysely<Database>({
+    dialect: new PgliteDialect(await PgliteProcess.open({ loadDataDir: dump })),
+  });
+  return { db, close: () => db.destroy() };
+}
+
 export const postgresAvailable = await requireService(`Postgres at ${postgresUrl}`, postgresAnswers, {
   start: "the Postgres step of .ci/run (or set SANDPOOL_TEST_DATABASE_URL)",
 });
@@ -80,6 +91,7 @@ export const postgresAvailable = await requireService(`Postgres at ${postgresUrl
 export const databaseFlavours: DatabaseFlavour[] = [
   ...(postgresAvailable ? [{ name: "postgres" as const, open: () => openFreshPostgres() }] : []),
   { name: "pglite", open: openFreshPglite },
+  { name: "pglite-process", open: openFreshPgliteProcess },
 ];
 
 /**

@@ -1,0 +1,144 @@
+/**
+ * PGlite in a child process of its own (pglite-host.mjs, which says why), behind the part of
+ * PGlite's API the Kysely dialect uses. Requests and answers cross the IPC channel with
+ * advanced serialization (structured cloning): parameters and rows keep their types. A
+ * database error comes back as an Error with Postgres' fields (`code`, `detail`, ...) on it,
+ * as PGlite would throw it.
+ */
+import { type ChildProcess, fork } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import type { PgliteResult, PgliteSession } from "./pglite-dialect.js";
+
+export interface PgliteProcessOptions {
+  /** Where the data lives across restarts; in memory when undefined. */
+  dataDir?: string;
+  /** A dump (`dumpDataDir`) to start from instead of running initdb. */
+  loadDataDir?: Uint8Array;
+}
+
+interface Pending {
+  resolve(result: unknown): void;
+  reject(error: Error): void;
+}
+
+type HostRequest =
+  | { op: "query"; sql: string; params: unknown[] }
+  | { op: "exec"; sql: string }
+  | { op: "close" };
+type HostMessage =
+  | { ready: true }
+  | { ready: false; error: ErrorFields }
+  | { id: number; result?: unknown; error?: ErrorFields };
+type ErrorFields = { message: string; name?: string } & Record<string, unknown>;
+
+const HOST_PATH = fileURLToPath(new URL("./pglite-host.mjs", import.meta.url));
+const CLOSE_TIMEOUT_MS = 30_000;
+
+export class PgliteProcess implements PgliteSession {
+  readonly waitReady = Promise.resolve();
+  readonly #child: ChildProcess;
+  readonly #exited: Promise<void>;
+  readonly #pending = new Map<number, Pending>();
+  #nextId = 1;
+  #closed = false;
+  /** Why the host is gone, once it is: every later request fails with it. */
+  #gone: Error | undefined;
+
+  private constructor(child: ChildProcess, exited: Promise<void>) {
+    this.#child = child;
+    this.#exited = exited;
+    child.on("message", (message: HostMessage) => {
+      if ("id" in message) this.#settle(message.id, message.result, message.error && toError(message.error));
+    });
+    child.on("error", (error) => this.#fail(error));
+    void exited.then(() => this.#fail(new Error("the database process exited")));
+  }
+
+  /** Starts the host and waits until its database is open (initdb on a new data dir). */
+  static async open(options: PgliteProcessOptions = {}): Promise<PgliteProcess> {
+    const child = fork(HOST_PATH, [], {
+      serialization: "advanced",
+      // The gateway's own flags (a profiler, a test runner's loader) are not the host's.
+      execArgv: [],
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    });
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    await new Promise<void>((resolve, reject) => {
+      const onMessage = (message: HostMessage) => {
+        if (!("ready" in message)) return;
+        child.off("message", onMessage);
+        if (message.ready) resolve();
+        else reject(toError(message.error));
+      };
+      child.on("message", onMessage);
+      child.once("error", reject);
+      void exited.then(() => reject(new Error("the database process exited before the database opened")));
+      child.send({ op: "open", ...options });
+    });
+    // Idle, the host must not keep the gateway's process alive: closing it is explicit.
+    child.unref();
+    child.channel?.unref();
+    return new PgliteProcess(child, exited);
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  query(sql: string, params: unknown[] = []): Promise<PgliteResult> {
+    return this.#call({ op: "query", sql, params }) as Promise<PgliteResult>;
+  }
+
+  exec(sql: string): Promise<PgliteResult[]> {
+    return this.#call({ op: "exec", sql }) as Promise<PgliteResult[]>;
+  }
+
+  /** Closes the database (its data is on disk when this resolves) and ends the host. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    try {
+      if (!this.#gone) await this.#call({ op: "close" });
+    } finally {
+      this.#closed = true;
+      const timer = setTimeout(() => this.#child.kill("SIGKILL"), CLOSE_TIMEOUT_MS);
+      await this.#exited;
+      clearTimeout(timer);
+    }
+  }
+
+  #call(request: HostRequest): Promise<unknown> {
+    if (this.#closed) return Promise.reject(new Error("the database is closed"));
+    if (this.#gone) return Promise.reject(this.#gone);
+    const id = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject });
+      // While an answer is awaited the channel keeps the gateway alive; idle, it does not.
+      if (this.#pending.size === 1) this.#child.channel?.ref();
+      this.#child.send({ id, ...request }, (error) => {
+        if (error) this.#settle(id, undefined, error);
+      });
+    }).finally(() => {
+      if (this.#pending.size === 0) this.#child.channel?.unref();
+    });
+  }
+
+  #settle(id: number, result: unknown, error?: Error): void {
+    const pending = this.#pending.get(id);
+    this.#pending.delete(id);
+    if (error) pending?.reject(error);
+    else pending?.resolve(result);
+  }
+
+  #fail(error: Error): void {
+    this.#gone ??= error;
+    for (const pending of this.#pending.values()) pending.reject(this.#gone);
+    this.#pending.clear();
+  }
+}
+
+function toError(fields: ErrorFields): Error {
+  const { message, name, ...rest } = fields;
+  const error = Object.assign(new Error(message), rest);
+  if (name) error.name = name;
+  return error;
+}
