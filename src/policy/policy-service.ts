@@ -37,16 +37,20 @@ export class PolicyService {
     if (cached && cached.expiresAt > this.now()) return cached.policy;
     if (cached && !cached.refreshing) {
       cached.refreshing = true;
-      const fresh = this.read(workspace);
-      // Swapped in only once read, and only if nothing replaced the entry meanwhile.
-      fresh.then(
-        () => {
-          if (this.cache.get(workspace) === cached) this.store(workspace, fresh);
-        },
-        () => {
-          cached.refreshing = false;
-        },
-      );
+      // After this turn of the event loop: the request that found the entry stale is
+      // answered first, and the read does not sit between it and its response.
+      setImmediate(() => {
+        const fresh = this.read(workspace);
+        // Swapped in only once read, and only if nothing replaced the entry meanwhile.
+        fresh.then(
+          () => {
+            if (this.cache.get(workspace) === cached) this.store(workspace, fresh);
+          },
+          () => {
+            cached.refreshing = false;
+          },
+        );
+      });
     }
     if (cached) return cached.policy;
     const policy = this.read(workspace);

@@ -22,8 +22,10 @@ export function observeRequest(log: Logger, metrics: GatewayMetrics): Middleware
     c.set("requestId", requestId);
     c.set("log", log);
     c.set("operation", "unmatched");
-    await runInRequest(requestId, next);
+    // Before the response exists, so every response is built with it: adding a header to a
+    // finished response makes Hono rebuild it as a stream (see forward-to-sandbox.ts).
     c.header("X-Request-Id", requestId);
+    await runInRequest(requestId, next);
     const operation = c.get("operation");
     const status = c.res.status;
     metrics.requests.inc({ route: operation, method: c.req.method, status: String(status) });

@@ -53,7 +53,7 @@ export function registerExecRoute(
       }),
     );
     if (answer.status === 200) await meterExecution(services, key, tool, answer.body as Buffer);
-    return toResponse(answer);
+    return toResponse(c, answer);
   });
 }
 

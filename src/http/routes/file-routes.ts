@@ -50,7 +50,7 @@ export function registerFileRoutes(app: Hono<GatewayEnv>, services: GatewayServi
         timeoutMs,
       }),
     );
-    return toResponse(answer);
+    return toResponse(c, answer);
   });
 
   app.get("/sessions/:id/files", async (c) => {
@@ -78,7 +78,7 @@ export function registerFileRoutes(app: Hono<GatewayEnv>, services: GatewayServi
         quantity: bytes,
       });
     }
-    return toResponse(afterBody(answer, end));
+    return toResponse(c, afterBody(answer, end));
   });
 
   app.post("/sessions/:id/files", async (c) => {
@@ -118,6 +118,6 @@ export function registerFileRoutes(app: Hono<GatewayEnv>, services: GatewayServi
         quantity: stored.size_bytes ?? 0,
       });
     }
-    return toResponse(answer);
+    return toResponse(c, answer);
   });
 }

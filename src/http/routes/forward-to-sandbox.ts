@@ -8,6 +8,8 @@
  * error answers are small JSON and are read whole, so they can be inspected.
  */
 import { Readable } from "node:stream";
+import type { Context } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { SandpoolError } from "../../contract/error-codes.js";
 import { type ForwardRequest, mapTransportError } from "../../forward/sandbox-client.js";
 import type { Lease } from "../../store/coordination/records.js";
@@ -64,14 +66,18 @@ async function readAll(body: Readable): Promise<Buffer> {
   }
 }
 
-export function toResponse(answer: SandboxAnswer): Response {
+/**
+ * The client's response to a sandbox answer. Built through the context (not `new Response`)
+ * so headers set earlier in the pipeline (X-Request-Id) are part of it from the start: a
+ * header added to a finished response makes Hono rebuild it around a web stream, which the
+ * Node adapter then drains chunk by chunk instead of writing the bytes at once.
+ */
+export function toResponse(c: Context, answer: SandboxAnswer): Response {
+  if (answer.status === 204) return c.body(null, 204, answer.headers);
   const body = Buffer.isBuffer(answer.body)
-    ? answer.body
+    ? (answer.body as Uint8Array<ArrayBuffer>)
     : (Readable.toWeb(answer.body) as unknown as ReadableStream<Uint8Array>);
-  return new Response(answer.status === 204 ? null : body, {
-    status: answer.status,
-    headers: answer.headers,
-  });
+  return c.body(body, answer.status as ContentfulStatusCode, answer.headers);
 }
 
 function errorCode(body: Buffer): unknown {

@@ -57,12 +57,14 @@ describe("PolicyService", () => {
     expect((await service.forWorkspace("ws")).sessionsPerMinute).toBe(5);
     expect(db.reads).toEqual(["ws"]);
     time.advance(1);
-    // Past the TTL the cached value still answers at once while one read refreshes it...
+    // Past the TTL the cached value still answers at once; the refresh starts only after
+    // the requests that found it stale are answered...
     expect((await service.forWorkspace("ws")).sessionsPerMinute).toBe(5);
     expect((await service.forWorkspace("ws")).sessionsPerMinute).toBe(5);
+    expect(db.reads).toEqual(["ws"]);
+    await nextTurn();
+    // ...one read for both, and the refreshed value answers from then on.
     expect(db.reads).toEqual(["ws", "ws"]);
-    await Promise.resolve();
-    // ...and the refreshed value answers from then on.
     expect((await service.forWorkspace("ws")).sessionsPerMinute).toBe(7);
     expect(db.reads).toEqual(["ws", "ws"]);
   });
@@ -168,6 +170,13 @@ describe("PolicyService", () => {
     for (let i = 0; i < 10_000; i++) await service.forWorkspace(`ws-${i}`);
     time.advance(5_000);
     for (let i = 0; i < 10_100; i++) await service.forWorkspace(`ws-${i % 10_050}`);
+    await nextTurn();
+    await nextTurn();
     expect((service as unknown as { cache: Map<string, unknown> }).cache.size).toBeLessThanOrEqual(10_000);
   });
 });
+
+/** Lets the background work scheduled by the calls so far run (a turn of the event loop). */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
