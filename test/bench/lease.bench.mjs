@@ -9,7 +9,9 @@
  *   Cold lease   CreateSession with --min-idle 0: every create starts a sandbox.
  *   Exec         trivial code_execution `print(1)` through the gateway, alternated call by
  *                call with the same call sent straight to a `sandpool sandbox` server this
- *                bench starts itself (same program the gateway pools, same client code).
+ *                bench starts itself (same program the gateway pools, same client code), and
+ *                through a relay with no logic to that server (lib/bare-relay.mjs): what one
+ *                more process on the path costs on this machine, whatever it does.
  *
  *   Docker       the same warm and cold measures with `--runtime docker` (containers), when a
  *                Docker engine has the sandbox image; skipped with a line otherwise.
@@ -64,6 +66,8 @@ const DOCKER_WARM_LEASES = 30;
 const DOCKER_COLD_LEASES = 5;
 const TARGET_DOCKER_RATIO = 50;
 const SANDBOX_IMAGE = "sandpool/sandbox:dev";
+const relayPath = fileURLToPath(new URL("./lib/bare-relay.mjs", import.meta.url));
+const RELAY_LISTENING = /^relay listening on (http:\/\/\S+)/;
 
 const TARGET_WARM_P50_MS = 5;
 const TARGET_WARM_P99_MS = 25;
@@ -334,45 +338,62 @@ async function measureCold(gateway, clients, leases = COLD_LEASES) {
   }
 }
 
-/** print(1) through the gateway and straight to a sandbox server, alternating call by call. */
+/** Starts the no-logic relay (lib/bare-relay.mjs) in front of `upstreamUrl`. */
+async function startRelay(upstreamUrl) {
+  const child = spawnTracked(process.execPath, [relayPath, upstreamUrl]);
+  const log = tailOf(child);
+  const match = await waitForLine(child, RELAY_LISTENING, START_TIMEOUT_MS);
+  child.stdout.resume();
+  return { url: match[1], log, stop: () => stopProcess(child, 5_000) };
+}
+
+/**
+ * print(1) through the gateway, straight to a sandbox server, and through the bare relay to
+ * that server: one call of each per round, the order rotating so none always follows another.
+ */
 async function measureExec(gateway, token, python) {
   const sandbox = await startSandbox(python);
+  const relay = await startRelay(sandbox.url);
   const viaGateway = createClient(gateway.url, token);
   const direct = createClient(sandbox.url);
+  const viaRelay = createClient(relay.url);
   const metrics = createClient(gateway.url);
   try {
     const gatewaySession = await createSession(viaGateway);
     const directSession = await createSession(direct);
-    for (let i = 0; i < EXEC_WARMUP; i++) {
-      await execPrintOne(viaGateway, gatewaySession);
-      await execPrintOne(direct, directSession);
-    }
-    const gatewaySamples = [];
-    const directSamples = [];
+    const paths = {
+      gateway: () => execPrintOne(viaGateway, gatewaySession),
+      direct: () => execPrintOne(direct, directSession),
+      relay: () => execPrintOne(viaRelay, directSession),
+    };
+    const names = Object.keys(paths);
+    for (let i = 0; i < EXEC_WARMUP; i++) for (const name of names) await paths[name]();
+    const samples = { gateway: [], direct: [], relay: [] };
     const before = await readMetrics(metrics);
     for (let i = 0; i < EXEC_CALLS; i++) {
-      // Alternate which goes first so neither always follows the other.
-      const order = i % 2 === 0 ? ["gateway", "direct"] : ["direct", "gateway"];
-      for (const which of order) {
+      for (let k = 0; k < names.length; k++) {
+        const name = names[(i + k) % names.length];
         const start = nowMs();
-        if (which === "gateway") await execPrintOne(viaGateway, gatewaySession);
-        else await execPrintOne(direct, directSession);
-        (which === "gateway" ? gatewaySamples : directSamples).push(nowMs() - start);
+        await paths[name]();
+        samples[name].push(nowMs() - start);
       }
-      if ((i + 1) % 100 === 0) progress(`exec: ${i + 1}/${EXEC_CALLS} pairs`);
+      if ((i + 1) % 100 === 0) progress(`exec: ${i + 1}/${EXEC_CALLS} rounds`);
     }
     const after = await readMetrics(metrics);
     await destroySession(viaGateway, gatewaySession);
     await destroySession(direct, directSession);
     return {
-      gatewaySamples,
-      directSamples,
+      gatewaySamples: samples.gateway,
+      directSamples: samples.direct,
+      relaySamples: samples.relay,
       serverExecMeanMs: serverMeanMs(before, after, "execCount", "execSeconds"),
     };
   } finally {
     await metrics.close();
     await viaGateway.close();
     await direct.close();
+    await viaRelay.close();
+    await relay.stop();
     await sandbox.stop();
   }
 }
@@ -470,7 +491,7 @@ async function main() {
     warm = await measureWarm(warmGateway, clients, { rounds: WARM_LEASES, burst: 1, label: "warm" });
     progress(`burst: ${BURST_ROUNDS} rounds of ${BURST} creates in a row (+${WARM_UNTIMED} untimed)`);
     bursts = await measureWarm(warmGateway, clients, { rounds: BURST_ROUNDS, burst: BURST, label: "burst" });
-    progress(`exec: ${EXEC_WARMUP} warm-up + ${EXEC_CALLS} pairs (gateway, direct)`);
+    progress(`exec: ${EXEC_WARMUP} warm-up + ${EXEC_CALLS} rounds (gateway, direct, bare relay)`);
     exec = await measureExec(warmGateway, tokens[0], python);
   } finally {
     await Promise.all(clients.map((client) => client.close()));
@@ -505,6 +526,7 @@ async function main() {
   const directExec = summarize(exec.directSamples);
   const ratio = coldStats.median / warmStats.median;
   const overhead = gatewayExec.median - directExec.median;
+  const relayOverhead = summarize(exec.relaySamples).median - directExec.median;
 
   const p50Target = checkBelow(warmStats.median, TARGET_WARM_P50_MS);
   const p99Target = checkBelow(warmStats.p99, TARGET_WARM_P99_MS);
@@ -540,14 +562,17 @@ async function main() {
       `bursts ${formatMs(bursts.serverCreateMeanMs)}, cold ${formatMs(cold.serverCreateMeanMs)}\n`,
   );
 
-  heading(`Exec "print(1)" (${EXEC_CALLS} calls each, alternated)`);
+  heading(`Exec "print(1)" (${EXEC_CALLS} calls each, rotated)`);
   printTable(headers, [
     row("through the gateway", exec.gatewaySamples),
     row("straight to a sandbox server", exec.directSamples),
+    row("baseline: through a relay with no logic", exec.relaySamples),
   ]);
   process.stdout.write(
     `gateway adds ${formatMs(overhead)} (difference of medians); ` +
       `target < ${TARGET_GATEWAY_OVERHEAD_MS} ms: ${overheadTarget.verdict}\n` +
+      `baseline: a relay with no logic adds ${formatMs(relayOverhead)}: the cost of one more ` +
+      `process on the path here; the gateway's own work is the difference, ${formatMs(overhead - relayOverhead)}\n` +
       `server-side Execute mean ${formatMs(exec.serverExecMeanMs)} (includes the sandbox's own time)\n`,
   );
 

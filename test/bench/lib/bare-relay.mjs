@@ -1,0 +1,40 @@
+#!/usr/bin/env node
+/**
+ * The baseline for the gateway's exec overhead: a relay with no logic at all. It reads each
+ * request whole, sends it to one upstream server over a keep-alive connection (undici, as the
+ * gateway does) and writes the upstream's answer back. What it adds to a call is what any
+ * extra process on the path costs on this machine: two more hops and two more wake-ups.
+ *
+ * Usage: node bare-relay.mjs UPSTREAM_URL   prints `relay listening on http://127.0.0.1:PORT`
+ * Loopback only; it exits when its standard input closes (the bench owns it).
+ */
+import { createServer } from "node:http";
+import { Client } from "undici";
+
+const upstream = new Client(process.argv[2]);
+const server = createServer(async (req, res) => {
+  try {
+    const chunks = [];
+    for await (const chunk of req) chunks.push(chunk);
+    const answer = await upstream.request({
+      method: req.method,
+      path: req.url,
+      headers: { "content-type": req.headers["content-type"] ?? "application/octet-stream" },
+      body: chunks.length > 0 ? Buffer.concat(chunks) : undefined,
+    });
+    const body = Buffer.from(await answer.body.arrayBuffer());
+    res.writeHead(answer.statusCode, {
+      "content-type": answer.headers["content-type"] ?? "application/octet-stream",
+      "content-length": body.length,
+    });
+    res.end(body);
+  } catch (error) {
+    res.writeHead(502, { "content-type": "text/plain" });
+    res.end(String(error));
+  }
+});
+server.listen(0, "127.0.0.1", () => {
+  console.log(`relay listening on http://127.0.0.1:${server.address().port}`);
+});
+process.stdin.resume();
+process.stdin.on("end", () => process.exit(0));
