@@ -29,18 +29,19 @@ import { cpus, loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import { Client } from "undici";
 import {
-  cleanupAll,
   installCleanupHandlers,
-  isInterrupted,
   makeTempDir,
   removeTempDir,
   resolvePython,
+  runBench,
   spawnTracked,
   stopProcess,
+  tailOf,
   waitForLine,
 } from "./lib/process.mjs";
+import { createSession, startSandboxServer } from "./lib/sandbox-server.mjs";
 import { summarize } from "./lib/stats.mjs";
-import { checkBelow, heading, printTable } from "./lib/table.mjs";
+import { checkBelow, heading, latencyTable, printTable } from "./lib/table.mjs";
 import { formatMs, nowMs, progress, withTimeout } from "./lib/timing.mjs";
 
 const MIN_IDLE = 8;
@@ -76,7 +77,6 @@ const TARGET_GATEWAY_OVERHEAD_MS = 1;
 
 const cliPath = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
 const TOKEN_LINE = /^SANDPOOL_TOKEN=(\S+)/;
-const SANDBOX_LISTENING = /^sandpool sandbox listening on (http:\/\/\S+)/;
 
 /** A free loopback port: bound, read, released (dev mode takes its port from --port). */
 function freePort() {
@@ -116,15 +116,6 @@ function createClient(baseUrl, token) {
   };
 }
 
-/** Keeps the tail of a child's stderr (its log) for error messages, and the pipe drained. */
-function tailOf(child) {
-  let log = "";
-  child.stderr.on("data", (chunk) => {
-    log = (log + chunk.toString("utf8")).slice(-8192);
-  });
-  return () => log;
-}
-
 async function startDev({ dataDir, python, minIdle, timeoutMs, runtime = "process" }) {
   const port = await freePort();
   const started = nowMs();
@@ -158,33 +149,6 @@ async function startDev({ dataDir, python, minIdle, timeoutMs, runtime = "proces
     stop: async () => {
       const exit = await stopProcess(child, 15_000);
       if (exit.forced) progress(`warning: dev gateway needed SIGKILL\n${log()}`);
-    },
-  };
-}
-
-async function startSandbox(python) {
-  const root = await makeTempDir("sandpool-lease-bench-sandbox-");
-  const child = spawnTracked(process.execPath, [
-    cliPath,
-    "sandbox",
-    "--host",
-    "127.0.0.1",
-    "--port",
-    "0",
-    "--root",
-    root,
-    "--python",
-    python,
-  ]);
-  const log = tailOf(child);
-  const match = await waitForLine(child, SANDBOX_LISTENING, START_TIMEOUT_MS);
-  child.stdout.resume();
-  return {
-    url: match[1],
-    log,
-    stop: async () => {
-      await stopProcess(child, 5_000);
-      await removeTempDir(root);
     },
   };
 }
@@ -237,14 +201,6 @@ async function waitForRefill(metricsClient, minIdle) {
     }
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
-}
-
-async function createSession(client) {
-  const answer = await client.send("POST", "/sessions", {});
-  if (answer.status !== 201 || typeof answer.body?.session_id !== "string") {
-    throw new Error(`POST /sessions answered ${answer.status}: ${answer.text}`);
-  }
-  return answer.body.session_id;
 }
 
 async function destroySession(client, sessionId) {
@@ -352,7 +308,7 @@ async function startRelay(upstreamUrl) {
  * that server: one call of each per round, the order rotating so none always follows another.
  */
 async function measureExec(gateway, token, python) {
-  const sandbox = await startSandbox(python);
+  const sandbox = await startSandboxServer(python, START_TIMEOUT_MS);
   const relay = await startRelay(sandbox.url);
   const viaGateway = createClient(gateway.url, token);
   const direct = createClient(sandbox.url);
@@ -398,20 +354,7 @@ async function measureExec(gateway, token, python) {
   }
 }
 
-function row(label, samples, target) {
-  const s = summarize(samples);
-  return [
-    label,
-    s.n,
-    formatMs(s.median),
-    formatMs(s.p90),
-    formatMs(s.p99),
-    formatMs(s.min),
-    formatMs(s.max),
-    target ? target.label : "",
-    target ? target.verdict : "",
-  ];
-}
+const { headers, row } = latencyTable(["n", "median", "p90", "p99", "min", "max"]);
 
 /** The 1, 5 and 15 minute load averages: loopback latency means little on a busy machine. */
 function formatLoad() {
@@ -538,7 +481,6 @@ async function main() {
   };
   const overheadTarget = checkBelow(overhead, TARGET_GATEWAY_OVERHEAD_MS);
 
-  const headers = ["measure", "n", "median", "p90", "p99", "min", "max", "target", "result"];
   process.stdout.write(
     `sandpool lease bench  node ${process.version}  python ${python}\n` +
       "dev gateway (PGlite, memory store, process runtime) on loopback, HTTP keep-alive via undici.\n" +
@@ -619,16 +561,4 @@ async function main() {
   );
 }
 
-try {
-  await main();
-  await cleanupAll();
-} catch (error) {
-  // After SIGINT/SIGTERM the errors are side effects of the clean-up, which exits by itself.
-  if (!isInterrupted()) {
-    process.stderr.write(
-      `[bench] error: ${error instanceof Error ? (error.stack ?? error.message) : error}\n`,
-    );
-    await cleanupAll();
-    process.exitCode = 1;
-  }
-}
+await runBench(main);

@@ -11,22 +11,11 @@
  * something failed. Progress goes to stderr, results to stdout.
  */
 import { existsSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { createJsonClient, defaultHttpKind } from "./lib/http.mjs";
-import {
-  cleanupAll,
-  installCleanupHandlers,
-  isInterrupted,
-  makeTempDir,
-  removeTempDir,
-  resolvePython,
-  spawnTracked,
-  stopProcess,
-  timeProcess,
-  waitForLine,
-} from "./lib/process.mjs";
+import { installCleanupHandlers, resolvePython, runBench, timeProcess } from "./lib/process.mjs";
+import { createSession, sandboxProgram, startSandboxServer } from "./lib/sandbox-server.mjs";
 import { summarize } from "./lib/stats.mjs";
-import { checkBelow, heading, printTable } from "./lib/table.mjs";
+import { checkBelow, heading, latencyTable, printTable } from "./lib/table.mjs";
 import { formatMs, nowMs, progress, sample, withTimeout } from "./lib/timing.mjs";
 
 const STARTUP_RUNS = 10;
@@ -38,59 +27,6 @@ const BASELINE_RUNS = 20;
 const READY_TIMEOUT_MS = 15_000;
 const TARGET_READY_MS = 300;
 const TARGET_EXEC_MS = 5;
-
-// The bundled sandbox server: the program the image and the process runtime run.
-const cliPath = fileURLToPath(new URL("../../dist/sandbox.mjs", import.meta.url));
-const LISTENING = /^sandpool sandbox listening on (http:\/\/\S+)/;
-
-/** Starts `sandpool sandbox` on a free loopback port with a fresh root. */
-async function startServer(python) {
-  const root = await makeTempDir("sandpool-bench-");
-  const start = nowMs();
-  const child = spawnTracked(process.execPath, [
-    cliPath,
-    "sandbox",
-    "--host",
-    "127.0.0.1",
-    "--port",
-    "0",
-    "--root",
-    root,
-    "--python",
-    python,
-  ]);
-  // Keep the tail of the server's log for error messages, and keep its pipes drained.
-  let log = "";
-  child.stderr.on("data", (chunk) => {
-    log = (log + chunk.toString("utf8")).slice(-4096);
-  });
-  const ready = waitForLine(child, LISTENING, READY_TIMEOUT_MS);
-  child.stdout.resume();
-  const match = await ready;
-  const listeningMs = nowMs() - start;
-  return {
-    url: match[1],
-    start,
-    listeningMs,
-    child,
-    log: () => log,
-    stop: async () => {
-      const exit = await stopProcess(child, 5_000);
-      await removeTempDir(root);
-      if (exit.forced || exit.code !== 0) {
-        throw new Error(`server did not exit cleanly on SIGTERM: ${JSON.stringify(exit)}\n${log}`);
-      }
-    },
-  };
-}
-
-async function createSession(client) {
-  const answer = await client.send("POST", "/sessions", {});
-  if (answer.status !== 201 || typeof answer.body?.session_id !== "string") {
-    throw new Error(`POST /sessions answered ${answer.status}: ${answer.text}`);
-  }
-  return answer.body.session_id;
-}
 
 /** One exec call; throws unless it succeeded with the expected stdout. */
 async function execExpect(client, sessionId, tool, input, stdout) {
@@ -106,7 +42,7 @@ async function measureStartup(python) {
   const ready = [];
   const firstExec = [];
   for (let run = 1; run <= STARTUP_RUNS; run++) {
-    const server = await startServer(python);
+    const server = await startSandboxServer(python, READY_TIMEOUT_MS);
     const client = createJsonClient(server.url);
     try {
       const sessionId = await withTimeout(createSession(client), 10_000, "first POST /sessions");
@@ -129,7 +65,7 @@ async function measureStartup(python) {
 }
 
 async function measureExec(python) {
-  const server = await startServer(python);
+  const server = await startSandboxServer(python, READY_TIMEOUT_MS);
   const client = createJsonClient(server.url);
   // The other transport too, when both exist, so a client-side cost shows up as a difference.
   const other =
@@ -160,19 +96,7 @@ async function measureExec(python) {
   }
 }
 
-function row(label, samples, target) {
-  const s = summarize(samples);
-  return [
-    label,
-    s.n,
-    formatMs(s.median),
-    formatMs(s.p99),
-    formatMs(s.min),
-    formatMs(s.max),
-    target ? target.label : "",
-    target ? target.verdict : "",
-  ];
-}
+const { headers, row } = latencyTable(["n", "median", "p99", "min", "max"]);
 
 function ratio(value, baseline) {
   return `${(value / baseline).toFixed(2)}x`;
@@ -180,7 +104,8 @@ function ratio(value, baseline) {
 
 async function main() {
   installCleanupHandlers();
-  if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` first`);
+  if (!existsSync(sandboxProgram))
+    throw new Error(`${sandboxProgram} is missing: run \`npm run build\` first`);
   const python = resolvePython("python3");
   progress(`python: ${python}`);
   progress(`node:   ${process.execPath} (${process.version})`);
@@ -204,7 +129,6 @@ async function main() {
   const codeMedian = summarize(exec.code).median;
   const readyTarget = checkBelow(readyMedian, TARGET_READY_MS);
   const execTarget = checkBelow(codeMedian, TARGET_EXEC_MS);
-  const headers = ["measure", "n", "median", "p99", "min", "max", "target", "result"];
 
   process.stdout.write(
     `sandpool sandbox bench  node ${process.version}  python ${python}\n` +
@@ -248,16 +172,4 @@ async function main() {
   );
 }
 
-try {
-  await main();
-  await cleanupAll();
-} catch (error) {
-  // After SIGINT/SIGTERM the errors are side effects of the clean-up, which exits by itself.
-  if (!isInterrupted()) {
-    process.stderr.write(
-      `[bench] error: ${error instanceof Error ? (error.stack ?? error.message) : error}\n`,
-    );
-    await cleanupAll();
-    process.exitCode = 1;
-  }
-}
+await runBench(main);

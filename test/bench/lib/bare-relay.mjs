@@ -6,7 +6,7 @@
  * extra process on the path costs on this machine: two more hops and two more wake-ups.
  *
  * Usage: node bare-relay.mjs UPSTREAM_URL   prints `relay listening on http://127.0.0.1:PORT`
- * Loopback only; it exits when its standard input closes (the bench owns it).
+ * Loopback only; the bench that starts it stops it (SIGTERM).
  */
 import { createServer } from "node:http";
 import { Client } from "undici";
@@ -36,5 +36,3 @@ const server = createServer(async (req, res) => {
 server.listen(0, "127.0.0.1", () => {
   console.log(`relay listening on http://127.0.0.1:${server.address().port}`);
 });
-process.stdin.resume();
-process.stdin.on("end", () => process.exit(0));

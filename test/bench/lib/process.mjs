@@ -172,3 +172,31 @@ export function resolvePython(command = "python3") {
   if (!executable) throw new Error(`${command} did not report sys.executable`);
   return executable;
 }
+
+/** Keeps the tail of a child's stderr (its log) for error messages, and the pipe drained. */
+export function tailOf(child, maxChars = 8192) {
+  let log = "";
+  child.stderr.on("data", (chunk) => {
+    log = (log + chunk.toString("utf8")).slice(-maxChars);
+  });
+  return () => log;
+}
+
+/**
+ * Runs a bench's `main`, then cleans up every child and temp dir. A failure is printed and
+ * makes the exit code 1; after SIGINT/SIGTERM the clean-up handlers exit by themselves, and
+ * the errors the interruption caused are not worth printing.
+ */
+export async function runBench(main) {
+  try {
+    await main();
+    await cleanupAll();
+  } catch (error) {
+    if (isInterrupted()) return;
+    process.stderr.write(
+      `[bench] error: ${error instanceof Error ? (error.stack ?? error.message) : error}\n`,
+    );
+    await cleanupAll();
+    process.exitCode = 1;
+  }
+}

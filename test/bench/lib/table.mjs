@@ -1,4 +1,6 @@
 /** Plain-text tables and target verdicts for bench reports. */
+import { summarize } from "./stats.mjs";
+import { formatMs } from "./timing.mjs";
 
 /**
  * Renders rows (arrays of cells) under `headers` as an aligned text table. Columns whose
@@ -33,4 +35,23 @@ export function checkBelow(value, limitMs, formatter = (ms) => `${ms} ms`) {
 /** A section heading. */
 export function heading(title) {
   process.stdout.write(`\n${title}\n${"=".repeat(title.length)}\n`);
+}
+
+/**
+ * A latency table with the given statistics as columns (any of summarize()'s fields):
+ * its `headers`, and `row(label, samples, target?)` rendering one measure.
+ */
+export function latencyTable(columns) {
+  return {
+    headers: ["measure", ...columns, "target", "result"],
+    row(label, samples, target) {
+      const stats = summarize(samples);
+      return [
+        label,
+        ...columns.map((column) => (column === "n" ? stats.n : formatMs(stats[column]))),
+        target ? target.label : "",
+        target ? target.verdict : "",
+      ];
+    },
+  };
 }
