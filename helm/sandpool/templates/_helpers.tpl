@@ -1,0 +1,91 @@
+{{/* The chart's name, or nameOverride. */}}
+{{- define "sandpool.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The release's full name: fullnameOverride, else <release>-<name> (once if they overlap). */}}
+{{- define "sandpool.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "sandpool.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "sandpool.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "sandpool.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "sandpool.labels" -}}
+helm.sh/chart: {{ include "sandpool.chart" . }}
+{{ include "sandpool.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{- define "sandpool.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "sandpool.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "sandpool.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/* The Secret the gateway and the migration Job read their environment from. */}}
+{{- define "sandpool.secretName" -}}
+{{- default (include "sandpool.fullname" .) .Values.secrets.existingSecret -}}
+{{- end -}}
+
+{{/* DOCKER_HOST: the DinD sidecar's socket, else docker.host, which is then required. */}}
+{{- define "sandpool.dockerHost" -}}
+{{- if .Values.dind.enabled -}}
+unix:///run/dind/docker.sock
+{{- else -}}
+{{- required "docker.host is required (the Docker engine that runs the sandboxes), or set dind.enabled=true" .Values.docker.host -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Refuses values that cannot work, at install time rather than in a crash loop:
+missing secrets, and a DinD sidecar per replica (replicas could not reach each other's
+sandboxes, and each would take the others' sessions for lost).
+*/}}
+{{- define "sandpool.validate" -}}
+{{- if and .Values.dind.enabled (gt (int .Values.replicaCount) 1) -}}
+{{- fail "dind.enabled needs replicaCount: 1: each replica's sidecar engine holds sandboxes the other replicas cannot reach" -}}
+{{- end -}}
+{{- if not .Values.secrets.existingSecret -}}
+{{- $_ := required "secrets.databaseUrl is required (or secrets.existingSecret)" .Values.secrets.databaseUrl -}}
+{{- $_ := required "secrets.redisUrl is required (or secrets.existingSecret)" .Values.secrets.redisUrl -}}
+{{- $sources := 0 -}}
+{{- range (list .Values.secrets.jwtSecret .Values.secrets.jwtPublicKey .Values.secrets.jwksUrl) -}}
+{{- if . -}}{{- $sources = add1 $sources -}}{{- end -}}
+{{- end -}}
+{{- if ne (int $sources) 1 -}}
+{{- fail "set exactly one of secrets.jwtSecret, secrets.jwtPublicKey, secrets.jwksUrl (or secrets.existingSecret)" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The pools' images, each once, as a JSON list (the DinD sidecar pulls them). */}}
+{{- define "sandpool.poolImages" -}}
+{{- $images := list -}}
+{{- range .Values.config.pools -}}
+{{- $images = append $images .image -}}
+{{- end -}}
+{{- $images | uniq | toJson -}}
+{{- end -}}

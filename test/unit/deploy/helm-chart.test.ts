@@ -1,0 +1,184 @@
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { stringify } from "yaml";
+import { configEnvVariables } from "../../../src/config/config-env.js";
+import type { GatewayConfig } from "../../../src/config/gateway-config.js";
+import { loadGatewayConfig } from "../../../src/config/load-config.js";
+import { dockerRuntimeOptionsSchema } from "../../../src/runtime/docker/docker-runtime-options.js";
+import { readJson, readText, readYaml, repoPath } from "./deploy-files.js";
+
+const CHART = "helm/sandpool";
+const TEMPLATES = `${CHART}/templates`;
+
+interface Values {
+  replicaCount: number;
+  config: Record<string, unknown> & { port: number; shutdownGraceMs: number };
+  [key: string]: unknown;
+}
+
+const chart = readYaml<Record<string, unknown>>(`${CHART}/Chart.yaml`);
+const values = readYaml<Values>(`${CHART}/values.yaml`);
+const templateFiles = readdirSync(repoPath(TEMPLATES));
+const templates = new Map(templateFiles.map((file) => [file, readText(`${TEMPLATES}/${file}`)]));
+const allTemplates = [...templates.values()].join("\n");
+
+const dir = mkdtempSync(path.join(tmpdir(), "sandpool-helm-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** DOCKER_HOST when the DinD sidecar is on, as _helpers.tpl writes it. */
+function dindDockerHost(): string {
+  const define = /define "sandpool\.dockerHost"[\s\S]*?\n(unix:\/\/\/\S+)\n/.exec(
+    templates.get("_helpers.tpl")!,
+  );
+  if (!define) throw new Error("_helpers.tpl: sandpool.dockerHost has no unix:// socket");
+  return define[1]!;
+}
+
+/**
+ * values.config as the pod sees it: the ConfigMap's file, with the environment the chart sets
+ * (the Secret's variables and DOCKER_HOST) over it, through the gateway's own loader.
+ */
+function loadValuesConfig(keySource: Record<string, string>): GatewayConfig {
+  const file = path.join(dir, `values-config-${Object.keys(keySource).join("-")}.yaml`);
+  writeFileSync(file, stringify(values.config));
+  return loadGatewayConfig({
+    file,
+    env: {
+      DATABASE_URL: "postgres://sandpool:secret@postgres:5432/sandpool",
+      REDIS_URL: "redis://redis:6379",
+      DOCKER_HOST: dindDockerHost(),
+      ...keySource,
+    },
+  });
+}
+
+/** `.Values.a.b` paths the templates read. */
+function valuesPaths(): string[] {
+  const paths = [...allTemplates.matchAll(/\$?\.Values((?:\.[A-Za-z_]\w*)+)/g)].map((m) => m[1]!.slice(1));
+  return [...new Set(paths)].sort();
+}
+
+function hasPath(root: unknown, dotted: string): boolean {
+  let current = root;
+  for (const key of dotted.split(".")) {
+    if (typeof current !== "object" || current === null || !(key in current)) return false;
+    current = (current as Record<string, unknown>)[key];
+  }
+  return true;
+}
+
+describe("helm/sandpool: Chart.yaml and values.yaml", () => {
+  it("is a v2 application chart whose appVersion is the package's version", () => {
+    const pkg = readJson<{ version: string }>("package.json");
+    expect(chart).toMatchObject({ apiVersion: "v2", name: "sandpool", type: "application" });
+    expect(chart.version).toMatch(/^\d+\.\d+\.\d+(?:-[\w.]+)?$/);
+    expect(chart.appVersion).toBe(pkg.version);
+  });
+
+  it("holds a config block that passes the gateway's own validation with either key source", () => {
+    const withSecret = loadValuesConfig({
+      SANDPOOL_JWT_SECRET: "a-test-secret-that-is-at-least-32-bytes-long",
+    });
+    expect(withSecret.auth.algorithms).toEqual(["HS256"]);
+    const withJwks = loadValuesConfig({ SANDPOOL_JWKS_URL: "https://issuer.test/.well-known/jwks.json" });
+    expect(withJwks.auth.jwksUrl).toBeDefined();
+    // Listening on the pod's address: the Service and the probes reach it there.
+    expect(withSecret.host).toBe("0.0.0.0");
+    expect(withSecret.runtime.kind).toBe("docker");
+    const options = dockerRuntimeOptionsSchema.parse({
+      ...withSecret.runtime.docker,
+      deployment: withSecret.deployment,
+      execTimeoutCeilingSeconds: withSecret.policy.execTimeoutCeilingSeconds,
+      maxFileBytes: withSecret.policy.maxFileBytes,
+    });
+    expect(options.hosts).toEqual([dindDockerHost()]);
+  });
+
+  it("keeps secrets out of the config block", () => {
+    const config = values.config as { auth?: Record<string, unknown> };
+    for (const key of ["jwtSecret", "jwtPublicKey", "jwksUrl"])
+      expect(config.auth?.[key], key).toBeUndefined();
+    expect(values.config).not.toHaveProperty("databaseUrl");
+    expect(values.config).not.toHaveProperty("redisUrl");
+  });
+});
+
+describe("helm/sandpool: templates", () => {
+  it("has every template the chart needs", () => {
+    for (const file of [
+      "_helpers.tpl",
+      "NOTES.txt",
+      "deployment.yaml",
+      "service.yaml",
+      "configmap.yaml",
+      "secret.yaml",
+      "serviceaccount.yaml",
+      "migration-job.yaml",
+      "pdb.yaml",
+      "servicemonitor.yaml",
+    ])
+      expect(templateFiles).toContain(file);
+  });
+
+  it("references only template files that exist and helpers that are defined", () => {
+    for (const match of allTemplates.matchAll(/\.Template\.BasePath "\/([^"]+)"/g))
+      expect(existsSync(repoPath(TEMPLATES, match[1]!)), match[1]).toBe(true);
+    const defined = new Set([...allTemplates.matchAll(/define "([^"]+)"/g)].map((m) => m[1]!));
+    for (const match of allTemplates.matchAll(/(?:include|template) "([^"]+)"/g))
+      expect(defined.has(match[1]!), match[1]).toBe(true);
+  });
+
+  it("closes every block it opens", () => {
+    for (const [file, text] of templates) {
+      const actions = [...text.matchAll(/\{\{-?\s*(if|range|with|define|block|end)\b/g)].map((m) => m[1]);
+      const opened = actions.filter((action) => action !== "end").length;
+      expect(actions.length - opened, file).toBe(opened);
+    }
+  });
+
+  it("reads only values that values.yaml defines", () => {
+    const paths = valuesPaths();
+    expect(paths.length).toBeGreaterThan(20);
+    expect(paths.filter((dotted) => !hasPath(values, dotted))).toEqual([]);
+  });
+
+  it("puts in the Secret only variables the gateway's configuration reads", () => {
+    const known = new Set(configEnvVariables.map((variable) => variable.name));
+    const keys = [...templates.get("secret.yaml")!.matchAll(/^\s+([A-Z][A-Z0-9_]+):/gm)].map((m) => m[1]!);
+    expect(keys).toEqual(expect.arrayContaining(["DATABASE_URL", "REDIS_URL"]));
+    expect(keys.filter((key) => !known.has(key))).toEqual([]);
+    const env = [...templates.get("deployment.yaml")!.matchAll(/- name: ([A-Z][A-Z0-9_]+)$/gm)].map(
+      (m) => m[1]!,
+    );
+    expect(env.filter((key) => !known.has(key))).toEqual([]);
+  });
+
+  it("runs serve with probes on /healthz and /readyz, non-root on a read-only root", () => {
+    const deployment = templates.get("deployment.yaml")!;
+    expect(deployment).toContain('args: ["serve", "--config", "/etc/sandpool/sandpool.yaml"]');
+    expect(deployment).toMatch(/livenessProbe:\n\s+httpGet:\n\s+path: \/healthz/);
+    expect(deployment).toMatch(/readinessProbe:\n\s+httpGet:\n\s+path: \/readyz/);
+    // The kill comes after the gateway's own grace.
+    expect(deployment).toMatch(/terminationGracePeriodSeconds:.*\$grace/);
+    expect(deployment).toMatch(/\$grace := add .*\.Values\.config\.shutdownGraceMs/);
+    expect(values.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+    });
+    expect((values.securityContext as { runAsUser: number }).runAsUser).toBeGreaterThan(0);
+  });
+
+  it("migrates in a pre-install/pre-upgrade hook, after the Secret it reads", () => {
+    const job = templates.get("migration-job.yaml")!;
+    expect(job).toContain('args: ["migrate"]');
+    expect(job).toMatch(/helm\.sh\/hook: pre-install,pre-upgrade/);
+    const weight = (text: string) => Number(/helm\.sh\/hook-weight: "(-?\d+)"/.exec(text)![1]);
+    expect(weight(templates.get("secret.yaml")!)).toBeLessThan(weight(job));
+    // Its pod must not look like a gateway to the Service or the PodDisruptionBudget.
+    const podTemplate = job.slice(job.indexOf("  template:"));
+    expect(podTemplate).not.toContain('include "sandpool.selectorLabels"');
+  });
+});
