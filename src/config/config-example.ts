@@ -135,9 +135,43 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   "runtime.kind": {
     comment: "docker (isolated containers) or process (child processes, dev only, NOT isolated).",
   },
-  "runtime.docker": {
-    comment: "Options of the docker runtime (engines, networks, resource classes); unset uses DOCKER_HOST.",
-    example: { hosts: ["unix:///var/run/docker.sock"] },
+  "runtime.docker": { comment: "Options of the docker runtime (engines, networks, resource classes)." },
+  "runtime.docker.hosts": {
+    comment:
+      "Docker engines (unix:///path.sock or tcp://host:port); placement picks the least loaded. Default: DOCKER_HOST.",
+  },
+  "runtime.docker.network": {
+    comment: "The internal (no egress) network sandboxes join; default sandpool-<deployment>.",
+    example: "sandpool-prod",
+  },
+  "runtime.docker.egressNetwork": {
+    comment: "A network with egress, for pools marked egress (created on first use); unset: no egress pools.",
+    example: "sandpool-prod-egress",
+  },
+  "runtime.docker.publishToLoopback": {
+    comment:
+      "Reach sandboxes through a port on 127.0.0.1 instead of their network address (egress pools only).",
+  },
+  "runtime.docker.resourceClasses": {
+    comment: "Limits per resource class (memory, cpus, pids, tmpfs sizes); 'standard' is required.",
+  },
+  "runtime.docker.readOnlyRootFilesystem": { comment: "Sandboxes' root filesystem is read-only." },
+  "runtime.docker.user": { comment: "Numeric uid:gid sandboxes run as; root is refused." },
+  "runtime.docker.runtime": {
+    comment: "OCI runtime of the containers (e.g. runsc for gVisor); unset: the engine's default.",
+    example: "runsc",
+  },
+  "runtime.docker.serverCommand": {
+    comment: "Program (after the image's ENTRYPOINT) that serves contract v1; flags are appended.",
+  },
+  "runtime.docker.containerPort": { comment: "The sandbox server's port inside the container." },
+  "runtime.docker.sessionsRoot": { comment: "Where session workspaces live in the container (a tmpfs)." },
+  "runtime.docker.engineDownMs": { comment: "An engine that failed to answer is skipped this long." },
+  "runtime.docker.engineRequestTimeoutMs": { comment: "Socket timeout of one Docker API call." },
+  "runtime.docker.healthProbeTimeoutMs": { comment: "Timeout of one readiness probe of a new sandbox." },
+  "runtime.docker.healthProbeIntervalMs": { comment: "Pause between readiness probes." },
+  "runtime.docker.logMaxBytes": {
+    comment: "Container log cap (user code can write to PID 1's stdout, which would fill the disk).",
   },
   "runtime.python": {
     comment: "Python interpreter of the process runtime's sandboxes; unset finds python3.",

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { authConfigSchema } from "../auth/auth-config.js";
 import { deploymentPolicySchema } from "../policy/deployment-policy.js";
+import { dockerRuntimeSettingsSchema } from "../runtime/docker/docker-runtime-options.js";
 
 const positive = z.number().int().min(1);
 
@@ -67,7 +68,7 @@ export const gatewayConfigSchema = z
       .strictObject({
         kind: z.enum(["docker", "process"]).default("docker"),
         /** Options of the docker runtime (engines, networks, resource classes). */
-        docker: z.record(z.string(), z.unknown()).optional(),
+        docker: dockerRuntimeSettingsSchema.optional(),
         /** Python interpreter of the process runtime's sandboxes. */
         python: z.string().min(1).optional(),
       })

@@ -41,62 +41,68 @@ export const DEFAULT_RESOURCE_CLASSES = {
   standard: { memoryBytes: 512 * MIB, cpus: 1, pidsLimit: 256, tmpfsBytes: 256 * MIB, tmpBytes: 64 * MIB },
 } as const;
 
-export const dockerRuntimeOptionsSchema = z
-  .strictObject({
-    /** Docker endpoints; placement picks the least loaded one that has the image. */
-    hosts: z
-      .array(dockerHostSchema)
-      .min(1)
-      .default(() => dockerHostsFromEnv(process.env)),
+/**
+ * What an operator configures under `runtime.docker`. The gateway adds the rest (the
+ * deployment label and the policy's ceilings), so those keys are refused here rather than
+ * silently overridden. The gateway's configuration validates with this schema, so a
+ * misspelt key gets its did-you-mean at start-up like any other.
+ */
+export const dockerRuntimeSettingsSchema = z.strictObject({
+  /** Docker endpoints; placement picks the least loaded one that has the image. */
+  hosts: z
+    .array(dockerHostSchema)
+    .min(1)
+    .default(() => dockerHostsFromEnv(process.env)),
+  /** The internal (no egress) bridge network; default `sandpool-<deployment>`. */
+  network: networkName.optional(),
+  /**
+   * A non-internal network for pools marked `egress: true` (leased only to workspaces whose
+   * policy allows egress); created on first use. Without it, egress pools cannot start.
+   */
+  egressNetwork: networkName.optional(),
+  /**
+   * False: the gateway reaches a container at its IP on the project network (it must run on
+   * the engine's host or be attached to the network). True: port 8080 is published on
+   * 127.0.0.1 only, on a random host port. Docker does not publish ports of containers that
+   * are attached to an internal network only, so this works for egress pools alone.
+   */
+  publishToLoopback: z.boolean().default(false),
+  resourceClasses: z
+    .record(labelSafeName, resourceClassSchema)
+    .default(() => structuredClone(DEFAULT_RESOURCE_CLASSES) as Record<string, ResourceClassOutput>),
+  readOnlyRootFilesystem: z.boolean().default(true),
+  /** Numeric `uid:gid`; root is refused. The tmpfs mounts are owned by it. */
+  user: z
+    .string()
+    .regex(/^\d+:\d+$/, "user is numeric uid:gid")
+    .refine((user) => !user.startsWith("0:"), { message: "sandboxes never run as root" })
+    .default("10001:10001"),
+  /** OCI runtime (HostConfig.Runtime), e.g. `runsc` for gVisor; the engine's default if unset. */
+  runtime: z.string().min(1).optional(),
+  /** Program (after the image's ENTRYPOINT) that starts the contract server; flags are appended. */
+  serverCommand: z.array(z.string().min(1)).min(1).default(["node", "/opt/sandpool/sandbox.mjs", "sandbox"]),
+  /** The server's port inside the container. */
+  containerPort: z.number().int().min(1).max(65_535).default(8080),
+  /** The workspace root inside the container (a tmpfs). */
+  sessionsRoot: z.string().startsWith("/").default("/home/sandbox/sessions"),
+  /** An engine that failed to answer is skipped in placement for this long. */
+  engineDownMs: positiveInt.default(30_000),
+  /** Socket timeout of one Docker API call. */
+  engineRequestTimeoutMs: positiveInt.default(30_000),
+  /** One readiness probe (GET /health) and the pause between probes. */
+  healthProbeTimeoutMs: positiveInt.default(1_000),
+  healthProbeIntervalMs: positiveInt.default(50),
+  /** json-file log cap: user code can write to PID 1's stdout, which would fill the disk. */
+  logMaxBytes: positiveInt.default(MIB),
+});
+
+export const dockerRuntimeOptionsSchema = dockerRuntimeSettingsSchema
+  .extend({
     /** Value of the `sandpool.deployment` label: list() and reconciliation see only these. */
     deployment: labelSafeName,
-    /** The internal (no egress) bridge network; default `sandpool-<deployment>`. */
-    network: networkName.optional(),
-    /**
-     * A non-internal network for pools marked `egress: true` (leased only to workspaces whose
-     * policy allows egress); created on first use. Without it, egress pools cannot start.
-     */
-    egressNetwork: networkName.optional(),
-    /**
-     * False: the gateway reaches a container at its IP on the project network (it must run on
-     * the engine's host or be attached to the network). True: port 8080 is published on
-     * 127.0.0.1 only, on a random host port. Docker does not publish ports of containers that
-     * are attached to an internal network only, so this works for egress pools alone.
-     */
-    publishToLoopback: z.boolean().default(false),
-    resourceClasses: z
-      .record(labelSafeName, resourceClassSchema)
-      .default(() => structuredClone(DEFAULT_RESOURCE_CLASSES) as Record<string, ResourceClassOutput>),
-    readOnlyRootFilesystem: z.boolean().default(true),
-    /** Numeric `uid:gid`; root is refused. The tmpfs mounts are owned by it. */
-    user: z
-      .string()
-      .regex(/^\d+:\d+$/, "user is numeric uid:gid")
-      .refine((user) => !user.startsWith("0:"), { message: "sandboxes never run as root" })
-      .default("10001:10001"),
-    /** OCI runtime (HostConfig.Runtime), e.g. `runsc` for gVisor; the engine's default if unset. */
-    runtime: z.string().min(1).optional(),
     /** The sandbox server's own ceiling for timeout_seconds: at least the deployment's. */
     execTimeoutCeilingSeconds: positiveInt.default(600),
     maxFileBytes: positiveInt.default(100 * MIB),
-    /** Program (after the image's ENTRYPOINT) that starts the contract server; flags are appended. */
-    serverCommand: z
-      .array(z.string().min(1))
-      .min(1)
-      .default(["node", "/opt/sandpool/sandbox.mjs", "sandbox"]),
-    /** The server's port inside the container. */
-    containerPort: z.number().int().min(1).max(65_535).default(8080),
-    /** The workspace root inside the container (a tmpfs). */
-    sessionsRoot: z.string().startsWith("/").default("/home/sandbox/sessions"),
-    /** An engine that failed to answer is skipped in placement for this long. */
-    engineDownMs: positiveInt.default(30_000),
-    /** Socket timeout of one Docker API call. */
-    engineRequestTimeoutMs: positiveInt.default(30_000),
-    /** One readiness probe (GET /health) and the pause between probes. */
-    healthProbeTimeoutMs: positiveInt.default(1_000),
-    healthProbeIntervalMs: positiveInt.default(50),
-    /** json-file log cap: user code can write to PID 1's stdout, which would fill the disk. */
-    logMaxBytes: positiveInt.default(MIB),
   })
   .superRefine((options, ctx) => {
     if (!options.resourceClasses.standard)

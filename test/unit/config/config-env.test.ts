@@ -47,7 +47,7 @@ const cases: Record<string, { value: string; expect: (config: GatewayConfig) => 
   SANDPOOL_RUNTIME: { value: "process", expect: (c) => expect(c.runtime.kind).toBe("process") },
   DOCKER_HOST: {
     value: "tcp://10.0.0.5:2375",
-    expect: (c) => expect(c.runtime.docker).toEqual({ hosts: ["tcp://10.0.0.5:2375"] }),
+    expect: (c) => expect(c.runtime.docker?.hosts).toEqual(["tcp://10.0.0.5:2375"]),
   },
   SANDPOOL_PYTHON: {
     value: "/usr/bin/python3",
@@ -127,10 +127,8 @@ describe("environment variables", () => {
 
   it("splits a comma-separated DOCKER_HOST into several engines", () => {
     expect(
-      fromEnv({ DOCKER_HOST: "unix:///var/run/docker.sock, tcp://10.0.0.5:2375" }).runtime.docker,
-    ).toEqual({
-      hosts: ["unix:///var/run/docker.sock", "tcp://10.0.0.5:2375"],
-    });
+      fromEnv({ DOCKER_HOST: "unix:///var/run/docker.sock, tcp://10.0.0.5:2375" }).runtime.docker?.hosts,
+    ).toEqual(["unix:///var/run/docker.sock", "tcp://10.0.0.5:2375"]);
   });
 
   it("keeps the file's other docker options when DOCKER_HOST sets the engines", () => {
