@@ -8,12 +8,9 @@ import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { loadOrCreateDevKey, mintToken } from "../auth/dev-keys.js";
 import { gatewayConfigSchema } from "../config/gateway-config.js";
-import { startGateway } from "../gateway/start-gateway.js";
+import { startDevGateway } from "../gateway/start-dev-gateway.js";
 import { normalizeBasePath } from "../http/gateway-app.js";
-import { InProcessJobRunner } from "../jobs/in-process-job-runner.js";
 import { createLogger } from "../logging/create-logger.js";
-import { MemoryCoordinationStore } from "../store/coordination/memory-store.js";
-import { migrateToLatest } from "../store/sql/migrate.js";
 import { openPglite } from "../store/sql/open-database.js";
 import { chooseDevRuntime, type DevRuntimeChoice } from "./choose-dev-runtime.js";
 import { onShutdown } from "./on-shutdown.js";
@@ -54,7 +51,6 @@ export async function runDev(options: Record<string, unknown>): Promise<void> {
   });
 
   const db = await openPglite(path.join(dataDir, "pglite"));
-  await migrateToLatest(db);
   const { runtime, why } = await chooseDevRuntime({
     choice: (options.runtime as DevRuntimeChoice | undefined) ?? "auto",
     image: DEV_IMAGE,
@@ -64,10 +60,7 @@ export async function runDev(options: Record<string, unknown>): Promise<void> {
     maxFileBytes: config.policy.maxFileBytes,
     log,
   });
-  const store = new MemoryCoordinationStore();
-  const jobs = new InProcessJobRunner(log);
-  const gateway = await startGateway(config, { store, db, runtime, jobs }, log);
-  await gateway.services.pools.warmAll();
+  const { gateway, store, close } = await startDevGateway(config, { db, runtime }, log);
 
   const token = await mintToken({ secret, workspace: DEV_WORKSPACE });
   // For the admin API and `sandpool policy`: scoped to no workspace, named in the audit trail.
@@ -103,10 +96,5 @@ export async function runDev(options: Record<string, unknown>): Promise<void> {
   process.stdout.write(`${lines.join("\n")}\n`);
 
   // Nobody else will serve dev mode's sessions: they end, and their sandboxes go.
-  onShutdown(log, async () => {
-    await gateway.close({ destroySandboxes: true });
-    await runtime.close();
-    await store.close();
-    await db.destroy();
-  });
+  onShutdown(log, close);
 }

@@ -11,12 +11,11 @@ import { Kysely } from "kysely";
 import { pino } from "pino";
 import { mintToken } from "../../src/auth/dev-keys.js";
 import { type GatewayConfigInput, gatewayConfigSchema } from "../../src/config/gateway-config.js";
-import { type RunningGateway, startGateway } from "../../src/gateway/start-gateway.js";
-import { InProcessJobRunner } from "../../src/jobs/in-process-job-runner.js";
+import { startDevGateway } from "../../src/gateway/start-dev-gateway.js";
+import type { RunningGateway } from "../../src/gateway/start-gateway.js";
 import { ProcessRuntime } from "../../src/runtime/process/process-runtime.js";
-import { MemoryCoordinationStore } from "../../src/store/coordination/memory-store.js";
+import type { MemoryCoordinationStore } from "../../src/store/coordination/memory-store.js";
 import type { Database } from "../../src/store/sql/database-types.js";
-import { migrateToLatest } from "../../src/store/sql/migrate.js";
 import { PgliteDialect } from "../../src/store/sql/pglite-dialect.js";
 import { pgliteTemplate } from "../integration/store/pglite-template.js";
 import { resolvePython } from "./cli.js";
@@ -52,7 +51,6 @@ export async function startTestGateway(overrides: GatewayOverrides = {}): Promis
   });
   const pglite = await PGlite.create({ loadDataDir: await pgliteTemplate() });
   const db = new Kysely<Database>({ dialect: new PgliteDialect(pglite) });
-  await migrateToLatest(db);
   const runtime = new ProcessRuntime({
     rootDir: path.join(root, "sandboxes"),
     python: resolvePython(),
@@ -60,10 +58,7 @@ export async function startTestGateway(overrides: GatewayOverrides = {}): Promis
     maxFileBytes: config.policy.maxFileBytes,
     log,
   });
-  const store = new MemoryCoordinationStore();
-  const jobs = new InProcessJobRunner(log);
-  const gateway = await startGateway(config, { store, db, runtime, jobs }, log);
-  await gateway.services.pools.warmAll();
+  const { gateway, store, close } = await startDevGateway(config, { db, runtime }, log);
   const token = (workspace: string, options: { ttlSeconds?: number } = {}) =>
     mintToken({ secret: TEST_SECRET, workspace, ttlSeconds: options.ttlSeconds ?? 600 });
   return {
@@ -73,9 +68,7 @@ export async function startTestGateway(overrides: GatewayOverrides = {}): Promis
     token,
     client: async (workspace) => new ContractClient(gateway.url, await token(workspace)),
     close: async () => {
-      await gateway.close({ destroySandboxes: true });
-      await runtime.close();
-      await db.destroy();
+      await close();
       await rm(root, { recursive: true, force: true });
     },
   };
