@@ -29,8 +29,8 @@ export const workspacePolicyFieldsSchema = z.strictObject({
 
 export type WorkspacePolicyFields = z.output<typeof workspacePolicyFieldsSchema>;
 
-/** Numeric fields that share their name with a deployment ceiling. */
-const ceilingFields = [
+/** Numeric fields that share their name with a deployment ceiling: a row may only lower them. */
+export const ceilingFields = [
   "execTimeoutCeilingSeconds",
   "idleTimeoutCeilingSeconds",
   "maxLifetimeCeilingSeconds",

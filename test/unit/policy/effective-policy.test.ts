@@ -1,19 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { toolKinds } from "../../../src/contract/schemas.js";
 import { effectivePolicy } from "../../../src/policy/effective-policy.js";
-import type { WorkspacePolicyFields } from "../../../src/policy/workspace-policy-fields.js";
+import { ceilingFields, type WorkspacePolicyFields } from "../../../src/policy/workspace-policy-fields.js";
 import { deployment } from "./deployment.js";
-
-/** Row fields that narrow a deployment ceiling of the same name (EffectivePolicy keeps the name). */
-const numericFields = [
-  "execTimeoutCeilingSeconds",
-  "idleTimeoutCeilingSeconds",
-  "maxLifetimeCeilingSeconds",
-  "maxConcurrentSessions",
-  "sessionsPerMinute",
-  "execSecondsPerDay",
-  "maxFileBytes",
-] as const;
 
 describe("effectivePolicy", () => {
   it("applies the deployment values when the workspace has no row (configured: false)", () => {
@@ -58,7 +47,7 @@ describe("effectivePolicy", () => {
     expect(d.allowedTools).toEqual([...toolKinds]);
   });
 
-  describe.each(numericFields)("%s", (field) => {
+  describe.each(ceilingFields)("%s", (field) => {
     const d = deployment();
     const ceiling = d[field];
 
@@ -218,7 +207,7 @@ describe("effectivePolicy", () => {
       maxFileBytes: 4,
       egressAllowed: false,
     });
-    for (const field of numericFields) expect(policy[field]).toBeLessThanOrEqual(d[field]);
+    for (const field of ceilingFields) expect(policy[field]).toBeLessThanOrEqual(d[field]);
     expect(policy).toMatchObject({
       configured: true,
       allowedImages: ["img/b"],

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { SandpoolError } from "../../../src/contract/error-codes.js";
-import { validatePolicyEdit } from "../../../src/policy/workspace-policy-fields.js";
+import { ceilingFields, validatePolicyEdit } from "../../../src/policy/workspace-policy-fields.js";
 import { deployment } from "./deployment.js";
 
 const classes = ["standard", "large"];
@@ -14,16 +14,6 @@ function refusal(input: unknown, d = deployment()): SandpoolError {
   }
   throw new Error(`expected ${JSON.stringify(input)} to be refused`);
 }
-
-const ceilingFields = [
-  "execTimeoutCeilingSeconds",
-  "idleTimeoutCeilingSeconds",
-  "maxLifetimeCeilingSeconds",
-  "maxConcurrentSessions",
-  "sessionsPerMinute",
-  "execSecondsPerDay",
-  "maxFileBytes",
-] as const;
 
 describe("validatePolicyEdit", () => {
   it("accepts an empty edit", () => {
