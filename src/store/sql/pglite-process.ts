@@ -41,6 +41,7 @@ export class PgliteProcess implements PgliteSession {
   readonly #pending = new Map<number, Pending>();
   #nextId = 1;
   #closed = false;
+  #closing: Promise<void> | undefined;
   /** Why the host is gone, once it is: every later request fails with it. */
   #gone: Error | undefined;
 
@@ -94,13 +95,18 @@ export class PgliteProcess implements PgliteSession {
   }
 
   /** Closes the database (its data is on disk when this resolves) and ends the host. */
-  async close(): Promise<void> {
-    if (this.#closed) return;
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
+    // A host that does not finish closing in time is killed: shutdown must not hang on it.
+    const timer = setTimeout(() => this.#child.kill("SIGKILL"), CLOSE_TIMEOUT_MS);
     try {
       if (!this.#gone) await this.#call({ op: "close" });
     } finally {
       this.#closed = true;
-      const timer = setTimeout(() => this.#child.kill("SIGKILL"), CLOSE_TIMEOUT_MS);
       await this.#exited;
       clearTimeout(timer);
     }
