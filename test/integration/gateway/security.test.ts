@@ -243,3 +243,36 @@ describe("HS/RS algorithm confusion", () => {
     expect((await send(rsa.url, destroy, `Bearer ${token}`)).status).toBe(204);
   });
 });
+
+describe("a token already verified (the verified-token cache)", () => {
+  let strict: TestGateway;
+  beforeAll(async () => {
+    strict = await startTestGateway({
+      auth: { jwtSecret: TEST_SECRET, clockToleranceSeconds: 0 },
+      pools: COLD_POOL,
+      authFailures: { maxFailures: 1_000_000, windowMs: 60_000 },
+    });
+  });
+  afterAll(() => strict?.close());
+
+  it("is refused once it expires, though it was accepted (and cached) before", async () => {
+    const getSession = ROUTES[1]!;
+    const expiresAt = now() + 2;
+    const token = await hs256({ ...goodClaims(), exp: expiresAt });
+    expect((await send(strict.url, getSession, `Bearer ${token}`)).status).toBe(404);
+    expect((await send(strict.url, getSession, `Bearer ${token}`)).status).toBe(404);
+    await new Promise((resolve) => setTimeout(resolve, (expiresAt + 1) * 1000 - Date.now()));
+    const answer = await send(strict.url, getSession, `Bearer ${token}`);
+    expect(answer.status).toBe(401);
+    expect(answer.body).toMatchObject({ detail: { code: "auth.invalid" } });
+  });
+
+  it("does not let a forged signature ride on the same claims", async () => {
+    const getSession = ROUTES[1]!;
+    const claims = goodClaims();
+    const good = await hs256(claims);
+    expect((await send(strict.url, getSession, `Bearer ${good}`)).status).toBe(404);
+    const forged = await hs256(claims, OTHER_SECRET);
+    expect((await send(strict.url, getSession, `Bearer ${forged}`)).status).toBe(401);
+  });
+});
