@@ -6,7 +6,8 @@ import {
   otherSandpoolVariables,
 } from "../../../src/config/config-env.js";
 import type { GatewayConfig } from "../../../src/config/gateway-config.js";
-import { ConfigError, loadGatewayConfig } from "../../../src/config/load-config.js";
+import { loadGatewayConfig } from "../../../src/config/load-config.js";
+import { problemsOf } from "./config-problems.js";
 
 const IMAGE = "sandpool/sandbox:dev";
 const JWKS = "https://issuer.example/.well-known/jwks.json";
@@ -16,16 +17,6 @@ const baseEnv = { SANDPOOL_JWKS_URL: JWKS, SANDPOOL_DEFAULT_IMAGE: IMAGE };
 
 function fromEnv(env: NodeJS.ProcessEnv): GatewayConfig {
   return loadGatewayConfig({ env: { ...baseEnv, ...env } });
-}
-
-function problemsOf(action: () => unknown): readonly string[] {
-  try {
-    action();
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error("expected a ConfigError");
 }
 
 const publicKeyPem = generateKeyPairSync("ed25519").publicKey.export({

@@ -8,6 +8,7 @@ import {
   loadGatewayConfigWithSources,
   readConfigFile,
 } from "../../../src/config/load-config.js";
+import { problemsOf } from "./config-problems.js";
 
 const dir = mkdtempSync(path.join(tmpdir(), "sandpool-config-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -32,16 +33,6 @@ pools:
   - name: a
     image: img/a
 `;
-
-function problemsOf(action: () => unknown): readonly string[] {
-  try {
-    action();
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error("expected a ConfigError");
-}
 
 const load = (text: string, env: NodeJS.ProcessEnv = {}) => loadGatewayConfig({ file: yamlFile(text), env });
 const problems = (text: string, env: NodeJS.ProcessEnv = {}) => problemsOf(() => load(text, env));
