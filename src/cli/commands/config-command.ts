@@ -7,7 +7,9 @@ import { Command } from "commander";
 
 export const CONFIG_ERROR_EXIT_CODE = 2;
 const REDACTED = "<redacted>";
-const secretKey = /secret|password|passphrase|token|privatekey|credential/i;
+// Names that end in a secret word (jwtSecret, apiToken, access_token), not names that merely
+// contain one: auth.verifiedTokenCacheSeconds is a duration.
+const secretKey = /(secret|password|passphrase|token|privatekey|credentials?)$/i;
 
 /** A URL's password and secret-looking query parameters hidden; anything else as it is. */
 function redactUrl(value: string): string {

@@ -26,6 +26,9 @@ describe("redactConfig", () => {
   it("leaves a URL without credentials exactly as written", () => {
     expect(redactConfig({ redisUrl: "redis://redis:6379" })).toEqual({ redisUrl: "redis://redis:6379" });
     expect(redactConfig({ host: "127.0.0.1" })).toEqual({ host: "127.0.0.1" });
+    expect(redactConfig({ auth: { verifiedTokenCacheSeconds: 60 } })).toEqual({
+      auth: { verifiedTokenCacheSeconds: 60 },
+    });
   });
 
   it("does not change its input", () => {
