@@ -3,13 +3,13 @@
  * every call pays for the signature check once, not per request: a WebCrypto verification
  * runs on libuv's thread pool, and that hop alone cost more than the rest of a warm lease.
  *
- * What is cached is the verdict on one exact token (keyed by its SHA-256), never on a
+ * What is cached is the verdict on one exact token (keyed by its fingerprint), never on a
  * workspace or a key: a different token, even for the same caller, is verified afresh.
  * An entry is used until the earlier of the token's `exp` and `maxAgeMs` after it was
  * verified, so a key removed from a JWKS stops its tokens within `maxAgeMs`. Refusals are
  * not cached: the failed-attempt limiter deals with those.
  */
-import { createHash } from "node:crypto";
+import { credentialFingerprint } from "./failed-auth-limiter.js";
 import type { BearerAuthenticator, Caller } from "./principal.js";
 
 export interface VerifiedTokenCacheOptions {
@@ -42,7 +42,7 @@ export class CachingAuthenticator implements BearerAuthenticator {
 
   async authenticate(authorization: string | undefined): Promise<Caller> {
     if (this.maxAgeMs <= 0 || authorization === undefined) return this.inner.authenticate(authorization);
-    const key = createHash("sha256").update(authorization).digest("base64");
+    const key = credentialFingerprint(authorization);
     const now = this.now();
     const known = this.verdicts.get(key);
     if (known !== undefined) {

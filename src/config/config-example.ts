@@ -8,7 +8,7 @@
 import { stringify } from "yaml";
 import type { z } from "zod";
 import { configEnvVariables } from "./config-env.js";
-import { formatKeyPath } from "./did-you-mean.js";
+import { formatKeyPath, unwrap } from "./did-you-mean.js";
 import { gatewayConfigSchema } from "./gateway-config.js";
 
 interface FieldDoc {
@@ -189,24 +189,6 @@ interface Line {
   indent: number;
   text: string;
   kind: "comment" | "active" | "disabled" | "blank";
-}
-
-/** Peels wrappers that do not change a value's shape (as did-you-mean does). */
-function unwrap(schema: Schema): Schema {
-  for (;;) {
-    const def = (schema as z.core.$ZodTypes)._zod.def;
-    if (
-      def.type === "optional" ||
-      def.type === "nullable" ||
-      def.type === "default" ||
-      def.type === "prefault" ||
-      def.type === "readonly"
-    )
-      schema = def.innerType;
-    else if (def.type === "pipe")
-      schema = (def.in as z.core.$ZodTypes)._zod.def.type === "transform" ? def.out : def.in;
-    else return schema;
-  }
 }
 
 function inline(value: unknown): string {

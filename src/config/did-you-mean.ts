@@ -37,7 +37,7 @@ type Schema = z.core.$ZodType;
  * The schema a value at this level is checked by once wrappers that do not change its shape are
  * peeled off. A pipe is entered on its input side unless that side is a transform (preprocess).
  */
-function unwrap(schema: Schema): Schema {
+export function unwrap(schema: Schema): Schema {
   for (let depth = 0; depth < 32; depth++) {
     const def = (schema as z.core.$ZodTypes)._zod.def;
     switch (def.type) {

@@ -39,7 +39,6 @@ export interface GatewayBackends {
 export interface RunningGateway extends RunningServer {
   services: GatewayServices;
   policyRepository: PolicyRepository;
-  policyAdmin: PolicyAdmin;
   /** Compares the runtime with the store now, or as of `asOf` (it also runs on a schedule). */
   reconcile(asOf?: number): Promise<ReconcileReport>;
   /** Stops serving; `destroySandboxes` also ends every session (dev: nobody else will). */
@@ -145,7 +144,6 @@ export async function startGateway(
     ...server,
     services,
     policyRepository,
-    policyAdmin,
     reconcile: reconcileWithRuntime,
     close: async (options = {}) => {
       accepting = false;

@@ -16,10 +16,7 @@ import { PartialListError, type RuntimeSandbox, type SandboxRuntime } from "../r
 import type { CoordinationStore } from "../store/coordination/coordination-store.js";
 import { type Lease, leaseDeadline } from "../store/coordination/records.js";
 import type { PoolManager } from "./pool-manager.js";
-import type { SessionLifecycle } from "./session-lifecycle.js";
-
-/** Slots and memberships outlive the session's own deadline by this much. */
-const LEASE_HOLD_GRACE_MS = 60_000;
+import { HOLD_GRACE_MS, type SessionLifecycle } from "./session-lifecycle.js";
 
 export interface ReconcileDeps {
   runtime: SandboxRuntime;
@@ -109,7 +106,7 @@ async function rebuildLease(deps: ReconcileDeps, sandbox: RuntimeSandbox, now: n
   const lease: Lease = { ...recorded, lastActivityAt: now, activeCalls: 0, busyUntil: undefined };
   const key = { workspace: lease.workspace, sessionId: lease.sessionId };
   if (leaseDeadline(lease) <= now) return false;
-  const holdUntil = lease.createdAt + lease.maxLifetimeSeconds * 1000 + LEASE_HOLD_GRACE_MS;
+  const holdUntil = lease.createdAt + lease.maxLifetimeSeconds * 1000 + HOLD_GRACE_MS;
   await deps.store.putLease(lease);
   // The session exists already: its slot is restored whatever the limit says now.
   await deps.store.acquireSlot(key.workspace, key.sessionId, Number.MAX_SAFE_INTEGER, holdUntil, now);

@@ -21,7 +21,7 @@ import type { PoolManager } from "./pool-manager.js";
 
 export const DESTROY_SANDBOX_JOB = "destroy-sandbox";
 /** Slots and memberships outlive the session's own deadline by this much, never less. */
-const HOLD_GRACE_MS = 60_000;
+export const HOLD_GRACE_MS = 60_000;
 const REAP_BATCH = 100;
 
 export type EndReason = "destroyed" | "expired" | "sandbox_failed" | "drained";

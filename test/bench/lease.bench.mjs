@@ -416,7 +416,7 @@ async function main() {
   progress(`load average: ${startLoad} on ${cpus().length} CPUs`);
   const dataDir = await makeTempDir("sandpool-lease-bench-");
 
-  progress(`phase 1/3: dev gateway with --min-idle ${MIN_IDLE} (first start runs PGlite initdb)`);
+  progress(`phase 1/4: dev gateway with --min-idle ${MIN_IDLE} (first start runs PGlite initdb)`);
   const warmGateway = await startDev({
     dataDir,
     python,
@@ -441,7 +441,7 @@ async function main() {
     await warmGateway.stop();
   }
 
-  progress("phase 2/3: dev gateway with --min-idle 0 (same data dir)");
+  progress("phase 2/4: dev gateway with --min-idle 0 (same data dir)");
   const coldGateway = await startDev({ dataDir, python, minIdle: 0, timeoutMs: START_TIMEOUT_MS });
   progress(`dev gateway ready in ${formatMs(coldGateway.startMs)}`);
   let cold;

@@ -10,6 +10,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CliServer, requireBuiltCli, resolvePython, runCli, startCliServer } from "../support/cli.js";
 import { ContractClient } from "../support/contract-client.js";
+import { processExists } from "../support/sandbox-server.js";
 
 beforeAll(() => requireBuiltCli());
 
@@ -183,7 +184,7 @@ describe("sandpool sandbox server", () => {
       const block = await call(id, "code_execution", { code: "import os\nprint(os.getpid())" });
       pids.push(Number((block.content.stdout as string).trim()));
     }
-    expect(pids.every((pid) => pid > 0 && isAlive(pid))).toBe(true);
+    expect(pids.every((pid) => pid > 0 && processExists(pid))).toBe(true);
     expect((await readdir(root)).sort()).toEqual([...ids].sort());
 
     const started = Date.now();
@@ -191,15 +192,6 @@ describe("sandpool sandbox server", () => {
     expect(code).toBe(0);
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(await readdir(root)).toEqual([]);
-    expect(pids.filter(isAlive)).toEqual([]);
+    expect(pids.filter(processExists)).toEqual([]);
   });
 });
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}

@@ -42,6 +42,8 @@ export class ProcessRuntime implements SandboxRuntime {
   readonly kind = "process" as const;
   readonly isolated = false;
   private readonly children = new Map<string, Child>();
+  /** The bundled server when built, else the CLI: chosen once, not checked on every start. */
+  private readonly program: string;
 
   constructor(private readonly options: ProcessRuntimeOptions) {
     if (!existsSync(builtCliPath)) {
@@ -49,6 +51,7 @@ export class ProcessRuntime implements SandboxRuntime {
         `the process runtime runs ${builtCliPath}, which is missing: run 'npm run build' first`,
       );
     }
+    this.program = existsSync(bundledSandboxPath) ? bundledSandboxPath : builtCliPath;
   }
 
   async start(request: StartRequest): Promise<StartedSandbox> {
@@ -57,7 +60,7 @@ export class ProcessRuntime implements SandboxRuntime {
     const child = spawn(
       process.execPath,
       [
-        existsSync(bundledSandboxPath) ? bundledSandboxPath : builtCliPath,
+        this.program,
         "sandbox",
         ...["--host", "127.0.0.1", "--port", "0", "--root", dir, "--python", this.options.python],
         ...["--max-sessions", "1", "--exit-with-stdin"],

@@ -8,6 +8,7 @@ import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Answer, ContractClient } from "../../support/contract-client.js";
 import { startTestGateway, type TestGateway } from "../../support/gateway-harness.js";
+import { processExists } from "../../support/sandbox-server.js";
 import { waitFor } from "../../support/wait-for.js";
 
 let harness: TestGateway;
@@ -28,15 +29,6 @@ function sessionIdOf(answer: Answer): string {
 
 function codeOf(answer: Answer): string | undefined {
   return (answer.body as { detail?: { code?: string } }).detail?.code;
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 async function leaseFacts(sessionId: string): Promise<{ pid: number; createdAt: number }> {
@@ -79,7 +71,7 @@ describe("reaping", () => {
     expect(endedAfter).toBeGreaterThanOrEqual(1_000); // not before its time
     expect(endedAfter).toBeLessThan(3_000); // reaped every 100 ms; slack for a loaded machine
     expect((await client.getSession(id)).status).toBe(404);
-    await waitFor(() => !pidAlive(pid), 5_000, "the sandbox process to exit");
+    await waitFor(() => !processExists(pid), 5_000, "the sandbox process to exit");
   });
 
   it("ends a session at its maximum lifetime even while it is busy", async () => {
@@ -102,7 +94,7 @@ describe("reaping", () => {
     expect(endedAfter).toBeGreaterThanOrEqual(3_000);
     expect(endedAfter).toBeLessThan(6_000); // the loop itself would go on to 15 s
     expect((await client.getSession(id)).status).toBe(404);
-    await waitFor(() => !pidAlive(pid), 5_000, "the sandbox process to exit");
+    await waitFor(() => !processExists(pid), 5_000, "the sandbox process to exit");
   });
 
   it("does not idle out a session while a call runs", async () => {
@@ -277,7 +269,7 @@ describe("a sandbox that dies", () => {
     const failedBefore = await endedCount("sandbox_failed");
     const pid = await pidOf(id);
     process.kill(pid, "SIGKILL");
-    await waitFor(() => !pidAlive(pid), 5_000, "the sandbox process to die");
+    await waitFor(() => !processExists(pid), 5_000, "the sandbox process to die");
 
     const call = await client.exec(id, quickExec);
     expect(call.status, call.text).toBe(502);
@@ -315,11 +307,11 @@ describe("DestroySession", () => {
     const client = await harness.client(workspace);
     const id = sessionIdOf(await client.createSession());
     const pid = await pidOf(id);
-    expect(pidAlive(pid)).toBe(true);
+    expect(processExists(pid)).toBe(true);
     expect((await client.destroy(id)).status).toBe(204);
     expect(await hasLease(id)).toBe(false);
     expect(await harness.store.countSlots(workspace, Date.now())).toBe(0);
-    await waitFor(() => !pidAlive(pid), 5_000, "the sandbox process to exit");
+    await waitFor(() => !processExists(pid), 5_000, "the sandbox process to exit");
     // Its place in the pool is freed too.
     await waitFor(
       async () => {

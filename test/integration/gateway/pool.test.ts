@@ -16,6 +16,7 @@ import { MemoryCoordinationStore } from "../../../src/store/coordination/memory-
 import type { EditablePolicyFields } from "../../../src/store/sql/policy-row.js";
 import type { Answer } from "../../support/contract-client.js";
 import { startTestGateway, TEST_IMAGE, type TestGateway } from "../../support/gateway-harness.js";
+import { processExists } from "../../support/sandbox-server.js";
 import { waitFor } from "../../support/wait-for.js";
 
 const POOL = "default";
@@ -24,15 +25,6 @@ const freshWorkspace = (label: string) => `${label}-${randomUUID().slice(0, 8)}`
 function sessionIdOf(answer: Answer): string {
   expect(answer.status, answer.text).toBe(201);
   return (answer.body as { session_id: string }).session_id;
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 async function leaseOf(harness: TestGateway, sessionId: string) {
@@ -79,7 +71,7 @@ describe("a warm pool", () => {
   it("holds min_idle ready sandboxes after start", async () => {
     const idle = await harness.store.listIdle(POOL);
     expect(idle).toHaveLength(MIN_IDLE);
-    for (const record of idle) expect(pidAlive(Number(record.runtimeId))).toBe(true);
+    for (const record of idle) expect(processExists(Number(record.runtimeId))).toBe(true);
   });
 
   it("leases an idle sandbox and warm-up refills the pool", async () => {
@@ -113,7 +105,7 @@ describe("a warm pool", () => {
     await client.run(first, "code_execution", { code: "left_behind = 42" });
     expect((await client.destroy(first)).status).toBe(204);
     const pid = Number(firstLease.sandbox.runtimeId);
-    await waitFor(() => !pidAlive(pid), 10_000, "the first sandbox to be destroyed");
+    await waitFor(() => !processExists(pid), 10_000, "the first sandbox to be destroyed");
 
     const third = sessionIdOf(await client.createSession());
     const thirdLease = await leaseOf(harness, third);

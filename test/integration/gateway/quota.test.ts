@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EditablePolicyFields } from "../../../src/store/sql/policy-row.js";
 import type { Answer, ContractClient } from "../../support/contract-client.js";
 import { startTestGateway, type TestGateway } from "../../support/gateway-harness.js";
+import { processExists } from "../../support/sandbox-server.js";
 import { waitFor } from "../../support/wait-for.js";
 
 const POOL = "default";
@@ -49,15 +50,6 @@ async function leaseOf(sessionId: string) {
   const lease = (await harness.store.listLeases()).find((l) => l.sessionId === sessionId);
   if (!lease) throw new Error(`no lease for ${sessionId}`);
   return lease;
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 const slots = (workspace: string) => harness.store.countSlots(workspace, Date.now());
@@ -195,7 +187,7 @@ describe("concurrent sessions", () => {
       expectRefused(await client.createSession(), 429, "quota.concurrent_sessions");
       const pid = Number((await leaseOf(id)).sandbox.runtimeId);
       process.kill(pid, "SIGKILL");
-      await waitFor(() => !pidAlive(pid), 5_000, "the sandbox process to die");
+      await waitFor(() => !processExists(pid), 5_000, "the sandbox process to die");
 
       const call = await client.exec(id, { tool: "code_execution", input: { code: "1" } });
       expect(call.status, call.text).toBe(502);

@@ -16,9 +16,8 @@ import type { Database } from "../../../src/store/sql/database-types.js";
 import { migrateToLatest } from "../../../src/store/sql/migrate.js";
 import { openPostgres, type PostgresOptions } from "../../../src/store/sql/open-database.js";
 import { PgliteDialect } from "../../../src/store/sql/pglite-dialect.js";
-import { PgliteProcess } from "../../../src/store/sql/pglite-process.js";
 import { requireService } from "../../support/require-service.js";
-import { pgliteTemplate } from "./pglite-template.js";
+import { openPgliteProcessFromTemplate, pgliteTemplate } from "./pglite-template.js";
 
 export const postgresUrl =
   process.env.SANDPOOL_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
@@ -77,10 +76,7 @@ export async function openFreshPglite(): Promise<OpenedDatabase> {
 
 /** The same, in a process of its own, as `sandpool dev` runs it. */
 export async function openFreshPgliteProcess(): Promise<OpenedDatabase> {
-  const dump = new Uint8Array(await (await pgliteTemplate()).arrayBuffer());
-  const db = new Kysely<Database>({
-    dialect: new PgliteDialect(await PgliteProcess.open({ loadDataDir: dump })),
-  });
+  const db = new Kysely<Database>({ dialect: new PgliteDialect(await openPgliteProcessFromTemplate()) });
   return { db, close: () => db.destroy() };
 }
 

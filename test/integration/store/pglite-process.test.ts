@@ -3,17 +3,12 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PgliteProcess } from "../../../src/store/sql/pglite-process.js";
-import { pgliteTemplate } from "./pglite-template.js";
-
-async function openFromTemplate(): Promise<PgliteProcess> {
-  const dump = new Uint8Array(await (await pgliteTemplate()).arrayBuffer());
-  return PgliteProcess.open({ loadDataDir: dump });
-}
+import { openPgliteProcessFromTemplate } from "./pglite-template.js";
 
 describe("PgliteProcess: PGlite in a process of its own", () => {
   let db: PgliteProcess;
   beforeAll(async () => {
-    db = await openFromTemplate();
+    db = await openPgliteProcessFromTemplate();
   });
   afterAll(async () => {
     await db?.close();
@@ -62,7 +57,7 @@ describe("PgliteProcess: PGlite in a process of its own", () => {
 
 describe("PgliteProcess lifecycle", () => {
   it("refuses calls once closed, and closing twice (even at once) is harmless", async () => {
-    const db = await openFromTemplate();
+    const db = await openPgliteProcessFromTemplate();
     await Promise.all([db.close(), db.close()]);
     expect(db.closed).toBe(true);
     await db.close();

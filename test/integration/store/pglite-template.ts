@@ -10,6 +10,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
+import { PgliteProcess } from "../../../src/store/sql/pglite-process.js";
 
 async function pgliteVersion(): Promise<string> {
   const entry = createRequire(import.meta.url).resolve("@electric-sql/pglite");
@@ -32,4 +33,10 @@ export async function pgliteTemplate(): Promise<Blob> {
   await writeFile(partial, new Uint8Array(await dump.arrayBuffer()));
   await rename(partial, path);
   return dump;
+}
+
+/** A PgliteProcess booted from the template dump . */
+export async function openPgliteProcessFromTemplate(): Promise<PgliteProcess> {
+  const dump = new Uint8Array(await (await pgliteTemplate()).arrayBuffer());
+  return PgliteProcess.open({ loadDataDir: dump });
 }

@@ -1,15 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { credentialFingerprint, FailedAuthLimiter } from "../../../src/auth/failed-auth-limiter.js";
-
-function clock(start = 1_000_000) {
-  let time = start;
-  return {
-    now: () => time,
-    advance: (ms: number) => {
-      time += ms;
-    },
-  };
-}
+import { clock } from "../../support/clock.js";
 
 function fail(limiter: FailedAuthLimiter, source: string, times: number) {
   for (let i = 0; i < times; i++) limiter.recordFailure(source);

@@ -1,17 +1,8 @@
 import { describe, expect, it, vi } from "vitest";
 import { PolicyService, type PolicySource } from "../../../src/policy/policy-service.js";
 import type { WorkspacePolicyFields } from "../../../src/policy/workspace-policy-fields.js";
+import { clock } from "../../support/clock.js";
 import { deployment } from "./deployment.js";
-
-function clock(start = 1_000_000) {
-  let time = start;
-  return {
-    now: () => time,
-    advance: (ms: number) => {
-      time += ms;
-    },
-  };
-}
 
 /** A policy table in memory that counts reads and can be told to fail. */
 function table(rows: Record<string, WorkspacePolicyFields> = {}) {
