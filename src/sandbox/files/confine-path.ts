@@ -50,7 +50,8 @@ export async function confinePath(workspaceReal: string, requested: string): Pro
     const candidate = path.join(current, segments[index]!);
     const stats = await lstat(candidate).catch(() => undefined);
     if (!stats) {
-      const absolute = path.join(candidate, ...segments.slice(index + 1));
+      // Joined first, not spread: a path of a million segments would overflow the call stack.
+      const absolute = path.join(candidate, segments.slice(index + 1).join("/"));
       return { absolute, relative: path.relative(workspaceReal, absolute), exists: false };
     }
     current = stats.isSymbolicLink() ? await realpath(candidate).catch(() => refuse(requested)) : candidate;

@@ -30,8 +30,46 @@ export class CappedOutput {
 
   text(): string {
     const body = Buffer.concat(this.chunks, this.kept).toString("utf8");
-    return this.truncated ? `${body}\n[output truncated: ${this.omitted} more bytes were not kept]\n` : body;
+    return this.truncated ? `${body}${truncationMarker(this.omitted)}` : body;
   }
+}
+
+/**
+ * The one marker every truncated tool output ends with, so a model (and a test) can tell a
+ * cut answer from a complete one. `hint` says how to see the rest, where there is a way.
+ */
+export function truncationMarker(omittedBytes: number, hint?: string): string {
+  return `\n[output truncated: ${omittedBytes} more bytes were not kept${hint ? `; ${hint}` : ""}]\n`;
+}
+
+/** Room kept for the marker when a text must fit a cap marker included. */
+export const MARKER_ROOM_BYTES = 256;
+
+/**
+ * `text` if it fits in `capBytes` (UTF-8), else its head cut on a character boundary plus
+ * the marker, the whole no longer than `capBytes`: for answers built as one string (the
+ * editor's), where a message can echo a huge input.
+ */
+export function capText(text: string, capBytes: number): string {
+  const bytes = Buffer.byteLength(text);
+  if (bytes <= capBytes) return text;
+  const head = headWithin(text, Math.max(0, capBytes - MARKER_ROOM_BYTES));
+  return `${head}${truncationMarker(bytes - Buffer.byteLength(head))}`;
+}
+
+/** The longest prefix of `text` whose UTF-8 form fits in `maxBytes`, never half a character. */
+export function headWithin(text: string, maxBytes: number): string {
+  // A UTF-16 unit is at most 3 UTF-8 bytes (a surrogate pair is 4 for 2 units), so this many
+  // units always fit; cutting the encoded bytes is then refined to a character boundary.
+  let units = text.slice(0, maxBytes);
+  // Never end on the first half of a surrogate pair: alone it would encode as U+FFFD.
+  if (/[\uD800-\uDBFF]$/.test(units)) units = units.slice(0, -1);
+  const encoded = Buffer.from(units);
+  if (encoded.length <= maxBytes) return units;
+  let end = maxBytes;
+  // Back off continuation bytes (10xxxxxx) so the cut lands before a character's first byte.
+  while (end > 0 && (encoded[end]! & 0xc0) === 0x80) end--;
+  return encoded.subarray(0, end).toString("utf8");
 }
 
 /**

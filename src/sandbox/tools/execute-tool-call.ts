@@ -52,6 +52,6 @@ function runTool(
         onGroupStarted: (pgid) => session.trackProcessGroup(pgid),
       });
     case "text_editor_code_execution":
-      return session.editor.run(request.input);
+      return session.editor.run(request.input, { maxOutputBytes: config.maxOutputBytes });
   }
 }

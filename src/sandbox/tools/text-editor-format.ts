@@ -28,6 +28,35 @@ export function numbered(lines: string[], firstNumber: number): string {
   return lines.map((line, index) => `${(firstNumber + index).toString().padStart(6)}\t${line}\n`).join("");
 }
 
+/**
+ * Like `numbered`, but stops before the text would pass `maxBytes` (UTF-8): the lines past
+ * that point are counted (bytes, and the first one left out), never rendered, so viewing a
+ * file of millions of short lines costs the cap, not the file times the line-number width.
+ */
+export function numberedWithin(
+  lines: readonly string[],
+  firstNumber: number,
+  maxBytes: number,
+): { text: string; omittedBytes: number; firstOmittedLine: number | undefined } {
+  const kept: string[] = [];
+  let used = 0;
+  let index = 0;
+  for (; index < lines.length; index++) {
+    const line = `${(firstNumber + index).toString().padStart(6)}\t${lines[index]}\n`;
+    const size = Buffer.byteLength(line);
+    if (used + size > maxBytes) break;
+    kept.push(line);
+    used += size;
+  }
+  if (index === lines.length) return { text: kept.join(""), omittedBytes: 0, firstOmittedLine: undefined };
+  let omittedBytes = 0;
+  for (let rest = index; rest < lines.length; rest++) {
+    const width = Math.max(6, String(firstNumber + rest).length);
+    omittedBytes += width + 2 + Buffer.byteLength(lines[rest]!);
+  }
+  return { text: kept.join(""), omittedBytes, firstOmittedLine: firstNumber + index };
+}
+
 /** The 1-based line on which the character at `offset` sits. */
 export function lineAt(text: string, offset: number): number {
   let line = 1;

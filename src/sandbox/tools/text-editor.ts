@@ -9,13 +9,14 @@ import path from "node:path";
 import { SandpoolError } from "../../contract/error-codes.js";
 import type { ExecutionOutcome, TextEditorInput } from "../../contract/schemas.js";
 import { type ConfinedPath, confinePath } from "../files/confine-path.js";
+import { capText, MARKER_ROOM_BYTES, truncationMarker } from "./capped-output.js";
 import { listTree, readText, writeAtomic } from "./text-editor-disk.js";
 import {
   countNewlines,
   EditorError,
   joinLines,
   lineAt,
-  numbered,
+  numberedWithin,
   occurrences,
   selectRange,
   snippetAround,
@@ -23,6 +24,13 @@ import {
 } from "./text-editor-format.js";
 
 const DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024;
+/** Per stream, marker included, when the caller names no cap (the server passes its own). */
+const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
+
+export interface EditorLimits {
+  /** Most bytes of stdout, and of stderr, one call answers: the same cap as a program's output. */
+  maxOutputBytes: number;
+}
 /** Undo depth per file: bounds the memory a model looping on edits of a large file can pin. */
 const MAX_UNDO_STEPS = 20;
 
@@ -40,27 +48,32 @@ export class TextEditor {
     this.maxFileBytes = options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
   }
 
-  run(input: TextEditorInput): Promise<ExecutionOutcome> {
-    const outcome = this.queue.then(() => this.attempt(input));
+  run(input: TextEditorInput, limits?: EditorLimits): Promise<ExecutionOutcome> {
+    const cap = limits?.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+    const outcome = this.queue.then(() => this.attempt(input, cap));
     this.queue = outcome.catch(() => undefined);
     return outcome;
   }
 
-  private async attempt(input: TextEditorInput): Promise<ExecutionOutcome> {
+  /**
+   * Every answer is capped, not only `view`'s: a message can echo a path or an `old_str` as
+   * large as the request body, and a directory listing can hold long names.
+   */
+  private async attempt(input: TextEditorInput, cap: number): Promise<ExecutionOutcome> {
     try {
-      return { stdout: await this.dispatch(input), stderr: "", return_code: 0 };
+      return { stdout: capText(await this.dispatch(input, cap), cap), stderr: "", return_code: 0 };
     } catch (error) {
       const message = userMessage(error, input);
       if (message === undefined) throw error;
-      return { stdout: "", stderr: `${message}\n`, return_code: 1 };
+      return { stdout: "", stderr: capText(`${message}\n`, cap), return_code: 1 };
     }
   }
 
-  private async dispatch(input: TextEditorInput): Promise<string> {
+  private async dispatch(input: TextEditorInput, cap: number): Promise<string> {
     const target = await this.resolve(input.path);
     switch (input.command) {
       case "view":
-        return this.view(target, input.view_range);
+        return this.view(target, input.view_range, cap);
       case "create":
         return this.create(target, input.file_text);
       case "str_replace":
@@ -83,7 +96,11 @@ export class TextEditor {
     return confinePath(root, relative);
   }
 
-  private async view(target: ConfinedPath, range: readonly number[] | null | undefined): Promise<string> {
+  private async view(
+    target: ConfinedPath,
+    range: readonly number[] | null | undefined,
+    cap: number,
+  ): Promise<string> {
     mustExist(target);
     if ((await stat(target.absolute)).isDirectory()) {
       if (range)
@@ -93,9 +110,12 @@ export class TextEditor {
       return [header, ...entries].map((line) => `${line}\n`).join("");
     }
     const lines = splitLines(await readText(target.absolute, target.relative, this.maxFileBytes));
-    if (!range) return numbered(lines, 1);
-    const { first, selected } = selectRange(lines, range);
-    return numbered(selected, first);
+    const { first, selected } = range ? selectRange(lines, range) : { first: 1, selected: lines };
+    const shown = numberedWithin(selected, first, Math.max(0, cap - MARKER_ROOM_BYTES));
+    if (shown.firstOmittedLine === undefined) return shown.text;
+    const last = first + selected.length - 1;
+    const hint = `view_range [${shown.firstOmittedLine}, ${last}] shows the rest`;
+    return `${shown.text}${truncationMarker(shown.omittedBytes, hint)}`;
   }
 
   private async create(target: ConfinedPath, fileText: string): Promise<string> {

@@ -1,0 +1,56 @@
+import { describe, expect, it } from "vitest";
+import { capText, headWithin, truncationMarker } from "../../../src/sandbox/tools/capped-output.js";
+import { numbered, numberedWithin } from "../../../src/sandbox/tools/text-editor-format.js";
+
+describe("capText", () => {
+  it("leaves a text that fits alone", () => {
+    expect(capText("héllo", 6)).toBe("héllo");
+  });
+
+  it("cuts a long text to the cap, marker included, and says how much was dropped", () => {
+    const text = "x".repeat(10_000);
+    const capped = capText(text, 1024);
+    expect(Buffer.byteLength(capped)).toBeLessThanOrEqual(1024);
+    const kept = capped.indexOf("\n[output truncated");
+    expect(capped.slice(kept)).toBe(truncationMarker(10_000 - kept));
+  });
+
+  it("never cuts a character in half", () => {
+    const text = "€".repeat(5_000) + "😀".repeat(5_000);
+    for (const cap of [1000, 1001, 1002, 16_000, 16_001]) {
+      const capped = capText(text, cap);
+      expect(capped).not.toContain("\uFFFD");
+      expect(Buffer.byteLength(capped)).toBeLessThanOrEqual(cap);
+    }
+  });
+});
+
+describe("headWithin", () => {
+  it("keeps whole characters only", () => {
+    expect(headWithin("a€b", 3)).toBe("a");
+    expect(headWithin("a€b", 4)).toBe("a€");
+    expect(headWithin("😀😀", 5)).toBe("😀");
+    expect(headWithin("😀😀", 3)).toBe("");
+  });
+});
+
+describe("numberedWithin", () => {
+  it("renders like numbered when everything fits", () => {
+    const lines = ["a", "b", "c"];
+    expect(numberedWithin(lines, 7, 1_000)).toEqual({
+      text: numbered(lines, 7),
+      omittedBytes: 0,
+      firstOmittedLine: undefined,
+    });
+  });
+
+  it("stops at the budget and counts the rest exactly as numbered would render it", () => {
+    const lines = Array.from({ length: 2_000_000 }, (_, i) => (i % 3 === 0 ? "é" : ""));
+    const shown = numberedWithin(lines, 1, 4096);
+    expect(Buffer.byteLength(shown.text)).toBeLessThanOrEqual(4096);
+    const kept = shown.text.split("\n").length - 1;
+    expect(shown.firstOmittedLine).toBe(kept + 1);
+    // Past line 999999 the number is wider than its 6-column pad: counted too.
+    expect(shown.omittedBytes).toBe(Buffer.byteLength(numbered(lines, 1)) - Buffer.byteLength(shown.text));
+  });
+});
