@@ -55,7 +55,7 @@ export class GatewayMetrics {
 
   readonly execDuration = new Histogram({
     name: "sandpool_exec_duration_seconds",
-    help: "Execution time reported by sandboxes, by tool kind",
+    help: "Wall time of tool calls as the gateway measures it around the forwarded call, by tool kind",
     labelNames: ["tool"] as const,
     buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600],
     registers: [this.registry],

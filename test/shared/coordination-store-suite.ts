@@ -211,33 +211,78 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
     });
 
     describe("execution budget", () => {
-      it("adds up per workspace and day, returning the new total", async () => {
+      const DAY = "2030-01-15";
+
+      it("grants what is asked while the day's budget lasts, then what remains, then nothing", async () => {
         const ws = freshName("ws");
-        expect(await store.readBudget(ws, "2030-01-15")).toBe(0);
-        expect(await store.chargeBudget(ws, "2030-01-15", 1_500)).toBe(1_500);
-        expect(await store.chargeBudget(ws, "2030-01-15", 250)).toBe(1_750);
-        expect(await store.chargeBudget(ws, "2030-01-15", 0)).toBe(1_750);
-        expect(await store.readBudget(ws, "2030-01-15")).toBe(1_750);
+        expect(await store.readBudget(ws, DAY)).toBe(0);
+        expect(await store.reserveBudget(ws, DAY, 1_500, 4_000)).toBe(1_500);
+        expect(await store.reserveBudget(ws, DAY, 2_000, 4_000)).toBe(2_000);
+        expect(await store.readBudget(ws, DAY)).toBe(3_500);
+        expect(await store.reserveBudget(ws, DAY, 2_000, 4_000)).toBe(500);
+        expect(await store.reserveBudget(ws, DAY, 1, 4_000)).toBe(0);
+        expect(await store.readBudget(ws, DAY)).toBe(4_000);
+      });
+
+      it("a refund returns unused time to the day, never below zero", async () => {
+        const ws = freshName("ws");
+        expect(await store.reserveBudget(ws, DAY, 3_000, 4_000)).toBe(3_000);
+        expect(await store.refundBudget(ws, DAY, 2_000)).toBe(1_000);
+        expect(await store.reserveBudget(ws, DAY, 5_000, 4_000)).toBe(3_000);
+        expect(await store.refundBudget(ws, DAY, 0)).toBe(4_000);
+        expect(await store.refundBudget(ws, DAY, 9_000)).toBe(0);
+        expect(await store.readBudget(ws, DAY)).toBe(0);
+        // Refunding a day nothing was reserved on creates nothing.
+        expect(await store.refundBudget(ws, "2030-01-16", 1_000)).toBe(0);
+        expect(await store.readBudget(ws, "2030-01-16")).toBe(0);
+      });
+
+      it("an unsettled reservation stays charged", async () => {
+        const ws = freshName("ws");
+        await store.reserveBudget(ws, DAY, 4_000, 4_000);
+        expect(await store.reserveBudget(ws, DAY, 1, 4_000)).toBe(0);
+        expect(await store.readBudget(ws, DAY)).toBe(4_000);
+      });
+
+      it("a budget already overspent (a lowered limit) grants nothing and keeps its total", async () => {
+        const ws = freshName("ws");
+        await store.reserveBudget(ws, DAY, 5_000, 10_000);
+        expect(await store.reserveBudget(ws, DAY, 1_000, 2_000)).toBe(0);
+        expect(await store.readBudget(ws, DAY)).toBe(5_000);
       });
 
       it("starts each day from zero", async () => {
         const ws = freshName("ws");
-        await store.chargeBudget(ws, "2030-01-15", 1_000);
+        await store.reserveBudget(ws, DAY, 1_000, 1_000);
         expect(await store.readBudget(ws, "2030-01-16")).toBe(0);
-        expect(await store.chargeBudget(ws, "2030-01-16", 5)).toBe(5);
-        expect(await store.readBudget(ws, "2030-01-15")).toBe(1_000);
+        expect(await store.reserveBudget(ws, "2030-01-16", 5, 1_000)).toBe(5);
+        expect(await store.readBudget(ws, DAY)).toBe(1_000);
       });
 
       it("keeps workspaces apart", async () => {
         const [ws1, ws2] = [freshName("ws"), freshName("ws")];
-        await store.chargeBudget(ws1, "2030-01-15", 1_000);
-        expect(await store.readBudget(ws2, "2030-01-15")).toBe(0);
+        await store.reserveBudget(ws1, DAY, 1_000, 1_000);
+        expect(await store.readBudget(ws2, DAY)).toBe(0);
+        expect(await store.reserveBudget(ws2, DAY, 1_000, 1_000)).toBe(1_000);
       });
 
-      it("loses no charge under concurrency", async () => {
+      it("never grants more than the budget to many concurrent reservations", async () => {
         const ws = freshName("ws");
-        await Promise.all(Array.from({ length: 20 }, () => store.chargeBudget(ws, "2030-01-15", 7)));
-        expect(await store.readBudget(ws, "2030-01-15")).toBe(140);
+        const grants = await Promise.all(
+          Array.from({ length: 20 }, () => store.reserveBudget(ws, DAY, 700, 10_000)),
+        );
+        expect(grants.reduce((a, b) => a + b, 0)).toBe(10_000);
+        expect(grants.filter((g) => g === 700)).toHaveLength(14);
+        expect(grants.filter((g) => g === 200)).toHaveLength(1);
+        expect(grants.filter((g) => g === 0)).toHaveLength(5);
+        expect(await store.readBudget(ws, DAY)).toBe(10_000);
+      });
+
+      it("loses no refund under concurrency", async () => {
+        const ws = freshName("ws");
+        await store.reserveBudget(ws, DAY, 1_000, 1_000);
+        await Promise.all(Array.from({ length: 20 }, () => store.refundBudget(ws, DAY, 7)));
+        expect(await store.readBudget(ws, DAY)).toBe(860);
       });
     });
 

@@ -1,14 +1,18 @@
 /**
  * Execute through the pipeline: resolve the session (404) -> validate (400 unknown tool,
- * 422 malformed) -> policy (403 tool not allowed) -> admit (429 budget spent) -> forward
- * with `timeout_seconds` clamped to the ceiling in force and a client deadline of that
- * plus a buffer -> meter the execution time the sandbox reports. The sandbox's answer is
- * returned byte for byte.
+ * 422 malformed) -> policy (403 tool not allowed) -> reserve the call's time against the
+ * day's budget (429 when none remains) -> forward with `timeout_seconds` clamped to the
+ * ceiling in force and to the time granted, and a client deadline of that plus a buffer ->
+ * settle the reservation with the wall time the gateway measured around the forwarded call
+ * (never what the sandbox reports: a sandbox's answers are not trusted). The sandbox's
+ * answer is returned byte for byte.
  */
 
+import { performance } from "node:perf_hooks";
 import type { Hono, MiddlewareHandler } from "hono";
 import { SandpoolError } from "../../contract/error-codes.js";
 import { parseExecRequest } from "../../contract/parse-exec-request.js";
+import type { ExecReservation } from "../../quota/admission.js";
 import { readJsonBody } from "../common/read-json-body.js";
 import type { GatewayEnv } from "../gateway-env.js";
 import type { GatewayServices } from "../gateway-services.js";
@@ -33,50 +37,62 @@ export function registerExecRoute(
         `the tool '${tool}' is not allowed for this workspace`,
       );
     }
-    await services.admission.checkExecBudget(policy);
-
-    const timeoutSeconds = Math.min(
+    const requestedSeconds = Math.min(
       request.timeout_seconds ?? policy.defaultExecTimeoutSeconds,
       policy.execTimeoutCeilingSeconds,
     );
+    const reservation = await services.admission.reserveExec(policy, requestedSeconds * 1000);
+    // Whole seconds, rounded down so the call cannot outrun what was granted (below one
+    // second granted, one second: the last call of a day may overrun that little).
+    const timeoutSeconds = Math.max(1, Math.min(requestedSeconds, Math.floor(reservation.grantedMs / 1000)));
     const deadlineMs = timeoutSeconds * 1000 + services.limits.execDeadlineBufferMs;
     // Unknown request fields travel on to the sandbox; only the timeout is rewritten.
     const forwarded = JSON.stringify({ ...(body as object), timeout_seconds: timeoutSeconds });
-    const answer = await services.sessions.whileBusy(key, deadlineMs, () =>
-      forwardToSandbox(services, lease, {
-        method: "POST",
-        subPath: "/exec",
-        headers: { "content-type": "application/json" },
-        body: forwarded,
-        timeoutMs: deadlineMs,
-        buffer: true,
-      }),
-    );
-    if (answer.status === 200) await meterExecution(services, key, tool, answer.body as Buffer);
-    return toResponse(c, answer);
+    let started: number | undefined;
+    try {
+      const answer = await services.sessions.whileBusy(key, deadlineMs, () => {
+        started = performance.now();
+        return forwardToSandbox(services, lease, {
+          method: "POST",
+          subPath: "/exec",
+          headers: { "content-type": "application/json" },
+          body: forwarded,
+          timeoutMs: deadlineMs,
+          buffer: true,
+        });
+      });
+      return toResponse(c, answer);
+    } finally {
+      const wallMs = started === undefined ? 0 : performance.now() - started;
+      await meterExecution(services, key, tool, reservation, wallMs);
+    }
   });
 }
 
+/**
+ * Charges the call its wall time (at most what was reserved) and records it. Runs whether
+ * the call answered or failed: the time was spent either way. A store failure here leaves
+ * the reservation charged in full, which is the safe side.
+ */
 async function meterExecution(
   services: GatewayServices,
   key: { workspace: string; sessionId: string },
   tool: string,
-  body: Buffer,
+  reservation: ExecReservation,
+  wallMs: number,
 ): Promise<void> {
-  let executionMs = 0;
+  services.metrics.execDuration.observe({ tool }, wallMs / 1000);
+  let chargedMs = reservation.grantedMs;
   try {
-    const reported = (JSON.parse(body.toString("utf8")) as { execution_time_ms?: unknown }).execution_time_ms;
-    if (typeof reported === "number" && Number.isFinite(reported) && reported >= 0) executionMs = reported;
-  } catch {
-    // A body we cannot read is still returned to the client as it came; it just meters as 0.
+    chargedMs = await services.admission.settleExec(reservation, wallMs);
+  } catch (error) {
+    services.log.warn({ err: error, session: key.sessionId }, "could not settle an execution reservation");
   }
-  services.metrics.execDuration.observe({ tool }, executionMs / 1000);
-  await services.admission.chargeExec(key.workspace, executionMs);
   services.usage.record({
     workspace: key.workspace,
     sessionId: key.sessionId,
     kind: "exec",
     tool,
-    quantity: executionMs,
+    quantity: chargedMs,
   });
 }

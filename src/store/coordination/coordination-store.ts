@@ -22,8 +22,19 @@ export interface CoordinationStore {
   countSlots(workspace: string, now: number): Promise<number>;
   /** Records one event in a sliding window; 0 if allowed, else milliseconds until one would be. */
   takeRate(workspace: string, limit: number, windowMs: number, now: number): Promise<number>;
-  /** Adds to a workspace's execution milliseconds for `day`; returns the new total. */
-  chargeBudget(workspace: string, day: string, milliseconds: number): Promise<number>;
+  /**
+   * Reserves up to `requestedMs` of a workspace's execution budget for `day` (at most
+   * `limitMs` a day) in one atomic step, so parallel calls cannot together overshoot it.
+   * Returns the milliseconds granted: min(requested, what remains), 0 when nothing remains
+   * (and then nothing is reserved).
+   */
+  reserveBudget(workspace: string, day: string, requestedMs: number, limitMs: number): Promise<number>;
+  /**
+   * Gives back the unused part of a reservation made for `day`; the day's total never
+   * drops below zero. Returns the new total. A reservation never settled stays charged.
+   */
+  refundBudget(workspace: string, day: string, milliseconds: number): Promise<number>;
+  /** Milliseconds charged (reserved, net of refunds) for `day`. */
   readBudget(workspace: string, day: string): Promise<number>;
 
   // Pool membership caps a pool's size; idle members wait to be leased.

@@ -79,9 +79,19 @@ export class MemoryCoordinationStore implements CoordinationStore {
     return 0;
   }
 
-  async chargeBudget(workspace: string, day: string, milliseconds: number) {
+  async reserveBudget(workspace: string, day: string, requestedMs: number, limitMs: number) {
     const key = `${workspace}\u0000${day}`;
-    const total = (this.budgets.get(key) ?? 0) + milliseconds;
+    const used = this.budgets.get(key) ?? 0;
+    const granted = Math.max(0, Math.min(requestedMs, limitMs - used));
+    if (granted > 0) this.budgets.set(key, used + granted);
+    return granted;
+  }
+
+  async refundBudget(workspace: string, day: string, milliseconds: number) {
+    const key = `${workspace}\u0000${day}`;
+    const used = this.budgets.get(key);
+    if (used === undefined) return 0;
+    const total = Math.max(0, used - milliseconds);
     this.budgets.set(key, total);
     return total;
   }

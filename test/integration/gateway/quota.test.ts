@@ -5,6 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { budgetDay } from "../../../src/quota/admission.js";
 import type { EditablePolicyFields } from "../../../src/store/sql/policy-row.js";
 import type { Answer, ContractClient } from "../../support/contract-client.js";
 import { startTestGateway, type TestGateway } from "../../support/gateway-harness.js";
@@ -220,14 +221,36 @@ describe("session rate", () => {
 });
 
 describe("execution budget", () => {
-  it("refuses execution and new sessions once the day's seconds are spent", async () => {
+  const charged = (workspace: string) => harness.store.readBudget(workspace, budgetDay(Date.now()));
+
+  it("charges the wall time the gateway measures around the call", async () => {
+    const workspace = freshWorkspace("wall");
+    const client = await harness.client(workspace);
+    const id = sessionIdOf(await client.createSession());
+    expect(await charged(workspace)).toBe(0);
+    const slept = await client.run(id, "bash_code_execution", { command: "sleep 5" });
+    expect(slept.return_code).toBe(0);
+    const total = await charged(workspace);
+    expect(total).toBeGreaterThanOrEqual(5_000);
+    expect(total).toBeLessThan(6_500);
+    await client.destroy(id);
+  });
+
+  it("cuts a call at the time that remains, then refuses execution and new sessions", async () => {
     const workspace = freshWorkspace("budget");
     await setPolicy(workspace, { execSecondsPerDay: 1 });
     const client: ContractClient = await harness.client(workspace);
     const id = sessionIdOf(await client.createSession());
 
-    const spent = await client.run(id, "code_execution", { code: "import time\ntime.sleep(1.2)" });
-    expect(spent.return_code).toBe(0);
+    // 60 s asked, 1 s granted: the sandbox stops the call at one second.
+    const spent = await client.run(
+      id,
+      "code_execution",
+      { code: "import time\ntime.sleep(3)" },
+      { timeout_seconds: 60 },
+    );
+    expect(spent.return_code).toBe(124);
+    expect(await charged(workspace)).toBeLessThanOrEqual(1_000);
 
     const next = await client.exec(id, { tool: "code_execution", input: { code: "print(1)" } });
     expectRefused(next, 429, "quota.exec_budget");
@@ -235,5 +258,31 @@ describe("execution budget", () => {
     // The refused creation holds no slot: only the open session does.
     expect(await slots(workspace)).toBe(1);
     await client.destroy(id);
+  });
+
+  it("parallel calls cannot together run past the budget: the late ones are refused", async () => {
+    const workspace = freshWorkspace("parallel-budget");
+    await setPolicy(workspace, { execSecondsPerDay: 4 });
+    const client = await harness.client(workspace);
+    const ids = [sessionIdOf(await client.createSession()), sessionIdOf(await client.createSession())];
+    // Eight calls of 3 s at once, four queued on each session.
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        client.exec(ids[i % 2]!, {
+          tool: "bash_code_execution",
+          input: { command: "sleep 3" },
+          timeout_seconds: 3,
+        }),
+      ),
+    );
+    const ran = answers.filter((a) => a.status === 200);
+    const refused = answers.filter((a) => a.status !== 200);
+    // 4 s hold one full call (3 s) and one cut to the remaining second.
+    expect(ran).toHaveLength(2);
+    for (const answer of refused) expectRefused(answer, 429, "quota.exec_budget");
+    const total = await charged(workspace);
+    expect(total).toBeGreaterThanOrEqual(3_000);
+    expect(total).toBeLessThanOrEqual(4_000);
+    for (const id of ids) await client.destroy(id);
   });
 });

@@ -31,13 +31,31 @@ describe.skipIf(!available)("Redis coordination store", () => {
       const now = Date.now();
       await store.acquireSlot("ws-tag", "a", 5, now + 60_000, now);
       await store.takeRate("ws-tag", 5, 60_000, now);
-      await store.chargeBudget("ws-tag", "2026-01-01", 10);
+      await store.reserveBudget("ws-tag", "2026-01-01", 10, 1_000);
       const keys = await admin.keys(`${prefix}{ws:ws-tag}*`);
       expect(keys.sort()).toEqual([
         `${prefix}{ws:ws-tag}:budget:2026-01-01`,
         `${prefix}{ws:ws-tag}:rate`,
         `${prefix}{ws:ws-tag}:slots`,
       ]);
+    } finally {
+      admin.disconnect();
+      await store.close();
+    }
+  });
+
+  it("keeps a day's budget counter for two days, refunds included", async () => {
+    const store = await RedisCoordinationStore.connect({ url: redisUrl, prefix });
+    const admin = new Redis(redisUrl);
+    try {
+      const key = `${prefix}{ws:ws-ttl}:budget:2026-01-02`;
+      await store.reserveBudget("ws-ttl", "2026-01-02", 1_000, 5_000);
+      const ttl = await admin.pttl(key);
+      expect(ttl).toBeGreaterThan(86_400_000);
+      expect(ttl).toBeLessThanOrEqual(2 * 86_400_000);
+      await store.refundBudget("ws-ttl", "2026-01-02", 400);
+      expect(await admin.get(key)).toBe("600");
+      expect(await admin.pttl(key)).toBeGreaterThan(86_400_000);
     } finally {
       admin.disconnect();
       await store.close();

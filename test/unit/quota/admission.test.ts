@@ -145,47 +145,68 @@ describe("Admission", () => {
   });
 
   describe("execution budget", () => {
-    it("charges milliseconds, rounded, never negative, and returns the day's total", async () => {
-      const t = setup({});
-      expect(await t.admission.chargeExec("ws", 1_000.4)).toBe(1_000);
-      expect(await t.admission.chargeExec("ws", 0.6)).toBe(1_001);
-      expect(await t.admission.chargeExec("ws", -500)).toBe(1_001);
-      expect(await t.store.readBudget("ws", "2030-01-15")).toBe(1_001);
-    });
+    const day = "2030-01-15";
 
-    it("allows calls until the day's seconds are spent, then refuses until UTC midnight", async () => {
+    it("reserves what a call asks while the day's budget lasts, then what remains", async () => {
       const t = setup({ execSecondsPerDay: 10 });
-      await t.admission.chargeExec("ws", 9_999);
-      await t.admission.checkExecBudget(t.policy);
-      await t.admission.chargeExec("ws", 1);
-      const error = await refusal(t.admission.checkExecBudget(t.policy));
+      const first = await t.admission.reserveExec(t.policy, 6_000);
+      expect(first).toEqual({ workspace: "ws", day, grantedMs: 6_000 });
+      expect((await t.admission.reserveExec(t.policy, 6_000)).grantedMs).toBe(4_000);
+      expect(await t.store.readBudget("ws", day)).toBe(10_000);
+      const error = await refusal(t.admission.reserveExec(t.policy, 1_000));
       expect(error.code).toBe("quota.exec_budget");
       expect(error.status).toBe(429);
       expect(error.retryAfterSeconds).toBe(12 * 3600);
     });
 
+    it("settles with the wall time measured, rounded up, never more than granted nor below zero", async () => {
+      const t = setup({ execSecondsPerDay: 10 });
+      const reservation = await t.admission.reserveExec(t.policy, 5_000);
+      expect(await t.admission.settleExec(reservation, 1_200.2)).toBe(1_201);
+      expect(await t.store.readBudget("ws", day)).toBe(1_201);
+
+      const overran = await t.admission.reserveExec(t.policy, 2_000);
+      expect(await t.admission.settleExec(overran, 9_000)).toBe(2_000);
+      expect(await t.store.readBudget("ws", day)).toBe(3_201);
+
+      const nothing = await t.admission.reserveExec(t.policy, 2_000);
+      expect(await t.admission.settleExec(nothing, -50)).toBe(0);
+      expect(await t.store.readBudget("ws", day)).toBe(3_201);
+    });
+
+    it("settles on the day the time was reserved, even when the call ends on the next", async () => {
+      const t = setup({ execSecondsPerDay: 10 });
+      t.set(Date.UTC(2030, 0, 15, 23, 59, 59));
+      const reservation = await t.admission.reserveExec(t.policy, 5_000);
+      t.set(Date.UTC(2030, 0, 16, 0, 0, 3));
+      await t.admission.settleExec(reservation, 4_000);
+      expect(await t.store.readBudget("ws", day)).toBe(4_000);
+      expect(await t.store.readBudget("ws", "2030-01-16")).toBe(0);
+    });
+
     it("Retry-After counts down to midnight UTC, rounded up", async () => {
       const t = setup({ execSecondsPerDay: 1 });
       t.set(Date.UTC(2030, 0, 15, 23, 59, 58, 500));
-      await t.admission.chargeExec("ws", 1_000);
-      expect((await refusal(t.admission.checkExecBudget(t.policy))).retryAfterSeconds).toBe(2);
+      await t.admission.reserveExec(t.policy, 1_000);
+      expect((await refusal(t.admission.reserveExec(t.policy, 1))).retryAfterSeconds).toBe(2);
       t.set(Date.UTC(2030, 0, 15, 0, 0, 0));
-      await t.admission.chargeExec("ws", 1_000);
-      expect((await refusal(t.admission.checkExecBudget(t.policy))).retryAfterSeconds).toBe(86_400);
+      expect((await refusal(t.admission.reserveExec(t.policy, 1))).retryAfterSeconds).toBe(86_400);
     });
 
     it("a new UTC day starts a new budget", async () => {
       const t = setup({ execSecondsPerDay: 1 });
       t.set(Date.UTC(2030, 0, 15, 23, 59, 59));
-      await t.admission.chargeExec("ws", 5_000);
+      await t.admission.reserveExec(t.policy, 5_000);
+      await refusal(t.admission.reserveExec(t.policy, 1));
       await refusal(t.admission.checkExecBudget(t.policy));
       t.set(Date.UTC(2030, 0, 16, 0, 0, 0));
       await t.admission.checkExecBudget(t.policy);
+      expect((await t.admission.reserveExec(t.policy, 5_000)).grantedMs).toBe(1_000);
     });
 
     it("refuses a new session once the budget is spent, holding no slot and no rate", async () => {
       const t = setup({ execSecondsPerDay: 1, maxConcurrentSessions: 1, sessionsPerMinute: 1 });
-      await t.admission.chargeExec("ws", 1_000);
+      await t.admission.reserveExec(t.policy, 1_000);
       const error = await refusal(t.admission.admitSession(t.policy, "s1", t.now() + HOUR));
       expect(error.code).toBe("quota.exec_budget");
       expect(await t.store.countSlots("ws", t.now())).toBe(0);
@@ -195,8 +216,10 @@ describe("Admission", () => {
 
     it("budgets each workspace on its own", async () => {
       const t = setup({ execSecondsPerDay: 1 });
-      await t.admission.chargeExec("other", 5_000);
+      const other = effectivePolicy("other", deployment({ execSecondsPerDay: 1 }), undefined);
+      await t.admission.reserveExec(other, 5_000);
       await t.admission.checkExecBudget(t.policy);
+      expect((await t.admission.reserveExec(t.policy, 500)).grantedMs).toBe(500);
     });
   });
 });

@@ -84,14 +84,21 @@ export class RedisCoordinationStore implements CoordinationStore {
     return Number(wait);
   }
 
-  async chargeBudget(workspace: string, day: string, milliseconds: number) {
-    const total = await this.call(() =>
+  async reserveBudget(workspace: string, day: string, requestedMs: number, limitMs: number) {
+    const granted = await this.call(() =>
       this.scripts.run(
         this.redis,
-        "charge-budget",
+        "reserve-budget",
         [this.keys.budget(workspace, day)],
-        [milliseconds, 2 * DAY_MS],
+        [requestedMs, limitMs, 2 * DAY_MS],
       ),
+    );
+    return Number(granted);
+  }
+
+  async refundBudget(workspace: string, day: string, milliseconds: number) {
+    const total = await this.call(() =>
+      this.scripts.run(this.redis, "refund-budget", [this.keys.budget(workspace, day)], [milliseconds]),
     );
     return Number(total);
   }
