@@ -9,8 +9,8 @@
  * Order of the address check, first match wins:
  *   1. the deployment's own deny ranges (`egress.denyCidrs`, e.g. the cluster's): always refused;
  *   2. the workspace grant's `allowCidrs`: allowed, even inside a default-deny range;
- *   3. the gateway host's own addresses: refused;
- *   4. the default deny ranges below (loopback, private, link-local, ...): refused;
+ *   3. the default deny ranges below (loopback, private, link-local, ...): refused;
+ *   4. the gateway host's own addresses (its public ones, too): refused;
  *   5. NAT64 (64:ff9b::/96): decided by the IPv4 address it carries;
  *   6. anything else: allowed.
  * IPv4-mapped IPv6 addresses (::ffff:10.0.0.1) are checked as the IPv4 address they are.
@@ -148,12 +148,12 @@ export function checkAddress(
   const denied = firstRangeHolding(bare, family, settings.denyCidrs);
   if (denied) return refuse(`${address} is in a range this deployment denies (${denied})`);
   if (firstRangeHolding(bare, family, grant.allowCidrs)) return ALLOWED;
-  if (isHostAddress(bare, family, settings.hostAddresses ?? []))
-    return refuse(`${address} is an address of the gateway's host`);
   for (const named of DEFAULT_DENY_RANGES) {
     if (named.family === family && named.list.check(bare, family))
       return refuse(`${address} is in ${named.label} (${named.text})`);
   }
+  if (isHostAddress(bare, family, settings.hostAddresses ?? []))
+    return refuse(`${address} is an address of the gateway's host`);
   if (embedded?.kind === "nat64") {
     const decision = checkAddress(embedded.ipv4, grant, settings);
     return decision.allowed
