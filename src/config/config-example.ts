@@ -112,6 +112,13 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
     comment: "Added to timeout_seconds for the deadline of an execution call.",
   },
   "limits.sandboxRequestTimeoutMs": { comment: "Deadline of every other call to a sandbox." },
+  "limits.maxSandboxAnswerBytes": {
+    comment:
+      "Most bytes of a sandbox's Execute or PutFile answer the gateway reads; a larger Execute answer becomes a 200 saying the output was dropped.",
+  },
+  "limits.maxSandboxErrorBytes": {
+    comment: "Most bytes of a sandbox's error answer the gateway reads; more is 502 sandbox.bad_answer.",
+  },
   intervals: { comment: "Periods of the background jobs." },
   "intervals.warmMs": { comment: "How often pools are topped up to minIdle." },
   "intervals.reapMs": { comment: "How often idle and expired sessions are ended." },

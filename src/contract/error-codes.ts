@@ -33,6 +33,8 @@ export const errorStatus = {
   "store.unavailable": 503,
   "sandbox.unreachable": 502,
   "sandbox.timeout": 504,
+  /** The sandbox answered more than the gateway reads, or what it cannot make sense of. */
+  "sandbox.bad_answer": 502,
   "server.internal": 500,
 } as const;
 

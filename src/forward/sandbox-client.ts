@@ -7,6 +7,7 @@
 import type { Readable } from "node:stream";
 import { Agent, type Dispatcher, errors, request } from "undici";
 import { SandpoolError } from "../contract/error-codes.js";
+import { readCapped } from "./read-capped.js";
 
 export interface ForwardRequest {
   method: Dispatcher.HttpMethod;
@@ -44,12 +45,21 @@ export class SandboxClient {
     }
   }
 
-  /** Sends and reads a small JSON answer; non-2xx answers are returned, not thrown. */
-  async json(endpoint: string, forward: ForwardRequest): Promise<{ status: number; body: unknown }> {
+  /**
+   * Sends and reads a small JSON answer (at most `maxBytes`; more is `sandbox.bad_answer`);
+   * non-2xx answers are returned, not thrown.
+   */
+  async json(
+    endpoint: string,
+    forward: ForwardRequest,
+    maxBytes = SMALL_ANSWER_BYTES,
+  ): Promise<{ status: number; body: unknown }> {
     const response = await this.send(endpoint, forward);
-    const text = await response.body.text().catch((error) => {
+    const read = await readCapped(response.body, maxBytes).catch((error) => {
       throw mapTransportError(error);
     });
+    if (read.overflowed) throw answerTooLarge(maxBytes);
+    const text = read.bytes.toString("utf8");
     return { status: response.statusCode, body: text.length > 0 ? JSON.parse(text) : undefined };
   }
 
@@ -72,6 +82,17 @@ export class SandboxClient {
   close(): Promise<void> {
     return this.agent.close();
   }
+}
+
+/** Answers that are handles and error bodies: a few hundred bytes when the sandbox is sound. */
+export const SMALL_ANSWER_BYTES = 64 * 1024;
+
+/** A sandbox that answers more than the gateway reads is broken or hostile: a sandbox failure. */
+export function answerTooLarge(maxBytes: number): SandpoolError {
+  return new SandpoolError(
+    "sandbox.bad_answer",
+    `the sandbox's answer was larger than the ${maxBytes} bytes the gateway reads`,
+  );
 }
 
 export function mapTransportError(error: unknown): SandpoolError {

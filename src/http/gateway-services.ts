@@ -49,4 +49,8 @@ export interface GatewayLimits {
   execDeadlineBufferMs: number;
   /** Deadline for answers that involve no user code (file operations, handles). */
   sandboxRequestTimeoutMs: number;
+  /** Most bytes of a sandbox's successful answer read into memory (Execute, PutFile; default 16 MiB). */
+  maxSandboxAnswerBytes?: number;
+  /** Most bytes of a sandbox's error answer read into memory (default 64 KiB). */
+  maxSandboxErrorBytes?: number;
 }

@@ -4,14 +4,27 @@
  * is in doubt), and so does a sandbox that no longer knows the inner session. The client
  * then gets 502/504, or the same 404 as for any unknown session.
  *
- * Successful answers stream back untouched (bodies and unknown fields pass through);
- * error answers are small JSON and are read whole, so they can be inspected.
+ * Successful answers stream back untouched (bodies and unknown fields pass through), with
+ * backpressure: a slow client slows the sandbox, the gateway holds no more than its buffers.
+ * Every answer read into memory is read with a cap (src/forward/read-capped.ts): error
+ * answers are small JSON (`limits.maxSandboxErrorBytes`) and a larger one is the sandbox's
+ * failure; buffered successes (Execute, PutFile) get `limits.maxSandboxAnswerBytes`. An
+ * Execute answer over it still answers 200, with a result that says the output was dropped
+ * (the contract reports failures in the payload; Otari turns any non-2xx into a 502).
  */
+import { performance } from "node:perf_hooks";
 import { Readable } from "node:stream";
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { SandpoolError } from "../../contract/error-codes.js";
-import { type ForwardRequest, mapTransportError } from "../../forward/sandbox-client.js";
+import { oversizedExecAnswer } from "../../forward/oversized-exec-answer.js";
+import { readCapped } from "../../forward/read-capped.js";
+import {
+  answerTooLarge,
+  type ForwardRequest,
+  mapTransportError,
+  SMALL_ANSWER_BYTES,
+} from "../../forward/sandbox-client.js";
 import type { Lease } from "../../store/coordination/records.js";
 import type { GatewayServices } from "../gateway-services.js";
 
@@ -25,6 +38,12 @@ export interface SandboxAnswer {
 /** Headers of a sandbox answer that mean the same thing to the gateway's client. */
 const PASSED_HEADERS = ["content-type", "content-length", "content-disposition", "retry-after"];
 
+/** Room for 1 MiB of stdout and of stderr even if every byte is JSON-escaped six-fold. */
+export const DEFAULT_MAX_SANDBOX_ANSWER_BYTES = 16 * 1024 * 1024;
+export const DEFAULT_MAX_SANDBOX_ERROR_BYTES = SMALL_ANSWER_BYTES;
+/** The sub-path of Execute, whose oversized answer is a result, not an error. */
+const EXEC_SUB_PATH = "/exec";
+
 export async function forwardToSandbox(
   services: GatewayServices,
   lease: Lease,
@@ -33,6 +52,7 @@ export async function forwardToSandbox(
   const key = { workspace: lease.workspace, sessionId: lease.sessionId };
   const inner = encodeURIComponent(lease.sandbox.innerSessionId);
   const path = `/sessions/${inner}${request.subPath}${request.query ? `?${request.query}` : ""}`;
+  const started = performance.now();
   try {
     const response = await services.sandboxes.send(lease.sandbox.endpoint, { ...request, path });
     const headers: Record<string, string> = {};
@@ -42,7 +62,23 @@ export async function forwardToSandbox(
     }
     const ok = response.statusCode >= 200 && response.statusCode < 300;
     if (ok && !request.buffer) return { status: response.statusCode, headers, body: response.body };
-    const body = await readAll(response.body);
+    const limit = ok
+      ? (services.limits.maxSandboxAnswerBytes ?? DEFAULT_MAX_SANDBOX_ANSWER_BYTES)
+      : (services.limits.maxSandboxErrorBytes ?? DEFAULT_MAX_SANDBOX_ERROR_BYTES);
+    const read = await readAll(response.body, limit);
+    if (read.overflowed) {
+      services.log.warn(
+        { sandbox: lease.sandbox.sandboxId, status: response.statusCode, limit },
+        "a sandbox answered more than the gateway reads",
+      );
+      if (ok && request.subPath === EXEC_SUB_PATH) {
+        return oversizedExecAnswer(request.body, limit, performance.now() - started);
+      }
+      throw answerTooLarge(limit);
+    }
+    const body = read.bytes;
+    // The length sent on is the one read, whatever the sandbox declared.
+    if (headers["content-length"] !== undefined) headers["content-length"] = String(body.length);
     if (response.statusCode === 404 && errorCode(body) === "session.not_found") {
       await services.sessions.end(key, "sandbox_failed");
       throw new SandpoolError("session.not_found", "no such session");
@@ -56,11 +92,9 @@ export async function forwardToSandbox(
   }
 }
 
-async function readAll(body: Readable): Promise<Buffer> {
+async function readAll(body: Readable, maxBytes: number): Promise<{ bytes: Buffer; overflowed: boolean }> {
   try {
-    const chunks: Buffer[] = [];
-    for await (const chunk of body) chunks.push(chunk as Buffer);
-    return Buffer.concat(chunks);
+    return await readCapped(body, maxBytes);
   } catch (error) {
     throw mapTransportError(error);
   }
