@@ -14,6 +14,12 @@ export const sandboxConfigSchema = z
     root: z.string().check(z.minLength(1)),
     python: z._default(z.string(), "python3"),
     maxSessions: int(1, 64),
+    /**
+     * Egress sandboxes: the gateway's egress proxy, a Unix socket in the bind-mounted directory,
+     * offered to programs as an HTTP proxy on 127.0.0.1:egressProxyPort (egress-forwarder.ts).
+     */
+    egressProxySocket: z.optional(z.string().check(z.minLength(1))),
+    egressProxyPort: z._default(z.int().check(z.minimum(0), z.maximum(65535)), 3128),
     defaultIdleTimeoutSeconds: seconds(300),
     maxIdleTimeoutSeconds: seconds(3600),
     defaultMaxLifetimeSeconds: seconds(3600),

@@ -3,11 +3,14 @@ import { mkdir, realpath } from "node:fs/promises";
 import type { Logger } from "pino";
 import { listen, type RunningServer } from "../http/common/listen.js";
 import { type SandboxConfigInput, sandboxConfigSchema } from "./config.js";
+import { type EgressForwarder, startEgressForwarder } from "./egress-forwarder.js";
 import { createSandboxApp } from "./http/sandbox-app.js";
 import { SessionRegistry } from "./sessions/session-registry.js";
 
 export interface SandboxServer extends RunningServer {
   sessions: SessionRegistry;
+  /** The port on 127.0.0.1 that forwards to the egress proxy socket, when one is configured. */
+  egressProxyPort?: number;
 }
 
 export async function startSandboxServer(input: SandboxConfigInput, log: Logger): Promise<SandboxServer> {
@@ -21,11 +24,23 @@ export async function startSandboxServer(input: SandboxConfigInput, log: Logger)
     port: config.port,
     requestTimeoutMs: (config.maxExecTimeoutSeconds + 60) * 1000,
   });
+  let egress: EgressForwarder | undefined;
+  if (config.egressProxySocket) {
+    egress = await startEgressForwarder(
+      { socketPath: config.egressProxySocket, port: config.egressProxyPort },
+      log,
+    ).catch(async (error: unknown) => {
+      await running.close();
+      throw error;
+    });
+  }
   sessions.startReaper();
   return {
     ...running,
     sessions,
+    egressProxyPort: egress?.port,
     close: async () => {
+      await egress?.close();
       // Stop accepting first, then end the sessions so calls still running return.
       const closing = running.close();
       await sessions.close();

@@ -38,6 +38,16 @@ export function sandboxCommand(): Command {
       100 * 1024 * 1024,
     )
     .option(
+      "--egress-proxy-socket <path>",
+      "the gateway's egress proxy socket, offered to programs as an HTTP proxy on 127.0.0.1:--egress-proxy-port",
+    )
+    .option(
+      "--egress-proxy-port <port>",
+      "port on 127.0.0.1 that forwards to --egress-proxy-socket (0 picks a free one)",
+      integerOption(0, 65535),
+      3128,
+    )
+    .option(
       "--exit-with-stdin",
       "shut down when standard input closes (used when a parent process owns the server)",
     )
