@@ -20,6 +20,7 @@ export async function runSandbox(options: Record<string, unknown>): Promise<void
       maxExecTimeoutSeconds: options.maxExecTimeout as number,
       maxOutputBytes: options.maxOutputBytes as number,
       maxUploadBytes: options.maxUploadBytes as number,
+      reapStrayProcesses: options.reapStrays === true,
       egressProxySocket: options.egressProxySocket as string | undefined,
       egressProxyPort: options.egressProxyPort as number,
     },

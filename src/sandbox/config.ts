@@ -34,6 +34,12 @@ export const sandboxConfigSchema = z
     reapIntervalMs: int(10, 1_000),
     /** Start each session's Python interpreter at creation, so its first call is fast. */
     prewarmInterpreter: z._default(z.boolean(), true),
+    /**
+     * After each call, kill every process but this server, its ancestors and the sessions'
+     * interpreters (tools/stray-reaper.ts). Only where the server owns its PID namespace (a
+     * container): refused at start-up elsewhere.
+     */
+    reapStrayProcesses: z._default(z.boolean(), false),
   })
   .check(
     z.refine((c) => c.defaultIdleTimeoutSeconds <= c.maxIdleTimeoutSeconds, {

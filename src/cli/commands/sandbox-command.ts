@@ -48,6 +48,11 @@ export function sandboxCommand(): Command {
       3128,
     )
     .option(
+      "--reap-strays",
+      "after each call, kill every process but the server, its ancestors and the sessions' Python interpreters " +
+        "(only in a PID namespace of its own, such as a container's)",
+    )
+    .option(
       "--exit-with-stdin",
       "shut down when standard input closes (used when a parent process owns the server)",
     )

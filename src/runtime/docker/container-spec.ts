@@ -56,6 +56,7 @@ export function buildContainerSpec(
       ...["--max-lifetime", SANDBOX_SESSION_SECONDS, "--max-lifetime-ceiling", SANDBOX_SESSION_SECONDS],
       ...["--max-exec-timeout", String(options.execTimeoutCeilingSeconds)],
       ...["--max-upload-bytes", String(options.maxFileBytes)],
+      "--reap-strays", // processes a call leaves behind end when it returns: the container is its PID namespace
     ],
     Env: ["SANDPOOL_LOG_LEVEL=warn"],
     User: options.user,

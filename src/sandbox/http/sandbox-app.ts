@@ -46,7 +46,7 @@ export function createSandboxApp(config: SandboxConfig, sessions: SessionRegistr
     const session = sessions.get(c.req.param("id"));
     const request = parseExecRequest(await readJsonBody(c));
     session.touch();
-    return c.json(await executeToolCall(session, request, config));
+    return c.json(await executeToolCall(session, request, config, () => sessions.afterCall()));
   });
 
   app.get("/sessions/:id/files/list", async (c) => {

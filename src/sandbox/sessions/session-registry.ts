@@ -10,6 +10,7 @@ import { SandpoolError } from "../../contract/error-codes.js";
 import type { CreateSessionRequest } from "../../contract/schemas.js";
 import { clampHint, type SandboxConfig } from "../config.js";
 import { resolvePythonExecutable } from "../tools/resolve-python.js";
+import { StrayReaper } from "../tools/stray-reaper.js";
 import { Session } from "./session.js";
 
 export class SessionRegistry {
@@ -19,12 +20,21 @@ export class SessionRegistry {
   private reaper: NodeJS.Timeout | undefined;
   /** The configured Python command until its real executable is known (resolve-python). */
   private python: string;
+  /** Ends what calls leave behind, when configured (reapStrayProcesses). */
+  private readonly strays: StrayReaper | undefined;
 
   constructor(
     private readonly config: SandboxConfig,
     private readonly log: Logger,
   ) {
     this.python = config.python;
+    if (config.reapStrayProcesses) {
+      this.strays = new StrayReaper(
+        { callsInFlight: () => this.callsInFlight(), protectedPids: () => this.interpreterPids() },
+        log,
+      );
+      this.strays.assertSafe();
+    }
     // A bare command may be a version manager's slow shim: find the real binary once.
     if (!path.isAbsolute(config.python)) {
       void resolvePythonExecutable(config.python).then((executable) => {
@@ -35,6 +45,30 @@ export class SessionRegistry {
 
   get size(): number {
     return this.sessions.size;
+  }
+
+  /** Runs after every tool call: ends the processes calls left behind, if configured. */
+  afterCall(): void {
+    try {
+      this.strays?.afterCall();
+    } catch (error) {
+      this.log.error({ err: error }, "could not end the processes calls left behind");
+    }
+  }
+
+  /** Calls queued or running in any session. */
+  callsInFlight(): number {
+    let calls = 0;
+    for (const session of this.sessions.values()) calls += session.activeCalls;
+    return calls;
+  }
+
+  /** The sessions' persistent interpreters: the processes that outlive a call on purpose. */
+  *interpreterPids(): Iterable<number> {
+    for (const session of this.sessions.values()) {
+      const pid = session.interpreter.pid;
+      if (pid !== undefined) yield pid;
+    }
   }
 
   async create(request: CreateSessionRequest): Promise<Session> {

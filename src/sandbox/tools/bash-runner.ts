@@ -2,7 +2,8 @@
  * Runs one shell command in the session's workspace. The command leads its own process
  * group: on timeout the whole group is terminated, then killed. Jobs it leaves running in
  * the background are not waited for (their output after the command's exit is not
- * captured); they die with the session.
+ * captured); they die when the call returns with `reapStrayProcesses` (stray-reaper.ts),
+ * else with the session.
  */
 import { spawn } from "node:child_process";
 import { constants as osConstants } from "node:os";

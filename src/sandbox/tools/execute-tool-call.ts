@@ -1,6 +1,7 @@
 /**
  * Execute: runs one tool call in a session, after every earlier call of that session, with
  * the timeout clamped to the server's ceiling, and wraps the outcome in the result envelope.
+ * `afterCall` runs once the call is over, before its answer is sent (the stray reaper).
  */
 import { performance } from "node:perf_hooks";
 import { SandpoolError } from "../../contract/error-codes.js";
@@ -10,10 +11,11 @@ import { clampHint, type SandboxConfig } from "../config.js";
 import type { Session } from "../sessions/session.js";
 import { runBash } from "./bash-runner.js";
 
-export function executeToolCall(
+export async function executeToolCall(
   session: Session,
   request: ExecRequest,
   config: SandboxConfig,
+  afterCall?: () => void,
 ): Promise<ExecResponse> {
   const timeoutSeconds = clampHint(
     request.timeout_seconds,
@@ -21,12 +23,16 @@ export function executeToolCall(
     config.maxExecTimeoutSeconds,
   );
   const toolUseId = request.tool_use_id ?? generateToolUseId();
-  return session.serialize(async () => {
-    if (session.destroyed) throw new SandpoolError("session.not_found", "no such session");
-    const started = performance.now();
-    const outcome = await runTool(session, request, timeoutSeconds * 1000, config);
-    return execResponse(request.tool, toolUseId, outcome, performance.now() - started);
-  });
+  try {
+    return await session.serialize(async () => {
+      if (session.destroyed) throw new SandpoolError("session.not_found", "no such session");
+      const started = performance.now();
+      const outcome = await runTool(session, request, timeoutSeconds * 1000, config);
+      return execResponse(request.tool, toolUseId, outcome, performance.now() - started);
+    });
+  } finally {
+    afterCall?.();
+  }
 }
 
 function runTool(
