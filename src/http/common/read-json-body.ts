@@ -73,9 +73,41 @@ export async function readJsonBody(c: Context, options: { optional?: boolean } =
   if (!/^application\/(.+\+)?json\s*(;|$)/i.test(type)) {
     throw new SandpoolError("request.bad_content_type", "the request body must be application/json");
   }
+  // Checked on the text: JSON.parse copes with any depth, but the recursive walks after it
+  // (JSON.stringify when a body is forwarded, schema checks) overflow the stack, a 500.
+  if (exceedsJsonDepth(text, MAX_JSON_DEPTH)) {
+    throw new SandpoolError(
+      "request.malformed",
+      `the request body nests deeper than ${MAX_JSON_DEPTH} levels`,
+    );
+  }
   try {
     return JSON.parse(text);
   } catch {
     throw new SandpoolError("request.bad_json", "the request body is not valid JSON");
   }
+}
+
+/** Far above any contract or admin body (they nest a handful of levels), far below the stack's limit. */
+export const MAX_JSON_DEPTH = 128;
+
+/** Whether arrays and objects in `text` nest deeper than `maxDepth` (brackets inside strings do not count). */
+export function exceedsJsonDepth(text: string, maxDepth: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const char = text.charCodeAt(i);
+    if (inString) {
+      if (char === 0x5c)
+        i++; // backslash: the next character is escaped
+      else if (char === 0x22) inString = false;
+    } else if (char === 0x22) {
+      inString = true;
+    } else if (char === 0x5b || char === 0x7b) {
+      if (++depth > maxDepth) return true;
+    } else if ((char === 0x5d || char === 0x7d) && depth > 0) {
+      depth--; // never below 0: stray closers must not buy extra depth
+    }
+  }
+  return false;
 }
