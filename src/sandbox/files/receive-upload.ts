@@ -63,12 +63,30 @@ export async function receiveUpload(
         throw new SandpoolError("file.is_directory", "the path is a directory");
       }
     }
-    await mkdir(path.dirname(destination.absolute), { recursive: true });
-    await rename(part.tempPath, destination.absolute);
+    try {
+      await mkdir(path.dirname(destination.absolute), { recursive: true });
+      await rename(part.tempPath, destination.absolute);
+    } catch (error) {
+      throw unwritablePath(error);
+    }
     return { path: destination.relative, size_bytes: part.size };
   } finally {
     if (part) await rm(part.tempPath, { force: true });
   }
+}
+
+/** A path the file system cannot hold is the caller's mistake (400), not the server's (500). */
+function unwritablePath(error: unknown): unknown {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === "ENAMETOOLONG")
+    return new SandpoolError("path.invalid", "the path or one of its names is too long", { cause: error });
+  if (code === "ENOTDIR" || code === "EEXIST")
+    return new SandpoolError("path.invalid", "a parent of the path is a file, not a directory", {
+      cause: error,
+    });
+  if (code === "EISDIR")
+    return new SandpoolError("file.is_directory", "the path is a directory", { cause: error });
+  return error;
 }
 
 function tooLarge(maxBytes: number): SandpoolError {

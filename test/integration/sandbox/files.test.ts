@@ -124,6 +124,27 @@ describe("PutFile / GetFile / ListFiles", () => {
     });
     expect(typed.status).toBe(415);
   });
+
+  // Found by the gateway fuzz suite: the file system's refusals were 500 server.internal.
+  it("refuses a path the file system cannot hold with 400 path.invalid, and leaves nothing behind", async () => {
+    const id = await newSession(sandbox.client);
+    expect((await sandbox.client.putFile(id, "x", { path: "file.txt" })).status).toBe(201);
+    for (const bad of [
+      "n".repeat(300),
+      `dir/${"n".repeat(300)}/x`,
+      `${"a/".repeat(2100)}b`,
+      "file.txt/under-a-file",
+    ]) {
+      const answer = await sandbox.client.putFile(id, "x", { path: bad });
+      expect({ bad: bad.slice(0, 20), status: answer.status, body: answer.body }).toMatchObject({
+        status: 400,
+        body: { detail: { code: "path.invalid" } },
+      });
+    }
+    const long = await sandbox.client.putFile(id, "x", { filename: "f".repeat(300) });
+    expect(long.status).toBe(400);
+    expect(await readdir(path.join(sandbox.root, id, "uploads"))).toEqual([]);
+  });
 });
 
 describe("confinement", () => {
