@@ -4,6 +4,7 @@
  * keeps a forged token out is decided here, at start-up, not per request.
  */
 import { z } from "zod";
+import { isSecureOrLoopbackUrl } from "../config/loopback-host.js";
 import { asymmetricAlgorithms, hmacAlgorithms, readPublicKey } from "./public-key-algorithms.js";
 
 const keySources = ["jwtSecret", "jwtPublicKey", "jwksUrl"] as const;
@@ -17,11 +18,32 @@ export const authConfigSchema = z
       .optional(),
     /** PEM SPKI public key (RSA, EC P-256/384/521, Ed25519) or a public JWK as a JSON string. */
     jwtPublicKey: z.string().min(1).optional(),
-    jwksUrl: z.url({ protocol: /^https?$/ }).optional(),
+    /**
+     * Only over https: whoever can rewrite a plain-http answer chooses the keys we trust.
+     * Plain http is accepted for a loopback address alone (an issuer on this machine).
+     */
+    jwksUrl: z
+      .url({ protocol: /^https?$/ })
+      .refine(isSecureOrLoopbackUrl, {
+        message:
+          "jwksUrl must use https (plain http only to a loopback address: 127.0.0.0/8, ::1, localhost), " +
+          "or anyone on the path could substitute their own signing keys",
+      })
+      .optional(),
     /** Allow-list of JWS algorithms; derived from the key source when absent. */
     algorithms: z.array(z.string().min(1)).min(1).optional(),
     issuer: z.string().min(1).optional(),
     audience: z.string().min(1).optional(),
+    /**
+     * Accept tokens whatever their `aud`. `sandpool serve` refuses to start with neither this
+     * nor `audience`: a token minted by the same issuer for another service would work here.
+     */
+    anyAudience: z.boolean().default(false),
+    /**
+     * Refuse tokens issued (`iat`) longer ago than this, and tokens without `iat`, whatever
+     * their `exp` says: bounds the life of a leaked long-lived token. Unset: `exp` alone.
+     */
+    maxTokenAgeSeconds: z.number().int().min(1).optional(),
     clockToleranceSeconds: z.number().int().min(0).max(300).default(30),
     /** Claim holding the workspace; a dotted path reaches into an object claim when no literal claim has that name. */
     workspaceClaim: z.string().min(1).default("workspace_id"),
@@ -44,6 +66,14 @@ export const authConfigSchema = z
     verifiedTokenCacheSeconds: z.number().int().min(0).max(3600).default(60),
   })
   .transform((config, ctx) => {
+    if (config.anyAudience && config.audience !== undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["anyAudience"],
+        message: "set audience or anyAudience: true, not both (anyAudience turns the audience check off)",
+      });
+      return z.NEVER;
+    }
     const configured = keySources.filter((name) => config[name] !== undefined);
     if (configured.length !== 1) {
       const found =

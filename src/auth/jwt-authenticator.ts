@@ -49,6 +49,8 @@ export class JwtAuthenticator {
         audience: this.#config.audience,
         clockTolerance: this.#config.clockToleranceSeconds,
         requiredClaims: ["exp"],
+        // jose then also requires `iat`, and refuses a token older than this.
+        maxTokenAge: this.#config.maxTokenAgeSeconds,
       });
       claims = verified.payload;
     } catch (error) {
@@ -66,8 +68,7 @@ export class JwtAuthenticator {
       ...(admin ? { admin: true } : {}),
       subject: typeof claims.sub === "string" ? claims.sub : undefined,
       tokenId: typeof claims.jti === "string" ? claims.jti : undefined,
-      // jose has checked that `exp` is present and a number (requiredClaims).
-      expiresAt: claims.exp!,
+      expiresAt: usableUntil(claims, this.#config.maxTokenAgeSeconds),
     };
   }
 
@@ -122,6 +123,16 @@ export class JwtAuthenticator {
 }
 
 const hmacHashes: Record<string, string> = { HS256: "SHA-256", HS384: "SHA-384", HS512: "SHA-512" };
+
+/**
+ * When the token stops being acceptable: its `exp` (jose has checked it is a number), or sooner
+ * when a maximum age ends it first, so a cache of verified tokens cannot outlive that age.
+ */
+function usableUntil(claims: JWTPayload, maxTokenAgeSeconds: number | undefined): number {
+  const exp = claims.exp!;
+  if (maxTokenAgeSeconds === undefined || typeof claims.iat !== "number") return exp;
+  return Math.min(exp, claims.iat + maxTokenAgeSeconds);
+}
 
 function bearerToken(authorization: string | undefined): string {
   const value = authorization?.trim() ?? "";

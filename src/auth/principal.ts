@@ -19,7 +19,10 @@ export interface Caller {
   subject: string | undefined;
   /** The token's `jti`, when present: lets audit records name the credential without holding it. */
   tokenId: string | undefined;
-  /** The token's `exp`, in Unix seconds (JWT NumericDate), not milliseconds. */
+  /**
+   * When the token stops being accepted, in Unix seconds (JWT NumericDate), not milliseconds:
+   * its `exp`, or `iat + auth.maxTokenAgeSeconds` when that comes first.
+   */
   expiresAt: number;
 }
 

@@ -10,6 +10,15 @@ import { dockerRuntimeSettingsSchema } from "../runtime/docker/docker-runtime-op
 
 const positive = z.number().int().min(1);
 
+/** `*`, a host name (`sandpool.example`), a domain and its subdomains (`.example`), or an IP address. */
+const hostPattern = z
+  .string()
+  .regex(/^(\*|\.?[A-Za-z0-9_.-]+|\[[0-9A-Fa-f:.]+\])$/, "a host name, .domain, an IP address or *");
+/** `*`, or an origin as a browser sends it: scheme://host[:port], nothing after it. */
+const originPattern = z
+  .string()
+  .regex(/^(\*|https?:\/\/[A-Za-z0-9_.\-[\]:]+)$/, "an origin (https://host[:port]) or *");
+
 export const poolSpecSchema = z
   .strictObject({
     name: z
@@ -45,6 +54,19 @@ export const gatewayConfigSchema = z
         maxJsonBodyBytes: positive.default(10 * 1024 * 1024),
         execDeadlineBufferMs: positive.default(10_000),
         sandboxRequestTimeoutMs: positive.default(30_000),
+        /** A request's whole header block must arrive within this. */
+        headerReadTimeoutMs: positive.default(10_000),
+        /** A request body that stays silent this long (while the gateway wants bytes) is cut off. */
+        bodyReadTimeoutMs: positive.default(30_000),
+        /** Requests in flight that have not passed authentication; more get 503 (health checks never). */
+        maxUnauthenticatedRequests: positive.default(256),
+        /** Contract calls of one workspace in flight at once on one replica; more get 429. */
+        maxCallsInFlightPerWorkspace: positive.default(32),
+        /**
+         * A sandbox's successful answer read into memory (Execute, PutFile): 1 MiB of stdout
+         * and of stderr fit even fully JSON-escaped. An Execute answer over it becomes a 200
+         * whose result says the output was dropped. Downloads stream and are not capped here.
+         */
         /**
          * A sandbox's successful answer read into memory (Execute, PutFile): 1 MiB of stdout
          * and of stderr fit even fully JSON-escaped. An Execute answer over it becomes a 200
@@ -53,6 +75,13 @@ export const gatewayConfigSchema = z
         maxSandboxAnswerBytes: positive.default(16 * 1024 * 1024),
         /** A sandbox's error answer read into memory; a larger one is `sandbox.bad_answer` (502). */
         maxSandboxErrorBytes: positive.default(64 * 1024),
+      })
+      .prefault({}),
+    /** Which Host and Origin headers the gateway answers (DNS rebinding, browser pages). */
+    http: z
+      .strictObject({
+        allowedHosts: z.array(hostPattern).default([]),
+        allowedOrigins: z.array(originPattern).default([]),
       })
       .prefault({}),
     intervals: z
