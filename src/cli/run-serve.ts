@@ -1,11 +1,10 @@
 /**
  * `sandpool serve`: the gateway with the production backends (Postgres, Redis, BullMQ, and
- * the docker runtime or, when asked, the process runtime). It refuses to start, naming
- * everything that is missing, rather than falling back to anything. Any number of replicas
+ * the docker runtime; never the process runtime, see serve-refusals.ts). It refuses to start,
+ * naming everything that is missing or refused, rather than falling back to anything. Any number of replicas
  * share one Redis and one Postgres. On SIGTERM it stops accepting, lets calls in flight
  * finish within the grace period, and leaves leased sandboxes to the other replicas.
  */
-import path from "node:path";
 import type { Logger } from "pino";
 import type { GatewayConfig } from "../config/gateway-config.js";
 import { ConfigError, loadGatewayConfig } from "../config/load-config.js";
@@ -13,13 +12,12 @@ import { startGateway } from "../gateway/start-gateway.js";
 import { BullmqJobRunner } from "../jobs/bullmq-job-runner.js";
 import { createLogger } from "../logging/create-logger.js";
 import { DockerRuntime } from "../runtime/docker/docker-runtime.js";
-import { ProcessRuntime } from "../runtime/process/process-runtime.js";
 import type { SandboxRuntime } from "../runtime/sandbox-runtime.js";
-import { resolvePythonExecutable } from "../sandbox/tools/resolve-python.js";
 import { RedisCoordinationStore, redactUrl } from "../store/coordination/redis/redis-store.js";
 import { assertSchemaCurrent, migrateToLatest } from "../store/sql/migrate.js";
 import { openPostgres } from "../store/sql/open-database.js";
 import { onShutdown } from "./on-shutdown.js";
+import { refusedForServe } from "./serve-refusals.js";
 
 export interface ServeOptions {
   config?: string;
@@ -34,17 +32,8 @@ export function missingForServe(config: Pick<GatewayConfig, "databaseUrl" | "red
   return missing;
 }
 
+/** The docker runtime: the only one serve runs (refusedForServe has refused any other). */
 async function createRuntime(config: GatewayConfig, log: Logger): Promise<SandboxRuntime> {
-  if (config.runtime.kind === "process") {
-    log.warn("the process runtime is not isolated: sandboxes run as this user, on this machine");
-    return new ProcessRuntime({
-      rootDir: path.resolve(".sandpool", "serve", "sandboxes"),
-      python: await resolvePythonExecutable(config.runtime.python ?? "python3"),
-      execTimeoutCeilingSeconds: config.policy.execTimeoutCeilingSeconds,
-      maxFileBytes: config.policy.maxFileBytes,
-      log,
-    });
-  }
   return new DockerRuntime(
     {
       ...config.runtime.docker,
@@ -71,6 +60,7 @@ function loadServeConfig(options: ServeOptions): GatewayConfig {
     : missingForServe({ databaseUrl: process.env.DATABASE_URL, redisUrl: process.env.REDIS_URL });
   if (options.config && !config) missing.length = 0; // the file may set them: its problems come first
   problems.push(...missing.map((what) => `missing ${what}`));
+  if (config) problems.push(...refusedForServe(config));
   if (problems.length > 0 || !config) {
     throw new ConfigError(problems, options.config ?? "environment");
   }
@@ -107,6 +97,7 @@ export async function runServe(options: ServeOptions): Promise<void> {
     "sandpool serving",
   );
   process.stdout.write(`sandpool serve listening on ${gateway.url}\n`);
+  if (gateway.admin) process.stdout.write(`sandpool serve admin API on ${gateway.admin.url}/admin/v1\n`);
 
   // Leased sandboxes stay: the other replicas serve their sessions.
   onShutdown(

@@ -19,6 +19,8 @@ import { redisUrl } from "./redis.js";
 
 const run = promisify(execFile);
 export const SERVE_SECRET = "serve-test-secret-0123456789-abcdefghij";
+/** serve refuses to start without an audience: tokens of the test deployment carry this one. */
+export const SERVE_AUDIENCE = "sandpool-serve-test";
 const adminUrl = process.env.SANDPOOL_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 
 export interface ServeDeployment {
@@ -47,6 +49,7 @@ export async function createServeDeployment(yaml = ""): Promise<ServeDeployment>
     DATABASE_URL: databaseUrl.toString(),
     REDIS_URL: redisUrl,
     SANDPOOL_JWT_SECRET: SERVE_SECRET,
+    SANDPOOL_JWT_AUDIENCE: SERVE_AUDIENCE,
     SANDPOOL_DEFAULT_IMAGE: "sandpool/sandbox:dev",
     SANDPOOL_DEPLOYMENT: name,
     SANDPOOL_PORT: "0",
@@ -71,7 +74,7 @@ export async function createServeDeployment(yaml = ""): Promise<ServeDeployment>
       return replica;
     },
     async client(replica, workspace) {
-      return new ContractClient(replica.url, await mintToken({ secret: SERVE_SECRET, workspace }));
+      return new ContractClient(replica.url, await mintToken({ secret: SERVE_SECRET, audience: SERVE_AUDIENCE, workspace }));
     },
     async store() {
       const store = await RedisCoordinationStore.connect({ url: redisUrl, prefix: `sandpool:${name}:` });
