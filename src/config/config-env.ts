@@ -58,6 +58,13 @@ function wholeNumber(value: string): number {
   return Number(value.trim());
 }
 
+function commaList(value: string): string[] {
+  return value
+    .split(",")
+    .map((item) => item.trim())
+    .filter((item) => item.length > 0);
+}
+
 function flag(value: string): boolean {
   const normalized = value.trim().toLowerCase();
   if (["true", "1", "yes", "on"].includes(normalized)) return true;
@@ -157,6 +164,18 @@ const bindings: readonly EnvBinding[] = [
   scalar("SANDPOOL_HOST", "host", "address to listen on"),
   scalar("SANDPOOL_PORT", "port", "port to listen on (a whole number)", wholeNumber),
   scalar("SANDPOOL_BASE_PATH", "basePath", "also serve the contract under this path"),
+  scalar(
+    "SANDPOOL_ALLOWED_HOSTS",
+    "http.allowedHosts",
+    "Host names answered besides loopback names and IP addresses, comma-separated (* for any)",
+    commaList,
+  ),
+  scalar(
+    "SANDPOOL_ALLOWED_ORIGINS",
+    "http.allowedOrigins",
+    "browser origins allowed besides loopback ones, comma-separated (* for any)",
+    commaList,
+  ),
   scalar("SANDPOOL_DEPLOYMENT", "deployment", "label of the sandboxes this deployment owns"),
   scalar("SANDPOOL_RUNTIME", "runtime.kind", "sandbox runtime: docker or process"),
   {

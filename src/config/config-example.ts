@@ -119,6 +119,34 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   "limits.maxSandboxErrorBytes": {
     comment: "Most bytes of a sandbox's error answer the gateway reads; more is 502 sandbox.bad_answer.",
   },
+  "limits.headerReadTimeoutMs": {
+    comment:
+      "A request's whole header block must arrive within this (slower clients get 408 and are cut off).",
+  },
+  "limits.bodyReadTimeoutMs": {
+    comment:
+      "A request body that sends nothing this long while the gateway is reading it is cut off (per read, not per body).",
+  },
+  "limits.maxUnauthenticatedRequests": {
+    comment:
+      "Requests in flight not yet past authentication; more get 503 request.busy. /healthz, /readyz, /metrics never count.",
+  },
+  "limits.maxCallsInFlightPerWorkspace": {
+    comment:
+      "Contract calls of one workspace in flight at once, per replica (N replicas admit up to N times it); more get 429.",
+  },
+  http: {
+    comment:
+      "Host and Origin checks (403). Loopback names and IP addresses are always answered; loopback origins always pass.",
+  },
+  "http.allowedHosts": {
+    comment:
+      'Other Host names answered: exact names, ".example.com" for a domain and its subdomains, "*" for any Host.',
+  },
+  "http.allowedOrigins": {
+    comment:
+      'Browser origins allowed (exact scheme://host[:port], or "*"); requests without Origin (Otari) always pass.',
+  },
   intervals: { comment: "Periods of the background jobs." },
   "intervals.warmMs": { comment: "How often pools are topped up to minIdle." },
   "intervals.reapMs": { comment: "How often idle and expired sessions are ended." },

@@ -11,6 +11,12 @@ export const errorStatus = {
   "request.too_large": 413,
   "request.not_found": 404,
   "request.method_not_allowed": 405,
+  /** Too many requests in flight that have not passed authentication yet (health checks still pass). */
+  "request.busy": 503,
+  /** The Host header names no host this gateway answers for (DNS rebinding). */
+  "request.host_denied": 403,
+  /** An Origin header names an origin that may not call this gateway (a browser page elsewhere). */
+  "request.origin_denied": 403,
   "tool.unknown": 400,
   "session.not_found": 404,
   "file.not_found": 404,
@@ -29,6 +35,8 @@ export const errorStatus = {
   "quota.concurrent_sessions": 429,
   "quota.session_rate": 429,
   "quota.exec_budget": 429,
+  /** The workspace has as many calls in flight on this replica as it may. */
+  "quota.calls_in_flight": 429,
   "capacity.exhausted": 503,
   "store.unavailable": 503,
   "sandbox.unreachable": 502,
@@ -43,6 +51,19 @@ export type ErrorStatus = (typeof errorStatus)[ErrorCode];
 
 export interface ErrorBody {
   detail: { code: ErrorCode; message: string };
+}
+
+/** The label a code outside the enum gets: what a sandbox answers is not trusted. */
+export const UNKNOWN_CODE_LABEL = "sandbox.other";
+
+/**
+ * A code as a metric label: a known code as it is, anything else (a sandbox's own or forged
+ * `detail.code`, a non-string) as one fixed value, so no answer can add label values.
+ */
+export function errorCodeLabel(code: unknown): ErrorCode | typeof UNKNOWN_CODE_LABEL {
+  return typeof code === "string" && Object.hasOwn(errorStatus, code)
+    ? (code as ErrorCode)
+    : UNKNOWN_CODE_LABEL;
 }
 
 export function errorBody(code: ErrorCode, message: string): ErrorBody {

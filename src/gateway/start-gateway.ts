@@ -130,10 +130,12 @@ export async function startGateway(
         })),
       ),
   };
-  const app = createGatewayApp(services, { basePath: config.basePath });
+  const app = createGatewayApp(services, { basePath: config.basePath, http: config.http });
   const server = await listen(app, {
     host: config.host,
     port: config.port,
+    headersTimeoutMs: config.limits.headerReadTimeoutMs,
+    bodyReadTimeoutMs: config.limits.bodyReadTimeoutMs,
     requestTimeoutMs:
       (config.policy.execTimeoutCeilingSeconds + 60) * 1000 + config.limits.execDeadlineBufferMs,
   });

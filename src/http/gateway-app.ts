@@ -4,6 +4,11 @@
  * every unknown path next to them, is authenticated first: 401 comes before any 404.
  * The admin API lives at `/admin/v1`, never under the base path, and needs an admin token.
  * Health and metrics stay open.
+ *
+ * Before any of that, every request passes the transport checks: its target (400), its
+ * Host and Origin (403), and the bound on requests not yet authenticated (503; health and
+ * metrics exempt). An authenticated contract call then counts against its workspace's
+ * calls in flight (429).
  */
 
 import { Hono } from "hono";
@@ -13,7 +18,10 @@ import { guardRequestTarget } from "./common/request-target.js";
 import type { GatewayEnv } from "./gateway-env.js";
 import type { GatewayServices } from "./gateway-services.js";
 import { authenticate } from "./middleware/authenticate.js";
+import { CallsInFlight, limitCallsInFlight } from "./middleware/calls-in-flight.js";
+import { checkHostAndOrigin, type HostTrust } from "./middleware/host-and-origin.js";
 import { observeRequest } from "./middleware/observe-request.js";
+import { boundUnauthenticated, UnauthenticatedGate } from "./middleware/unauthenticated-gate.js";
 import { ADMIN_BASE_PATH, createAdminApp } from "./routes/admin-routes.js";
 import { registerExecRoute } from "./routes/exec-route.js";
 import { registerFileRoutes } from "./routes/file-routes.js";
@@ -23,7 +31,7 @@ import { unmatchedRoute } from "./routes/unmatched-route.js";
 
 export function createGatewayApp(
   services: GatewayServices,
-  options: { basePath?: string } = {},
+  options: { basePath?: string; http?: Partial<HostTrust> } = {},
 ): Hono<GatewayEnv> {
   const onError = (error: Error, c: Parameters<typeof errorResponse>[0]) =>
     errorResponse(c, error, (c.get("log") as GatewayServices["log"] | undefined) ?? services.log);
@@ -31,6 +39,10 @@ export function createGatewayApp(
   const contract = new Hono<GatewayEnv>();
   const jsonLimit = jsonBodyLimit(services.limits.maxJsonBodyBytes);
   contract.use("*", authenticate(services.authenticator, services.authLimiter));
+  contract.use(
+    "*",
+    limitCallsInFlight(new CallsInFlight(services.limits.maxCallsInFlightPerWorkspace ?? 32)),
+  );
   registerSessionRoutes(contract, services, jsonLimit);
   registerExecRoute(contract, services, jsonLimit);
   registerFileRoutes(contract, services);
@@ -41,6 +53,17 @@ export function createGatewayApp(
   const app = new Hono<GatewayEnv>();
   app.use("*", observeRequest(services.log, services.metrics));
   app.use("*", guardRequestTarget());
+  app.use(
+    "*",
+    checkHostAndOrigin({
+      allowedHosts: options.http?.allowedHosts ?? [],
+      allowedOrigins: options.http?.allowedOrigins ?? [],
+    }),
+  );
+  app.use(
+    "*",
+    boundUnauthenticated(new UnauthenticatedGate(services.limits.maxUnauthenticatedRequests ?? 256)),
+  );
   registerOpsRoutes(app, services);
   if (services.policyAdmin) {
     // Before the contract: its catch-all answers every path under /admin/v1 itself.

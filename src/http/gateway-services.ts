@@ -49,6 +49,10 @@ export interface GatewayLimits {
   execDeadlineBufferMs: number;
   /** Deadline for answers that involve no user code (file operations, handles). */
   sandboxRequestTimeoutMs: number;
+  /** Requests in flight not yet authenticated before 503 `request.busy` (default 256). */
+  maxUnauthenticatedRequests?: number;
+  /** Contract calls of one workspace in flight on this replica before 429 (default 32). */
+  maxCallsInFlightPerWorkspace?: number;
   /** Most bytes of a sandbox's successful answer read into memory (Execute, PutFile; default 16 MiB). */
   maxSandboxAnswerBytes?: number;
   /** Most bytes of a sandbox's error answer read into memory (default 64 KiB). */

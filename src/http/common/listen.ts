@@ -1,6 +1,6 @@
 /**
- * Starts a Node HTTP server for a Hono app: slow clients are cut off by header and
- * request timeouts instead of holding a socket forever, requests Node's own parser
+ * Starts a Node HTTP server for a Hono app: slow clients are cut off by header, body-read
+ * and request timeouts instead of holding a socket forever, requests Node's own parser
  * rejects still get a contract-shaped 400, and closing drains: no new requests, calls in
  * flight finish, and each keep-alive connection is closed as soon as it falls idle.
  */
@@ -9,11 +9,15 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import { errorBody } from "../../contract/error-codes.js";
+import { guardBodyReads } from "./body-read-timeout.js";
 
 export interface ListenOptions {
   host: string;
   port: number;
+  /** The whole header block must arrive within this (default 10 s). */
   headersTimeoutMs?: number;
+  /** A request body silent this long while it is being read cuts the client off; unset: no limit. */
+  bodyReadTimeoutMs?: number;
   requestTimeoutMs?: number;
 }
 
@@ -36,7 +40,11 @@ const BAD_TARGET = Buffer.from(JSON.stringify(errorBody("request.bad_target", "m
 export async function listen(app: FetchApp, options: ListenOptions): Promise<RunningServer> {
   let draining = false;
   const handle = getRequestListener(app.fetch);
-  const server = createServer((req, res) => {
+  const headersTimeout = options.headersTimeoutMs ?? 10_000;
+  // Node checks header and request timeouts on this period (30 s by default): a tighter one
+  // makes a short headers timeout hold within a quarter of itself.
+  const connectionsCheckingInterval = Math.min(30_000, Math.max(100, Math.floor(headersTimeout / 4)));
+  const server = createServer({ connectionsCheckingInterval }, (req, res) => {
     // While draining, every answer closes its connection, so keep-alive clients move on.
     if (draining) res.shouldKeepAlive = false;
     // Absolute-form and asterisk targets, and backslashes, cannot even become a Request:
@@ -50,9 +58,10 @@ export async function listen(app: FetchApp, options: ListenOptions): Promise<Run
       res.end(BAD_TARGET);
       return;
     }
+    if (options.bodyReadTimeoutMs !== undefined) guardBodyReads(req, res, options.bodyReadTimeoutMs);
     void handle(req, res);
   });
-  server.headersTimeout = options.headersTimeoutMs ?? 10_000;
+  server.headersTimeout = headersTimeout;
   // Whole-request limit: must outlast the longest call a client may make (exec timeouts).
   server.requestTimeout = options.requestTimeoutMs ?? 0;
   server.keepAliveTimeout = 65_000;

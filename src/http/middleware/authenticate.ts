@@ -15,6 +15,7 @@ import { credentialFingerprint, type FailedAuthLimiter } from "../../auth/failed
 import { type BearerAuthenticator, type Caller, scopedPrincipal } from "../../auth/principal.js";
 import { SandpoolError } from "../../contract/error-codes.js";
 import type { GatewayEnv } from "../gateway-env.js";
+import { passedAuthentication } from "./unauthenticated-gate.js";
 
 function rateLimited(retryAfterSeconds: number): SandpoolError {
   return new SandpoolError("auth.rate_limited", "too many failed authentication attempts", {
@@ -67,6 +68,7 @@ export function authenticate(
       });
     }
     c.set("principal", principal);
+    passedAuthentication(c);
     await next();
   };
 }

@@ -1,18 +1,33 @@
 /**
  * Pipeline step 8 for every request, denied ones included: a request id (accepted from
  * `X-Request-Id` when it is sane, else generated) on the response and on every log line,
- * the request counter and latency histogram, and a count of each refusal by error code.
+ * the request counter and latency histogram, and a count of each refusal by error code
+ * (mapped onto the known codes: a sandbox's own are counted as `sandbox.other`).
  * Tokens and program output never reach the log.
  */
 import { randomUUID } from "node:crypto";
+import { METHODS, STATUS_CODES } from "node:http";
 import type { MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
+import { errorCodeLabel } from "../../contract/error-codes.js";
 import { runInRequest } from "../../logging/request-context.js";
 import type { GatewayMetrics } from "../../metering/gateway-metrics.js";
 import type { GatewayEnv } from "../gateway-env.js";
 
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const REFUSAL_STATUSES = new Set([401, 403, 413, 415, 429, 503]);
+
+/**
+ * Label values come from a fixed set: a sandbox's answer passes its status through, and a
+ * client picks its method, so neither may mint new time series.
+ */
+function statusLabel(status: number): string {
+  return STATUS_CODES[status] !== undefined ? String(status) : "other";
+}
+
+function methodLabel(method: string): string {
+  return METHODS.includes(method) ? method : "other";
+}
 
 export function observeRequest(log: Logger, metrics: GatewayMetrics): MiddlewareHandler<GatewayEnv> {
   return async (c, next) => {
@@ -28,15 +43,20 @@ export function observeRequest(log: Logger, metrics: GatewayMetrics): Middleware
     await runInRequest(requestId, next);
     const operation = c.get("operation");
     const status = c.res.status;
-    metrics.requests.inc({ route: operation, method: c.req.method, status: String(status) });
+    metrics.requests.inc({
+      route: operation,
+      method: methodLabel(c.req.method),
+      status: statusLabel(status),
+    });
     metrics.requestDuration.observe({ route: operation }, Number(process.hrtime.bigint() - started) / 1e9);
     if (REFUSAL_STATUSES.has(status) && c.res.headers.get("content-type")?.includes("application/json")) {
       const code = await c.res
         .clone()
         .json()
-        .then((body) => (body as { detail?: { code?: string } }).detail?.code)
+        .then((body) => (body as { detail?: { code?: unknown } } | null)?.detail?.code)
         .catch(() => undefined);
-      if (code) metrics.rejections.inc({ code });
+      // Sandbox refusals pass through with the sandbox's body: its code is not trusted as a label.
+      if (code !== undefined) metrics.rejections.inc({ code: errorCodeLabel(code) });
     }
     if (status >= 500) c.get("log").warn({ operation, status }, "request failed");
   };

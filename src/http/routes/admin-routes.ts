@@ -32,6 +32,7 @@ import type { WorkspacePolicyRow } from "../../store/sql/policy-row.js";
 import { jsonBodyLimit, readJsonBody } from "../common/read-json-body.js";
 import type { GatewayServices } from "../gateway-services.js";
 import { verifyBearer } from "../middleware/authenticate.js";
+import { passedAuthentication } from "../middleware/unauthenticated-gate.js";
 
 export const ADMIN_BASE_PATH = "/admin/v1";
 
@@ -153,6 +154,7 @@ function requireAdmin(services: GatewayServices): MiddlewareHandler<AdminEnv> {
     if (caller.admin !== true)
       throw new SandpoolError("auth.forbidden", "the admin API needs an admin token");
     c.set("caller", caller);
+    passedAuthentication(c);
     await next();
   };
 }

@@ -3,13 +3,15 @@
  * download is never held in the gateway's memory, and neither is an upload. The
  * workspace's file-size cap is checked on Content-Length before anything is read, and
  * handed to the sandbox, which enforces it exactly while it writes. A transfer counts as
- * a call in flight until its last byte, so a slow one is never reaped as idle.
+ * a call in flight until its last byte, so a slow one is never reaped as idle. Downloads
+ * are always attachments, never sniffed (`downloadHeaders`).
  */
 import { Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import type { Context, Hono } from "hono";
 import { SandpoolError } from "../../contract/error-codes.js";
 import { MAX_FILE_BYTES_HEADER } from "../../contract/headers.js";
+import { attachmentDisposition, fileNameOf } from "../common/content-disposition.js";
 import type { GatewayEnv } from "../gateway-env.js";
 import type { GatewayServices } from "../gateway-services.js";
 import { forwardToSandbox, type SandboxAnswer, toResponse } from "./forward-to-sandbox.js";
@@ -34,6 +36,25 @@ function afterBody(answer: SandboxAnswer, done: () => Promise<void>): SandboxAns
     answer.body.once("close", () => void done());
   }
   return answer;
+}
+
+/** A media type and its parameters, nothing a browser could read otherwise. */
+const MEDIA_TYPE =
+  /^[A-Za-z0-9!#$&^_.+-]+\/[A-Za-z0-9!#$&^_.+-]+(\s*;\s*[A-Za-z0-9!#$&^_.+-]+=("[^"\\]*"|[A-Za-z0-9!#$&^_.+-]+))*$/;
+
+/**
+ * What a download answers with is the gateway's decision, not the sandbox's: never sniffed,
+ * always an attachment named after the requested path, so a browser opening a GetFile URL
+ * saves an `.html` or `.svg` instead of running it. A type the sandbox names is kept only
+ * when it is a plain media type.
+ */
+function downloadHeaders(answer: SandboxAnswer, path: string | undefined): void {
+  answer.headers["x-content-type-options"] = "nosniff";
+  if (answer.status !== 200) return;
+  answer.headers["content-disposition"] = attachmentDisposition(fileNameOf(path));
+  const type = answer.headers["content-type"];
+  if (type === undefined || !MEDIA_TYPE.test(type))
+    answer.headers["content-type"] = "application/octet-stream";
 }
 
 export function registerFileRoutes(app: Hono<GatewayEnv>, services: GatewayServices): void {
@@ -69,6 +90,7 @@ export function registerFileRoutes(app: Hono<GatewayEnv>, services: GatewayServi
       await end();
       throw error;
     }
+    downloadHeaders(answer, c.req.query("path"));
     if (answer.status === 200) {
       const bytes = Number(answer.headers["content-length"] ?? 0);
       services.usage.record({

@@ -34,6 +34,14 @@ const cases: Record<string, { value: string; expect: (config: GatewayConfig) => 
   SANDPOOL_HOST: { value: "0.0.0.0", expect: (c) => expect(c.host).toBe("0.0.0.0") },
   SANDPOOL_PORT: { value: "9000", expect: (c) => expect(c.port).toBe(9000) },
   SANDPOOL_BASE_PATH: { value: "/v1/sandbox", expect: (c) => expect(c.basePath).toBe("/v1/sandbox") },
+  SANDPOOL_ALLOWED_HOSTS: {
+    value: "sandpool.internal, .svc.cluster.local,,",
+    expect: (c) => expect(c.http.allowedHosts).toEqual(["sandpool.internal", ".svc.cluster.local"]),
+  },
+  SANDPOOL_ALLOWED_ORIGINS: {
+    value: "https://console.example",
+    expect: (c) => expect(c.http.allowedOrigins).toEqual(["https://console.example"]),
+  },
   SANDPOOL_DEPLOYMENT: { value: "prod-eu", expect: (c) => expect(c.deployment).toBe("prod-eu") },
   SANDPOOL_RUNTIME: { value: "process", expect: (c) => expect(c.runtime.kind).toBe("process") },
   DOCKER_HOST: {

@@ -1,0 +1,60 @@
+/**
+ * A per-workspace bound on contract calls in flight (`limits.maxCallsInFlightPerWorkspace`):
+ * every call holds some of the gateway's memory (a buffered sandbox answer, an upload's
+ * buffers), so one tenant sending thousands at once must not starve the others. Past the
+ * bound the call is refused at once with 429 `quota.calls_in_flight` and `Retry-After: 1`.
+ *
+ * Counted in this process only: each replica admits up to the bound, so a deployment of N
+ * replicas admits up to N times it per workspace. A call counts from authentication until
+ * its handler returns; a download's body streaming out afterwards is not counted (it holds
+ * no buffered answer).
+ */
+import type { MiddlewareHandler } from "hono";
+import { SandpoolError } from "../../contract/error-codes.js";
+import type { GatewayEnv } from "../gateway-env.js";
+
+const RETRY_AFTER_SECONDS = 1;
+
+export class CallsInFlight {
+  readonly #byWorkspace = new Map<string, number>();
+
+  constructor(readonly maxPerWorkspace: number) {}
+
+  count(workspace: string): number {
+    return this.#byWorkspace.get(workspace) ?? 0;
+  }
+
+  /** Admits one call of `workspace` (or throws `quota.calls_in_flight`); release it exactly once. */
+  enter(workspace: string): () => void {
+    const current = this.count(workspace);
+    if (current >= this.maxPerWorkspace) {
+      throw new SandpoolError(
+        "quota.calls_in_flight",
+        `the workspace already has ${this.maxPerWorkspace} calls in flight`,
+        { retryAfterSeconds: RETRY_AFTER_SECONDS },
+      );
+    }
+    this.#byWorkspace.set(workspace, current + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = this.count(workspace) - 1;
+      // Idle workspaces leave no entry behind, so the map holds only workspaces with calls.
+      if (left > 0) this.#byWorkspace.set(workspace, left);
+      else this.#byWorkspace.delete(workspace);
+    };
+  }
+}
+
+/** Runs after authentication: the principal names the workspace. */
+export function limitCallsInFlight(calls: CallsInFlight): MiddlewareHandler<GatewayEnv> {
+  return async (c, next) => {
+    const release = calls.enter(c.get("principal").workspace);
+    try {
+      await next();
+    } finally {
+      release();
+    }
+  };
+}
