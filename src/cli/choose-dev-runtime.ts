@@ -3,6 +3,8 @@
  * image, else the process runtime, which is not isolated and says so. `--runtime` forces
  * one; a forced docker runtime that cannot work is an error, not a silent fallback.
  */
+import { createHash } from "node:crypto";
+import os from "node:os";
 import path from "node:path";
 import type { Logger } from "pino";
 import { DockerRuntime } from "../runtime/docker/docker-runtime.js";
@@ -29,6 +31,7 @@ export async function chooseDevRuntime(
     const docker = new DockerRuntime(
       {
         deployment: "dev",
+        socketDir: devSocketDir(options.dataDir),
         execTimeoutCeilingSeconds: options.execTimeoutCeilingSeconds,
         maxFileBytes: options.maxFileBytes,
       },
@@ -56,4 +59,16 @@ export async function chooseDevRuntime(
     why:
       options.choice === "process" ? "asked for with --runtime process" : "no Docker engine with the image",
   };
+}
+
+/**
+ * Dev sandboxes' socket directories: under the data directory, unless its path is too long
+ * for a Unix socket (Linux allows 107 bytes), then a short one in the temporary directory,
+ * named after the data directory so two dev gateways never share it.
+ */
+export function devSocketDir(dataDir: string): string {
+  const preferred = path.resolve(dataDir, "sockets");
+  if (Buffer.byteLength(preferred) <= 60) return preferred;
+  const tag = createHash("sha256").update(preferred).digest("hex").slice(0, 12);
+  return path.join(os.tmpdir(), `sandpool-${tag}`);
 }

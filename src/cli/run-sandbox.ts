@@ -9,6 +9,7 @@ export async function runSandbox(options: Record<string, unknown>): Promise<void
     {
       host: options.host as string,
       port: options.port as number,
+      socket: options.socket as string | undefined,
       root: options.root as string,
       python: options.python as string,
       maxSessions: options.maxSessions as number,

@@ -12,11 +12,12 @@ import { startGateway } from "../gateway/start-gateway.js";
 import { BullmqJobRunner } from "../jobs/bullmq-job-runner.js";
 import { createLogger } from "../logging/create-logger.js";
 import { DockerRuntime } from "../runtime/docker/docker-runtime.js";
-import type { SandboxRuntime } from "../runtime/sandbox-runtime.js";
+import { SandboxClient } from "../forward/sandbox-client.js";
 import { RedisCoordinationStore, redactUrl } from "../store/coordination/redis/redis-store.js";
 import { assertSchemaCurrent, migrateToLatest } from "../store/sql/migrate.js";
 import { openPostgres } from "../store/sql/open-database.js";
 import { onShutdown } from "./on-shutdown.js";
+import { assertIsolationHolds, assertIsolationPossible } from "./serve-isolation.js";
 import { refusedForServe } from "./serve-refusals.js";
 
 export interface ServeOptions {
@@ -33,7 +34,7 @@ export function missingForServe(config: Pick<GatewayConfig, "databaseUrl" | "red
 }
 
 /** The docker runtime: the only one serve runs (refusedForServe has refused any other). */
-async function createRuntime(config: GatewayConfig, log: Logger): Promise<SandboxRuntime> {
+function createRuntime(config: GatewayConfig, log: Logger): DockerRuntime {
   return new DockerRuntime(
     {
       ...config.runtime.docker,
@@ -70,6 +71,17 @@ function loadServeConfig(options: ServeOptions): GatewayConfig {
 export async function runServe(options: ServeOptions): Promise<void> {
   const config = loadServeConfig(options);
   const log = createLogger("sandpool");
+  const runtime = createRuntime(config, log);
+  const probeClient = new SandboxClient();
+  try {
+    await assertIsolationPossible(runtime, options.config ?? "environment");
+    await assertIsolationHolds(runtime, probeClient, config, log);
+  } catch (error) {
+    await runtime.close();
+    throw error;
+  } finally {
+    await probeClient.close();
+  }
 
   const db = openPostgres(config.databaseUrl!);
   if (options.migrate || config.migrateOnStart) {
@@ -83,7 +95,6 @@ export async function runServe(options: ServeOptions): Promise<void> {
     prefix: `sandpool:${config.deployment}:`,
   });
   const jobs = new BullmqJobRunner({ redisUrl: config.redisUrl!, queueName: config.deployment }, log);
-  const runtime = await createRuntime(config, log);
   const gateway = await startGateway(config, { store, db, runtime, jobs }, log, {
     ready: () => store.ping(),
   });

@@ -5,9 +5,10 @@
  * one that cannot be reached or hangs up is 502 `sandbox.unreachable`.
  */
 import type { Readable } from "node:stream";
-import { Agent, type Dispatcher, errors, request } from "undici";
+import { type Agent, type Dispatcher, errors, request } from "undici";
 import { SandpoolError } from "../contract/error-codes.js";
 import { readCapped } from "./read-capped.js";
+import { createSandboxAgent, sandboxOrigin } from "./sandbox-agent.js";
 
 export interface ForwardRequest {
   method: Dispatcher.HttpMethod;
@@ -22,7 +23,7 @@ export class SandboxClient {
   private readonly agent: Agent;
 
   constructor(options: { connectTimeoutMs?: number; connectionsPerSandbox?: number } = {}) {
-    this.agent = new Agent({
+    this.agent = createSandboxAgent({
       keepAliveTimeout: 30_000,
       connections: options.connectionsPerSandbox ?? 8,
       connect: { timeout: options.connectTimeoutMs ?? 2_000 },
@@ -31,7 +32,7 @@ export class SandboxClient {
 
   async send(endpoint: string, forward: ForwardRequest): Promise<Dispatcher.ResponseData> {
     try {
-      return await request(`${endpoint}${forward.path}`, {
+      return await request(`${sandboxOrigin(endpoint)}${forward.path}`, {
         method: forward.method,
         headers: forward.headers,
         body: forward.body ?? null,

@@ -11,6 +11,8 @@ export const sandboxConfigSchema = z
   .strictObject({
     host: z._default(z.string(), "127.0.0.1"),
     port: z._default(z.int().check(z.minimum(0), z.maximum(65535)), 8080),
+    /** Serve on this Unix socket instead of host and port (pooled sandboxes have no network). */
+    socket: z.optional(z.string().check(z.minLength(1))),
     root: z.string().check(z.minLength(1)),
     python: z._default(z.string(), "python3"),
     maxSessions: int(1, 64),

@@ -22,6 +22,7 @@ export async function startSandboxServer(input: SandboxConfigInput, log: Logger)
   const running = await listen(app, {
     host: config.host,
     port: config.port,
+    socketPath: config.socket,
     requestTimeoutMs: (config.maxExecTimeoutSeconds + 60) * 1000,
   });
   let egress: EgressForwarder | undefined;

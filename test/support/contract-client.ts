@@ -2,7 +2,12 @@
  * A small contract-v1 client for tests. Every JSON answer is checked against the contract
  * schema of its operation before the test sees it, so no test can forget to.
  */
+import { fetch as undiciFetch } from "undici";
+import { createSandboxAgent, isUnixEndpoint, sandboxOrigin } from "../../src/forward/sandbox-agent.js";
 import { assertContractResponse, assertSchema } from "./contract.js";
+
+/** Sandboxes on a Unix socket (`unix:/path`) are reached through the gateway's own agent. */
+const unixAgent = createSandboxAgent();
 
 export interface Answer<T = unknown> {
   status: number;
@@ -28,7 +33,14 @@ export class ContractClient {
   ) {
     const headers: Record<string, string> = { ...init.headers };
     if (this.token) headers.authorization = `Bearer ${this.token}`;
-    const res = await fetch(`${this.baseUrl}${path}`, { method, body: init.body, headers });
+    const res = isUnixEndpoint(this.baseUrl)
+      ? ((await undiciFetch(`${sandboxOrigin(this.baseUrl)}${path}`, {
+          method,
+          body: init.body as never,
+          headers,
+          dispatcher: unixAgent,
+        })) as unknown as Response)
+      : await fetch(`${this.baseUrl}${path}`, { method, body: init.body, headers });
     const text = await res.text();
     let body: unknown = text;
     if ((res.headers.get("content-type") ?? "").includes("application/json") && text.length > 0)

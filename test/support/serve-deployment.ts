@@ -5,13 +5,14 @@
  */
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { writeFile } from "node:fs/promises";
+import { rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { mintToken } from "../../src/auth/dev-keys.js";
+import { DEFAULT_SOCKET_DIR } from "../../src/runtime/docker/docker-runtime-options.js";
 import { RedisCoordinationStore } from "../../src/store/coordination/redis/redis-store.js";
 import { type CliServer, runCli, startCliServer } from "./cli.js";
 import { ContractClient } from "./contract-client.js";
@@ -104,11 +105,7 @@ export async function createServeDeployment(yaml = ""): Promise<ServeDeployment>
       const { stdout } = await run("docker", ["ps", "-aq", "--filter", `label=sandpool.deployment=${name}`]);
       const ids = stdout.split("\n").filter(Boolean);
       if (ids.length > 0) await run("docker", ["rm", "-f", ...ids]);
-      // By id: replicas racing at start-up may have left two networks of this name.
-      const networks = await run("docker", ["network", "ls", "-q", "--filter", `name=sandpool-${name}`]);
-      for (const id of networks.stdout.split("\n").filter(Boolean)) {
-        await run("docker", ["network", "rm", id]).catch(() => undefined);
-      }
+      await rm(path.join(DEFAULT_SOCKET_DIR, name), { recursive: true, force: true });
       const redis = new Redis(redisUrl);
       for (const pattern of [`sandpool:${name}:*`, `{sandpool-jobs}:${name}:*`]) {
         const keys = await redis.keys(pattern);

@@ -11,6 +11,10 @@ export function sandboxCommand(): Command {
     )
     .option("--host <host>", "address to listen on", "127.0.0.1")
     .option("--port <port>", "port to listen on (0 picks a free one)", integerOption(0, 65535), 8080)
+    .option(
+      "--socket <path>",
+      "listen on this Unix socket instead of --host/--port (how the gateway reaches pooled sandboxes)",
+    )
     .option("--root <dir>", "directory that holds one sub-directory per session", "./.sandpool/sandbox")
     .option("--python <path>", "Python interpreter for code_execution", "python3")
     .option("--max-sessions <n>", "sessions served at once; more are refused with 503", integerOption(1), 64)

@@ -5,6 +5,7 @@
  * flight finish, and each keep-alive connection is closed as soon as it falls idle.
  */
 import { randomUUID } from "node:crypto";
+import { chmod, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
@@ -14,6 +15,11 @@ import { guardBodyReads } from "./body-read-timeout.js";
 export interface ListenOptions {
   host: string;
   port: number;
+  /**
+   * Listen on this Unix socket instead of host and port. The socket is made connectable by
+   * any user (0666): who may reach it is decided by the directory it sits in.
+   */
+  socketPath?: string;
   /** The whole header block must arrive within this (default 10 s). */
   headersTimeoutMs?: number;
   /** A request body silent this long while it is being read cuts the client off; unset: no limit. */
@@ -23,7 +29,9 @@ export interface ListenOptions {
 
 export interface RunningServer {
   server: Server;
+  /** `http://host:port`, or `unix:/path` for a server on a Unix socket. */
   url: string;
+  /** 0 for a server on a Unix socket. */
   port: number;
   /** Stops accepting and resolves once every request in flight has been answered. */
   close(): Promise<void>;
@@ -74,19 +82,25 @@ export async function listen(app: FetchApp, options: ListenOptions): Promise<Run
       `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${BAD_REQUEST.length}\r\nConnection: close\r\n\r\n${BAD_REQUEST}`,
     );
   });
+  const { socketPath } = options;
+  // A socket file left by a server that died would make listen fail with EADDRINUSE.
+  if (socketPath) await rm(socketPath, { force: true });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(options.port, options.host, () => {
+    const ready = () => {
       server.off("error", reject);
       resolve();
-    });
+    };
+    if (socketPath) server.listen(socketPath, ready);
+    else server.listen(options.port, options.host, ready);
   });
-  const { port } = server.address() as AddressInfo;
+  if (socketPath) await chmod(socketPath, 0o666);
+  const port = socketPath ? 0 : (server.address() as AddressInfo).port;
   const host = options.host.includes(":") ? `[${options.host}]` : options.host;
   return {
     server,
     port,
-    url: `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`,
+    url: socketPath ? `unix:${socketPath}` : `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`,
     close: () =>
       new Promise<void>((resolve) => {
         draining = true;

@@ -3,11 +3,19 @@
  * decided here, in one place, so it can be read (and reviewed) as a whole:
  * no capabilities, no-new-privileges, never privileged, no bind mounts or volumes (so never
  * the Docker socket), a read-only root with size-capped tmpfs for the workspace and /tmp,
- * memory without swap, a pids cap, CPU quota, capped container logs, one network.
+ * memory without swap, a pids cap, CPU quota, capped container logs, and no network at all:
+ * the one mount is the sandbox's own socket directory, where its server listens on a Unix
+ * socket for the gateway. Nothing in the box can open a connection to anything outside it.
  */
 import type { ContainerCreateOptions, HostConfig } from "dockerode";
-import type { DockerRuntimeOptions, ResourceClass } from "./docker-runtime-options.js";
+import {
+  type DockerRuntimeOptions,
+  type ResourceClass,
+  SANDBOX_SOCKET_NAME,
+} from "./docker-runtime-options.js";
 
+/** Where a sandbox's own socket directory is mounted inside its container. */
+export const SOCKET_MOUNT = "/run/sandpool";
 /** The gateway owns session lifetimes; the sandbox server must never end one first. */
 const SANDBOX_SESSION_SECONDS = "31536000";
 
@@ -27,7 +35,8 @@ export interface ContainerSpecInput {
   resourceClassName: string;
   /** The engine's endpoint as configured, for the `sandpool.engine` label. */
   engineHost: string;
-  network: string;
+  /** The sandbox's socket directory on the engine's host (and the gateway's). */
+  socketDir: string;
 }
 
 export function containerName(deployment: string, sandboxId: string): string {
@@ -43,14 +52,13 @@ export function buildContainerSpec(
   options: DockerRuntimeOptions,
   input: ContainerSpecInput,
 ): ContainerCreateOptions {
-  const port = `${options.containerPort}/tcp`;
   return {
     name: containerName(options.deployment, input.sandboxId),
     Image: input.image,
     // The image's ENTRYPOINT (tini) stays PID 1 and reaps what user code orphans.
     Cmd: [
       ...options.serverCommand,
-      ...["--host", "0.0.0.0", "--port", String(options.containerPort), "--root", options.sessionsRoot],
+      ...["--socket", `${SOCKET_MOUNT}/${SANDBOX_SOCKET_NAME}`, "--root", options.sessionsRoot],
       ...["--max-sessions", "1"],
       ...["--idle-timeout", SANDBOX_SESSION_SECONDS, "--max-idle-timeout", SANDBOX_SESSION_SECONDS],
       ...["--max-lifetime", SANDBOX_SESSION_SECONDS, "--max-lifetime-ceiling", SANDBOX_SESSION_SECONDS],
@@ -68,18 +76,15 @@ export function buildContainerSpec(
       [LABELS.engine]: input.engineHost,
       [LABELS.resourceClass]: input.resourceClassName,
     },
-    ExposedPorts: { [port]: {} },
     // The gateway probes readiness itself; a health check would only spend CPU in the box.
     Healthcheck: { Test: ["NONE"] },
     StopTimeout: 2,
     HostConfig: buildHostConfig(options, input),
-    NetworkingConfig: { EndpointsConfig: { [input.network]: {} } },
   };
 }
 
 function buildHostConfig(options: DockerRuntimeOptions, input: ContainerSpecInput): FullHostConfig {
   const [uid, gid] = options.user.split(":");
-  const port = `${options.containerPort}/tcp`;
   const rc = input.resourceClass;
   const ownedTmpfs = `uid=${uid},gid=${gid}`;
   return {
@@ -94,14 +99,15 @@ function buildHostConfig(options: DockerRuntimeOptions, input: ContainerSpecInpu
       "/tmp": `rw,nosuid,nodev,noexec,size=${rc.tmpBytes},${ownedTmpfs},mode=1777`,
     },
     Binds: [],
-    Mounts: [],
+    Mounts: [{ Type: "bind", Source: input.socketDir, Target: SOCKET_MOUNT, ReadOnly: false }],
     Init: false,
     Memory: rc.memoryBytes,
     MemorySwap: rc.memoryBytes,
     NanoCpus: Math.round(rc.cpus * 1e9),
     PidsLimit: rc.pidsLimit,
-    NetworkMode: input.network,
-    PortBindings: options.publishToLoopback ? { [port]: [{ HostIp: "127.0.0.1", HostPort: "" }] } : {},
+    // Only a loopback interface: no route to the host, other sandboxes, or anything else.
+    NetworkMode: "none",
+    PortBindings: {},
     PublishAllPorts: false,
     RestartPolicy: { Name: "no" },
     AutoRemove: false,

@@ -1,21 +1,13 @@
 /**
- * One Docker engine as the runtime sees it: a client with its own connection pool, whether
- * it answered lately (an engine that did not is skipped in placement for a while), and the
- * networks sandboxes join there, created on first use.
+ * One Docker engine as the runtime sees it: a client with its own connection pool, and
+ * whether it answered lately (an engine that did not is skipped in placement for a while).
  */
 import http from "node:http";
+import https from "node:https";
 import Dockerode from "dockerode";
 import { dockerMessageOf, dockerStatusOf, isEngineUnreachable } from "./docker-api-errors.js";
-import { parseDockerHost } from "./docker-runtime-options.js";
-
-/** Containers on one bridge cannot talk to each other: one tenant's code must not reach another's server. */
-const ICC_OPTION = "com.docker.network.bridge.enable_icc";
-
-export interface NetworkRequirement {
-  name: string;
-  internal: boolean;
-  labels: Record<string, string>;
-}
+import { type DockerTlsFiles, parseDockerHost } from "./docker-runtime-options.js";
+import { readDockerTls } from "./docker-tls.js";
 
 export class DockerEngine {
   readonly docker: Dockerode;
@@ -24,29 +16,41 @@ export class DockerEngine {
   private downUntil = 0;
   private lastProblem: string | undefined;
   private readonly agent: http.Agent;
-  private readonly networks = new Map<string, Promise<void>>();
 
   constructor(
     readonly index: number,
     readonly host: string,
     private readonly downMs: number,
     requestTimeoutMs: number,
+    /** TLS for a tcp:// engine (the configuration refuses cleartext tcp unless allowed). */
+    tls?: DockerTlsFiles,
   ) {
-    const parsed = parseDockerHost(host);
+    const parsed = parseDockerHost(host, { tls: tls !== undefined });
     if (!parsed) throw new Error(`not a Docker endpoint: ${host}`);
-    this.agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
+    const pool = { keepAlive: true, maxSockets: 16 };
+    // Verified against the configured CA and the engine's host name (Node's defaults, kept).
+    const material = parsed.kind === "tcp" && tls !== undefined ? readDockerTls(tls) : undefined;
+    this.agent = material
+      ? new https.Agent({ ...pool, ...material, rejectUnauthorized: true })
+      : new http.Agent(pool);
     const common = {
       timeout: requestTimeoutMs,
       agent: this.agent,
-      // dockerode merges DOCKER_* variables into its defaults; this engine is exactly `host`.
-      ca: undefined,
-      cert: undefined,
-      key: undefined,
+      // dockerode merges DOCKER_* variables into its defaults; this engine is exactly `host`,
+      // with exactly the TLS material configured (none for a socket or allowed cleartext).
+      ca: material?.ca,
+      cert: material?.cert,
+      key: material?.key,
     };
     this.docker =
       parsed.kind === "unix"
         ? new Dockerode({ ...common, socketPath: parsed.socketPath })
-        : new Dockerode({ ...common, protocol: "http", host: parsed.host, port: parsed.port });
+        : new Dockerode({
+            ...common,
+            protocol: material ? "https" : "http",
+            host: parsed.host,
+            port: parsed.port,
+          });
   }
 
   /** False while the engine is marked down after failing to answer. */
@@ -93,100 +97,7 @@ export class DockerEngine {
     );
   }
 
-  /** Creates the network on first use; refuses an existing one that is not what we need. */
-  ensureNetwork(requirement: NetworkRequirement): Promise<void> {
-    let ready = this.networks.get(requirement.name);
-    if (!ready) {
-      ready = this.createOrCheckNetwork(requirement);
-      this.networks.set(requirement.name, ready);
-      // A failure is not remembered: the next start tries again.
-      ready.catch(() => this.networks.delete(requirement.name));
-    }
-    return ready;
-  }
-
-  /** Forget what we know of a network (it was removed behind our back). */
-  forgetNetwork(name: string): void {
-    this.networks.delete(name);
-  }
-
   close(): void {
     this.agent.destroy();
-  }
-
-  private async createOrCheckNetwork(requirement: NetworkRequirement): Promise<void> {
-    const existing = await this.inspectNetwork(requirement.name);
-    if (existing) return checkNetwork(this.host, requirement, existing);
-    try {
-      const created = await this.call((docker) =>
-        docker.createNetwork({
-          Name: requirement.name,
-          Driver: "bridge",
-          Internal: requirement.internal,
-          CheckDuplicate: true,
-          Attachable: false,
-          Labels: requirement.labels,
-          Options: { [ICC_OPTION]: "false" },
-        }),
-      );
-      await this.keepOneNetwork(requirement.name, created.id);
-    } catch (error) {
-      // Another gateway replica created it first.
-      if (dockerStatusOf(error) !== 409) throw error;
-      const raced = await this.inspectNetwork(requirement.name);
-      if (!raced) throw error;
-      checkNetwork(this.host, requirement, raced);
-    }
-  }
-
-  /**
-   * Docker's duplicate check is not atomic: replicas starting together can each create the
-   * network. The oldest one is kept: a later creator always sees the earlier network and
-   * removes its own, so one network remains and names stay unambiguous.
-   */
-  private async keepOneNetwork(name: string, ours: string): Promise<void> {
-    const same = (await this.call((docker) => docker.listNetworks({ filters: { name: [name] } }))).filter(
-      (network) => network.Name === name,
-    );
-    if (same.length < 2) return;
-    const oldestFirst = same.sort(
-      (a, b) => Date.parse(a.Created) - Date.parse(b.Created) || a.Id.localeCompare(b.Id),
-    );
-    const winner = oldestFirst[0]!.Id;
-    if (winner !== ours) {
-      await this.call((docker) => docker.getNetwork(ours).remove()).catch(() => undefined);
-    }
-  }
-
-  private async inspectNetwork(name: string): Promise<Dockerode.NetworkInspectInfo | undefined> {
-    try {
-      const info: Dockerode.NetworkInspectInfo = await this.call((docker) =>
-        docker.getNetwork(name).inspect(),
-      );
-      // The API also matches ID prefixes; only the exact name counts.
-      return info.Name === name ? info : undefined;
-    } catch (error) {
-      if (dockerStatusOf(error) === 404) return undefined;
-      throw error;
-    }
-  }
-}
-
-function checkNetwork(
-  host: string,
-  requirement: NetworkRequirement,
-  info: Dockerode.NetworkInspectInfo,
-): void {
-  const problems: string[] = [];
-  if (info.Driver !== "bridge") problems.push(`its driver is ${info.Driver}, not bridge`);
-  if (Boolean(info.Internal) !== requirement.internal)
-    problems.push(requirement.internal ? "it is not internal (it has egress)" : "it is internal (no egress)");
-  if (info.Options?.[ICC_OPTION] !== "false")
-    problems.push(`containers on it can reach each other (${ICC_OPTION} is not "false")`);
-  if (problems.length > 0) {
-    throw new Error(
-      `network ${requirement.name} on Docker engine ${host} exists but ${problems.join(" and ")}: ` +
-        "remove it so sandpool can create it, or configure another network name",
-    );
   }
 }

@@ -7,16 +7,34 @@
 import { z } from "zod";
 
 const MIB = 1024 * 1024;
+export const DEFAULT_SOCKET_DIR = "/run/sandpool";
+/** Linux caps a Unix socket's path at 107 bytes (sun_path is 108 with its NUL). */
+const MAX_SOCKET_PATH_BYTES = 107;
+/** What a sandbox's socket path adds to the socket directory: /<deployment>/<24 hex>/sandbox.sock. */
+export const SANDBOX_SOCKET_NAME = "sandbox.sock";
+const SANDBOX_ID_LENGTH = 24;
 const positiveInt = z.number().int().min(1);
 const labelSafeName = z
   .string()
   .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, "use lower-case letters, digits, - and _ (at most 63)");
-const networkName = z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/, "not a valid Docker network name");
 
-/** `unix:///path/to/docker.sock` or `tcp://host:port` (plain HTTP; see README on TLS). */
+/** `unix:///path/to/docker.sock` or `tcp://host:port` (TLS with `tls`, else refused unless allowInsecureTcp). */
 export const dockerHostSchema = z.string().refine((host) => parseDockerHost(host) !== undefined, {
   message: "a Docker endpoint is unix:///path/to/docker.sock or tcp://host:port",
 });
+
+/**
+ * Client-certificate TLS to tcp:// engines, Docker's own way (`DOCKER_TLS_VERIFY` with
+ * ca.pem, cert.pem and key.pem in `DOCKER_CERT_PATH`): the engine's certificate is verified
+ * against `caFile` and its host name, and we present `certFile`/`keyFile`. PEM files, read
+ * when the runtime starts.
+ */
+export const dockerTlsSchema = z.strictObject({
+  caFile: z.string().min(1),
+  certFile: z.string().min(1),
+  keyFile: z.string().min(1),
+});
+export type DockerTlsFiles = z.output<typeof dockerTlsSchema>;
 
 export const resourceClassSchema = z.strictObject({
   /** Hard memory limit; swap is never allowed on top of it (MemorySwap = Memory). */
@@ -53,20 +71,20 @@ export const dockerRuntimeSettingsSchema = z.strictObject({
     .array(dockerHostSchema)
     .min(1)
     .default(() => dockerHostsFromEnv(process.env)),
-  /** The internal (no egress) bridge network; default `sandpool-<deployment>`. */
-  network: networkName.optional(),
+  /** TLS for every tcp:// engine; unix sockets ignore it. */
+  tls: dockerTlsSchema.optional(),
   /**
-   * A non-internal network for pools marked `egress: true` (leased only to workspaces whose
-   * policy allows egress); created on first use. Without it, egress pools cannot start.
+   * Allow tcp:// engines without TLS. Off by default: the Docker API has no authentication of
+   * its own, so whoever reaches a cleartext port is root on the engine's host.
    */
-  egressNetwork: networkName.optional(),
+  allowInsecureTcp: z.boolean().default(false),
   /**
-   * False: the gateway reaches a container at its IP on the project network (it must run on
-   * the engine's host or be attached to the network). True: port 8080 is published on
-   * 127.0.0.1 only, on a random host port. Docker does not publish ports of containers that
-   * are attached to an internal network only, so this works for egress pools alone.
+   * Sandboxes have no network (NetworkMode none): each gets its own directory below this one,
+   * mounted at /run/sandpool, where its server listens on a Unix socket. The gateway and the
+   * Docker engine must see this directory at the same path (the gateway runs on the engine's
+   * host, or shares the directory with it at the same path: compose and Helm do).
    */
-  publishToLoopback: z.boolean().default(false),
+  socketDir: z.string().startsWith("/", "socketDir is an absolute path").default(DEFAULT_SOCKET_DIR),
   resourceClasses: z
     .record(labelSafeName, resourceClassSchema)
     .default(() => structuredClone(DEFAULT_RESOURCE_CLASSES) as Record<string, ResourceClassOutput>),
@@ -81,8 +99,6 @@ export const dockerRuntimeSettingsSchema = z.strictObject({
   runtime: z.string().min(1).optional(),
   /** Program (after the image's ENTRYPOINT) that starts the contract server; flags are appended. */
   serverCommand: z.array(z.string().min(1)).min(1).default(["node", "/opt/sandpool/sandbox.mjs", "sandbox"]),
-  /** The server's port inside the container. */
-  containerPort: z.number().int().min(1).max(65_535).default(8080),
   /** The workspace root inside the container (a tmpfs). */
   sessionsRoot: z.string().startsWith("/").default("/home/sandbox/sessions"),
   /** An engine that failed to answer is skipped in placement for this long. */
@@ -105,21 +121,23 @@ export const dockerRuntimeOptionsSchema = dockerRuntimeSettingsSchema
     maxFileBytes: positiveInt.default(100 * MIB),
   })
   .superRefine((options, ctx) => {
+    for (const issue of cleartextEngineIssues(options)) ctx.addIssue(issue);
     if (!options.resourceClasses.standard)
       ctx.addIssue({
         code: "custom",
         message: "resource class 'standard' is required",
         path: ["resourceClasses"],
       });
-    const internal = options.network ?? `sandpool-${options.deployment}`;
-    if (options.egressNetwork && options.egressNetwork === internal)
+    const longest = Buffer.byteLength(
+      `${options.socketDir}/${options.deployment}/${"x".repeat(SANDBOX_ID_LENGTH)}/${SANDBOX_SOCKET_NAME}`,
+    );
+    if (longest > MAX_SOCKET_PATH_BYTES)
       ctx.addIssue({
         code: "custom",
-        message: "egressNetwork must differ from the internal network",
-        path: ["egressNetwork"],
+        message: `sandbox sockets below it would be ${longest} bytes long, over Linux's ${MAX_SOCKET_PATH_BYTES}: choose a shorter directory`,
+        path: ["socketDir"],
       });
-  })
-  .transform((options) => ({ ...options, network: options.network ?? `sandpool-${options.deployment}` }));
+  });
 
 type ResourceClassOutput = z.output<typeof resourceClassSchema>;
 export type ResourceClass = ResourceClassOutput;
@@ -128,8 +146,37 @@ export type DockerRuntimeOptions = z.output<typeof dockerRuntimeOptionsSchema>;
 
 export type DockerHost = { kind: "unix"; socketPath: string } | { kind: "tcp"; host: string; port: number };
 
-/** `unix:///var/run/docker.sock` or `tcp://host:port`; anything else is undefined. */
-export function parseDockerHost(value: string): DockerHost | undefined {
+/**
+ * The tcp:// engines that would be reached in cleartext: each one a refusal, unless the
+ * configuration allows it explicitly. Shared by the gateway's configuration check and the
+ * runtime's own options, so neither path can start a cleartext client by default.
+ */
+export function cleartextEngineIssues(settings: {
+  hosts?: readonly string[];
+  tls?: DockerTlsFiles;
+  allowInsecureTcp?: boolean;
+}): { code: "custom"; message: string; path: (string | number)[] }[] {
+  if (settings.tls !== undefined || settings.allowInsecureTcp === true) return [];
+  return (settings.hosts ?? []).flatMap((host, index) =>
+    parseDockerHost(host)?.kind === "tcp"
+      ? [
+          {
+            code: "custom" as const,
+            path: ["hosts", index],
+            message:
+              `${host} would be reached without TLS, and whoever reaches a cleartext Docker port is root on its host: ` +
+              "set runtime.docker.tls (or DOCKER_TLS_VERIFY=1 with DOCKER_CERT_PATH), or runtime.docker.allowInsecureTcp: true",
+          },
+        ]
+      : [],
+  );
+}
+
+/**
+ * `unix:///var/run/docker.sock` or `tcp://host:port`; anything else is undefined. Without a
+ * port, tcp:// means Docker's default: 2376 with TLS, 2375 without.
+ */
+export function parseDockerHost(value: string, options: { tls?: boolean } = {}): DockerHost | undefined {
   if (value.startsWith("unix://")) {
     const socketPath = value.slice("unix://".length);
     return socketPath.startsWith("/") ? { kind: "unix", socketPath } : undefined;
@@ -142,7 +189,7 @@ export function parseDockerHost(value: string): DockerHost | undefined {
       return undefined;
     }
     if (url.pathname !== "/" || url.search || url.hash || url.username || url.password) return undefined;
-    const port = url.port === "" ? 2375 : Number(url.port);
+    const port = url.port === "" ? (options.tls ? 2376 : 2375) : Number(url.port);
     // URL keeps IPv6 literals bracketed; the socket wants them bare.
     return { kind: "tcp", host: url.hostname.replace(/^\[(.*)\]$/, "$1"), port };
   }

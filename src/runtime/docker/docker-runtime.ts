@@ -1,7 +1,7 @@
 /**
  * The production runtime: each sandbox is a hardened container (container-spec.ts) on one
- * of several Docker engines, on an internal bridge network with no egress, reached by the
- * gateway at its IP on that network (or at a port published on 127.0.0.1).
+ * of several Docker engines on this host, with no network at all, reached by the gateway
+ * through a Unix socket in the sandbox's own directory (socket-dirs.ts).
  *
  * runtimeId is `<engine index>:<container id>`, so destroy goes to the right engine without
  * asking the others. Containers outlive the gateway on purpose: list() is what
@@ -9,7 +9,8 @@
  */
 import type Dockerode from "dockerode";
 import type { Logger } from "pino";
-import { Agent } from "undici";
+import type { Agent } from "undici";
+import { createSandboxAgent, unixEndpoint } from "../../forward/sandbox-agent.js";
 import {
   PartialListError,
   type RuntimeSandbox,
@@ -18,6 +19,7 @@ import {
   type StartRequest,
 } from "../sandbox-runtime.js";
 import { buildContainerSpec, LABELS } from "./container-spec.js";
+import { usageFromStats } from "./container-usage.js";
 import { dockerMessageOf, dockerStatusOf } from "./docker-api-errors.js";
 import { DockerEngine } from "./docker-engine.js";
 import {
@@ -25,7 +27,11 @@ import {
   type DockerRuntimeOptionsInput,
   dockerRuntimeOptionsSchema,
 } from "./docker-runtime-options.js";
+import { SocketDirs } from "./socket-dirs.js";
 import { SandboxStartError, waitForSandboxHealth } from "./wait-for-sandbox-health.js";
+
+/** Socket directories without a container are removed once this old (a start makes the directory first). */
+const ORPHAN_DIR_GRACE_MS = 10 * 60_000;
 
 export interface EngineStatus {
   index: number;
@@ -88,6 +94,7 @@ export class DockerRuntime implements SandboxRuntime {
   readonly kind = "docker" as const;
   readonly isolated = true;
   readonly options: DockerRuntimeOptions;
+  readonly socketDirs: SocketDirs;
   private readonly engineList: DockerEngine[];
   private readonly http: Agent;
   private readonly log: Logger | undefined;
@@ -97,9 +104,16 @@ export class DockerRuntime implements SandboxRuntime {
     this.log = log;
     this.engineList = this.options.hosts.map(
       (host, index) =>
-        new DockerEngine(index, host, this.options.engineDownMs, this.options.engineRequestTimeoutMs),
+        new DockerEngine(
+          index,
+          host,
+          this.options.engineDownMs,
+          this.options.engineRequestTimeoutMs,
+          this.options.tls,
+        ),
     );
-    this.http = new Agent({
+    this.socketDirs = new SocketDirs(this.options.socketDir, this.options.deployment);
+    this.http = createSandboxAgent({
       connect: { timeout: this.options.healthProbeTimeoutMs },
       keepAliveTimeout: 1_000,
     });
@@ -119,25 +133,13 @@ export class DockerRuntime implements SandboxRuntime {
         `pool ${pool.name}: resource class '${pool.resourceClass}' is not configured for Docker`,
       );
     }
-    const egress = pool.egress === true;
-    if (egress && !this.options.egressNetwork) {
-      throw new Error(`pool ${pool.name} allows egress, but no egressNetwork is configured for Docker`);
-    }
-    const network = egress ? this.options.egressNetwork! : this.options.network;
     assertBeforeDeadline(request.deadline, "placing it");
 
     const engine = await this.place(pool.image);
     const placed = Date.now();
     engine.inFlight++;
     try {
-      await engine.ensureNetwork({
-        name: network,
-        internal: !egress,
-        labels: {
-          [LABELS.deployment]: this.options.deployment,
-          "sandpool.network": egress ? "egress" : "internal",
-        },
-      });
+      const socketDir = await this.socketDirs.prepare(request.sandboxId);
       assertBeforeDeadline(request.deadline, "creating its container");
       const spec = buildContainerSpec(this.options, {
         sandboxId: request.sandboxId,
@@ -146,17 +148,16 @@ export class DockerRuntime implements SandboxRuntime {
         resourceClass,
         resourceClassName: pool.resourceClass,
         engineHost: engine.host,
-        network,
+        socketDir,
       });
-      const container = await this.create(engine, spec, network);
+      const container = await this.create(engine, spec, request.sandboxId);
       const created = Date.now();
       const runtimeId = `${engine.index}:${container.id}`;
       try {
         assertBeforeDeadline(request.deadline, "starting its container");
         await engine.call(() => container.start());
         const started = Date.now();
-        const info = await engine.call(() => container.inspect());
-        const endpoint = this.endpointOf(info, network, engine);
+        const endpoint = unixEndpoint(this.socketDirs.socketOf(request.sandboxId));
         await waitForSandboxHealth({
           endpoint,
           deadline: request.deadline,
@@ -165,6 +166,7 @@ export class DockerRuntime implements SandboxRuntime {
           intervalMs: this.options.healthProbeIntervalMs,
           checkAlive: () => this.whyNotRunning(engine, container),
         });
+        await this.socketDirs.seal(request.sandboxId);
         const ready = Date.now();
         const timings = {
           placeMs: placed - began,
@@ -200,10 +202,12 @@ export class DockerRuntime implements SandboxRuntime {
     }
     const { engine, containerId } = parsed;
     const container = engine.docker.getContainer(containerId);
+    let sandboxId: string | undefined;
     try {
+      sandboxId = (await engine.call(() => container.inspect())).Config.Labels?.[LABELS.sandbox];
       await engine.call(() => container.kill());
     } catch (error) {
-      // 404: gone already; 409: not running (exited, or being removed).
+      // 404: gone already (list() sweeps its directory); 409: not running (exited, or being removed).
       const status = dockerStatusOf(error);
       if (status !== 404 && status !== 409) throw error;
       if (status === 404) return;
@@ -215,6 +219,7 @@ export class DockerRuntime implements SandboxRuntime {
       const status = dockerStatusOf(error);
       if (status !== 404 && status !== 409) throw error;
     }
+    if (sandboxId) await this.socketDirs.remove(sandboxId);
   }
 
   /** Every container of the deployment, running or not (an exited one still needs removing). */
@@ -246,6 +251,12 @@ export class DockerRuntime implements SandboxRuntime {
       }
     }
     if (unreachable.length > 0) throw new DockerEnginesUnreachableError(unreachable, sandboxes);
+    const swept = await this.socketDirs.sweep(
+      new Set(sandboxes.map((sandbox) => sandbox.sandboxId)),
+      Date.now() - ORPHAN_DIR_GRACE_MS,
+    );
+    if (swept.length > 0)
+      this.log?.info({ sandboxes: swept }, "removed socket directories of gone sandboxes");
     return sandboxes;
   }
 
@@ -318,44 +329,13 @@ export class DockerRuntime implements SandboxRuntime {
     throw new SandboxImageMissingError(image, down);
   }
 
-  private async create(engine: DockerEngine, spec: Dockerode.ContainerCreateOptions, network: string) {
+  private async create(engine: DockerEngine, spec: Dockerode.ContainerCreateOptions, sandboxId: string) {
     try {
       return await engine.call((docker) => docker.createContainer(spec));
     } catch (error) {
-      // The network was removed behind our back (an operator, a test): make it again, once.
-      if (dockerStatusOf(error) === 404 && /network/i.test(dockerMessageOf(error))) {
-        engine.forgetNetwork(network);
-        await engine.ensureNetwork({
-          name: network,
-          internal: network === this.options.network,
-          labels: {
-            [LABELS.deployment]: this.options.deployment,
-            "sandpool.network": network === this.options.network ? "internal" : "egress",
-          },
-        });
-        return await engine.call((docker) => docker.createContainer(spec));
-      }
+      await this.socketDirs.remove(sandboxId).catch(() => undefined);
       throw error;
     }
-  }
-
-  private endpointOf(info: Dockerode.ContainerInspectInfo, network: string, engine: DockerEngine): string {
-    const port = this.options.containerPort;
-    if (this.options.publishToLoopback) {
-      const bindings = info.NetworkSettings.Ports?.[`${port}/tcp`] ?? [];
-      const loopback = bindings.find((binding) => binding.HostIp === "127.0.0.1");
-      if (!loopback) {
-        throw new SandboxStartError(
-          `Docker engine ${engine.host} did not publish port ${port} of the sandbox on 127.0.0.1: ` +
-            `Docker does not publish ports of containers attached only to an internal network (${network}); ` +
-            "set publishToLoopback to false and run the gateway where it can reach the network",
-        );
-      }
-      return `http://127.0.0.1:${loopback.HostPort}`;
-    }
-    const ip = info.NetworkSettings.Networks?.[network]?.IPAddress;
-    if (!ip) throw new SandboxStartError(`the sandbox container has no address on network ${network}`);
-    return `http://${ip}:${port}`;
   }
 
   private async whyNotRunning(
@@ -387,6 +367,21 @@ export class DockerRuntime implements SandboxRuntime {
     if (!match) return undefined;
     const engine = this.engineList[Number(match[1])];
     return engine ? { engine, containerId: match[2]! } : undefined;
+  }
+
+  /** What the sandbox used, from its cgroup (container-usage.ts); undefined once it is gone or stopped. */
+  async usage(runtimeId: string) {
+    const parsed = this.parseRuntimeId(runtimeId);
+    if (!parsed) return undefined;
+    const container = parsed.engine.docker.getContainer(parsed.containerId);
+    try {
+      return usageFromStats(
+        await parsed.engine.call(() => container.stats({ stream: false, "one-shot": true })),
+      );
+    } catch (error) {
+      if (dockerStatusOf(error) === 404) return undefined;
+      throw error;
+    }
   }
 }
 

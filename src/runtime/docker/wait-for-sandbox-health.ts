@@ -5,6 +5,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { type Dispatcher, request } from "undici";
+import { sandboxOrigin } from "../../forward/sandbox-agent.js";
 
 export interface HealthWait {
   endpoint: string;
@@ -32,7 +33,7 @@ export async function waitForSandboxHealth(wait: HealthWait): Promise<void> {
     }
     const timeout = Math.max(1, Math.min(wait.probeTimeoutMs, remaining));
     try {
-      const res = await request(`${wait.endpoint}/health`, {
+      const res = await request(`${sandboxOrigin(wait.endpoint)}/health`, {
         method: "GET",
         dispatcher: wait.dispatcher,
         headersTimeout: timeout,

@@ -70,7 +70,7 @@ export class ProcessRuntime implements SandboxRuntime {
         ...["--max-upload-bytes", String(this.options.maxFileBytes)],
       ],
       // stdin stays a pipe: when the gateway dies, it closes and the sandbox server exits.
-      { stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, SANDPOOL_LOG_LEVEL: "warn" } },
+      { stdio: ["pipe", "pipe", "pipe"], env: sandboxEnvironment(process.env) },
     );
     const runtimeId = String(child.pid);
     const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
@@ -127,6 +127,19 @@ export class ProcessRuntime implements SandboxRuntime {
   async close(): Promise<void> {
     await Promise.all([...this.children.keys()].map((runtimeId) => this.destroy(runtimeId)));
   }
+}
+
+/**
+ * The few variables a sandbox server needs, not the gateway's environment: that holds its
+ * secrets (token key, database and Redis URLs), which user code would read. (It still runs as
+ * this user, so it could read them elsewhere: this runtime is not isolated, and says so.)
+ */
+const PASSED_VARIABLES = ["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR"];
+
+export function sandboxEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const passed: NodeJS.ProcessEnv = { SANDPOOL_LOG_LEVEL: "warn" };
+  for (const name of PASSED_VARIABLES) if (env[name] !== undefined) passed[name] = env[name];
+  return passed;
 }
 
 function waitForListening(child: ChildProcess, deadline: number): Promise<string> {

@@ -19,8 +19,7 @@ describe("dockerRuntimeOptionsSchema", () => {
       hosts: ["unix:///var/run/docker.sock"],
     });
     expect(options).toMatchObject({
-      network: "sandpool-prod",
-      publishToLoopback: false,
+      socketDir: "/run/sandpool",
       readOnlyRootFilesystem: true,
       user: "10001:10001",
       resourceClasses: {
@@ -33,7 +32,6 @@ describe("dockerRuntimeOptionsSchema", () => {
         },
       },
     });
-    expect(options.egressNetwork).toBeUndefined();
     expect(options.runtime).toBeUndefined();
   });
 
@@ -42,7 +40,15 @@ describe("dockerRuntimeOptionsSchema", () => {
       dockerRuntimeOptionsSchema.safeParse({ deployment: "prod", hosts: ["unix:///x.sock"], ...extra });
     expect(parse({ user: "0:0" }).success).toBe(false);
     expect(parse({ user: "sandbox" }).success).toBe(false);
-    expect(parse({ egressNetwork: "sandpool-prod" }).success).toBe(false);
+    // The ways around NetworkMode none that older versions had are gone, not ignored.
+    expect(parse({ network: "sandpool-prod" }).success).toBe(false);
+    expect(parse({ publishToLoopback: true }).success).toBe(false);
+    // Linux caps a socket path at 107 bytes: a directory that makes longer ones is refused.
+    expect(parse({ socketDir: "relative/dir" }).success).toBe(false);
+    expect(parse({ socketDir: `/${"d".repeat(70)}` }).error?.issues[0]).toMatchObject({
+      path: ["socketDir"],
+      message: expect.stringContaining("over Linux's 107"),
+    });
     expect(
       parse({
         resourceClasses: { large: { memoryBytes: MIB * 1024, cpus: 2, pidsLimit: 512, tmpfsBytes: MIB } },
@@ -85,7 +91,7 @@ describe("buildContainerSpec", () => {
     resourceClass: options.resourceClasses.standard!,
     resourceClassName: "standard",
     engineHost: "unix:///var/run/docker.sock",
-    network: options.network,
+    socketDir: "/run/sandpool/prod/sbx1",
   });
 
   it("is hardened whatever the options say", () => {
@@ -95,7 +101,7 @@ describe("buildContainerSpec", () => {
       CapAdd: [],
       SecurityOpt: ["no-new-privileges"],
       Binds: [],
-      Mounts: [],
+      Mounts: [{ Type: "bind", Source: "/run/sandpool/prod/sbx1", Target: "/run/sandpool", ReadOnly: false }],
       Init: false,
       Memory: 512 * MIB,
       MemorySwap: 512 * MIB,
@@ -103,7 +109,7 @@ describe("buildContainerSpec", () => {
       PidsLimit: 256,
       ReadonlyRootfs: true,
       Runtime: "runsc",
-      NetworkMode: "sandpool-prod",
+      NetworkMode: "none",
       PortBindings: {},
     });
     expect(spec.Healthcheck).toEqual({ Test: ["NONE"] });
@@ -121,21 +127,10 @@ describe("buildContainerSpec", () => {
       expect(cmd).toContain(`${flag} 31536000`);
   });
 
-  it("publishes on 127.0.0.1 only, when asked", () => {
-    const published = buildContainerSpec(
-      { ...options, publishToLoopback: true },
-      {
-        sandboxId: "s",
-        pool: "py",
-        image: "i",
-        resourceClass: options.resourceClasses.standard!,
-        resourceClassName: "standard",
-        engineHost: "h",
-        network: options.network,
-      },
-    );
-    expect(published.HostConfig?.PortBindings).toEqual({
-      "8080/tcp": [{ HostIp: "127.0.0.1", HostPort: "" }],
-    });
+  it("serves on the socket in its mounted directory, with no network to join", () => {
+    expect(spec.Cmd).toEqual(expect.arrayContaining(["--socket", "/run/sandpool/sandbox.sock"]));
+    expect(spec.Cmd).not.toContain("--port");
+    expect(spec).not.toHaveProperty("NetworkingConfig");
+    expect(spec).not.toHaveProperty("ExposedPorts");
   });
 });

@@ -1,16 +1,24 @@
 /**
  * The docker runtime against a real engine and the built sandbox image: a sandbox answers
- * the contract, is hardened the way container-spec.ts says (checked by inspecting the
- * container, not by trusting the spec), has no egress, and is destroyed idempotently.
+ * the contract over its Unix socket, is hardened the way container-spec.ts says (checked by
+ * inspecting the container, not by trusting the spec), reaches nothing (probed from inside),
+ * and is destroyed idempotently.
  *
- * Network rule: nothing here talks to anything but loopback and the containers and networks
- * this file creates. Everything it creates carries a per-file deployment label and is
- * removed in afterAll.
+ * Network rule: nothing here talks to anything but loopback, the host's own addresses on the
+ * engine's bridges, and the containers this file creates. Everything it creates carries a
+ * per-file deployment label and is removed in afterAll.
  *
  * Needs a Docker engine and the image: skipped with a warning locally, fails under CI=true.
  */
+import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { mkdtemp, rm, stat } from "node:fs/promises";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { promisify } from "node:util";
 import Dockerode from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -26,6 +34,7 @@ import { dockerAvailable, dockerImageAvailable, requireService } from "../../sup
 import { newSession } from "../../support/sandbox-server.js";
 
 const IMAGE = "sandpool/sandbox:dev";
+const run = promisify(execFile);
 const MIB = 1024 * 1024;
 
 const available =
@@ -36,10 +45,8 @@ const available =
 
 const suffix = randomBytes(4).toString("hex");
 const deployment = `test-${suffix}`;
-const internalNetwork = `sandpool-${deployment}`;
-const egressNetwork = `sandpool-${deployment}-egress`;
-/** A network of this test's own, not the runtime's: the listener that sandboxes must not reach. */
-const otherNetwork = `sandpool-${deployment}-other`;
+/** Short: a Unix socket's path is at most 107 bytes. */
+const socketDir = await mkdtemp(path.join(os.tmpdir(), "sp-"));
 const hosts = dockerHostsFromEnv(process.env);
 const docker = new Dockerode();
 
@@ -57,6 +64,7 @@ function pool(name: string, image = IMAGE): PoolSpec {
 }
 const deadlineIn = (ms: number) => Date.now() + ms;
 const containerIdOf = (runtimeId: string) => runtimeId.slice(runtimeId.indexOf(":") + 1);
+const sandboxIdOf = (info: Dockerode.ContainerInspectInfo) => info.Config.Labels["sandpool.sandbox"]!;
 const newSandboxId = () => `sbx-${randomBytes(6).toString("hex")}`;
 
 interface ExecResult {
@@ -102,7 +110,7 @@ describe.skipIf(!available)("DockerRuntime", () => {
     const created = new DockerRuntime({
       hosts,
       deployment,
-      egressNetwork,
+      socketDir,
       execTimeoutCeilingSeconds: 120,
       maxFileBytes: 10 * MIB,
       ...overrides,
@@ -138,13 +146,8 @@ describe.skipIf(!available)("DockerRuntime", () => {
           .catch(() => undefined),
       ),
     );
-    const networks = await docker.listNetworks({ filters: { label: [`sandpool.deployment=${deployment}`] } });
-    for (const network of networks)
-      await docker
-        .getNetwork(network.Id)
-        .remove()
-        .catch(() => undefined);
     for (const created of extraRuntimes) await created.close();
+    await rm(socketDir, { recursive: true, force: true });
   });
 
   it("starts a sandbox that answers the contract: python runs as uid 10001", async () => {
@@ -173,21 +176,23 @@ describe.skipIf(!available)("DockerRuntime", () => {
     expect((host as { CgroupnsMode?: string }).CgroupnsMode).toBe("private");
     expect(host.IpcMode).toBe("private");
     expect(info.Config.Healthcheck?.Test).toEqual(["NONE"]);
-    // No bind mounts or volumes at all, so certainly not the Docker socket.
+    // One mount: the sandbox's own socket directory. Never the Docker socket.
     expect(host.Binds ?? []).toEqual([]);
-    expect(info.Mounts).toEqual([]);
+    const socketDirOfSandbox = path.join(socketDir, deployment, sandboxIdOf(info));
+    expect(info.Mounts).toEqual([
+      expect.objectContaining({ Type: "bind", Source: socketDirOfSandbox, Destination: "/run/sandpool" }),
+    ]);
     expect(JSON.stringify([host, info.Mounts])).not.toContain("docker.sock");
     expect(host.Tmpfs).toMatchObject({
       "/home/sandbox/sessions": expect.stringContaining(`size=${256 * MIB},uid=10001,gid=10001,mode=0700`),
       "/tmp": expect.stringContaining("noexec"),
     });
-    // One network, the internal one; nothing published, so nothing on 0.0.0.0.
-    expect(Object.keys(info.NetworkSettings.Networks)).toEqual([internalNetwork]);
-    expect(host.NetworkMode).toBe(internalNetwork);
-    const ip = info.NetworkSettings.Networks[internalNetwork]?.IPAddress;
-    expect(sandbox.endpoint).toBe(`http://${ip}:8080`);
-    const bindings = Object.values(info.NetworkSettings.Ports ?? {}).flat();
-    expect(bindings.filter((b) => b && b.HostIp !== "127.0.0.1")).toEqual([]);
+    // No network at all: nothing published, no address, reached through its socket.
+    expect(host.NetworkMode).toBe("none");
+    expect(Object.keys(info.NetworkSettings.Networks)).toEqual(["none"]);
+    expect(info.NetworkSettings.Networks.none?.IPAddress ?? "").toBe("");
+    expect(sandbox.endpoint).toBe(`unix:${socketDirOfSandbox}/sandbox.sock`);
+    expect(Object.values(info.NetworkSettings.Ports ?? {}).flat()).toEqual([]);
     expect(Object.values(host.PortBindings ?? {}).flat()).toEqual([]);
     expect(info.Config.Labels).toMatchObject({
       "sandpool.deployment": deployment,
@@ -228,133 +233,89 @@ print(st.st_uid, st.st_gid, oct(st.st_mode & 0o777), vfs.f_blocks * vfs.f_frsize
     expect(stat).toBe(`10001 10001 0o700 ${256 * MIB}`);
   });
 
-  describe("egress", () => {
-    let listenerIp: string;
+  describe("reaches nothing", () => {
+    let listener: net.Server;
+    let port: number;
+    /** Every address this host has on the engine's bridges (docker0 and any other). */
+    let bridgeAddresses: string[];
 
     beforeAll(async () => {
-      // A listener on a network of this test, reachable from the host (the positive control).
-      await docker.createNetwork({
-        Name: otherNetwork,
-        Driver: "bridge",
-        Labels: { "sandpool.deployment": deployment },
-      });
-      const listener = await docker.createContainer({
-        name: `${otherNetwork}-listener`,
-        Image: IMAGE,
-        Cmd: ["node", "-e", "require('http').createServer((q, s) => s.end('listener')).listen(9999)"],
-        User: "10001:10001",
-        Labels: { "sandpool.deployment": deployment },
-        HostConfig: { NetworkMode: otherNetwork, CapDrop: ["ALL"] },
-      });
-      await listener.start();
-      const info = await listener.inspect();
-      listenerIp = info.NetworkSettings.Networks[otherNetwork]!.IPAddress;
-      await waitUntil(
-        async () => (await fetch(`http://${listenerIp}:9999/`, { signal: AbortSignal.timeout(1_000) })).ok,
-        10_000,
-        "listener answering the host",
-      );
+      // A listener on every address of this host: what a careless host service looks like.
+      listener = net.createServer((socket) => socket.on("error", () => undefined).end("listener\n"));
+      await new Promise<void>((resolve) => listener.listen(0, "0.0.0.0", resolve));
+      port = (listener.address() as net.AddressInfo).port;
+      // From `ip`: Node lists only interfaces that are up, and docker0 is down while empty.
+      const { stdout } = await run("ip", ["-j", "-4", "addr", "show"]);
+      bridgeAddresses = (JSON.parse(stdout) as { ifname: string; addr_info: { local: string }[] }[])
+        .filter(({ ifname }) => ifname === "docker0" || ifname.startsWith("br-"))
+        .flatMap(({ addr_info }) => addr_info.map((a) => a.local));
+      expect(bridgeAddresses.length).toBeGreaterThan(0);
+      // The positive control: from the host, the listener answers at each of them.
+      for (const address of bridgeAddresses) {
+        const socket = net.connect(port, address);
+        await new Promise<void>((resolve, reject) => socket.once("connect", resolve).once("error", reject));
+        socket.destroy();
+      }
     });
 
-    it("the sandbox network is internal with inter-container traffic off", async () => {
-      const network = await docker.getNetwork(internalNetwork).inspect();
-      expect(network.Internal).toBe(true);
-      expect(network.Driver).toBe("bridge");
-      expect(network.Options?.["com.docker.network.bridge.enable_icc"]).toBe("false");
-      expect(network.Labels?.["sandpool.deployment"]).toBe(deployment);
-    });
+    afterAll(() => new Promise<void>((resolve) => listener.close(() => resolve())));
 
-    it("has no default route out, or only one into the host's isolated bridge", async () => {
-      const network = await docker.getNetwork(internalNetwork).inspect();
-      const gateway = network.IPAM?.Config?.[0]?.Gateway;
+    it("has no network interface but loopback", async () => {
       const result = await python(
         client,
         sessionId,
-        `
-import socket, struct
-for line in open("/proc/net/route").read().splitlines()[1:]:
-    fields = line.split()
-    if fields[1] == "00000000":
-        print(socket.inet_ntoa(struct.pack("<L", int(fields[2], 16))))
-`,
+        "import socket\nprint(sorted(n for _, n in socket.if_nameindex()))",
       );
-      const defaultGateways = result.stdout.trim().split("\n").filter(Boolean);
-      // Docker 20.10 gives containers on internal networks a default route to the bridge;
-      // the engine's isolation rules drop whatever arrives there for another network (tested
-      // next). Newer engines give no default route at all. Either is fine; anything else is not.
-      expect(defaultGateways.every((g) => g === gateway)).toBe(true);
+      expect(result.stdout.trim()).toBe("['lo']");
     });
 
-    it("cannot reach a container on another network", async () => {
-      const result = await python(client, sessionId, connectProbe(listenerIp, 9999));
-      expect(result.stdout.trim()).not.toBe("connected");
-      expect(["timeout", "ENETUNREACH", "EHOSTUNREACH", "ECONNREFUSED"]).toContain(result.stdout.trim());
+    it("cannot connect to a listener on 0.0.0.0 of the host, at any bridge address or loopback", async () => {
+      for (const host of [...bridgeAddresses, "127.0.0.1"]) {
+        const result = await python(client, sessionId, connectProbe(host, port));
+        // Its own loopback refuses; everything else has no route at all.
+        expect(["ENETUNREACH", "ECONNREFUSED"]).toContain(result.stdout.trim());
+      }
     });
 
-    it("cannot reach another sandbox on the same network (no cross-tenant calls)", async () => {
+    it("sees only its own socket, and cannot write beside it (the directory is sealed)", async () => {
       const other = await runtime.start({
         sandboxId: newSandboxId(),
         pool: pool("py"),
         deadline: deadlineIn(30_000),
       });
       try {
-        // The host (the gateway) reaches it; the first sandbox does not.
-        const health = await fetch(`${other.endpoint}/health`);
-        expect(health.status).toBe(200);
-        const { hostname, port } = new URL(other.endpoint);
-        const result = await python(client, sessionId, connectProbe(hostname, Number(port)));
-        expect(result.stdout.trim()).not.toBe("connected");
+        // The gateway (this host) reaches the other sandbox; the first sees no trace of it.
+        expect(await new ContractClient(other.endpoint).request("GET", "/health")).toMatchObject({
+          status: 200,
+        });
+        const otherSocket = other.endpoint.slice("unix:".length);
+        const result = await python(
+          client,
+          sessionId,
+          `
+import errno, os, socket
+print(os.listdir("/run/sandpool"))
+try:
+    open("/run/sandpool/filler", "w").write("x")
+    print("written")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, str(e)))
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(${JSON.stringify(otherSocket)})
+    print("connected")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, str(e)))
+`,
+        );
+        expect(result.stdout.trim().split("\n")).toEqual(["['sandbox.sock']", "EACCES", "ENOENT"]);
+        expect((await stat(path.dirname(otherSocket))).mode & 0o777).toBe(0o555);
       } finally {
         await runtime.destroy(other.runtimeId);
       }
+      // Its socket directory goes with it.
+      expect(existsSync(path.join(socketDir, deployment))).toBe(true);
     });
-
-    it("an egress pool joins the non-internal egress network, published on 127.0.0.1 only", async () => {
-      const published = makeRuntime({ publishToLoopback: true });
-      const egress = await published.start({
-        sandboxId: newSandboxId(),
-        pool: pool("egress"),
-        deadline: deadlineIn(30_000),
-      });
-      try {
-        expect(egress.endpoint).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-        expect((await fetch(`${egress.endpoint}/health`)).status).toBe(200);
-        const info = await docker.getContainer(containerIdOf(egress.runtimeId)).inspect();
-        expect(Object.keys(info.NetworkSettings.Networks)).toEqual([egressNetwork]);
-        const bindings = Object.values(info.NetworkSettings.Ports ?? {})
-          .flat()
-          .filter((b) => b !== null);
-        expect(bindings.length).toBeGreaterThan(0);
-        expect(bindings.every((b) => b.HostIp === "127.0.0.1")).toBe(true);
-        const network = await docker.getNetwork(egressNetwork).inspect();
-        expect(network.Internal).toBe(false);
-        expect(network.Options?.["com.docker.network.bridge.enable_icc"]).toBe("false");
-      } finally {
-        await published.destroy(egress.runtimeId);
-      }
-    });
-
-    it("publishToLoopback on the internal network fails clearly (Docker publishes nothing there)", async () => {
-      const published = makeRuntime({ publishToLoopback: true });
-      const sandboxId = newSandboxId();
-      await expect(
-        published.start({ sandboxId, pool: pool("py"), deadline: deadlineIn(30_000) }),
-      ).rejects.toThrow(/did not publish port 8080.*internal network/);
-      expect((await runtime.list()).some((s) => s.sandboxId === sandboxId)).toBe(false);
-    });
-  });
-
-  it("refuses an existing network of that name that has egress", async () => {
-    const name = `sandpool-${deployment}-open`;
-    await docker.createNetwork({
-      Name: name,
-      Driver: "bridge",
-      Labels: { "sandpool.deployment": deployment },
-    });
-    const misconfigured = makeRuntime({ network: name });
-    await expect(
-      misconfigured.start({ sandboxId: newSandboxId(), pool: pool("py"), deadline: deadlineIn(30_000) }),
-    ).rejects.toThrow(/exists but it is not internal/);
   });
 
   it("list() sees a sandbox, running or not, until it is destroyed; destroy twice is fine", async () => {
@@ -370,9 +331,11 @@ for line in open("/proc/net/route").read().splitlines()[1:]:
       10_000,
       "the killed sandbox listed as not running",
     );
+    expect(existsSync(path.join(socketDir, deployment, sandboxId))).toBe(true);
     await runtime.destroy(started.runtimeId);
     await runtime.destroy(started.runtimeId);
     expect((await runtime.list()).map((s) => s.runtimeId)).not.toContain(started.runtimeId);
+    expect(existsSync(path.join(socketDir, deployment, sandboxId))).toBe(false);
     await expect(docker.getContainer(containerIdOf(started.runtimeId)).inspect()).rejects.toMatchObject({
       statusCode: 404,
     });

@@ -1,8 +1,11 @@
-import { existsSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadGatewayConfig } from "../../../src/config/load-config.js";
-import { dockerRuntimeOptionsSchema } from "../../../src/runtime/docker/docker-runtime-options.js";
+import {
+  DEFAULT_SOCKET_DIR,
+  dockerRuntimeOptionsSchema,
+} from "../../../src/runtime/docker/docker-runtime-options.js";
 import {
   buildOf,
   commandOf,
@@ -41,11 +44,20 @@ describe("the interpolation these tests apply", () => {
 describe("docker-compose.yml", () => {
   it("has the stack's services, monitoring behind a profile", () => {
     expect(Object.keys(compose.services).sort()).toEqual(
-      ["gateway", "grafana", "migrate", "postgres", "prometheus", "redis", "sandbox-image"].sort(),
+      [
+        "gateway",
+        "grafana",
+        "migrate",
+        "postgres",
+        "prometheus",
+        "redis",
+        "sandbox-image",
+        "socket-dir",
+      ].sort(),
     );
     expect(service("prometheus").profiles).toEqual(["monitoring"]);
     expect(service("grafana").profiles).toEqual(["monitoring"]);
-    for (const name of ["postgres", "redis", "sandbox-image", "migrate", "gateway"])
+    for (const name of ["postgres", "redis", "sandbox-image", "socket-dir", "migrate", "gateway"])
       expect(service(name).profiles, name).toBeUndefined();
   });
 
@@ -95,6 +107,7 @@ describe("docker-compose.yml", () => {
       postgres: { condition: "service_healthy" },
       redis: { condition: "service_healthy" },
       "sandbox-image": { condition: "service_completed_successfully" },
+      "socket-dir": { condition: "service_completed_successfully" },
     });
     expect(migrate.depends_on).toMatchObject({ postgres: { condition: "service_healthy" } });
     for (const name of ["postgres", "redis"]) {
@@ -117,6 +130,18 @@ describe("docker-compose.yml", () => {
     expect(commandOf(service("prometheus"))).toContain("--web.listen-address=127.0.0.1:9090");
     expect(environmentOf(service("grafana")).GF_SERVER_HTTP_ADDR).toBe("127.0.0.1");
     for (const name of hostNetwork) expect(service(name).ports, name).toBeUndefined();
+  });
+
+  it("shares the sandboxes' socket directory with the host's engine at the same path", () => {
+    const socketDir = gatewayConfig().runtime.docker?.socketDir ?? DEFAULT_SOCKET_DIR;
+    expect(mountedAt(gateway, socketDir)).toBe(socketDir);
+    const made = service("socket-dir");
+    expect(mountedAt(made, socketDir)).toBe(socketDir);
+    expect(made.network_mode).toBe("none");
+    // Owned by the gateway's user, which is not the sandboxes' (they could unseal their directory).
+    expect(commandOf(made).join(" ")).toContain(`chown 10000:10000 ${socketDir}`);
+    expect(readFileSync(GATEWAY_DOCKERFILE, "utf8")).toMatch(/^USER 10000:10000$/m);
+    expect(gatewayConfig().runtime.docker?.user ?? "10001:10001").not.toMatch(/^10000:/);
   });
 
   it("mounts files that exist and volumes it declares", () => {

@@ -171,6 +171,18 @@ describe("helm/sandpool: templates", () => {
     expect((values.securityContext as { runAsUser: number }).runAsUser).toBeGreaterThan(0);
   });
 
+  it("shares /run/sandpool between the engine and the gateway, which is not the sandboxes' user", () => {
+    const deployment = templates.get("deployment.yaml")!;
+    // Mounted in both containers (dind first, then the gateway), from one in-memory emptyDir.
+    const mounts = [...deployment.matchAll(/- name: sandbox-sockets\n\s+mountPath: (\S+)/g)].map((m) => m[1]);
+    expect(mounts).toEqual(["/run/sandpool", "/run/sandpool"]);
+    expect(deployment).toMatch(/- name: sandbox-sockets\n\s+emptyDir:\n\s+medium: Memory/);
+    const sandboxUser = dockerRuntimeOptionsSchema.parse({ deployment: "x", hosts: [dindDockerHost()] }).user;
+    expect((values.securityContext as { runAsUser: number }).runAsUser).not.toBe(
+      Number(sandboxUser.split(":")[0]),
+    );
+  });
+
   it("migrates in a pre-install/pre-upgrade hook, after the Secret it reads", () => {
     const job = templates.get("migration-job.yaml")!;
     expect(job).toContain('args: ["migrate"]');

@@ -1,0 +1,74 @@
+/**
+ * The per-sandbox socket directories: `<socketDir>/<deployment>/<sandbox id>/`, mounted at
+ * /run/sandpool in the sandbox. Its server listens there on a Unix socket, the only way into
+ * a box that has no network.
+ *
+ * The directory is writable while the sandbox starts (its server, uid 10001, creates the
+ * socket) and sealed (0555, owned by the gateway) once it answers, before any user code
+ * runs: from then on the box cannot put a single byte on the host's disk through it.
+ */
+import { chmod, mkdir, readdir, rm, stat } from "node:fs/promises";
+import path from "node:path";
+import { SANDBOX_SOCKET_NAME } from "./docker-runtime-options.js";
+
+export class SocketDirs {
+  readonly root: string;
+
+  constructor(socketDir: string, deployment: string) {
+    this.root = path.join(socketDir, deployment);
+  }
+
+  dirOf(sandboxId: string): string {
+    return path.join(this.root, sandboxId);
+  }
+
+  socketOf(sandboxId: string): string {
+    return path.join(this.dirOf(sandboxId), SANDBOX_SOCKET_NAME);
+  }
+
+  /** A fresh, empty directory the sandbox's server may create its socket in. */
+  async prepare(sandboxId: string): Promise<string> {
+    // Only the gateway (and root) may list the deployment's directories.
+    await mkdir(this.root, { recursive: true, mode: 0o700 });
+    const dir = this.dirOf(sandboxId);
+    await rm(dir, { recursive: true, force: true });
+    await mkdir(dir, { mode: 0o700 });
+    // mkdir's mode is cut by the umask; the sandbox's user is not the gateway's.
+    await chmod(dir, 0o777);
+    return dir;
+  }
+
+  /** No more writes from the sandbox: called once its server answers, before it is leased. */
+  seal(sandboxId: string): Promise<void> {
+    return chmod(this.dirOf(sandboxId), 0o555);
+  }
+
+  async remove(sandboxId: string): Promise<void> {
+    const dir = this.dirOf(sandboxId);
+    // A sealed directory's entries can only be removed once it is writable again.
+    await chmod(dir, 0o700).catch(() => undefined);
+    await rm(dir, { recursive: true, force: true, maxRetries: 3 });
+  }
+
+  /**
+   * Removes directories of sandboxes that no longer exist (their destroy was interrupted).
+   * Young ones are left alone: a start in progress makes its directory before its container.
+   */
+  async sweep(existing: ReadonlySet<string>, olderThan: number): Promise<string[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.root);
+    } catch {
+      return [];
+    }
+    const removed: string[] = [];
+    for (const name of names) {
+      if (existing.has(name)) continue;
+      const info = await stat(this.dirOf(name)).catch(() => undefined);
+      if (!info || info.mtimeMs >= olderThan) continue;
+      await this.remove(name);
+      removed.push(name);
+    }
+    return removed;
+  }
+}
