@@ -5,6 +5,8 @@
  * is reported under the variable's name; a misspelt `SANDPOOL_*` name is an error too, since
  * a silently ignored override is the typo we are guarding against.
  */
+import { homedir } from "node:os";
+import path from "node:path";
 import { formatKeyPath, suggest } from "./did-you-mean.js";
 
 export interface EnvVariable {
@@ -19,7 +21,7 @@ export type RawConfig = Record<string, unknown>;
 
 interface EnvBinding extends EnvVariable {
   /** Sets the value in `config`; throws EnvValueError for a value of the wrong form. */
-  apply(config: RawConfig, value: string, sources: Map<string, string>): void;
+  apply(config: RawConfig, value: string, sources: Map<string, string>, env: NodeJS.ProcessEnv): void;
 }
 
 class EnvValueError extends Error {}
@@ -163,6 +165,17 @@ const bindings: readonly EnvBinding[] = [
   scalar("REDIS_URL", "redisUrl", "Redis connection URL (required by `sandpool serve`)"),
   scalar("SANDPOOL_HOST", "host", "address to listen on"),
   scalar("SANDPOOL_PORT", "port", "port to listen on (a whole number)", wholeNumber),
+  scalar(
+    "SANDPOOL_ADMIN_HOST",
+    "adminListener.host",
+    "serve the admin API on its own listener, at this address",
+  ),
+  scalar(
+    "SANDPOOL_ADMIN_PORT",
+    "adminListener.port",
+    "serve the admin API on its own listener, on this port (a whole number)",
+    wholeNumber,
+  ),
   scalar("SANDPOOL_BASE_PATH", "basePath", "also serve the contract under this path"),
   scalar(
     "SANDPOOL_ALLOWED_HOSTS",
@@ -190,6 +203,22 @@ const bindings: readonly EnvBinding[] = [
       setAt(config, ["runtime", "docker", "hosts"], hosts, sources, "DOCKER_HOST");
     },
   },
+  {
+    name: "DOCKER_TLS_VERIFY",
+    path: "runtime.docker.tls",
+    description:
+      "true: reach tcp:// engines over verified TLS with ca.pem, cert.pem, key.pem of DOCKER_CERT_PATH (default ~/.docker)",
+    apply: (config, value, sources, env) => {
+      if (!flag(value)) return;
+      const certPath = env.DOCKER_CERT_PATH || path.join(homedir(), ".docker");
+      const tls = {
+        caFile: path.join(certPath, "ca.pem"),
+        certFile: path.join(certPath, "cert.pem"),
+        keyFile: path.join(certPath, "key.pem"),
+      };
+      setAt(config, ["runtime", "docker", "tls"], tls, sources, "DOCKER_TLS_VERIFY");
+    },
+  },
   scalar("SANDPOOL_PYTHON", "runtime.python", "Python interpreter of the process runtime's sandboxes"),
   keySource("SANDPOOL_JWT_SECRET", "HS256 secret (32 bytes at least); replaces the file's key source"),
   keySource(
@@ -200,6 +229,18 @@ const bindings: readonly EnvBinding[] = [
   keySource("SANDPOOL_JWKS_URL", "JWKS URL of the token issuer; replaces the file's key source"),
   scalar("SANDPOOL_JWT_ISSUER", "auth.issuer", "required iss claim"),
   scalar("SANDPOOL_JWT_AUDIENCE", "auth.audience", "required aud claim"),
+  scalar(
+    "SANDPOOL_JWT_ANY_AUDIENCE",
+    "auth.anyAudience",
+    "accept any aud claim (true/false); serve needs this or an audience",
+    flag,
+  ),
+  scalar(
+    "SANDPOOL_JWT_MAX_TOKEN_AGE_SECONDS",
+    "auth.maxTokenAgeSeconds",
+    "refuse tokens whose iat is older (or absent)",
+    wholeNumber,
+  ),
   scalar("SANDPOOL_WORKSPACE_CLAIM", "auth.workspaceClaim", "claim holding the workspace id"),
   {
     name: "SANDPOOL_DEFAULT_IMAGE",
@@ -309,7 +350,7 @@ export function applyEnvironment(fileConfig: RawConfig, env: NodeJS.ProcessEnv):
     // the schema should not add that the file now has none.
     if (keySourcesSet.slice(1).includes(binding.name as (typeof keySourceVariables)[number])) continue;
     try {
-      binding.apply(config, value, sources);
+      binding.apply(config, value, sources, env);
       applied.push(binding.name);
     } catch (error) {
       if (!(error instanceof EnvValueError)) throw error;

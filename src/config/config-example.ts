@@ -25,6 +25,12 @@ const EXAMPLE_IMAGE = "sandpool/sandbox:dev";
 export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   host: { comment: "Address the gateway listens on (0.0.0.0 for every interface)." },
   port: { comment: "Port the gateway listens on; 0 picks a free one." },
+  adminListener: {
+    comment:
+      "Serve the admin API (/admin/v1) on a listener of its own; the public one then answers its paths as unknown.",
+  },
+  "adminListener.host": { comment: "Address of the admin listener (keep it private)." },
+  "adminListener.port": { comment: "Port of the admin listener; must differ from port." },
   basePath: { comment: "The contract is served at / and also under this path, e.g. /v1/sandbox." },
   deployment: { comment: "Label of every sandbox this deployment starts, so reconciliation knows its own." },
   auth: { comment: "How bearer tokens are verified. Configure exactly one key source." },
@@ -37,7 +43,7 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
     example: "-----BEGIN PUBLIC KEY-----\n...\n-----END PUBLIC KEY-----\n",
   },
   "auth.jwksUrl": {
-    comment: "Key source: the JWKS URL of your identity provider.",
+    comment: "Key source: the JWKS URL of your identity provider; https (plain http only to loopback).",
     example: "https://issuer.example/.well-known/jwks.json",
     active: true,
   },
@@ -49,7 +55,19 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
     comment: "Required iss claim; not checked when unset.",
     example: "https://issuer.example/",
   },
-  "auth.audience": { comment: "Required aud claim; not checked when unset.", example: "sandpool" },
+  "auth.audience": {
+    comment: "Required aud claim; sandpool serve refuses to start without it unless anyAudience is true.",
+    example: "sandpool",
+    active: true,
+  },
+  "auth.anyAudience": {
+    comment:
+      "Accept any aud claim (no audience check); only if every token of the issuer is meant for sandpool.",
+  },
+  "auth.maxTokenAgeSeconds": {
+    comment: "Refuse tokens issued (iat) longer ago than this, or without iat; unset: exp alone decides.",
+    example: 86400,
+  },
   "auth.clockToleranceSeconds": { comment: "Clock skew allowed when checking exp and nbf, in seconds." },
   "auth.workspaceClaim": {
     comment: "Claim holding the workspace id; a dotted path reaches into an object claim.",
@@ -175,6 +193,25 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
     comment:
       "Docker engines (unix:///path.sock or tcp://host:port); placement picks the least loaded. Default: DOCKER_HOST.",
   },
+  "runtime.docker.tls": {
+    comment:
+      "Verified TLS with a client certificate for tcp:// engines (Docker's ca.pem, cert.pem, key.pem). Default: DOCKER_TLS_VERIFY.",
+  },
+  "runtime.docker.tls.caFile": {
+    comment: "CA certificate the engine's certificate must chain to.",
+    example: "/etc/sandpool/docker/ca.pem",
+  },
+  "runtime.docker.tls.certFile": {
+    comment: "Client certificate presented to the engine.",
+    example: "/etc/sandpool/docker/cert.pem",
+  },
+  "runtime.docker.tls.keyFile": {
+    comment: "Key of the client certificate.",
+    example: "/etc/sandpool/docker/key.pem",
+  },
+  "runtime.docker.allowInsecureTcp": {
+    comment: "Allow tcp:// engines without TLS (whoever reaches that port is root on the engine's host).",
+  },
   "runtime.docker.network": {
     comment: "The internal (no egress) network sandboxes join; default sandpool-<deployment>.",
     example: "sandpool-prod",
@@ -242,11 +279,16 @@ interface Rendered {
   active: boolean;
 }
 
+/**
+ * `inOptional`: the object itself may be absent (adminListener, runtime.docker.tls), so its
+ * required keys are shown commented out too: an active one would switch the object on.
+ */
 function renderObject(
   shape: Record<string, Schema>,
   path: string[],
   indent: number,
   undocumented: string[],
+  inOptional = false,
 ): Rendered {
   const lines: Line[] = [];
   let anyActive = false;
@@ -262,14 +304,21 @@ function renderObject(
     const element = def.type === "array" ? unwrap(def.element) : undefined;
     const elementDef = element ? (element as z.core.$ZodTypes)._zod.def : undefined;
 
+    const optionalObject = inOptional || (field._zod.optin !== undefined && defaultOf(field) === undefined);
     if (def.type === "object") {
-      const child = renderObject(def.shape, fieldPath, indent + 2, undocumented);
+      const child = renderObject(def.shape, fieldPath, indent + 2, undocumented, optionalObject);
       if (doc) lines.push({ indent, text: doc.comment, kind: "comment" });
       lines.push({ indent, text: `${key}:`, kind: child.active ? "active" : "disabled" });
       lines.push(...child.lines);
       anyActive ||= child.active;
     } else if (elementDef?.type === "object") {
-      const item = renderObject(elementDef.shape, [...fieldPath, "[]"], indent + 4, undocumented);
+      const item = renderObject(
+        elementDef.shape,
+        [...fieldPath, "[]"],
+        indent + 4,
+        undocumented,
+        optionalObject,
+      );
       const first = item.lines.findIndex((line) => line.kind === "active" || line.kind === "disabled");
       for (const [index, line] of item.lines.entries()) {
         if (index < first) line.indent = indent + 2;
@@ -285,7 +334,7 @@ function renderObject(
     } else {
       const fallback = defaultOf(field);
       const value = fallback !== undefined ? fallback : doc?.example;
-      const active = required || doc?.active === true;
+      const active = (required && !inOptional) || doc?.active === true;
       if (value === undefined) undocumented.push(`${name} (no default and no example value)`);
       if (doc) lines.push({ indent, text: doc.comment, kind: "comment" });
       lines.push({ indent, text: `${key}: ${inline(value ?? null)}`, kind: active ? "active" : "disabled" });

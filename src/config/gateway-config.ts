@@ -6,7 +6,10 @@
 import { z } from "zod";
 import { authConfigSchema } from "../auth/auth-config.js";
 import { deploymentPolicySchema } from "../policy/deployment-policy.js";
-import { dockerRuntimeSettingsSchema } from "../runtime/docker/docker-runtime-options.js";
+import {
+  cleartextEngineIssues,
+  dockerRuntimeSettingsSchema,
+} from "../runtime/docker/docker-runtime-options.js";
 
 const positive = z.number().int().min(1);
 
@@ -39,6 +42,17 @@ export const gatewayConfigSchema = z
   .strictObject({
     host: z.string().default("127.0.0.1"),
     port: z.number().int().min(0).max(65_535).default(8080),
+    /**
+     * The admin API (`/admin/v1`) on a listener of its own, e.g. loopback or a private
+     * interface only; the public listener then answers those paths as unknown routes.
+     * Unset: the admin API shares the public listener.
+     */
+    adminListener: z
+      .strictObject({
+        host: z.string().min(1).default("127.0.0.1"),
+        port: z.number().int().min(0).max(65_535).default(8081),
+      })
+      .optional(),
     /** The contract is served at `/` and also under this path (e.g. `/v1/sandbox`). */
     basePath: z.string().default(""),
     /** Labels every sandbox this deployment starts, so reconciliation knows its own. */
@@ -121,6 +135,18 @@ export const gatewayConfigSchema = z
       if (names.has(pool.name))
         ctx.addIssue({ code: "custom", message: `pool '${pool.name}' is defined twice`, path: ["pools"] });
       names.add(pool.name);
+    }
+    if (config.runtime.kind === "docker" && config.runtime.docker) {
+      for (const issue of cleartextEngineIssues(config.runtime.docker))
+        ctx.addIssue({ ...issue, path: ["runtime", "docker", ...issue.path] });
+    }
+    const admin = config.adminListener;
+    if (admin && admin.port !== 0 && admin.port === config.port) {
+      ctx.addIssue({
+        code: "custom",
+        message: `must differ from port (${config.port}): the admin API gets a listener of its own`,
+        path: ["adminListener", "port"],
+      });
     }
     // A start in progress is known by its pool membership, which lasts the start's deadline
     // plus 5 s: a shorter grace would let another replica destroy a sandbox being started.

@@ -39,6 +39,8 @@ export interface GatewayBackends {
 export interface RunningGateway extends RunningServer {
   services: GatewayServices;
   policyRepository: PolicyRepository;
+  /** The admin API's own listener, when `adminListener` is configured (else it is on this one). */
+  admin?: RunningServer;
   /** Compares the runtime with the store now, or as of `asOf` (it also runs on a schedule). */
   reconcile(asOf?: number): Promise<ReconcileReport>;
   /** Stops serving; `destroySandboxes` also ends every session (dev: nobody else will). */
@@ -130,7 +132,12 @@ export async function startGateway(
         })),
       ),
   };
-  const app = createGatewayApp(services, { basePath: config.basePath, http: config.http });
+  const separateAdmin = config.adminListener !== undefined;
+  const app = createGatewayApp(services, {
+    basePath: config.basePath,
+    http: config.http,
+    adminApi: separateAdmin ? "elsewhere" : "here",
+  });
   const server = await listen(app, {
     host: config.host,
     port: config.port,
@@ -139,6 +146,20 @@ export async function startGateway(
     requestTimeoutMs:
       (config.policy.execTimeoutCeilingSeconds + 60) * 1000 + config.limits.execDeadlineBufferMs,
   });
+  let admin: RunningServer | undefined;
+  if (config.adminListener) {
+    try {
+      admin = await listen(createGatewayApp(services, { http: config.http, adminApi: "only" }), {
+        host: config.adminListener.host,
+        port: config.adminListener.port,
+        headersTimeoutMs: config.limits.headerReadTimeoutMs,
+        bodyReadTimeoutMs: config.limits.bodyReadTimeoutMs,
+      });
+    } catch (error) {
+      await server.close();
+      throw error;
+    }
+  }
   await jobs.start();
   accepting = true;
 
@@ -146,10 +167,11 @@ export async function startGateway(
     ...server,
     services,
     policyRepository,
+    admin,
     reconcile: reconcileWithRuntime,
     close: async (options = {}) => {
       accepting = false;
-      const closing = server.close();
+      const closing = Promise.all([server.close(), admin?.close()]);
       if (options.destroySandboxes) {
         for (const lease of await store.listLeases()) {
           await sessions.end({ workspace: lease.workspace, sessionId: lease.sessionId }, "drained");

@@ -2,8 +2,10 @@
  * The gateway's Hono app. Contract routes are served at `/` and, when configured, under a
  * base path (a platform mounts the contract under its own URL). Every contract route, and
  * every unknown path next to them, is authenticated first: 401 comes before any 404.
- * The admin API lives at `/admin/v1`, never under the base path, and needs an admin token.
- * Health and metrics stay open.
+ * The admin API lives at `/admin/v1`, never under the base path, and needs an admin token;
+ * with a listener of its own (`adminListener`), the public app answers its paths as unknown
+ * routes, and the admin listener's app serves the admin API and nothing else (no health, no
+ * metrics, no contract). Health and metrics stay open.
  *
  * Before any of that, every request passes the transport checks: its target (400), its
  * Host and Origin (403), and the bound on requests not yet authenticated (503; health and
@@ -12,12 +14,13 @@
  */
 
 import { Hono } from "hono";
+import { SandpoolError } from "../contract/error-codes.js";
 import { errorResponse } from "./common/error-response.js";
 import { jsonBodyLimit } from "./common/read-json-body.js";
 import { guardRequestTarget } from "./common/request-target.js";
 import type { GatewayEnv } from "./gateway-env.js";
 import type { GatewayServices } from "./gateway-services.js";
-import { authenticate } from "./middleware/authenticate.js";
+import { authenticate, verifyBearer } from "./middleware/authenticate.js";
 import { CallsInFlight, limitCallsInFlight } from "./middleware/calls-in-flight.js";
 import { checkHostAndOrigin, type HostTrust } from "./middleware/host-and-origin.js";
 import { observeRequest } from "./middleware/observe-request.js";
@@ -31,8 +34,18 @@ import { unmatchedRoute } from "./routes/unmatched-route.js";
 
 export function createGatewayApp(
   services: GatewayServices,
-  options: { basePath?: string; http?: Partial<HostTrust> } = {},
+  options: {
+    basePath?: string;
+    http?: Partial<HostTrust>;
+    /**
+     * "here" (the default): the admin API beside the contract. "elsewhere": another listener
+     * serves it, so its paths are unknown routes here (401 before 404, like any other).
+     * "only": the admin listener's app.
+     */
+    adminApi?: "here" | "elsewhere" | "only";
+  } = {},
 ): Hono<GatewayEnv> {
+  const adminApi = options.adminApi ?? "here";
   const onError = (error: Error, c: Parameters<typeof errorResponse>[0]) =>
     errorResponse(c, error, (c.get("log") as GatewayServices["log"] | undefined) ?? services.log);
 
@@ -64,15 +77,28 @@ export function createGatewayApp(
     "*",
     boundUnauthenticated(new UnauthenticatedGate(services.limits.maxUnauthenticatedRequests ?? 256)),
   );
-  registerOpsRoutes(app, services);
-  if (services.policyAdmin) {
+  if (adminApi !== "only") registerOpsRoutes(app, services);
+  if (services.policyAdmin && adminApi !== "elsewhere") {
     // Before the contract: its catch-all answers every path under /admin/v1 itself.
     const admin = createAdminApp(services, services.policyAdmin);
     admin.onError(onError);
     app.route(ADMIN_BASE_PATH, admin);
   }
-  if (basePath) app.route(basePath, contract);
-  app.route("/", contract);
+  if (adminApi === "only") {
+    // Any valid token (an admin token names no workspace), then 404: nothing else lives here.
+    app.all("*", async (c) => {
+      await verifyBearer(
+        services.authenticator,
+        services.authLimiter,
+        c.req.header("authorization"),
+        c.env?.incoming?.socket?.remoteAddress,
+      );
+      throw new SandpoolError("request.not_found", "no such route");
+    });
+  } else {
+    if (basePath) app.route(basePath, contract);
+    app.route("/", contract);
+  }
   app.onError(onError);
   return app;
 }

@@ -1,4 +1,6 @@
 import { generateKeyPairSync } from "node:crypto";
+import { homedir } from "node:os";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   applyEnvironment,
@@ -45,8 +47,30 @@ const cases: Record<string, { value: string; expect: (config: GatewayConfig) => 
   SANDPOOL_DEPLOYMENT: { value: "prod-eu", expect: (c) => expect(c.deployment).toBe("prod-eu") },
   SANDPOOL_RUNTIME: { value: "process", expect: (c) => expect(c.runtime.kind).toBe("process") },
   DOCKER_HOST: {
-    value: "tcp://10.0.0.5:2375",
-    expect: (c) => expect(c.runtime.docker?.hosts).toEqual(["tcp://10.0.0.5:2375"]),
+    value: "unix:///run/engine-2/docker.sock",
+    expect: (c) => expect(c.runtime.docker?.hosts).toEqual(["unix:///run/engine-2/docker.sock"]),
+  },
+  DOCKER_TLS_VERIFY: {
+    value: "1",
+    expect: (c) =>
+      expect(c.runtime.docker?.tls).toEqual({
+        caFile: path.join(homedir(), ".docker", "ca.pem"),
+        certFile: path.join(homedir(), ".docker", "cert.pem"),
+        keyFile: path.join(homedir(), ".docker", "key.pem"),
+      }),
+  },
+  SANDPOOL_ADMIN_HOST: {
+    value: "10.1.2.3",
+    expect: (c) => expect(c.adminListener).toEqual({ host: "10.1.2.3", port: 8081 }),
+  },
+  SANDPOOL_ADMIN_PORT: {
+    value: "9091",
+    expect: (c) => expect(c.adminListener).toEqual({ host: "127.0.0.1", port: 9091 }),
+  },
+  SANDPOOL_JWT_ANY_AUDIENCE: { value: "true", expect: (c) => expect(c.auth.anyAudience).toBe(true) },
+  SANDPOOL_JWT_MAX_TOKEN_AGE_SECONDS: {
+    value: "3600",
+    expect: (c) => expect(c.auth.maxTokenAgeSeconds).toBe(3600),
   },
   SANDPOOL_PYTHON: {
     value: "/usr/bin/python3",
@@ -101,9 +125,9 @@ describe("environment variables", () => {
     it(`${variable.name} sets ${variable.path}`, () => {
       const entry = cases[variable.name]!;
       const env: NodeJS.ProcessEnv = { ...baseEnv, [variable.name]: entry.value };
-      if (variable.name === "SANDPOOL_JWKS_URL" || variable.name.startsWith("SANDPOOL_JWT_")) {
-        if (variable.name !== "SANDPOOL_JWT_ISSUER" && variable.name !== "SANDPOOL_JWT_AUDIENCE")
-          delete env.SANDPOOL_JWKS_URL;
+      // A key source replaces the base one: two would be a conflict.
+      if (["SANDPOOL_JWKS_URL", "SANDPOOL_JWT_SECRET", "SANDPOOL_JWT_PUBLIC_KEY"].includes(variable.name)) {
+        delete env.SANDPOOL_JWKS_URL;
         env[variable.name] = entry.value;
       }
       entry.expect(loadGatewayConfig({ env }));
@@ -126,8 +150,33 @@ describe("environment variables", () => {
 
   it("splits a comma-separated DOCKER_HOST into several engines", () => {
     expect(
-      fromEnv({ DOCKER_HOST: "unix:///var/run/docker.sock, tcp://10.0.0.5:2375" }).runtime.docker?.hosts,
-    ).toEqual(["unix:///var/run/docker.sock", "tcp://10.0.0.5:2375"]);
+      fromEnv({
+        DOCKER_HOST: "unix:///var/run/docker.sock, tcp://10.0.0.5:2376",
+        DOCKER_TLS_VERIFY: "1",
+        DOCKER_CERT_PATH: "/etc/docker-certs",
+      }).runtime.docker?.hosts,
+    ).toEqual(["unix:///var/run/docker.sock", "tcp://10.0.0.5:2376"]);
+  });
+
+  it("reads Docker's TLS files from DOCKER_CERT_PATH when DOCKER_TLS_VERIFY is on", () => {
+    const config = fromEnv({
+      DOCKER_HOST: "tcp://engine.example:2376",
+      DOCKER_TLS_VERIFY: "1",
+      DOCKER_CERT_PATH: "/etc/docker-certs",
+    });
+    expect(config.runtime.docker?.tls).toEqual({
+      caFile: "/etc/docker-certs/ca.pem",
+      certFile: "/etc/docker-certs/cert.pem",
+      keyFile: "/etc/docker-certs/key.pem",
+    });
+  });
+
+  it("refuses a tcp:// DOCKER_HOST without TLS, naming both ways out", () => {
+    for (const off of [{}, { DOCKER_TLS_VERIFY: "0" }]) {
+      const problems = problemsOf(() => fromEnv({ DOCKER_HOST: "tcp://engine.example:2375", ...off }));
+      expect(problems.join("\n")).toMatch(/tcp:\/\/engine\.example:2375 would be reached without TLS/);
+      expect(problems.join("\n")).toMatch(/runtime\.docker\.tls .*DOCKER_TLS_VERIFY.*allowInsecureTcp: true/);
+    }
   });
 
   it("keeps the file's other docker options when DOCKER_HOST sets the engines", () => {

@@ -70,8 +70,9 @@ describe("configExample", () => {
     expect(everything.auth.issuer).toBeDefined();
     expect(everything.runtime.docker).toBeDefined();
     const strip = (config: typeof asIs) => {
-      const { databaseUrl: _d, redisUrl: _r, ...rest } = config;
-      const { issuer: _i, audience: _a, algorithms: _g, ...auth } = config.auth;
+      // Settings without a default that switch something on when uncommented.
+      const { databaseUrl: _d, redisUrl: _r, adminListener: _l, ...rest } = config;
+      const { issuer: _i, audience: _a, algorithms: _g, maxTokenAgeSeconds: _m, ...auth } = config.auth;
       return { ...rest, auth, runtime: { kind: config.runtime.kind } };
     };
     expect(strip(everything)).toEqual(strip(asIs));
