@@ -28,6 +28,8 @@ export interface TestGateway {
   gateway: RunningGateway;
   store: MemoryCoordinationStore;
   url: string;
+  /** The temporary directory holding every sandbox's files (`<root>/sandboxes/...`); removed on close. */
+  root: string;
   /** A contract client holding a fresh token for `workspace`. */
   client(workspace: string): Promise<ContractClient>;
   token(workspace: string, options?: { ttlSeconds?: number }): Promise<string>;
@@ -65,6 +67,7 @@ export async function startTestGateway(overrides: GatewayOverrides = {}): Promis
     gateway,
     store,
     url: gateway.url,
+    root,
     token,
     client: async (workspace) => new ContractClient(gateway.url, await token(workspace)),
     close: async () => {
