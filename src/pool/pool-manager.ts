@@ -10,13 +10,15 @@ import type { Logger } from "pino";
 import { SandpoolError } from "../contract/error-codes.js";
 import type { SandboxClient } from "../forward/sandbox-client.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
-import type { PoolSpec, SandboxRuntime } from "../runtime/sandbox-runtime.js";
+import type { PoolSpec, SandboxRuntime, SandboxUsage } from "../runtime/sandbox-runtime.js";
 import type { CoordinationStore } from "../store/coordination/coordination-store.js";
 import type { SandboxRecord } from "../store/coordination/records.js";
 import { StartBackoff } from "./start-backoff.js";
 
 /** How long an idle sandbox counts against its pool before it must be confirmed again. */
 export const IDLE_MEMBERSHIP_MS = 10 * 60_000;
+/** How long ending a session waits for a sandbox's usage before it goes on without it. */
+const USAGE_TIMEOUT_MS = 5_000;
 
 export interface PoolManagerDeps {
   pools: PoolSpec[];
@@ -89,6 +91,26 @@ export class PoolManager {
   /** Keeps a leased sandbox counted against its pool until `until`. */
   holdMembership(record: SandboxRecord, until: number): Promise<void> {
     return this.deps.store.renewMember(record.pool, record.sandboxId, until);
+  }
+
+  /**
+   * What a sandbox used, measured outside it, when its runtime can tell (the docker runtime:
+   * its cgroup). Never throws and never waits long: a session ends whether or not this answers.
+   */
+  async usageOf(record: Pick<SandboxRecord, "runtimeId">): Promise<SandboxUsage | undefined> {
+    if (!this.deps.runtime.usage) return undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), USAGE_TIMEOUT_MS);
+    });
+    try {
+      return await Promise.race([this.deps.runtime.usage(record.runtimeId), timeout]);
+    } catch (error) {
+      this.deps.log.warn({ err: error, runtimeId: record.runtimeId }, "could not read a sandbox's usage");
+      return undefined;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Destroys a sandbox and frees its place in the pool. Idempotent. */

@@ -15,6 +15,7 @@ import type { UsageSink } from "../metering/usage-sink.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
 import type { PolicyService } from "../policy/policy-service.js";
 import type { Admission } from "../quota/admission.js";
+import type { SandboxUsage } from "../runtime/sandbox-runtime.js";
 import type { CoordinationStore } from "../store/coordination/coordination-store.js";
 import { type Lease, type LeaseKey, leaseDeadline } from "../store/coordination/records.js";
 import type { PoolManager } from "./pool-manager.js";
@@ -178,6 +179,8 @@ export class SessionLifecycle {
     const lease = await this.deps.store.takeLease(key);
     if (!lease) return false;
     await this.deps.admission.releaseSession(lease.workspace, lease.sessionId);
+    // Read before the destroy job can run: a removed container has no cgroup left.
+    const used = await this.deps.pools.usageOf(lease.sandbox);
     await this.deps.jobs.enqueue(DESTROY_SANDBOX_JOB, lease.sandbox);
     this.deps.metrics.sessionsEnded.inc({ reason });
     this.deps.usage.record({
@@ -188,8 +191,31 @@ export class SessionLifecycle {
       quantity: this.now() - lease.createdAt,
       detail: { reason },
     });
+    if (used) this.recordSandboxUsage(lease, used);
     this.deps.log.info({ session: lease.sessionId, workspace: lease.workspace, reason }, "session ended");
     return true;
+  }
+
+  /**
+   * The sandbox's own account of the session, from its cgroup: CPU time, and peak memory
+   * where the engine reports one (the memory held at the end rides along as detail). It
+   * covers the sandbox's whole life, the server's start-up before the lease included.
+   */
+  private recordSandboxUsage(lease: Lease, used: SandboxUsage): void {
+    const common = {
+      workspace: lease.workspace,
+      sessionId: lease.sessionId,
+      sandboxId: lease.sandbox.sandboxId,
+    };
+    this.deps.usage.record({
+      ...common,
+      kind: "sandbox_cpu",
+      quantity: Math.round(used.cpuSeconds * 1000),
+      ...(used.memoryBytes === undefined ? {} : { detail: { memoryBytes: used.memoryBytes } }),
+    });
+    if (used.memoryPeakBytes !== undefined) {
+      this.deps.usage.record({ ...common, kind: "sandbox_memory_peak", quantity: used.memoryPeakBytes });
+    }
   }
 
   /** Ends every session past its idle timeout or maximum lifetime. */

@@ -55,6 +55,16 @@ export class PartialListError extends Error {
   }
 }
 
+/** What a sandbox used over its life, measured outside it (its cgroup), never reported by it. */
+export interface SandboxUsage {
+  /** CPU time of every process in the sandbox, user and system, since it started. */
+  cpuSeconds: number;
+  /** The most memory it held at once, where the engine reports it (cgroup v1). */
+  memoryPeakBytes?: number;
+  /** The memory it held when measured. */
+  memoryBytes?: number;
+}
+
 export interface SandboxRuntime {
   readonly kind: "process" | "docker";
   /** False for the process runtime: user code runs with the gateway's own privileges. */
@@ -63,5 +73,10 @@ export interface SandboxRuntime {
   /** Stops and removes the sandbox; an unknown or already removed one is not an error. */
   destroy(runtimeId: string): Promise<void>;
   list(): Promise<RuntimeSandbox[]>;
+  /**
+   * What the sandbox used so far, from outside it; undefined when it is gone or stopped.
+   * Absent where nothing outside the sandbox measures it (the process runtime).
+   */
+  usage?(runtimeId: string): Promise<SandboxUsage | undefined>;
   close(): Promise<void>;
 }

@@ -279,8 +279,10 @@ function describeChange(entry: AuditEntry): string {
 
 function formatQuantity(row: UsageRow): string {
   if (row.quantity === 0) return "-";
-  if (row.kind === "exec" || row.kind === "session_ended") return `${(row.quantity / 1000).toFixed(1)} s`;
-  if (row.kind === "file_in" || row.kind === "file_out") return `${row.quantity} bytes`;
+  if (row.kind === "exec" || row.kind === "session_ended" || row.kind === "sandbox_cpu")
+    return `${(row.quantity / 1000).toFixed(1)} s`;
+  if (row.kind === "file_in" || row.kind === "file_out" || row.kind === "sandbox_memory_peak")
+    return `${row.quantity} bytes`;
   return String(row.quantity);
 }
 

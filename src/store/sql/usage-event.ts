@@ -11,6 +11,10 @@ export const usageKinds = [
   "file_in",
   "file_out",
   "denied",
+  /** CPU milliseconds a sandbox used over its session, from its cgroup (at session end). */
+  "sandbox_cpu",
+  /** The most memory in bytes a sandbox held at once, from its cgroup (at session end). */
+  "sandbox_memory_peak",
 ] as const;
 export type UsageKind = (typeof usageKinds)[number];
 
@@ -20,7 +24,10 @@ export const usageEventSchema = z.strictObject({
   sessionId: z.string().min(1),
   kind: z.enum(usageKinds),
   tool: z.string().min(1).nullish(),
-  /** Milliseconds for `exec`, bytes for `file_in` / `file_out`, 0 otherwise. */
+  /**
+   * Milliseconds for `exec`, `session_ended` (the session's lifetime) and `sandbox_cpu`;
+   * bytes for `file_in`, `file_out` and `sandbox_memory_peak`; 0 otherwise.
+   */
   quantity: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
   detail: z.record(z.string(), z.unknown()).nullish(),
   /** How many calls or transfers this record stands for (merged within one flush). */

@@ -1,0 +1,180 @@
+/**
+ * DockerRuntime.usage: what a sandbox really used, from its cgroup through Docker's stats
+ * API, measured outside the sandbox. A sandbox kept busy reports CPU seconds; one that is
+ * gone reports nothing. Through a gateway on the docker runtime, ending a session records
+ * that usage (sandbox_cpu, sandbox_memory_peak where the engine has a peak) beside its
+ * lifetime (session_ended).
+ *
+ * Needs a Docker engine and the image: skipped with a warning locally, fails under CI=true.
+ * Everything it creates carries a per-file deployment label and is removed in afterAll.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { PGlite } from "@electric-sql/pglite";
+import Dockerode from "dockerode";
+import { Kysely } from "kysely";
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mintToken } from "../../../src/auth/dev-keys.js";
+import { gatewayConfigSchema } from "../../../src/config/gateway-config.js";
+import { startDevGateway } from "../../../src/gateway/start-dev-gateway.js";
+import { DockerRuntime } from "../../../src/runtime/docker/docker-runtime.js";
+import { dockerHostsFromEnv } from "../../../src/runtime/docker/docker-runtime-options.js";
+import type { PoolSpec, StartedSandbox } from "../../../src/runtime/sandbox-runtime.js";
+import type { Database } from "../../../src/store/sql/database-types.js";
+import { PgliteDialect } from "../../../src/store/sql/pglite-dialect.js";
+import { ContractClient } from "../../support/contract-client.js";
+import { TEST_SECRET } from "../../support/gateway-harness.js";
+import { dockerAvailable, dockerImageAvailable, requireService } from "../../support/require-service.js";
+import { newSession } from "../../support/sandbox-server.js";
+import { pgliteTemplate } from "../store/pglite-template.js";
+
+const IMAGE = "sandpool/sandbox:dev";
+
+const available =
+  (await requireService("docker", dockerAvailable, { start: "bash scripts/start-docker.sh (as root)" })) &&
+  (await requireService(`docker image ${IMAGE}`, () => dockerImageAvailable(IMAGE), {
+    start: "npm run build:sandbox-image",
+  }));
+
+const deployment = `test-usage-${randomBytes(4).toString("hex")}`;
+const docker = new Dockerode();
+
+const pool: PoolSpec = {
+  name: "usage",
+  image: IMAGE,
+  resourceClass: "standard",
+  minIdle: 0,
+  maxTotal: 2,
+  warmupConcurrency: 1,
+  coldStartTimeoutMs: 30_000,
+};
+
+describe.skipIf(!available)("DockerRuntime.usage", () => {
+  let socketDir: string;
+  let runtime: DockerRuntime;
+  let sandbox: StartedSandbox;
+
+  beforeAll(async () => {
+    socketDir = await mkdtemp(path.join(os.tmpdir(), "sp-"));
+    runtime = new DockerRuntime({
+      hosts: dockerHostsFromEnv(process.env),
+      deployment,
+      socketDir,
+      execTimeoutCeilingSeconds: 60,
+      maxFileBytes: 1024 * 1024,
+    });
+    sandbox = await runtime.start({
+      sandboxId: `sbx-${randomBytes(6).toString("hex")}`,
+      pool,
+      deadline: Date.now() + 30_000,
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    const containers = await docker.listContainers({
+      all: true,
+      filters: { label: [`sandpool.deployment=${deployment}`] },
+    });
+    await Promise.all(
+      containers.map((c) =>
+        docker
+          .getContainer(c.Id)
+          .remove({ force: true, v: true })
+          .catch(() => undefined),
+      ),
+    );
+    await runtime?.close();
+    if (socketDir) await rm(socketDir, { recursive: true, force: true });
+  });
+
+  it("reports the CPU seconds a busy sandbox used, and its memory", async () => {
+    const before = await runtime.usage(sandbox.runtimeId);
+    expect(before).toBeDefined();
+    const client = new ContractClient(sandbox.endpoint);
+    const session = await newSession(client);
+    // About one second of CPU, then 64 MiB held at once and freed.
+    const busy = await client.run(session, "code_execution", {
+      code: "import time\nend = time.process_time() + 1.0\nwhile time.process_time() < end: pass\nblock = bytearray(64 << 20)\ndel block\nprint('done')",
+    });
+    expect(busy.stdout).toBe("done\n");
+
+    const after = await runtime.usage(sandbox.runtimeId);
+    expect(after).toBeDefined();
+    expect(after!.cpuSeconds).toBeGreaterThan(0);
+    // The loop alone used a second of CPU, on top of whatever the start-up took.
+    expect(after!.cpuSeconds - before!.cpuSeconds).toBeGreaterThanOrEqual(0.9);
+    expect(after!.memoryBytes).toBeGreaterThan(0);
+    // cgroup v1 reports a peak (max_usage), which saw the 64 MiB block; v2 reports none.
+    if (after!.memoryPeakBytes !== undefined) {
+      expect(after!.memoryPeakBytes).toBeGreaterThanOrEqual(64 << 20);
+    }
+  });
+
+  it("reports nothing for a sandbox that is gone, or an id it does not know", async () => {
+    await runtime.destroy(sandbox.runtimeId);
+    expect(await runtime.usage(sandbox.runtimeId)).toBeUndefined();
+    expect(await runtime.usage("not-a-runtime-id")).toBeUndefined();
+  });
+});
+
+describe.skipIf(!available)("session end through a gateway on the docker runtime", () => {
+  it("records the sandbox's CPU time and memory from its cgroup, beside the session's lifetime", async () => {
+    const socketDir = await mkdtemp(path.join(os.tmpdir(), "sp-"));
+    const log = pino({ level: process.env.SANDPOOL_TEST_LOG ?? "silent" });
+    const config = gatewayConfigSchema.parse({
+      host: "127.0.0.1",
+      port: 0,
+      auth: { jwtSecret: TEST_SECRET },
+      policy: { allowedImages: [IMAGE], defaultImage: IMAGE },
+      pools: [{ name: "usage", image: IMAGE, minIdle: 0, maxTotal: 1 }],
+    });
+    const runtime = new DockerRuntime(
+      {
+        hosts: dockerHostsFromEnv(process.env),
+        deployment,
+        socketDir,
+        execTimeoutCeilingSeconds: 60,
+        maxFileBytes: 1024 * 1024,
+      },
+      log,
+    );
+    const db = new Kysely<Database>({
+      dialect: new PgliteDialect(await PGlite.create({ loadDataDir: await pgliteTemplate() })),
+    });
+    const { gateway, close } = await startDevGateway(config, { db, runtime }, log);
+    try {
+      const workspace = `usage-${randomBytes(4).toString("hex")}`;
+      const client = new ContractClient(gateway.url, await mintToken({ secret: TEST_SECRET, workspace }));
+      const created = await client.createSession();
+      expect(created.status, created.text).toBe(201);
+      const id = (created.body as { session_id: string }).session_id;
+      const busy = await client.run(id, "code_execution", {
+        code: "import time\nend = time.process_time() + 1.0\nwhile time.process_time() < end: pass\nprint('done')",
+      });
+      expect(busy.stdout).toBe("done\n");
+      expect((await client.destroy(id)).status).toBe(204);
+
+      await gateway.services.usage.flush();
+      const rows = await db
+        .selectFrom("usage_events")
+        .select(["kind", "quantity", "sandbox_id", "detail"])
+        .where("workspace_id", "=", workspace)
+        .where("session_id", "=", id)
+        .execute();
+      const byKind = new Map(rows.map((row) => [row.kind, row]));
+      const cpu = byKind.get("sandbox_cpu");
+      expect(cpu, JSON.stringify(rows)).toBeDefined();
+      expect(Number(cpu!.quantity)).toBeGreaterThanOrEqual(900);
+      expect(cpu!.sandbox_id).toBe(byKind.get("session_ended")?.sandbox_id);
+      expect(Number(byKind.get("session_ended")!.quantity)).toBeGreaterThan(1_000);
+      const peak = byKind.get("sandbox_memory_peak");
+      if (peak) expect(Number(peak.quantity)).toBeGreaterThan(1024 * 1024);
+    } finally {
+      await close();
+      await rm(socketDir, { recursive: true, force: true });
+    }
+  }, 90_000);
+});
