@@ -180,7 +180,7 @@ describe("DockerEngine over TLS", () => {
       },
       (req, res) => {
         const peer = (req.socket as import("node:tls").TLSSocket).getPeerCertificate();
-        clientsSeen.push(peer.subject?.CN ?? "");
+        clientsSeen.push(String(peer.subject?.CN ?? ""));
         res.writeHead(200, { "content-type": "application/json" });
         res.end(JSON.stringify({ Version: "27.0.0-test", ApiVersion: "1.46" }));
       },
