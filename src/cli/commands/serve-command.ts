@@ -6,7 +6,9 @@ export function serveCommand(): Command {
     .summary("run the gateway with Postgres, Redis, BullMQ and Docker")
     .description(
       "Run the gateway with its production backends: Postgres (DATABASE_URL), Redis (REDIS_URL),\n" +
-        "BullMQ jobs and the docker runtime (DOCKER_HOST). Refuses to start, naming what is missing.\n" +
+        "BullMQ jobs and the docker runtime (DOCKER_HOST). Refuses to start, naming what is missing,\n" +
+        "and refuses the process runtime and tokens without an audience check (auth.audience, or\n" +
+        "auth.anyAudience: true).\n" +
         "Configuration: a YAML file (--config) and environment variables, the environment winning;\n" +
         "`sandpool config example` prints a complete commented file.",
     )
@@ -15,6 +17,7 @@ export function serveCommand(): Command {
     .addHelpText(
       "after",
       "\nExample:\n  DATABASE_URL=postgres://... REDIS_URL=redis://... SANDPOOL_JWKS_URL=https://.../jwks.json \\\n" +
+        "    SANDPOOL_JWT_AUDIENCE=sandpool \\\n" +
         "    sandpool serve --config sandpool.yaml\n",
     )
     .action(async (options: { config?: string; migrate?: boolean }) => {
