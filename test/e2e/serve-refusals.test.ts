@@ -35,7 +35,7 @@ const env: NodeJS.ProcessEnv = {
 
 async function serve(extraEnv: NodeJS.ProcessEnv, args: string[] = []) {
   const started = Date.now();
-  const result = await runCli(["serve", ...args], { env: { ...env, ...extraEnv }, timeoutMs: 20_000 });
+  const result = await runCli(["serve", ...args], { env: { ...env, ...extraEnv }, timeoutMs: 30_000 });
   return { ...result, elapsedMs: Date.now() - started };
 }
 
@@ -47,7 +47,8 @@ describe("sandpool serve refuses the process runtime", () => {
     expect(result.stderr).toMatch(/runtime\.kind is process/);
     expect(result.stderr).toMatch(/able to read its secrets/);
     expect(result.stdout).not.toMatch(/listening on/);
-    expect(result.elapsedMs).toBeLessThan(10_000);
+    // Generous: node start-up alone takes seconds on a loaded machine; a hang would run into the 30 s timeout.
+    expect(result.elapsedMs).toBeLessThan(15_000);
   });
 
   it("chosen in the configuration file", async () => {
