@@ -109,6 +109,13 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   "policy.maxFileBytes": { comment: "Largest file a session may upload or download, in bytes." },
   "policy.resourceClass": { comment: "Resource class of the sandboxes sessions get." },
   "policy.egressAllowed": { comment: "Whether sandboxes may reach the network." },
+  "policy.egressAllowCidrs": {
+    comment:
+      "Ranges egress may reach although denied by default (private, loopback, ...); a workspace may only narrow them.",
+  },
+  "policy.egressAllowHosts": {
+    comment: "When set, the only host names egress may reach (pypi.org, *.pythonhosted.org); empty: any.",
+  },
   pools: { comment: "Warm pools, one per image and resource class; every allowed image needs one." },
   "pools[].name": {
     comment: "Pool name (lower-case letters, digits, - and _), a label on its containers.",
@@ -176,6 +183,17 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   "authFailures.maxFailures": { comment: "Failures allowed within the window." },
   "authFailures.windowMs": { comment: "The window, in milliseconds." },
   policyCacheTtlMs: { comment: "How long a workspace policy is cached; edits also invalidate it at once." },
+  egress: {
+    comment:
+      "The filtering proxy of egress pools: loopback, private, link-local, ULA and the host are refused unless a grant allows them.",
+  },
+  "egress.denyCidrs": {
+    comment: "Ranges refused whatever a workspace allows, e.g. the cluster's pod and service ranges.",
+  },
+  "egress.allowPorts": { comment: "When non-empty, the only destination ports allowed (e.g. [80, 443])." },
+  "egress.maxTunnelsPerSandbox": { comment: "Connections through the proxy one sandbox may hold open." },
+  "egress.connectTimeoutMs": { comment: "Deadline of resolving and connecting to a destination." },
+  "egress.idleTimeoutMs": { comment: "A connection idle this long in both directions is closed." },
   databaseUrl: {
     comment: "Postgres URL for policy, usage and audit; required by sandpool serve (dev mode uses PGlite).",
     example: "postgres://sandpool:change-me@postgres:5432/sandpool",

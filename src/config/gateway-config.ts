@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { authConfigSchema } from "../auth/auth-config.js";
+import { cidrSchema } from "../egress/egress-schemas.js";
 import { deploymentPolicySchema } from "../policy/deployment-policy.js";
 import {
   cleartextEngineIssues,
@@ -111,6 +112,19 @@ export const gatewayConfigSchema = z
       .strictObject({ maxFailures: positive.default(20), windowMs: positive.default(60_000) })
       .prefault({}),
     policyCacheTtlMs: positive.default(1_000),
+    /**
+     * The filtering proxy egress pools reach the network through (src/egress): what no
+     * workspace's grant can open, and its bounds per sandbox.
+     */
+    egress: z
+      .strictObject({
+        denyCidrs: z.array(cidrSchema).default([]),
+        allowPorts: z.array(z.number().int().min(1).max(65_535)).default([]),
+        maxTunnelsPerSandbox: positive.default(64),
+        connectTimeoutMs: positive.default(10_000),
+        idleTimeoutMs: positive.default(300_000),
+      })
+      .prefault({}),
     /** Postgres for policy, usage and audit; `sandpool serve` requires it, dev mode uses PGlite. */
     databaseUrl: z.string().min(1).optional(),
     /** Redis for coordination and jobs; `sandpool serve` requires it, dev mode keeps state in memory. */

@@ -46,7 +46,7 @@ import {
 export interface EgressProxySettings {
   /** Ranges refused whatever a grant says (cluster ranges, ...). */
   denyCidrs: readonly string[];
-  /** When set, the only destination ports allowed. */
+  /** When non-empty, the only destination ports allowed. */
   allowPorts?: readonly number[];
   /** Connections (tunnels and forwarded requests) one sandbox may have open at once. */
   maxTunnelsPerSandbox: number;

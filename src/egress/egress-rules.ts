@@ -39,7 +39,7 @@ export interface EgressGrant {
 export interface EgressDenySettings {
   /** Extra ranges refused whatever a grant says (cluster pod and service ranges, ...). */
   denyCidrs: readonly string[];
-  /** When set, the only destination ports allowed. */
+  /** When non-empty, the only destination ports allowed. */
   allowPorts?: readonly number[];
   /** The gateway host's own addresses (refused unless a grant allows them). */
   hostAddresses?: readonly string[];
@@ -118,7 +118,7 @@ export function checkDestination(
 ): EgressDecision {
   const { host, port } = destination;
   if (!Number.isInteger(port) || port < 1 || port > 65_535) return refuse(`port ${port} is not a valid port`);
-  if (settings.allowPorts && !settings.allowPorts.includes(port))
+  if (settings.allowPorts?.length && !settings.allowPorts.includes(port))
     return refuse(`port ${port} is not allowed (allowed: ${settings.allowPorts.join(", ")})`);
   if (grant.allowHosts.length === 0) return ALLOWED;
   if (ipFamily(host) !== undefined)

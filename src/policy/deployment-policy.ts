@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { toolKinds } from "../contract/schemas.js";
+import { cidrSchema, hostPatternSchema } from "../egress/egress-schemas.js";
 
 const positive = z.number().int().min(1);
 
@@ -29,6 +30,13 @@ export const deploymentPolicySchema = z
     maxFileBytes: positive.default(100 * 1024 * 1024),
     resourceClass: z.string().min(1).default("standard"),
     egressAllowed: z.boolean().default(false),
+    /**
+     * Ranges egress may reach although the defaults deny them (src/egress/egress-rules.ts):
+     * every workspace's grant, and the ceiling of what a workspace row may allow.
+     */
+    egressAllowCidrs: z.array(cidrSchema).default([]),
+    /** When non-empty, the only host names egress may reach (exact, or `*.suffix`); the ceiling of a row's list. */
+    egressAllowHosts: z.array(hostPatternSchema).default([]),
   })
   .refine((p) => p.allowedImages.includes(p.defaultImage), {
     message: "defaultImage must be one of allowedImages",

@@ -5,6 +5,7 @@
  * deployment values apply (`configured: false`).
  */
 import type { ToolKind } from "../contract/schemas.js";
+import { cidrWithin, hostPatternWithin } from "../egress/egress-patterns.js";
 import type { DeploymentPolicy } from "./deployment-policy.js";
 import type { WorkspacePolicyFields } from "./workspace-policy-fields.js";
 
@@ -28,6 +29,10 @@ export interface EffectivePolicy {
   maxFileBytes: number;
   resourceClass: string;
   egressAllowed: boolean;
+  /** Ranges reachable although the egress defaults deny them. */
+  egressAllowCidrs: string[];
+  /** When non-empty, the only host names egress may reach. */
+  egressAllowHosts: string[];
 }
 
 const stricter = (ceiling: number, narrowed: number | null | undefined) =>
@@ -47,6 +52,7 @@ export function effectivePolicy(
   const idleCeiling = stricter(deployment.idleTimeoutCeilingSeconds, row?.idleTimeoutCeilingSeconds);
   const lifetimeCeiling = stricter(deployment.maxLifetimeCeilingSeconds, row?.maxLifetimeCeilingSeconds);
   const execCeiling = stricter(deployment.execTimeoutCeilingSeconds, row?.execTimeoutCeilingSeconds);
+  const egress = egressLists(deployment, row);
   return {
     workspace,
     configured: row !== undefined,
@@ -67,6 +73,25 @@ export function effectivePolicy(
     // A row may pick another class only where the deployment has a pool for it (checked on write).
     resourceClass: row?.resourceClass ?? deployment.resourceClass,
     // Egress is a grant: only where both the deployment and the row allow it.
-    egressAllowed: deployment.egressAllowed && (row?.egressAllowed ?? true),
+    egressAllowed: deployment.egressAllowed && (row?.egressAllowed ?? true) && egress.hostsLeft,
+    egressAllowCidrs: egress.cidrs,
+    egressAllowHosts: egress.hosts,
   };
+}
+
+/**
+ * A row's egress lists, kept only as far as the deployment's still cover them (checked on
+ * write; this holds when the deployment narrows later). A host list narrowed to nothing
+ * cannot be written as [] (that means any host): egress is withdrawn instead (hostsLeft).
+ */
+function egressLists(deployment: DeploymentPolicy, row: WorkspacePolicyFields | undefined) {
+  const cidrs = (row?.egressAllowCidrs ?? deployment.egressAllowCidrs).filter((cidr) =>
+    cidrWithin(cidr, deployment.egressAllowCidrs),
+  );
+  const ceiling = deployment.egressAllowHosts;
+  const rowHosts = row?.egressAllowHosts;
+  if (rowHosts == null) return { cidrs, hosts: [...ceiling], hostsLeft: true };
+  if (ceiling.length === 0) return { cidrs, hosts: [...rowHosts], hostsLeft: true };
+  const hosts = rowHosts.filter((host) => hostPatternWithin(host, ceiling));
+  return { cidrs, hosts, hostsLeft: hosts.length > 0 };
 }

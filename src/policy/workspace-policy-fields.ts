@@ -7,6 +7,8 @@
 import { z } from "zod";
 import { SandpoolError } from "../contract/error-codes.js";
 import { describeIssues, toolKinds } from "../contract/schemas.js";
+import { cidrWithin, hostPatternWithin } from "../egress/egress-patterns.js";
+import { cidrSchema, hostPatternSchema } from "../egress/egress-schemas.js";
 import type { DeploymentPolicy } from "./deployment-policy.js";
 
 const limit = z.number().int().min(1).nullish();
@@ -25,6 +27,8 @@ export const workspacePolicyFieldsSchema = z.strictObject({
   maxFileBytes: limit,
   resourceClass: z.string().min(1).nullish(),
   egressAllowed: z.boolean().nullish(),
+  egressAllowCidrs: z.array(cidrSchema).max(256).nullish(),
+  egressAllowHosts: z.array(hostPatternSchema).max(256).nullish(),
 });
 
 export type WorkspacePolicyFields = z.output<typeof workspacePolicyFieldsSchema>;
@@ -80,6 +84,36 @@ export function validatePolicyEdit(
   if (fields.egressAllowed === true && !deployment.egressAllowed) {
     problems.push("egressAllowed: the deployment does not allow egress");
   }
+  problems.push(...egressListProblems(fields, deployment));
   if (problems.length > 0) throw new SandpoolError("request.malformed", problems.join("; "));
   return fields;
+}
+
+/**
+ * The egress lists narrow like allowedImages: the deployment's lists are both what a
+ * workspace without a row gets and the ceiling of a row. A row's range must lie inside one
+ * of the deployment's ranges; a row's host pattern must be covered by the deployment's
+ * patterns when the deployment restricts hosts at all. An empty host list means "any host",
+ * so a row may not write one under a deployment that restricts hosts.
+ */
+function egressListProblems(fields: WorkspacePolicyFields, deployment: DeploymentPolicy): string[] {
+  const problems: string[] = [];
+  for (const cidr of fields.egressAllowCidrs ?? []) {
+    if (!cidrWithin(cidr, deployment.egressAllowCidrs)) {
+      const ceiling = deployment.egressAllowCidrs.join(", ") || "none";
+      problems.push(
+        `egressAllowCidrs: '${cidr}' is not within the deployment's egressAllowCidrs (${ceiling})`,
+      );
+    }
+  }
+  const hosts = fields.egressAllowHosts;
+  if (hosts != null && deployment.egressAllowHosts.length > 0) {
+    if (hosts.length === 0)
+      problems.push("egressAllowHosts: an empty list allows any host, wider than the deployment's list");
+    for (const host of hosts) {
+      if (!hostPatternWithin(host, deployment.egressAllowHosts))
+        problems.push(`egressAllowHosts: '${host}' is not covered by the deployment's egressAllowHosts`);
+    }
+  }
+  return problems;
 }

@@ -38,6 +38,8 @@ const fieldOfFlag = {
   "max-file-bytes": "maxFileBytes",
   "resource-class": "resourceClass",
   "egress-allowed": "egressAllowed",
+  "egress-allow-cidrs": "egressAllowCidrs",
+  "egress-allow-hosts": "egressAllowHosts",
 } as const;
 type PolicyField = (typeof fieldOfFlag)[keyof typeof fieldOfFlag];
 
@@ -59,6 +61,8 @@ const effectiveFields = [
   "maxFileBytes",
   "resourceClass",
   "egressAllowed",
+  "egressAllowCidrs",
+  "egressAllowHosts",
 ] as const;
 
 // ---------------------------------------------------------------------------------------------
@@ -251,7 +255,10 @@ function renderPolicy(view: PolicyView): string {
     : `workspace ${view.workspace}: no policy row; the deployment defaults apply`;
   const rows = effectiveFields.map((field) => [
     field,
-    formatValue(view.effective[field]),
+    // An empty host list restricts nothing: every host may be reached.
+    field === "egressAllowHosts" && formatValue(view.effective[field]) === "(none)"
+      ? "(any host)"
+      : formatValue(view.effective[field]),
     view.sources[field] === "workspace" ? "workspace row" : "deployment",
   ]);
   return `${heading}\n\n${table(["FIELD", "VALUE IN FORCE", "SOURCE"], rows)}`;
@@ -346,6 +353,8 @@ interface SetOptions extends ConnectionOptions {
   maxLifetimeCeiling?: number;
   maxFileBytes?: number;
   resourceClass?: string;
+  egressAllowCidrs?: string[];
+  egressAllowHosts?: string[];
   enable?: boolean;
   disable?: boolean;
   clear?: PolicyField[];
@@ -366,6 +375,8 @@ export function editOf(options: SetOptions): Record<string, unknown> {
     ["maxLifetimeCeilingSeconds", options.maxLifetimeCeiling],
     ["maxFileBytes", options.maxFileBytes],
     ["resourceClass", options.resourceClass],
+    ["egressAllowCidrs", options.egressAllowCidrs],
+    ["egressAllowHosts", options.egressAllowHosts],
   ];
   for (const [field, value] of given) if (value !== undefined) edit[field] = value;
   if (options.enable && options.disable) throw new UsageError("--enable and --disable contradict each other");
@@ -524,6 +535,16 @@ function setCommand(): Command {
       .option("--max-lifetime-ceiling <s>", "ceiling of a session's lifetime", seconds)
       .option("--max-file-bytes <n>", "largest file a session may upload or download", integerOption(1))
       .option("--resource-class <class>", "resource class (a pool must serve it)")
+      .option(
+        "--egress-allow-cidrs <list>",
+        "comma-separated CIDR ranges egress may reach although denied by default (within the deployment's)",
+        listOption,
+      )
+      .option(
+        "--egress-allow-hosts <list>",
+        "comma-separated host names egress is limited to, exact or *.suffix (within the deployment's)",
+        listOption,
+      )
       .option("--enable", "let the workspace create sessions again")
       .option("--disable", "refuse the workspace's new sessions (kill switch)")
       .option("--clear <field>", "remove a narrowing, e.g. max-concurrent-sessions (repeatable)", clearOption)
@@ -533,6 +554,8 @@ function setCommand(): Command {
           "  sandpool policy set team-a --max-concurrent-sessions 3 --sessions-per-minute 10\n" +
           "  sandpool policy set team-a --allowed-tools code_execution,bash_code_execution\n" +
           "  sandpool policy set team-a --disable                 # kill switch\n" +
+          "  sandpool policy set team-a --egress-allow-hosts pypi.org,*.pythonhosted.org\n" +
+          "  sandpool policy set team-a --egress-allow-cidrs 10.1.0.0/16\n" +
           "  sandpool policy set team-a --clear max-concurrent-sessions --enable\n",
       ),
   ).action(

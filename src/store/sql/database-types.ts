@@ -27,6 +27,8 @@ export interface WorkspacePoliciesTable {
   max_file_bytes: NullableBigIntColumn;
   resource_class: string | null;
   egress_allowed: boolean | null;
+  egress_allow_cidrs: string[] | null;
+  egress_allow_hosts: string[] | null;
   version: Generated<number>;
   updated_at: Generated<Date>;
   updated_by: string;

@@ -21,6 +21,8 @@ const columnOf = {
   maxFileBytes: "max_file_bytes",
   resourceClass: "resource_class",
   egressAllowed: "egress_allowed",
+  egressAllowCidrs: "egress_allow_cidrs",
+  egressAllowHosts: "egress_allow_hosts",
 } as const satisfies Record<keyof EditablePolicyFields, keyof EditableColumns>;
 
 /** Only the fields present in `fields`: an absent field keeps its stored value. */
@@ -51,6 +53,8 @@ export function toRow(columns: PolicyColumns): WorkspacePolicyRow {
     maxFileBytes: columns.max_file_bytes === null ? null : Number(columns.max_file_bytes),
     resourceClass: columns.resource_class,
     egressAllowed: columns.egress_allowed,
+    egressAllowCidrs: columns.egress_allow_cidrs,
+    egressAllowHosts: columns.egress_allow_hosts,
     version: columns.version,
     updatedAt: columns.updated_at,
     updatedBy: columns.updated_by,

@@ -26,6 +26,8 @@ export const editablePolicyFieldsSchema = z.strictObject({
   maxFileBytes: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).nullable(),
   resourceClass: name.nullable(),
   egressAllowed: z.boolean().nullable(),
+  egressAllowCidrs: z.array(z.string().min(1).max(64)).max(256).nullable(),
+  egressAllowHosts: z.array(z.string().min(1).max(255)).max(256).nullable(),
 });
 
 export type EditablePolicyFields = z.output<typeof editablePolicyFieldsSchema>;

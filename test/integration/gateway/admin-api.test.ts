@@ -72,6 +72,8 @@ const policyFields = [
   "maxFileBytes",
   "resourceClass",
   "egressAllowed",
+  "egressAllowCidrs",
+  "egressAllowHosts",
 ];
 const effectiveFields = [
   ...policyFields,
@@ -335,6 +337,32 @@ describe("policy", () => {
     ]);
     expect(expectView(await api("GET", `/workspaces/${workspace}/policy`), workspace).configured).toBe(false);
     expect((await api("GET", `/workspaces/${workspace}/audit`)).body).toEqual({ workspace, entries: [] });
+  });
+
+  it("edits the egress allow-lists: host patterns are checked, a range must lie inside the deployment's", async () => {
+    const workspace = freshWorkspace("egress");
+    const hosts = ["pypi.org", "*.pythonhosted.org"];
+    const edited = await api("PUT", `/workspaces/${workspace}/policy`, { body: { egressAllowHosts: hosts } });
+    expect(edited.status, edited.text).toBe(200);
+    const view = expectView(edited, workspace);
+    expect(view.effective).toMatchObject({ egressAllowHosts: hosts, egressAllowCidrs: [] });
+    expect(view.sources).toMatchObject({ egressAllowHosts: "workspace", egressAllowCidrs: "deployment" });
+
+    const refused = await api("PUT", `/workspaces/${workspace}/policy`, {
+      body: { egressAllowCidrs: ["10.1.0.0/16", "nonsense"], egressAllowHosts: ["bad host"] },
+    });
+    expect(refused.status).toBe(422);
+    const problems = (refused.body as { detail: { problems: string[] } }).detail.problems;
+    expect(problems.join("\n")).toMatch(/egressAllowCidrs\.1: 'nonsense' is not a CIDR range/);
+    expect(problems.join("\n")).toMatch(/egressAllowHosts\.0: 'bad host' is not a host name/);
+
+    const outside = await api("PUT", `/workspaces/${workspace}/policy`, {
+      body: { egressAllowCidrs: ["10.1.0.0/16"] },
+    });
+    expect(outside.status).toBe(422);
+    expect((outside.body as { detail: { problems: string[] } }).detail.problems).toEqual([
+      "egressAllowCidrs: '10.1.0.0/16' is not within the deployment's egressAllowCidrs (none)",
+    ]);
   });
 
   it("refuses malformed edits", async () => {

@@ -18,6 +18,8 @@ const unset = {
   maxFileBytes: null,
   resourceClass: null,
   egressAllowed: null,
+  egressAllowCidrs: null,
+  egressAllowHosts: null,
 };
 
 describe.each(databaseFlavours)("PolicyRepository on $name", (flavour) => {
@@ -30,6 +32,25 @@ describe.each(databaseFlavours)("PolicyRepository on $name", (flavour) => {
   it("has no row for a workspace never configured", async () => {
     expect(await policies.get(uniqueId())).toBeUndefined();
     expect(await policies.audit(uniqueId())).toEqual([]);
+  });
+
+  it("stores the egress allow-lists and clears them with null", async () => {
+    const ws = uniqueId();
+    const lists = {
+      egressAllowCidrs: ["10.1.0.0/16", "fd00::/8"],
+      egressAllowHosts: ["pypi.org", "*.pythonhosted.org"],
+    };
+    expect(await policies.put(ws, lists, "alice")).toMatchObject(lists);
+    expect(await policies.get(ws)).toMatchObject(lists);
+    await policies.put(ws, { egressAllowHosts: [] }, "alice");
+    expect(await policies.get(ws)).toMatchObject({
+      egressAllowCidrs: lists.egressAllowCidrs,
+      egressAllowHosts: [],
+    });
+    await policies.put(ws, { egressAllowCidrs: null, egressAllowHosts: null }, "alice");
+    expect(await policies.get(ws)).toMatchObject({ egressAllowCidrs: null, egressAllowHosts: null });
+    const [latest] = await policies.audit(ws);
+    expect(latest?.before).toMatchObject({ egressAllowCidrs: lists.egressAllowCidrs, egressAllowHosts: [] });
   });
 
   it("creates a row at version 1 and audits it with no before", async () => {

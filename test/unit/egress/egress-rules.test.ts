@@ -254,7 +254,8 @@ describe("host names and ports", () => {
       reason: "host 'evil.example' is not in this workspace's allowed hosts",
     });
   });
-  it("allowPorts, when set, is the only ports allowed", () => {
+  it("allowPorts, when non-empty, is the only ports allowed", () => {
+    expect(allowed("pypi.org", 22, { denyCidrs: [], allowPorts: [] })).toBe(true);
     const settings = { denyCidrs: [], allowPorts: [80, 443] };
     expect(allowed("pypi.org", 443, settings)).toBe(true);
     expect(allowed("pypi.org", 22, settings)).toBe(false);

@@ -27,6 +27,8 @@ describe("effectivePolicy", () => {
       maxFileBytes: d.maxFileBytes,
       resourceClass: d.resourceClass,
       egressAllowed: d.egressAllowed,
+      egressAllowCidrs: d.egressAllowCidrs,
+      egressAllowHosts: d.egressAllowHosts,
     });
   });
 
