@@ -119,7 +119,12 @@ export class EgressProxy {
   /** Serves a sandbox's proxy socket at `socketPath` (a stale file there is replaced). */
   async open(sandboxId: string, socketPath: string, grantFor: GrantSource): Promise<void> {
     if (this.sandboxes.has(sandboxId)) throw new Error(`egress proxy for ${sandboxId} is open already`);
-    const server = createServer({ headersTimeout: this.options.settings.idleTimeoutMs });
+    // No whole-request deadline (a plain-HTTP upload may take long: idleness is bounded per
+    // socket instead); a request's headers must come within a minute at most.
+    const server = createServer({
+      requestTimeout: 0,
+      headersTimeout: Math.min(this.options.settings.idleTimeoutMs, 60_000),
+    });
     const state: SandboxProxy = {
       sandboxId,
       socketPath,

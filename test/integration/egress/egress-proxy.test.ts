@@ -318,6 +318,25 @@ describe("bounds and malformed requests", () => {
     expect(usage?.connections).toBe(1);
   });
 
+  it("closes a tunnel idle for idleTimeoutMs, and frees its slot", async () => {
+    await openProxy(loopbackGrant, { idleTimeoutMs: 300 });
+    const tunnel = await connectThrough(`127.0.0.1:${targetPort}`);
+    expect(tunnel.status).toBe(200);
+    const started = Date.now();
+    await once(tunnel.socket, "close");
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+    await expect.poll(() => proxy.usage("sb-1")!.connections).toBe(1);
+    const again = await connectThrough(`127.0.0.1:${targetPort}`);
+    expect(again.status).toBe(200);
+    again.socket.destroy();
+  });
+
+  it("opens with an idle timeout longer than Node's default request timeout", async () => {
+    await openProxy(loopbackGrant, { idleTimeoutMs: 3_600_000 });
+    const answer = await getThroughProxy(`http://127.0.0.1:${targetPort}/long-idle`);
+    expect(answer.status).toBe(200);
+  });
+
   it("allowPorts refuses other ports", async () => {
     await openProxy(loopbackGrant, { allowPorts: [443] });
     const answer = await connectThrough(`127.0.0.1:${targetPort}`);
