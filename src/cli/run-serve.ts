@@ -8,11 +8,12 @@
 import type { Logger } from "pino";
 import type { GatewayConfig } from "../config/gateway-config.js";
 import { ConfigError, loadGatewayConfig } from "../config/load-config.js";
+import { GatewayEgress } from "../egress/gateway-egress.js";
+import { SandboxClient } from "../forward/sandbox-client.js";
 import { startGateway } from "../gateway/start-gateway.js";
 import { BullmqJobRunner } from "../jobs/bullmq-job-runner.js";
 import { createLogger } from "../logging/create-logger.js";
 import { DockerRuntime } from "../runtime/docker/docker-runtime.js";
-import { SandboxClient } from "../forward/sandbox-client.js";
 import { RedisCoordinationStore, redactUrl } from "../store/coordination/redis/redis-store.js";
 import { assertSchemaCurrent, migrateToLatest } from "../store/sql/migrate.js";
 import { openPostgres } from "../store/sql/open-database.js";
@@ -34,7 +35,7 @@ export function missingForServe(config: Pick<GatewayConfig, "databaseUrl" | "red
 }
 
 /** The docker runtime: the only one serve runs (refusedForServe has refused any other). */
-function createRuntime(config: GatewayConfig, log: Logger): DockerRuntime {
+function createRuntime(config: GatewayConfig, log: Logger, egress: GatewayEgress | undefined): DockerRuntime {
   return new DockerRuntime(
     {
       ...config.runtime.docker,
@@ -43,6 +44,7 @@ function createRuntime(config: GatewayConfig, log: Logger): DockerRuntime {
       maxFileBytes: config.policy.maxFileBytes,
     },
     log,
+    egress,
   );
 }
 
@@ -71,7 +73,9 @@ function loadServeConfig(options: ServeOptions): GatewayConfig {
 export async function runServe(options: ServeOptions): Promise<void> {
   const config = loadServeConfig(options);
   const log = createLogger("sandpool");
-  const runtime = createRuntime(config, log);
+  // Egress pools' only way out: the filtering proxy, served by this process.
+  const egress = config.pools.some((pool) => pool.egress) ? new GatewayEgress(config.egress, log) : undefined;
+  const runtime = createRuntime(config, log, egress);
   const probeClient = new SandboxClient();
   try {
     await assertIsolationPossible(runtime, options.config ?? "environment");
@@ -95,7 +99,7 @@ export async function runServe(options: ServeOptions): Promise<void> {
     prefix: `sandpool:${config.deployment}:`,
   });
   const jobs = new BullmqJobRunner({ redisUrl: config.redisUrl!, queueName: config.deployment }, log);
-  const gateway = await startGateway(config, { store, db, runtime, jobs }, log, {
+  const gateway = await startGateway(config, { store, db, runtime, jobs, egress }, log, {
     ready: () => store.ping(),
   });
   log.info(

@@ -129,7 +129,7 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   "pools[].coldStartTimeoutMs": { comment: "Deadline of a cold start when the pool is dry." },
   "pools[].egress": {
     comment:
-      "Sandboxes with network egress (runtime.docker.egressNetwork), leased only where policy allows it.",
+      "Sandboxes with egress through the gateway's filtering proxy (egress.*), leased only where policy allows it.",
   },
   limits: { comment: "Request limits." },
   "limits.maxJsonBodyBytes": { comment: "Largest JSON request body; larger ones get 413." },
@@ -206,7 +206,9 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   "runtime.kind": {
     comment: "docker (isolated containers) or process (child processes, dev only, NOT isolated).",
   },
-  "runtime.docker": { comment: "Options of the docker runtime (engines, networks, resource classes)." },
+  "runtime.docker": {
+    comment: "Options of the docker runtime (engines, socket directory, resource classes).",
+  },
   "runtime.docker.hosts": {
     comment:
       "Docker engines (unix:///path.sock or tcp://host:port); placement picks the least loaded. Default: DOCKER_HOST.",
@@ -230,17 +232,9 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   "runtime.docker.allowInsecureTcp": {
     comment: "Allow tcp:// engines without TLS (whoever reaches that port is root on the engine's host).",
   },
-  "runtime.docker.network": {
-    comment: "The internal (no egress) network sandboxes join; default sandpool-<deployment>.",
-    example: "sandpool-prod",
-  },
-  "runtime.docker.egressNetwork": {
-    comment: "A network with egress, for pools marked egress (created on first use); unset: no egress pools.",
-    example: "sandpool-prod-egress",
-  },
-  "runtime.docker.publishToLoopback": {
+  "runtime.docker.socketDir": {
     comment:
-      "Reach sandboxes through a port on 127.0.0.1 instead of their network address (egress pools only).",
+      "Sandboxes have no network; each listens on a Unix socket in its own directory below this one, which the gateway and the engine must see at the same path.",
   },
   "runtime.docker.resourceClasses": {
     comment: "Limits per resource class (memory, cpus, pids, tmpfs sizes); 'standard' is required.",
@@ -254,7 +248,6 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   "runtime.docker.serverCommand": {
     comment: "Program (after the image's ENTRYPOINT) that serves contract v1; flags are appended.",
   },
-  "runtime.docker.containerPort": { comment: "The sandbox server's port inside the container." },
   "runtime.docker.sessionsRoot": { comment: "Where session workspaces live in the container (a tmpfs)." },
   "runtime.docker.engineDownMs": { comment: "An engine that failed to answer is skipped this long." },
   "runtime.docker.engineRequestTimeoutMs": { comment: "Socket timeout of one Docker API call." },

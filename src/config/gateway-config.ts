@@ -82,11 +82,6 @@ export const gatewayConfigSchema = z
          * and of stderr fit even fully JSON-escaped. An Execute answer over it becomes a 200
          * whose result says the output was dropped. Downloads stream and are not capped here.
          */
-        /**
-         * A sandbox's successful answer read into memory (Execute, PutFile): 1 MiB of stdout
-         * and of stderr fit even fully JSON-escaped. An Execute answer over it becomes a 200
-         * whose result says the output was dropped. Downloads stream and are not capped here.
-         */
         maxSandboxAnswerBytes: positive.default(16 * 1024 * 1024),
         /** A sandbox's error answer read into memory; a larger one is `sandbox.bad_answer` (502). */
         maxSandboxErrorBytes: positive.default(64 * 1024),

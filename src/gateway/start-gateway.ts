@@ -9,6 +9,7 @@ import { FailedAuthLimiter } from "../auth/failed-auth-limiter.js";
 import { JwtAuthenticator } from "../auth/jwt-authenticator.js";
 import { CachingAuthenticator } from "../auth/verified-token-cache.js";
 import type { GatewayConfig } from "../config/gateway-config.js";
+import type { GatewayEgress } from "../egress/gateway-egress.js";
 import { SandboxClient } from "../forward/sandbox-client.js";
 import { listen, type RunningServer } from "../http/common/listen.js";
 import { createGatewayApp } from "../http/gateway-app.js";
@@ -34,6 +35,8 @@ export interface GatewayBackends {
   db: Kysely<Database>;
   runtime: SandboxRuntime;
   jobs: JobRunner;
+  /** The egress proxy the runtime attaches to egress sandboxes; bound here to the policy. */
+  egress?: GatewayEgress;
 }
 
 export interface RunningGateway extends RunningServer {
@@ -63,6 +66,10 @@ export async function startGateway(
   const policyRepository = new PolicyRepository(db);
   const policies = new PolicyService(config.policy, policyRepository, config.policyCacheTtlMs);
   await store.subscribe(POLICY_CHANNEL, (workspace) => policies.invalidate(workspace || undefined));
+  backends.egress?.bind({
+    leases: () => store.listLeases(),
+    policyFor: (workspace) => policies.forWorkspace(workspace),
+  });
   const admission = new Admission(store);
   const sandboxes = new SandboxClient();
   const pools = new PoolManager({ pools: config.pools, store, runtime, client: sandboxes, metrics, log });
@@ -185,6 +192,8 @@ export async function startGateway(
       }
       await jobs.close();
       await closing;
+      // Egress sandboxes left to other replicas: their reconciliation takes the sockets over.
+      await backends.egress?.closeAll();
       await usage.close();
       await sandboxes.close();
     },

@@ -19,8 +19,13 @@ export const SOCKET_MOUNT = "/run/sandpool";
 /** The gateway owns session lifetimes; the sandbox server must never end one first. */
 const SANDBOX_SESSION_SECONDS = "31536000";
 
+/** Where an egress sandbox's proxy socket sits in its directory, and the port it is offered on inside. */
+export const EGRESS_SOCKET_NAME = "egress.sock";
+const EGRESS_PROXY_URL = "http://127.0.0.1:3128";
+
 export const LABELS = {
   deployment: "sandpool.deployment",
+  egress: "sandpool.egress",
   pool: "sandpool.pool",
   sandbox: "sandpool.sandbox",
   engine: "sandpool.engine",
@@ -37,6 +42,8 @@ export interface ContainerSpecInput {
   engineHost: string;
   /** The sandbox's socket directory on the engine's host (and the gateway's). */
   socketDir: string;
+  /** Its only way out: the gateway's filtering proxy, offered as an HTTP proxy on its loopback. */
+  egress: boolean;
 }
 
 export function containerName(deployment: string, sandboxId: string): string {
@@ -65,8 +72,9 @@ export function buildContainerSpec(
       ...["--max-exec-timeout", String(options.execTimeoutCeilingSeconds)],
       ...["--max-upload-bytes", String(options.maxFileBytes)],
       "--reap-strays", // processes a call leaves behind end when it returns: the container is its PID namespace
+      ...(input.egress ? ["--egress-proxy-socket", `${SOCKET_MOUNT}/${EGRESS_SOCKET_NAME}`] : []),
     ],
-    Env: ["SANDPOOL_LOG_LEVEL=warn"],
+    Env: ["SANDPOOL_LOG_LEVEL=warn", ...(input.egress ? proxyEnvironment() : [])],
     User: options.user,
     Hostname: "sandbox",
     Labels: {
@@ -75,6 +83,7 @@ export function buildContainerSpec(
       [LABELS.sandbox]: input.sandboxId,
       [LABELS.engine]: input.engineHost,
       [LABELS.resourceClass]: input.resourceClassName,
+      ...(input.egress ? { [LABELS.egress]: "true" } : {}),
     },
     // The gateway probes readiness itself; a health check would only spend CPU in the box.
     Healthcheck: { Test: ["NONE"] },
@@ -117,4 +126,11 @@ function buildHostConfig(options: DockerRuntimeOptions, input: ContainerSpecInpu
     LogConfig: { Type: "json-file", Config: { "max-size": String(options.logMaxBytes), "max-file": "1" } },
     ...(options.runtime ? { Runtime: options.runtime } : {}),
   };
+}
+
+/** Both spellings: curl and pip read the lower-case ones, requests and others either. */
+function proxyEnvironment(): string[] {
+  return ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"]
+    .map((name) => `${name}=${EGRESS_PROXY_URL}`)
+    .concat(["NO_PROXY=localhost,127.0.0.1", "no_proxy=localhost,127.0.0.1"]);
 }

@@ -27,6 +27,7 @@ import {
   type DockerRuntimeOptionsInput,
   dockerRuntimeOptionsSchema,
 } from "./docker-runtime-options.js";
+import { attachEgressSocket, type SandboxEgress, socketAnswers } from "./sandbox-egress.js";
 import { SocketDirs } from "./socket-dirs.js";
 import { SandboxStartError, waitForSandboxHealth } from "./wait-for-sandbox-health.js";
 
@@ -78,6 +79,8 @@ export class SandboxImageMissingError extends Error {
 
 export interface DockerSandbox extends RuntimeSandbox {
   createdAt: number;
+  /** Its pool allows egress: it has a proxy socket to serve. */
+  egress: boolean;
   /** False for a container that exited (crashed, killed, out of memory): its sandbox is gone. */
   running: boolean;
 }
@@ -99,7 +102,15 @@ export class DockerRuntime implements SandboxRuntime {
   private readonly http: Agent;
   private readonly log: Logger | undefined;
 
-  constructor(input: DockerRuntimeOptionsInput, log?: Logger) {
+  /**
+   * `egress` serves egress pools' proxy sockets (the gateway's filtering proxy); without it,
+   * egress pools cannot start.
+   */
+  constructor(
+    input: DockerRuntimeOptionsInput,
+    log?: Logger,
+    private readonly egress?: SandboxEgress,
+  ) {
     this.options = dockerRuntimeOptionsSchema.parse(input);
     this.log = log;
     this.engineList = this.options.hosts.map(
@@ -133,6 +144,10 @@ export class DockerRuntime implements SandboxRuntime {
         `pool ${pool.name}: resource class '${pool.resourceClass}' is not configured for Docker`,
       );
     }
+    const egress = pool.egress === true;
+    if (egress && !this.egress) {
+      throw new Error(`pool ${pool.name} allows egress, but this gateway has no egress proxy to offer it`);
+    }
     assertBeforeDeadline(request.deadline, "placing it");
 
     const engine = await this.place(pool.image);
@@ -140,6 +155,13 @@ export class DockerRuntime implements SandboxRuntime {
     engine.inFlight++;
     try {
       const socketDir = await this.socketDirs.prepare(request.sandboxId);
+      if (egress) {
+        await attachEgressSocket(
+          this.egress!,
+          request.sandboxId,
+          this.socketDirs.egressSocketOf(request.sandboxId),
+        );
+      }
       assertBeforeDeadline(request.deadline, "creating its container");
       const spec = buildContainerSpec(this.options, {
         sandboxId: request.sandboxId,
@@ -149,6 +171,7 @@ export class DockerRuntime implements SandboxRuntime {
         resourceClassName: pool.resourceClass,
         engineHost: engine.host,
         socketDir,
+        egress,
       });
       const container = await this.create(engine, spec, request.sandboxId);
       const created = Date.now();
@@ -219,7 +242,10 @@ export class DockerRuntime implements SandboxRuntime {
       const status = dockerStatusOf(error);
       if (status !== 404 && status !== 409) throw error;
     }
-    if (sandboxId) await this.socketDirs.remove(sandboxId);
+    if (sandboxId) {
+      if (this.egress?.serves(sandboxId)) await this.egress.close(sandboxId);
+      await this.socketDirs.remove(sandboxId);
+    }
   }
 
   /** Every container of the deployment, running or not (an exited one still needs removing). */
@@ -247,6 +273,7 @@ export class DockerRuntime implements SandboxRuntime {
           pool: container.Labels[LABELS.pool] ?? "",
           createdAt: container.Created * 1000,
           running: container.State === "running",
+          egress: container.Labels[LABELS.egress] === "true",
         });
       }
     }
@@ -257,6 +284,7 @@ export class DockerRuntime implements SandboxRuntime {
     );
     if (swept.length > 0)
       this.log?.info({ sandboxes: swept }, "removed socket directories of gone sandboxes");
+    await this.retakeEgress(sandboxes);
     return sandboxes;
   }
 
@@ -359,6 +387,31 @@ export class DockerRuntime implements SandboxRuntime {
       return demuxLogs(Buffer.isBuffer(raw) ? raw : Buffer.from(String(raw))).slice(-2_000);
     } catch {
       return "";
+    }
+  }
+
+  /**
+   * Running egress sandboxes whose proxy socket nobody answers (the replica that served it is
+   * gone) get it from this process. Called from list(), so reconciliation heals them.
+   */
+  private async retakeEgress(sandboxes: DockerSandbox[]): Promise<void> {
+    if (!this.egress) return;
+    for (const sandbox of sandboxes) {
+      if (!sandbox.egress || !sandbox.running || this.egress.serves(sandbox.sandboxId)) continue;
+      const socketPath = this.socketDirs.egressSocketOf(sandbox.sandboxId);
+      if (await socketAnswers(socketPath)) continue;
+      try {
+        const taken = await this.socketDirs.whileUnsealed(sandbox.sandboxId, () =>
+          attachEgressSocket(this.egress!, sandbox.sandboxId, socketPath),
+        );
+        if (taken)
+          this.log?.info({ sandbox: sandbox.sandboxId }, "took over an egress sandbox's proxy socket");
+      } catch (error) {
+        this.log?.warn(
+          { sandbox: sandbox.sandboxId, err: error },
+          "could not take over an egress proxy socket",
+        );
+      }
     }
   }
 

@@ -9,6 +9,7 @@
  */
 import { chmod, mkdir, readdir, rm, stat } from "node:fs/promises";
 import path from "node:path";
+import { EGRESS_SOCKET_NAME } from "./container-spec.js";
 import { SANDBOX_SOCKET_NAME } from "./docker-runtime-options.js";
 
 export class SocketDirs {
@@ -24,6 +25,20 @@ export class SocketDirs {
 
   socketOf(sandboxId: string): string {
     return path.join(this.dirOf(sandboxId), SANDBOX_SOCKET_NAME);
+  }
+
+  egressSocketOf(sandboxId: string): string {
+    return path.join(this.dirOf(sandboxId), EGRESS_SOCKET_NAME);
+  }
+
+  /** Runs `change` with the sealed directory writable by the gateway alone (never by the sandbox). */
+  async whileUnsealed<T>(sandboxId: string, change: () => Promise<T>): Promise<T> {
+    await chmod(this.dirOf(sandboxId), 0o755);
+    try {
+      return await change();
+    } finally {
+      await this.seal(sandboxId).catch(() => undefined);
+    }
   }
 
   /** A fresh, empty directory the sandbox's server may create its socket in. */

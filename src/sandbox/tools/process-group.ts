@@ -12,9 +12,22 @@ export function signalGroup(pid: number | undefined, signal: NodeJS.Signals): vo
   }
 }
 
+/**
+ * Proxy settings pass through: an egress sandbox's container sets them to its forwarder
+ * (127.0.0.1:3128), its only way out.
+ */
+const PROXY_VARIABLES = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"];
+
 /** The minimal environment user programs see: nothing of the server's own (tokens, URLs). */
 export function sandboxEnvironment(home: string): NodeJS.ProcessEnv {
+  const proxies = Object.fromEntries(
+    PROXY_VARIABLES.filter((name) => process.env[name] !== undefined).map((name) => [
+      name,
+      process.env[name],
+    ]),
+  );
   return {
+    ...proxies,
     PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
     HOME: home,
     LANG: "C.UTF-8",

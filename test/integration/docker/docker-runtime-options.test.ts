@@ -92,6 +92,7 @@ describe("buildContainerSpec", () => {
     resourceClassName: "standard",
     engineHost: "unix:///var/run/docker.sock",
     socketDir: "/run/sandpool/prod/sbx1",
+    egress: false,
   });
 
   it("is hardened whatever the options say", () => {
@@ -125,6 +126,30 @@ describe("buildContainerSpec", () => {
     expect(cmd).toContain("--max-sessions 1");
     for (const flag of ["--idle-timeout", "--max-idle-timeout", "--max-lifetime", "--max-lifetime-ceiling"])
       expect(cmd).toContain(`${flag} 31536000`);
+  });
+
+  it("offers an egress sandbox the gateway's proxy, and only then", () => {
+    expect(spec.Cmd).not.toContain("--egress-proxy-socket");
+    expect(spec.Env?.some((variable) => /proxy/i.test(variable))).toBe(false);
+    const egress = buildContainerSpec(options, {
+      sandboxId: "s",
+      pool: "web",
+      image: "i",
+      resourceClass: options.resourceClasses.standard!,
+      resourceClassName: "standard",
+      engineHost: "h",
+      socketDir: "/run/sandpool/prod/s",
+      egress: true,
+    });
+    expect(egress.Cmd).toEqual(
+      expect.arrayContaining(["--egress-proxy-socket", "/run/sandpool/egress.sock"]),
+    );
+    expect(egress.Env).toEqual(
+      expect.arrayContaining(["HTTPS_PROXY=http://127.0.0.1:3128", "https_proxy=http://127.0.0.1:3128"]),
+    );
+    expect(egress.Labels?.["sandpool.egress"]).toBe("true");
+    // Still no network: the proxy is its only way out.
+    expect(egress.HostConfig?.NetworkMode).toBe("none");
   });
 
   it("serves on the socket in its mounted directory, with no network to join", () => {
