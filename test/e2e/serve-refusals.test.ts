@@ -75,3 +75,27 @@ describe("sandpool serve refuses tokens without an audience check", () => {
     expect(result.stderr).not.toMatch(/auth\.audience is not set/);
   });
 });
+
+describe("sandpool serve refuses what it cannot isolate", () => {
+  it("a remote engine, whose sandboxes' sockets would be on another machine", async () => {
+    const file = path.join(scratch, "remote.yaml");
+    await writeFile(
+      file,
+      "runtime:\n  docker:\n    hosts: [tcp://127.0.0.1:1]\n    allowInsecureTcp: true\n",
+    );
+    const result = await serve({}, ["--config", file]);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(/tcp:\/\/127\.0\.0\.1:1 is a remote engine/);
+    expect(result.stdout).not.toMatch(/listening on/);
+  });
+
+  it("a socket directory it cannot make", async () => {
+    const file = path.join(scratch, "socket-dir.yaml");
+    const blocker = path.join(scratch, "a-file");
+    await writeFile(blocker, "");
+    await writeFile(file, `runtime:\n  docker:\n    socketDir: ${blocker}/sockets\n`);
+    const result = await serve({}, ["--config", file]);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(/runtime\.docker\.socketDir .* cannot be made or written/);
+  });
+});
