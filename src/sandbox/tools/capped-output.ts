@@ -122,3 +122,42 @@ export class MarkedStreamReader {
     this.pending = Buffer.alloc(0);
   }
 }
+
+/**
+ * How many times the byte cap a stream may take once JSON-escaped. Text with many line
+ * breaks or tabs doubles in JSON and still fits; control characters, which JSON writes as
+ * six bytes each, are cut, so a sound sandbox's answer stays near 2 x 2 x the cap whatever
+ * a program prints (the gateway buffers answers, many at once).
+ */
+export const JSON_COST_FACTOR = 2;
+
+const TRAILING_MARKER = /\n\[output truncated: (\d+) more bytes were not kept([^\n]*)\]\n$/;
+
+/** Bytes `text` takes inside a JSON string, as JSON.stringify escapes it, in UTF-8. */
+export function jsonCost(text: string): number {
+  return Buffer.byteLength(JSON.stringify(text)) - 2;
+}
+
+/**
+ * `text` if its JSON form takes at most `maxCost` bytes; else its longest head that does
+ * (marker included), the marker counting every byte left out, earlier cuts included.
+ */
+export function capJsonCost(text: string, maxCost: number): string {
+  if (jsonCost(text) <= maxCost) return text;
+  const earlier = TRAILING_MARKER.exec(text);
+  const body = earlier ? text.slice(0, earlier.index) : text;
+  const alreadyOmitted = earlier ? Number(earlier[1]) : 0;
+  const budget = Math.max(0, maxCost - MARKER_ROOM_BYTES);
+  // Binary search on the length of the head: only answers over the bound pay for it.
+  let low = 0;
+  let high = body.length;
+  while (low < high) {
+    const middle = Math.ceil((low + high) / 2);
+    if (jsonCost(body.slice(0, middle)) <= budget) low = middle;
+    else high = middle - 1;
+  }
+  let head = body.slice(0, low);
+  if (/[\uD800-\uDBFF]$/.test(head)) head = head.slice(0, -1);
+  const omitted = alreadyOmitted + Buffer.byteLength(body) - Buffer.byteLength(head);
+  return `${head}${truncationMarker(omitted)}`;
+}

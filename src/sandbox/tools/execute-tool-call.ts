@@ -10,6 +10,7 @@ import type { ExecRequest, ExecResponse, ExecutionOutcome } from "../../contract
 import { clampHint, type SandboxConfig } from "../config.js";
 import type { Session } from "../sessions/session.js";
 import { runBash } from "./bash-runner.js";
+import { capJsonCost, JSON_COST_FACTOR } from "./capped-output.js";
 
 export async function executeToolCall(
   session: Session,
@@ -27,12 +28,22 @@ export async function executeToolCall(
     return await session.serialize(async () => {
       if (session.destroyed) throw new SandpoolError("session.not_found", "no such session");
       const started = performance.now();
-      const outcome = await runTool(session, request, timeoutSeconds * 1000, config);
+      const outcome = boundJsonCost(await runTool(session, request, timeoutSeconds * 1000, config), config);
       return execResponse(request.tool, toolUseId, outcome, performance.now() - started);
     });
   } finally {
     afterCall?.();
   }
+}
+
+/** Each stream within JSON_COST_FACTOR x the output cap once JSON-escaped (capped-output.ts). */
+function boundJsonCost(outcome: ExecutionOutcome, config: SandboxConfig): ExecutionOutcome {
+  const maxCost = config.maxOutputBytes * JSON_COST_FACTOR;
+  return {
+    ...outcome,
+    stdout: capJsonCost(outcome.stdout, maxCost),
+    stderr: capJsonCost(outcome.stderr, maxCost),
+  };
 }
 
 function runTool(

@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { capText, headWithin, truncationMarker } from "../../../src/sandbox/tools/capped-output.js";
+import {
+  CappedOutput,
+  capJsonCost,
+  capText,
+  headWithin,
+  jsonCost,
+  truncationMarker,
+} from "../../../src/sandbox/tools/capped-output.js";
 import { numbered, numberedWithin } from "../../../src/sandbox/tools/text-editor-format.js";
 
 describe("capText", () => {
@@ -52,5 +59,30 @@ describe("numberedWithin", () => {
     expect(shown.firstOmittedLine).toBe(kept + 1);
     // Past line 999999 the number is wider than its 6-column pad: counted too.
     expect(shown.omittedBytes).toBe(Buffer.byteLength(numbered(lines, 1)) - Buffer.byteLength(shown.text));
+  });
+});
+
+describe("capJsonCost", () => {
+  it("counts what JSON.stringify writes", () => {
+    expect(jsonCost('a\n\u0001"é😀')).toBe(1 + 2 + 6 + 2 + 2 + 4);
+  });
+
+  it("leaves a text within the bound alone", () => {
+    expect(capJsonCost("a\nb", 4)).toBe("a\nb");
+  });
+
+  it("cuts control characters to the bound, marker included, counting what an earlier cap dropped", () => {
+    const out = new CappedOutput(10_000);
+    out.push(Buffer.alloc(12_000, 1));
+    const capped = capJsonCost(out.text(), 4096);
+    expect(jsonCost(capped)).toBeLessThanOrEqual(4096);
+    const kept = capped.indexOf("\n[output truncated");
+    expect(capped.slice(kept)).toBe(truncationMarker(12_000 - kept));
+    expect(capped.slice(0, kept)).toBe("\u0001".repeat(kept));
+  });
+
+  it("never leaves half a surrogate pair", () => {
+    const capped = capJsonCost(`\u0001${"😀".repeat(2000)}`, 1000);
+    expect(capped).not.toMatch(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])/);
   });
 });

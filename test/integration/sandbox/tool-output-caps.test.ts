@@ -1,12 +1,14 @@
 /**
  * The editor answers at most the server's output cap per stream, marker included, however
- * large the file, the listing or the input a message echoes; and the answer is still a
- * valid contract response (checked by the client).
+ * large the file, the listing or the input a message echoes; no stream of any tool takes
+ * more than twice the cap once JSON-escaped; and every answer is still a valid contract
+ * response (checked by the client).
  */
 import { mkdir, mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { jsonCost } from "../../../src/sandbox/tools/capped-output.js";
 import { TextEditor } from "../../../src/sandbox/tools/text-editor.js";
 import { newSession, startTestSandbox, type TestSandbox } from "../../support/sandbox-server.js";
 
@@ -39,6 +41,42 @@ describe("through the sandbox server (default 1 MiB cap)", () => {
     expect(content.stdout.startsWith("     1\t\n     2\t\n")).toBe(true);
     const shownLines = content.stdout.split("\n").filter((line) => /^\s*\d+\t$/.test(line)).length;
     expect(content.stdout).toContain(`view_range [${shownLines + 1}, 3000000] shows the rest`);
+  });
+});
+
+describe("JSON-escaped size, through the sandbox server (default 1 MiB cap)", () => {
+  let sandbox: TestSandbox;
+  beforeAll(async () => {
+    sandbox = await startTestSandbox();
+  });
+  afterAll(() => sandbox.close());
+
+  it("cuts control characters (six JSON bytes each) to twice the cap, marked", async () => {
+    const id = await newSession(sandbox.client);
+    const answer = await sandbox.client.exec(id, {
+      tool: "code_execution",
+      input: { code: "import sys\nsys.stdout.write('\\x01' * 3_000_000)\nsys.stderr.write('\\x02' * 10)" },
+    });
+    expect(answer.status).toBe(200);
+    const content = (answer.body as { result_block: { content: { stdout: string; stderr: string } } })
+      .result_block.content;
+    expect(jsonCost(content.stdout)).toBeLessThanOrEqual(2 * MIB);
+    expect(jsonCost(content.stdout)).toBeGreaterThan(2 * MIB - 1024);
+    expect(content.stdout).toMatch(/\n\[output truncated: (\d+) more bytes were not kept\]\n$/);
+    // Every byte left out is counted, those the 1 MiB cap dropped first included.
+    const [, omitted] = /truncated: (\d+) more/.exec(content.stdout)!;
+    const kept = content.stdout.indexOf("\n[output truncated");
+    expect(kept + Number(omitted)).toBe(3_000_000);
+    expect(content.stderr).toBe("\x02".repeat(10));
+    expect(answer.text.length).toBeLessThan(2.1 * MIB);
+  });
+
+  it("leaves a 1 MiB stdout of short lines whole", async () => {
+    const id = await newSession(sandbox.client);
+    const content = await sandbox.client.run(id, "code_execution", {
+      code: "print('a\\n' * 500_000, end='')",
+    });
+    expect(content.stdout).toBe("a\n".repeat(500_000));
   });
 });
 
