@@ -147,6 +147,13 @@ export class Tally {
 
   constructor(readonly label: string) {}
 
+  /** Named counts worth a mention in the summary (e.g. how many edits the editor carried out). */
+  readonly notes = new Map<string, number>();
+
+  note(name: string): void {
+    this.notes.set(name, (this.notes.get(name) ?? 0) + 1);
+  }
+
   count(status: number): void {
     this.requests++;
     this.statuses.set(status, (this.statuses.get(status) ?? 0) + 1);
@@ -157,7 +164,8 @@ export class Tally {
       .sort(([a], [b]) => a - b)
       .map(([status, n]) => `${status}x${n}`)
       .join(" ");
+    const notes = [...this.notes.entries()].map(([name, n]) => `; ${name}x${n}`).join("");
     const seconds = ((Date.now() - this.started) / 1000).toFixed(1);
-    return `fuzz: ${this.cases} cases (${this.requests} requests) on ${this.label} in ${seconds} s [seed ${seed}; ${byStatus}]`;
+    return `fuzz: ${this.cases} cases (${this.requests} requests) on ${this.label} in ${seconds} s [seed ${seed}; ${byStatus}${notes}]`;
   }
 }

@@ -11,9 +11,10 @@
  *     written (canaries beside the workspace are untouched, no new file appears in the
  *     sandbox root outside the session directories, no marker file anywhere else).
  * Each property runs a fixed number of cases and prints how many ran, with its seed
- * (set FUZZ_SEED to replay one).
+ * (set FUZZ_SEED to replay one, FUZZ_SCALE to run more cases).
  */
 
+import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import {
   lstat,
@@ -63,6 +64,8 @@ import {
 } from "./hostile-inputs.js";
 
 const BASE_SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
+/** FUZZ_SCALE=10 runs ten times the cases of every property (a deeper hunt than `npm test` affords). */
+const SCALE = Math.max(1, Number(process.env.FUZZ_SCALE ?? 1));
 const WORKSPACE = "fuzz-tenant";
 const MAX_JSON_BYTES = 512 * 1024;
 const MAX_FILE_BYTES = 256 * 1024;
@@ -89,12 +92,13 @@ const json = (value = token) => ({ ...auth(value), "content-type": "application/
 /** Runs `numRuns` cases of `arbitrary` through `run`, then prints the tally. */
 async function fuzz<T>(
   label: string,
-  numRuns: number,
+  baseRuns: number,
   arbitrary: fc.Arbitrary<T>,
   run: (value: T, tally: Tally) => Promise<void>,
 ): Promise<void> {
   const tally = new Tally(label);
   const seed = BASE_SEED + seedOffset++;
+  const numRuns = baseRuns * SCALE;
   await fc.assert(
     fc.asyncProperty(arbitrary, async (value) => {
       tally.cases++;
@@ -141,6 +145,8 @@ async function snapshot(root: string): Promise<Map<string, string>> {
       else if (stats.isDirectory()) {
         entries.set(full, "dir");
         await walk(full);
+      } else if (!stats.isFile()) {
+        entries.set(full, `special:${stats.mode}`); // a FIFO would block a read forever
       } else {
         const content = await readFile(full).catch(() => Buffer.alloc(0));
         entries.set(full, createHash("sha256").update(content).digest("hex"));
@@ -223,6 +229,8 @@ beforeAll(async () => {
   await symlink(path.join(canaryDirs[0]!, "secret-outside.txt"), path.join(workspaceDir, PLANTED.fileLink));
   await symlink(PLANTED.loopLink, path.join(workspaceDir, PLANTED.loopLink));
   await symlink(path.join(harness.root, "nowhere", "at-all"), path.join(workspaceDir, PLANTED.danglingLink));
+  await symlink(PLANTED.subdir, path.join(workspaceDir, PLANTED.insideLink));
+  execFileSync("mkfifo", [path.join(workspaceDir, PLANTED.fifo)]);
   await mkdir(path.join(workspaceDir, PLANTED.subdir, "inner"), { recursive: true });
   await writeFile(path.join(workspaceDir, PLANTED.subdir, "inner", "ok.txt"), "inside\n");
 
@@ -573,7 +581,19 @@ describe("gateway fuzz", () => {
           minLength: 0,
           maxLength: 3,
         }),
-        fc.constantFrom("", "&path", "&path=", "&x=1", "&%70ath=..", "&path[]=..", "&PATH=/etc"),
+        fc.constantFrom(
+          "",
+          "&path",
+          "&path=",
+          "&x=1",
+          "&%70ath=..",
+          "&path[]=..",
+          "&PATH=/etc",
+          "&recursive=1",
+          "&recursive=true",
+          "&recursive=%ff",
+          "&recursive",
+        ),
       )
       .map(([paths, extra]) => `${paths.map(([p, e]) => `path=${encodeForQuery(p, e)}`).join("&")}${extra}`);
     for (const [label, suffix, operationId] of [
@@ -661,13 +681,84 @@ describe("gateway fuzz", () => {
       fc.oneof(write, escapeTarget).map((p) => ({ command: "undo_edit", path: p })),
     );
     await fuzz("POST /sessions/{id}/exec (text editor paths)", 200, input, async (value, tally) => {
-      await exchange(tally, execute("POST /sessions/{id}/exec (text editor paths)"), {
+      const answer = await exchange(tally, execute("POST /sessions/{id}/exec (text editor paths)"), {
         method: "POST",
         target: execTarget(),
         headers: json(),
         body: JSON.stringify({ tool: "text_editor_code_execution", input: value }),
       });
+      // The editor reports a refusal in the result (return code 1), as the contract asks.
+      const result = (answer.json as { result_block?: { content?: { return_code?: number } } }).result_block;
+      tally.note(`${value.command}:${result?.content?.return_code === 0 ? "done" : "refused"}`);
     });
+  });
+
+  it("answers hostile session ids on every session route with a 4xx (or DestroySession's 204)", async () => {
+    const otherTenant = await send(harness.url, {
+      method: "POST",
+      target: "/sessions",
+      headers: json(await harness.token("fuzz-other-tenant")),
+      body: "{}",
+    });
+    expect(otherTenant.status, otherTenant.text).toBe(201);
+    const foreignId = (otherTenant.json as { session_id: string }).session_id;
+    const id = fc.oneof(
+      fc.constant(foreignId), // another workspace's live session: the same 404 as an unknown one
+      fc.constant(foreignId.toUpperCase()),
+      fc.constant(`${sessionId}x`),
+      fc.constant(sessionId.slice(0, -1)),
+      fc.string({ unit: "binary", minLength: 1, maxLength: 40 }),
+      fc.constantFrom(
+        "__proto__",
+        "constructor",
+        "hasOwnProperty",
+        "null",
+        "undefined",
+        "0",
+        "-1",
+        "*",
+        "x".repeat(5000),
+      ),
+      hostilePath({ marker: MARKER, forWrite: false }),
+    );
+    const routes = [
+      { method: "GET", suffix: "", operationId: undefined, success: [] as number[] },
+      { method: "DELETE", suffix: "", operationId: "DestroySession", success: [204] },
+      { method: "POST", suffix: "/exec", operationId: "Execute", success: [] },
+      { method: "GET", suffix: "/files/list", operationId: "ListFiles", success: [] },
+      { method: "GET", suffix: "/files?path=x", operationId: "GetFile", success: [] },
+      { method: "POST", suffix: "/files", operationId: "PutFile", success: [] },
+    ];
+    await fuzz(
+      "session routes with hostile session ids",
+      200,
+      fc.tuple(id, queryEncodings, fc.integer({ min: 0, max: routes.length - 1 })),
+      async ([raw, encoding, index], tally) => {
+        const route = routes[index]!;
+        const encoded = encodeForQuery(raw, encoding) || "x";
+        await exchange(
+          tally,
+          {
+            label: `${route.method} /sessions/{hostile id}${route.suffix}`,
+            operationId: route.operationId,
+            success: route.success,
+          },
+          {
+            method: route.method,
+            target: `/sessions/${encoded}${route.suffix}`,
+            headers: json(),
+            body: route.method === "POST" ? harmlessExecTexts[0] : undefined,
+          },
+        );
+      },
+    );
+    // The other tenant's session was never reachable from this workspace, DELETE included.
+    const still = await send(harness.url, {
+      method: "GET",
+      target: `/sessions/${foreignId}`,
+      headers: auth(await harness.token("fuzz-other-tenant")),
+    });
+    expect(still.status, still.text).toBe(200);
   });
 
   it("refuses hostile request targets before any handler, whatever the method", async () => {

@@ -23,6 +23,10 @@ export const PLANTED = {
   loopLink: "loop-link",
   /** A symlink to nowhere outside. */
   danglingLink: "dangling-link",
+  /** A symlink that stays inside: to `sub`. */
+  insideLink: "inside-link",
+  /** A named pipe: reading it would block forever. */
+  fifo: "a-fifo",
   /** A real directory inside the workspace, with `inner/ok.txt` in it. */
   subdir: "sub",
 } as const;
@@ -150,9 +154,24 @@ export function hostilePath(options: { marker: string; forWrite: boolean }): fc.
       last,
     )
     .map(([count, piece, tail]) => piece.repeat(count) + tail);
+  // Paths that may well be fine: through planted names only, so some calls get past confinement.
+  const plausible = fc.oneof(
+    fc
+      .tuple(fc.array(plantedSegments(), { maxLength: 2 }), last)
+      .map(([middle, tail]) => [...middle, tail].join("/")),
+    fc
+      .tuple(
+        fc.constantFrom("", "./", "sub/", "inside-link/", "sub/inner/", "inside-link/inner/", "sub//inner/"),
+        options.forWrite
+          ? markerName(options.marker)
+          : fc.constantFrom("inner/ok.txt", "ok.txt", "inner", ""),
+      )
+      .map(([head, tail]) => head + tail),
+  );
   const reads: fc.Arbitrary<string>[] = options.forWrite ? [] : [fc.constantFrom(...SENSITIVE)];
   return fc.oneof(
     { weight: 8, arbitrary: structured },
+    { weight: 3, arbitrary: plausible },
     { weight: 1, arbitrary: veryLong },
     ...reads.map((arbitrary) => ({ weight: 1, arbitrary })),
   );
