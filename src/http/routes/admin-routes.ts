@@ -60,6 +60,9 @@ export interface PolicyView {
 const DEFAULT_AUDIT_LIMIT = 100;
 const MAX_AUDIT_LIMIT = 1_000;
 const DAY_MS = 24 * 3600 * 1000;
+/** The range a usage query may ask about: from the epoch (a day before it for `from`'s default) to year 9999. */
+const EARLIEST_DATE_MS = 0;
+const LATEST_DATE_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 /** A date, or a date and time with an optional zone: what `new Date()` reads the same everywhere. */
 const ISO_DATE = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/i;
 
@@ -236,5 +239,8 @@ function dateQuery(value: string | undefined, name: string): Date | undefined {
       "request.malformed",
       `${name} must be an ISO 8601 date or date-time, got '${value}'`,
     );
+  // Postgres has no year 0 (nor anything before 4713 BC): out of a sane range, the query was a 500.
+  if (date.getTime() < EARLIEST_DATE_MS || date.getTime() > LATEST_DATE_MS)
+    throw new SandpoolError("request.malformed", `${name} must lie between 1970 and 9999, got '${value}'`);
   return date;
 }

@@ -473,6 +473,16 @@ describe("usage and pools", () => {
       422,
       "request.malformed",
     );
+    // Found by the fuzz suite: a year Postgres cannot hold was a 500, not the caller's 422.
+    for (const query of [
+      "to=0000-01-01",
+      "from=0001-01-01&to=0001-01-02",
+      "from=1969-12-31",
+      "to=9999-12-31T23:59:59-14:00",
+    ]) {
+      expectError(await api("GET", `/workspaces/${workspace}/usage?${query}`), 422, "request.malformed");
+    }
+    expect((await api("GET", `/workspaces/${workspace}/usage?to=1970-01-01`)).status).toBe(200);
   });
 
   it("lists every pool with its spec and its idle and member counts", async () => {
