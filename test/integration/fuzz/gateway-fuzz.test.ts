@@ -57,6 +57,7 @@ import {
   jsonish,
   markerName,
   mutateJsonText,
+  notQuiteAdminToken,
   PLANTED,
   queryEncodings,
   rawEncode,
@@ -358,6 +359,27 @@ describe("gateway fuzz", () => {
           throw new Error(
             `${hostile.kind} on ${route.method} ${route.target()}: ${answer.status} ${answer.text}`,
           );
+      },
+    );
+  });
+
+  it("refuses the admin API to tokens whose admin claim is anything but true, or is named otherwise", async () => {
+    const adminRoutes = everyRoute().filter((route) => route.admin);
+    await fuzz(
+      "admin routes with not-quite-admin tokens",
+      60,
+      fc.tuple(fc.integer({ min: 0, max: adminRoutes.length - 1 }), notQuiteAdminToken(TEST_SECRET)),
+      async ([index, { claim, token: notAdmin }], tally) => {
+        const route = adminRoutes[index]!;
+        const answer = await exchange(
+          tally,
+          { label: `${route.method} ${route.target()} (${JSON.stringify(claim)})` },
+          { method: route.method, target: route.target(), headers: json(notAdmin), body: route.body },
+        );
+        expect({ claim, status: answer.status, body: answer.json }).toMatchObject({
+          status: 403,
+          body: { detail: { code: "auth.forbidden" } },
+        });
       },
     );
   });

@@ -501,6 +501,13 @@ export function hostileToken(secret: string, wrongSecret: string): fc.Arbitrary<
       .map((size) =>
         bad(`huge ${size}`, signedToken(header, { ...good, pad: "p".repeat(size) }, wrongSecret)),
       ),
+    // Bytes that are not UTF-8 (nor ASCII) in the header itself.
+    fc
+      .constantFrom("\xff\xfe", "\xc0\xae\xc0\xae", "\x80", "\xe9")
+      .map((bytes) => ({
+        kind: "non-ASCII bytes",
+        authorization: `Bearer ${bytes}${signedToken(header, good, secret)}`,
+      })),
     // Scheme spellings around a wrongly signed token.
     fc
       .constantFrom(
@@ -519,4 +526,42 @@ export function hostileToken(secret: string, wrongSecret: string): fc.Arbitrary<
       })),
   ];
   return fc.oneof(...arbitraries);
+}
+
+/**
+ * Correctly signed tokens for a real workspace whose admin claim is anything but the JSON
+ * `true`: each must be refused by the admin API (403 auth.forbidden), never taken for an admin.
+ */
+export function notQuiteAdminToken(secret: string): fc.Arbitrary<{ claim: unknown; token: string }> {
+  const now = Math.floor(Date.now() / 1000);
+  const claim = fc.constantFrom<unknown>(
+    "true",
+    "True",
+    1,
+    [true],
+    { value: true },
+    "yes",
+    null,
+    false,
+    0,
+    "1",
+  );
+  return fc
+    .tuple(
+      claim,
+      fc.constantFrom("sandpool_admin", "Sandpool_Admin", "sandpool_admin ", "admin", "sandpool.admin"),
+    )
+    .map(([value, name]) => ({
+      claim: { [name]: value },
+      token: signedToken(
+        { alg: "HS256", typ: "JWT" },
+        {
+          workspace_id: "fuzz-not-admin",
+          iat: now,
+          exp: now + 600,
+          [name]: name === "sandpool_admin" ? value : true,
+        },
+        secret,
+      ),
+    }));
 }
