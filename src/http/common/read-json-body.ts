@@ -39,7 +39,15 @@ function readCapped(incoming: IncomingMessage, maxBytes: number): Promise<string
     };
     incoming.on("data", onData);
     incoming.once("end", () => resolve(Buffer.concat(chunks, size).toString("utf8")));
-    incoming.once("error", reject);
+    // A client that hangs up mid-body is its own failure, not the server's: a 4xx (nobody is
+    // left to read it), so it is neither logged as an unexpected error nor counted as a 5xx.
+    incoming.once("error", (error: NodeJS.ErrnoException) =>
+      reject(
+        error.code === "ECONNRESET"
+          ? new SandpoolError("request.malformed", "the request body ended early", { cause: error })
+          : error,
+      ),
+    );
   });
 }
 

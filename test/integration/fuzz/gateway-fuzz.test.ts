@@ -1009,6 +1009,15 @@ describe("gateway fuzz", () => {
     expect(ran.status, ran.text).toBe(200);
     expect(ran.text).toContain("42");
 
+    // Answers nobody received count too: the gateway's own tally has no 5xx, even for the
+    // clients that hung up mid-request.
+    const metrics = await send(harness.url, { method: "GET", target: "/metrics" });
+    const serverErrors = metrics.text
+      .split("\n")
+      .filter((line) => line.startsWith("sandpool_http_requests_total{") && /status="5\d\d"/.test(line))
+      .filter((line) => Number(line.split(" ").at(-1)) > 0);
+    expect(serverErrors, "5xx answers counted by the gateway").toEqual([]);
+
     const root = harness.root;
     const after = await snapshot(root);
     const canaryEntries = (map: Map<string, string>) =>
