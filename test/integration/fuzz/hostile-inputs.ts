@@ -502,12 +502,10 @@ export function hostileToken(secret: string, wrongSecret: string): fc.Arbitrary<
         bad(`huge ${size}`, signedToken(header, { ...good, pad: "p".repeat(size) }, wrongSecret)),
       ),
     // Bytes that are not UTF-8 (nor ASCII) in the header itself.
-    fc
-      .constantFrom("\xff\xfe", "\xc0\xae\xc0\xae", "\x80", "\xe9")
-      .map((bytes) => ({
-        kind: "non-ASCII bytes",
-        authorization: `Bearer ${bytes}${signedToken(header, good, secret)}`,
-      })),
+    fc.constantFrom("\xff\xfe", "\xc0\xae\xc0\xae", "\x80", "\xe9").map((bytes) => ({
+      kind: "non-ASCII bytes",
+      authorization: `Bearer ${bytes}${signedToken(header, good, secret)}`,
+    })),
     // Scheme spellings around a wrongly signed token.
     fc
       .constantFrom(
