@@ -144,6 +144,10 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   "limits.maxSandboxErrorBytes": {
     comment: "Most bytes of a sandbox's error answer the gateway reads; more is 502 sandbox.bad_answer.",
   },
+  "limits.maxBufferedAnswerBytes": {
+    comment:
+      "Most bytes of sandbox answers read into memory at once, all calls together; further reads wait their turn.",
+  },
   "limits.headerReadTimeoutMs": {
     comment:
       "A request's whole header block must arrive within this (slower clients get 408 and are cut off).",

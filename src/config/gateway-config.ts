@@ -85,6 +85,8 @@ export const gatewayConfigSchema = z
         maxSandboxAnswerBytes: positive.default(16 * 1024 * 1024),
         /** A sandbox's error answer read into memory; a larger one is `sandbox.bad_answer` (502). */
         maxSandboxErrorBytes: positive.default(64 * 1024),
+        /** Sandbox answers being read into memory at once, all calls together; more wait their turn. */
+        maxBufferedAnswerBytes: positive.default(128 * 1024 * 1024),
       })
       .prefault({}),
     /** Which Host and Origin headers the gateway answers (DNS rebinding, browser pages). */

@@ -57,4 +57,6 @@ export interface GatewayLimits {
   maxSandboxAnswerBytes?: number;
   /** Most bytes of a sandbox's error answer read into memory (default 64 KiB). */
   maxSandboxErrorBytes?: number;
+  /** Most bytes of sandbox answers being read into memory at once, all calls together (default 128 MiB). */
+  maxBufferedAnswerBytes?: number;
 }

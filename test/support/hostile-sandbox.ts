@@ -1,9 +1,11 @@
 /**
  * A fake sandbox server on loopback that answers every call with far more than any sound
  * sandbox would: Execute with a 200 of `answerBytes` (default 100 MB), a session whose
- * inner id starts with "error" with a 500 of that size, GetFile with a download of that
- * size. Everything is written with backpressure, and `written` counts what actually left,
- * so a test can tell a gateway that stopped reading from one that buffered it all.
+ * inner id starts with "error" with a 500 of that size, one starting with "declared" with
+ * a Content-Length that says so, one starting with "trickle" with a byte a second (the
+ * call's answer never ends), and GetFile with a download of that size. Everything is
+ * written with backpressure, and `written` counts what actually left, so a test can tell a
+ * gateway that stopped reading from one that buffered it all.
  */
 import { once } from "node:events";
 import { createServer, type ServerResponse } from "node:http";
@@ -36,7 +38,18 @@ export async function startHostileSandbox(answerBytes = 100 * 1024 * 1024): Prom
   const server = createServer((request, response) => {
     request.resume();
     const url = request.url ?? "";
-    if (/^\/sessions\/error/.test(url)) {
+    if (/^\/sessions\/trickle/.test(url)) {
+      response.writeHead(200, { "content-type": "application/json" });
+      const timer = setInterval(() => {
+        written += 1;
+        response.write(" ");
+      }, 1_000);
+      response.on("close", () => clearInterval(timer));
+      return;
+    }
+    if (/^\/sessions\/declared/.test(url)) {
+      response.writeHead(200, { "content-type": "application/json", "content-length": String(answerBytes) });
+    } else if (/^\/sessions\/error/.test(url)) {
       response.writeHead(500, { "content-type": "application/json" });
     } else if (request.method === "GET" && /\/files\?/.test(url)) {
       response.writeHead(200, {

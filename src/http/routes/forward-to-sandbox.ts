@@ -11,12 +11,17 @@
  * failure; buffered successes (Execute, PutFile) get `limits.maxSandboxAnswerBytes`. An
  * Execute answer over it still answers 200, with a result that says the output was dropped
  * (the contract reports failures in the payload; Otari turns any non-2xx into a 502).
+ * All reads together stay within `limits.maxBufferedAnswerBytes` (src/forward/byte-budget.ts),
+ * each reserving what its answer declares (or its cap) and finishing within the deadline of a
+ * call that runs no user code, so a sandbox that trickles cannot keep its share for long.
  */
 import { performance } from "node:perf_hooks";
 import { Readable } from "node:stream";
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { type Dispatcher, errors } from "undici";
 import { SandpoolError } from "../../contract/error-codes.js";
+import { ByteBudget } from "../../forward/byte-budget.js";
 import { oversizedExecAnswer } from "../../forward/oversized-exec-answer.js";
 import { readCapped } from "../../forward/read-capped.js";
 import {
@@ -41,8 +46,20 @@ const PASSED_HEADERS = ["content-type", "content-length", "content-disposition",
 /** Room for 1 MiB of stdout and of stderr even if every byte is JSON-escaped six-fold. */
 export const DEFAULT_MAX_SANDBOX_ANSWER_BYTES = 16 * 1024 * 1024;
 export const DEFAULT_MAX_SANDBOX_ERROR_BYTES = SMALL_ANSWER_BYTES;
+export const DEFAULT_MAX_BUFFERED_ANSWER_BYTES = 128 * 1024 * 1024;
 /** The sub-path of Execute, whose oversized answer is a result, not an error. */
 const EXEC_SUB_PATH = "/exec";
+
+/** One budget per gateway (its services), made on first use from its limits. */
+const budgets = new WeakMap<GatewayServices, ByteBudget>();
+function budgetOf(services: GatewayServices): ByteBudget {
+  let budget = budgets.get(services);
+  if (!budget) {
+    budget = new ByteBudget(services.limits.maxBufferedAnswerBytes ?? DEFAULT_MAX_BUFFERED_ANSWER_BYTES);
+    budgets.set(services, budget);
+  }
+  return budget;
+}
 
 export async function forwardToSandbox(
   services: GatewayServices,
@@ -65,7 +82,7 @@ export async function forwardToSandbox(
     const limit = ok
       ? (services.limits.maxSandboxAnswerBytes ?? DEFAULT_MAX_SANDBOX_ANSWER_BYTES)
       : (services.limits.maxSandboxErrorBytes ?? DEFAULT_MAX_SANDBOX_ERROR_BYTES);
-    const read = await readAll(response.body, limit);
+    const read = await readWithinBudget(services, response, limit);
     if (read.overflowed) {
       services.log.warn(
         { sandbox: lease.sandbox.sandboxId, status: response.statusCode, limit },
@@ -92,11 +109,34 @@ export async function forwardToSandbox(
   }
 }
 
-async function readAll(body: Readable, maxBytes: number): Promise<{ bytes: Buffer; overflowed: boolean }> {
+/**
+ * Reads a buffered answer: at most its declared length (undici holds the sandbox to it) or,
+ * undeclared, `limit`, reserved from the gateway's budget first. A declared length above
+ * `limit` is refused unread. The read must end within `sandboxRequestTimeoutMs`.
+ */
+async function readWithinBudget(
+  services: GatewayServices,
+  response: Dispatcher.ResponseData,
+  limit: number,
+): Promise<{ bytes: Buffer; overflowed: boolean }> {
+  const declared = Number(response.headers["content-length"]);
+  const known = typeof response.headers["content-length"] === "string" && Number.isSafeInteger(declared);
+  if (known && declared > limit) {
+    response.body.destroy();
+    return { bytes: Buffer.alloc(0), overflowed: true };
+  }
+  const release = await budgetOf(services).reserve(known ? declared : limit);
+  const deadline = setTimeout(
+    () => response.body.destroy(new errors.BodyTimeoutError("the sandbox's answer took too long to read")),
+    services.limits.sandboxRequestTimeoutMs,
+  );
   try {
-    return await readCapped(body, maxBytes);
+    return await readCapped(response.body, known ? declared : limit);
   } catch (error) {
     throw mapTransportError(error);
+  } finally {
+    clearTimeout(deadline);
+    release();
   }
 }
 

@@ -14,6 +14,10 @@ import { type HostileSandbox, startHostileSandbox } from "../../support/hostile-
 
 const MIB = 1024 * 1024;
 const ANSWER_CAP = 4 * MIB;
+/** Two undeclared answers at the cap at once: the other calls wait their turn. */
+const BUDGET = 2 * ANSWER_CAP;
+/** How long reading an answer may take once the sandbox has started it. */
+const READ_DEADLINE_MS = 5_000;
 const CONCURRENT = 10;
 const RSS_BOUND_MB = 150;
 const WORKSPACE = "team-memory";
@@ -28,7 +32,11 @@ let template: Lease;
 
 beforeAll(async () => {
   harness = await startTestGateway({
-    limits: { maxSandboxAnswerBytes: ANSWER_CAP },
+    limits: {
+      maxSandboxAnswerBytes: ANSWER_CAP,
+      maxBufferedAnswerBytes: BUDGET,
+      sandboxRequestTimeoutMs: READ_DEADLINE_MS,
+    },
     pools: [{ name: "default", image: "sandpool/sandbox:dev", minIdle: 1, maxTotal: 6 }],
   });
   client = await harness.client(WORKSPACE);
@@ -129,6 +137,25 @@ describe(`a sandbox that answers ${HOSTILE_BYTES / MIB} MiB`, () => {
     // The session survives an oversized answer: it is the payload that failed, not the sandbox.
     expect((await client.getSession(sessions[0]!)).status).toBe(200);
   }, 180_000); // a gateway that buffers it all is slow too: let it fail on the bound, not the clock
+
+  it("refuses an answer that declares more than the cap without reading it", async () => {
+    const id = await hostileSession(300, "declared-inner");
+    const before = hostile.written();
+    const answer = await rawExec(id, { tool: "code_execution", input: { code: "1" } });
+    const content = contentOf(validExec(answer));
+    expect(content.stderr).toMatch(MARKER);
+    expect(hostile.written() - before).toBeLessThan(ANSWER_CAP);
+  });
+
+  it("cuts off an answer that trickles past the read deadline: 504 sandbox.timeout, session ended", async () => {
+    const id = await hostileSession(400, "trickle-inner");
+    const started = Date.now();
+    const answer = await client.exec(id, { tool: "code_execution", input: { code: "1" } });
+    expect(answer.status).toBe(504);
+    expect(answer.body).toMatchObject({ detail: { code: "sandbox.timeout" } });
+    expect(Date.now() - started).toBeLessThan(READ_DEADLINE_MS + 5_000);
+    expect((await client.getSession(id)).status).toBe(404);
+  });
 
   it("answers an oversized error answer with 502 sandbox.bad_answer and ends the session", async () => {
     const id = await hostileSession(100, "error-inner");
