@@ -75,7 +75,10 @@ export async function createServeDeployment(yaml = ""): Promise<ServeDeployment>
       return replica;
     },
     async client(replica, workspace) {
-      return new ContractClient(replica.url, await mintToken({ secret: SERVE_SECRET, audience: SERVE_AUDIENCE, workspace }));
+      return new ContractClient(
+        replica.url,
+        await mintToken({ secret: SERVE_SECRET, audience: SERVE_AUDIENCE, workspace }),
+      );
     },
     async store() {
       const store = await RedisCoordinationStore.connect({ url: redisUrl, prefix: `sandpool:${name}:` });

@@ -26,6 +26,7 @@ import {
   type DockerRuntimeOptions,
   type DockerRuntimeOptionsInput,
   dockerRuntimeOptionsSchema,
+  type ResourceClass,
 } from "./docker-runtime-options.js";
 import { attachEgressSocket, type SandboxEgress, socketAnswers } from "./sandbox-egress.js";
 import { SocketDirs } from "./socket-dirs.js";
@@ -154,26 +155,13 @@ export class DockerRuntime implements SandboxRuntime {
     const placed = Date.now();
     engine.inFlight++;
     try {
-      const socketDir = await this.socketDirs.prepare(request.sandboxId);
-      if (egress) {
-        await attachEgressSocket(
-          this.egress!,
-          request.sandboxId,
-          this.socketDirs.egressSocketOf(request.sandboxId),
-        );
+      let container: Dockerode.Container;
+      try {
+        container = await this.createContainer(engine, request, resourceClass, egress);
+      } catch (error) {
+        await this.releaseFiles(request.sandboxId).catch(() => undefined);
+        throw error;
       }
-      assertBeforeDeadline(request.deadline, "creating its container");
-      const spec = buildContainerSpec(this.options, {
-        sandboxId: request.sandboxId,
-        pool: pool.name,
-        image: pool.image,
-        resourceClass,
-        resourceClassName: pool.resourceClass,
-        engineHost: engine.host,
-        socketDir,
-        egress,
-      });
-      const container = await this.create(engine, spec, request.sandboxId);
       const created = Date.now();
       const runtimeId = `${engine.index}:${container.id}`;
       try {
@@ -242,10 +230,7 @@ export class DockerRuntime implements SandboxRuntime {
       const status = dockerStatusOf(error);
       if (status !== 404 && status !== 409) throw error;
     }
-    if (sandboxId) {
-      if (this.egress?.serves(sandboxId)) await this.egress.close(sandboxId);
-      await this.socketDirs.remove(sandboxId);
-    }
+    if (sandboxId) await this.releaseFiles(sandboxId);
   }
 
   /** Every container of the deployment, running or not (an exited one still needs removing). */
@@ -357,13 +342,34 @@ export class DockerRuntime implements SandboxRuntime {
     throw new SandboxImageMissingError(image, down);
   }
 
-  private async create(engine: DockerEngine, spec: Dockerode.ContainerCreateOptions, sandboxId: string) {
-    try {
-      return await engine.call((docker) => docker.createContainer(spec));
-    } catch (error) {
-      await this.socketDirs.remove(sandboxId).catch(() => undefined);
-      throw error;
-    }
+  /** The sandbox's socket directory (and egress socket), then its container, not started. */
+  private async createContainer(
+    engine: DockerEngine,
+    request: StartRequest,
+    resourceClass: ResourceClass,
+    egress: boolean,
+  ): Promise<Dockerode.Container> {
+    const { sandboxId, pool } = request;
+    const socketDir = await this.socketDirs.prepare(sandboxId);
+    if (egress) await attachEgressSocket(this.egress!, sandboxId, this.socketDirs.egressSocketOf(sandboxId));
+    assertBeforeDeadline(request.deadline, "creating its container");
+    const spec = buildContainerSpec(this.options, {
+      sandboxId,
+      pool: pool.name,
+      image: pool.image,
+      resourceClass,
+      resourceClassName: pool.resourceClass,
+      engineHost: engine.host,
+      socketDir,
+      egress,
+    });
+    return engine.call((docker) => docker.createContainer(spec));
+  }
+
+  /** What a sandbox has on this host besides its container: its egress proxy and directory. */
+  private async releaseFiles(sandboxId: string): Promise<void> {
+    if (this.egress?.serves(sandboxId)) await this.egress.close(sandboxId);
+    await this.socketDirs.remove(sandboxId);
   }
 
   private async whyNotRunning(
