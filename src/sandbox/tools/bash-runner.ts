@@ -52,7 +52,7 @@ export function runBash(command: string, options: BashRunOptions): Promise<Execu
       settled = true;
       clearTimeout(timeoutTimer);
       clearTimeout(killTimer);
-      if (timedOut) err.push(Buffer.from(`\nCommand timed out after ${options.timeoutMs / 1000} s.\n`));
+      if (timedOut) err.note(`\nCommand timed out after ${options.timeoutMs / 1000} s.\n`);
       resolve({ stdout: out.text(), stderr: err.text(), return_code: timedOut ? 124 : returnCode });
     };
 

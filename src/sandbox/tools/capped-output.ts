@@ -7,6 +7,8 @@ export class CappedOutput {
   private readonly chunks: Buffer[] = [];
   private kept = 0;
   private omitted = 0;
+  /** The server's own words (timed out, restarted): shown after the marker, never cut. */
+  private readonly notes: string[] = [];
 
   constructor(private readonly capBytes: number) {}
 
@@ -24,13 +26,22 @@ export class CappedOutput {
     this.omitted += chunk.length - Math.max(room, 0);
   }
 
+  /** Adds a short message of the server's own after the output, whether or not it was cut. */
+  note(text: string): void {
+    this.notes.push(text);
+  }
+
   get truncated(): boolean {
     return this.omitted > 0;
   }
 
+  /** The output kept, cut further if JSON would blow it up (JSON_COST_FACTOR), then the marker and notes. */
   text(): string {
-    const body = Buffer.concat(this.chunks, this.kept).toString("utf8");
-    return this.truncated ? `${body}${truncationMarker(this.omitted)}` : body;
+    const kept = Buffer.concat(this.chunks, this.kept).toString("utf8");
+    const maxCost = this.capBytes * JSON_COST_FACTOR;
+    const body = jsonCost(kept) <= maxCost ? kept : headWithinJsonCost(kept, maxCost - MARKER_ROOM_BYTES);
+    const omitted = this.omitted + this.kept - Buffer.byteLength(body);
+    return `${omitted > 0 ? `${body}${truncationMarker(omitted)}` : body}${this.notes.join("")}`;
   }
 }
 
@@ -147,17 +158,21 @@ export function capJsonCost(text: string, maxCost: number): string {
   const earlier = TRAILING_MARKER.exec(text);
   const body = earlier ? text.slice(0, earlier.index) : text;
   const alreadyOmitted = earlier ? Number(earlier[1]) : 0;
-  const budget = Math.max(0, maxCost - MARKER_ROOM_BYTES);
-  // Binary search on the length of the head: only answers over the bound pay for it.
-  let low = 0;
-  let high = body.length;
-  while (low < high) {
-    const middle = Math.ceil((low + high) / 2);
-    if (jsonCost(body.slice(0, middle)) <= budget) low = middle;
-    else high = middle - 1;
-  }
-  let head = body.slice(0, low);
-  if (/[\uD800-\uDBFF]$/.test(head)) head = head.slice(0, -1);
+  const head = headWithinJsonCost(body, maxCost - MARKER_ROOM_BYTES);
   const omitted = alreadyOmitted + Buffer.byteLength(body) - Buffer.byteLength(head);
   return `${head}${truncationMarker(omitted)}`;
+}
+
+/** The longest head of `text` whose JSON form takes at most `maxCost` bytes, never half a pair. */
+function headWithinJsonCost(text: string, maxCost: number): string {
+  // Binary search on the length of the head: only output over the bound pays for it.
+  let low = 0;
+  let high = text.length;
+  while (low < high) {
+    const middle = Math.ceil((low + high) / 2);
+    if (jsonCost(text.slice(0, middle)) <= maxCost) low = middle;
+    else high = middle - 1;
+  }
+  const head = text.slice(0, low);
+  return /[\uD800-\uDBFF]$/.test(head) ? head.slice(0, -1) : head;
 }

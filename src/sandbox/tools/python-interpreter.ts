@@ -89,7 +89,7 @@ export class PythonInterpreter {
 
     const timeoutNote = `Execution timed out after ${formatSeconds(limits.timeoutMs)}.`;
     if ("returnCode" in outcome) {
-      if (timedOut) err.push(Buffer.from(`\n${timeoutNote}\n`));
+      if (timedOut) err.note(`\n${timeoutNote}\n`);
       return { stdout: out.text(), stderr: err.text(), return_code: timedOut ? 124 : outcome.returnCode };
     }
 
@@ -100,9 +100,7 @@ export class PythonInterpreter {
     this.running = undefined;
     this.lostBetweenCalls = undefined; // it died during this call, and this call says so
     const cause = timedOut ? timeoutNote : `The Python interpreter exited (${describeExit(outcome.exit)}).`;
-    err.push(
-      Buffer.from(`\n${cause} It was restarted; variables and imports from earlier calls are gone.\n`),
-    );
+    err.note(`\n${cause} It was restarted; variables and imports from earlier calls are gone.\n`);
     if (!this.closed) this.ensureRunning();
     return { stdout: out.text(), stderr: err.text(), return_code: timedOut ? 124 : exitStatus(outcome.exit) };
   }

@@ -86,3 +86,32 @@ describe("capJsonCost", () => {
     expect(capped).not.toMatch(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])/);
   });
 });
+
+describe("CappedOutput notes", () => {
+  it("keeps the server's note after the marker when the output was cut", () => {
+    const out = new CappedOutput(4);
+    out.push(Buffer.from("abcdefgh"));
+    out.note("\nExecution timed out after 1 s.\n");
+    expect(out.text()).toBe(`abcd${truncationMarker(4)}\nExecution timed out after 1 s.\n`);
+  });
+
+  it("adds the note right after output that was not cut", () => {
+    const out = new CappedOutput(100);
+    out.push(Buffer.from("ab"));
+    out.note("\nnote\n");
+    expect(out.text()).toBe("ab\nnote\n");
+  });
+});
+
+describe("CappedOutput and JSON escaping", () => {
+  it("cuts kept control characters to twice the cap once escaped, counting all that was dropped, notes kept", () => {
+    const out = new CappedOutput(1024);
+    out.push(Buffer.alloc(5000, 1));
+    out.note("\nExecution timed out after 1 s.\n");
+    const text = out.text();
+    const kept = text.indexOf("\n[output truncated");
+    expect(text.slice(0, kept)).toBe("\u0001".repeat(kept));
+    expect(jsonCost(text.slice(0, kept))).toBeLessThanOrEqual(2048);
+    expect(text.slice(kept)).toBe(`${truncationMarker(5000 - kept)}\nExecution timed out after 1 s.\n`);
+  });
+});
