@@ -42,6 +42,7 @@ export async function receiveUpload(
     throw tooLarge(target.maxBytes);
   }
   if (!/^multipart\/form-data/i.test(headers["content-type"] ?? "")) {
+    body.resume();
     throw new SandpoolError("request.bad_content_type", "PutFile takes multipart/form-data");
   }
   const { part, fields } = await parseMultipart(target, headers, body);
@@ -107,6 +108,9 @@ function parseMultipart(
         limits: { fileSize: target.maxBytes + 1, files: 1, fields: 8, fieldSize: 4096, parts: 9 },
       });
     } catch (error) {
+      // Refused before a byte is read: the rest is still drained, or the server closes this
+      // keep-alive connection under the gateway's next call, which then ends the session (502).
+      body.resume();
       reject(new SandpoolError("request.malformed", `bad multipart body: ${(error as Error).message}`));
       return;
     }

@@ -1,5 +1,7 @@
 import { readdir, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { Readable } from "node:stream";
+import { Pool } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newSession, startTestSandbox, type TestSandbox } from "../../support/sandbox-server.js";
 
@@ -123,6 +125,32 @@ describe("PutFile / GetFile / ListFiles", () => {
       headers: { "content-type": "application/octet-stream" },
     });
     expect(typed.status).toBe(415);
+  });
+
+  // Found by the gateway fuzz suite: an upload refused before its body was read left the rest
+  // unread, so the server closed the keep-alive connection under the gateway's next call,
+  // which failed (502) and ended the session.
+  it("drains an upload it refuses unread, so the connection serves the next call", async () => {
+    const id = await newSession(sandbox.client);
+    const pool = new Pool(sandbox.server.url, { connections: 1, pipelining: 1 });
+    try {
+      const big = Buffer.alloc(512 * 1024, 0x61);
+      for (const type of ["application/octet-stream", "multipart/form-data"]) {
+        const refused = await pool.request({
+          method: "POST",
+          path: `/sessions/${id}/files`,
+          headers: { "content-type": type },
+          body: Readable.from([big.subarray(0, 256 * 1024), big.subarray(256 * 1024)]),
+        });
+        expect(refused.statusCode).toBeGreaterThanOrEqual(400);
+        await refused.body.text();
+        const next = await pool.request({ method: "GET", path: `/sessions/${id}/files/list` });
+        expect({ type, status: next.statusCode }).toEqual({ type, status: 200 });
+        await next.body.text();
+      }
+    } finally {
+      await pool.close();
+    }
   });
 
   // Found by the gateway fuzz suite: the file system's refusals were 500 server.internal.
