@@ -92,6 +92,8 @@ export interface Expectation {
   success?: readonly number[];
   /** Text no answer may contain (the canary's secret). */
   forbiddenText?: string;
+  /** The request names the suite's live session: a 404 for it means an earlier case killed it. */
+  liveSession?: boolean;
 }
 
 /** Throws, with the request and answer in the message, when the answer breaks the rules. */
@@ -127,6 +129,8 @@ export function checkAnswer(expectation: Expectation, req: FuzzRequest, answer: 
   const code = (answer.json as { detail?: { code?: unknown } }).detail?.code;
   if (typeof code !== "string" || !Object.hasOwn(errorStatus, code))
     fail(`unknown error code ${String(code)}`);
+  if (expectation.liveSession && code === "session.not_found")
+    fail("the session is gone: an earlier case ended it (look for a 5xx before this one)");
   const expectedStatus = errorStatus[code as ErrorCode];
   if (expectedStatus !== answer.status) fail(`code ${String(code)} belongs with ${expectedStatus}`);
   if (answer.status >= 500) {

@@ -307,7 +307,12 @@ function everyRoute(): Route[] {
 }
 
 const execTarget = () => `/sessions/${sessionId}/exec`;
-const execute = (label: string): Expectation => ({ label, operationId: "Execute", success: [200] });
+const execute = (label: string): Expectation => ({
+  label,
+  operationId: "Execute",
+  success: [200],
+  liveSession: true,
+});
 
 /** Keeps generated exec bodies harmless: whatever code or command they carry is replaced. */
 function defang(body: unknown, tool: unknown): unknown {
@@ -319,6 +324,54 @@ function defang(body: unknown, tool: unknown): unknown {
   if (tool === "bash_code_execution" && "command" in safe) safe.command = "true";
   if (tool === "text_editor_code_execution" && "path" in safe) safe.path = `${MARKER}-random.txt`;
   return { ...(body as Record<string, unknown>), input: safe };
+}
+
+const MANGLES = [
+  "no boundary",
+  "other boundary",
+  "truncated",
+  "no closing delimiter",
+  "two file parts",
+  "bare LF",
+  "not multipart",
+  "empty body",
+] as const;
+type Mangle = "none" | (typeof MANGLES)[number];
+
+/** A multipart body and its Content-Type, broken in one of the ways parsers trip over. */
+function mangleMultipart(
+  body: Buffer,
+  boundary: string,
+  mangle: Mangle,
+): { body: Buffer; contentType: string } {
+  const type = `multipart/form-data; boundary=${boundary}`;
+  switch (mangle) {
+    case "none":
+      return { body, contentType: type };
+    case "no boundary":
+      return { body, contentType: "multipart/form-data" };
+    case "other boundary":
+      return { body, contentType: "multipart/form-data; boundary=somethingelse" };
+    case "truncated":
+      return { body: body.subarray(0, Math.floor(body.length / 2)), contentType: type };
+    case "no closing delimiter":
+      return { body: body.subarray(0, body.length - boundary.length - 6), contentType: type };
+    case "two file parts": {
+      const second = Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${MARKER}-second"\r\n\r\nsecond\r\n`,
+      );
+      return { body: Buffer.concat([second, body]), contentType: type };
+    }
+    case "bare LF":
+      return {
+        body: Buffer.from(body.toString("latin1").replaceAll("\r\n", "\n"), "latin1"),
+        contentType: type,
+      };
+    case "not multipart":
+      return { body, contentType: "application/octet-stream" };
+    case "empty body":
+      return { body: Buffer.alloc(0), contentType: type };
+  }
 }
 
 const harmlessExecTexts = [
@@ -589,7 +642,7 @@ describe("gateway fuzz", () => {
         }
         await exchange(
           tally,
-          { label: route.label, operationId: route.operationId, success: route.success },
+          { label: route.label, operationId: route.operationId, success: route.success, liveSession: true },
           req,
         );
       },
@@ -625,7 +678,7 @@ describe("gateway fuzz", () => {
       await fuzz(label, 200, query, async (q, tally) => {
         await exchange(
           tally,
-          { label, operationId, success: [200] },
+          { label, operationId, success: [200], liveSession: true },
           { method: "GET", target: `/sessions/${sessionId}/${suffix}?${q}`, headers: auth() },
         );
       });
@@ -639,6 +692,9 @@ describe("gateway fuzz", () => {
       filename: fc.option(name, { nil: undefined }),
       starEncoded: fc.boolean(),
       fieldFirst: fc.boolean(),
+      // Mostly a small file; now and then one over the cap, sent chunked so no length gives it away.
+      size: fc.constantFrom(11, 11, 11, 11, 11, 11, 11, 11, MAX_FILE_BYTES + 1, 4 * MAX_FILE_BYTES),
+      mangle: fc.constantFrom<Mangle>("none", "none", "none", "none", "none", ...MANGLES),
     });
     await fuzz("POST /sessions/{id}/files", 200, upload, async (u, tally) => {
       const boundary = `fuzz${randomBytes(6).toString("hex")}`;
@@ -663,23 +719,36 @@ describe("gateway fuzz", () => {
                 Buffer.from(u.filename),
                 Buffer.from('"\r\n'),
               ]);
+      const content = u.size === 11 ? Buffer.from("fuzz upload") : Buffer.alloc(u.size, 0x61);
       const file = [
         disposition,
-        Buffer.from("Content-Type: application/octet-stream\r\n\r\nfuzz upload\r\n"),
+        Buffer.from("Content-Type: application/octet-stream\r\n\r\n"),
+        content,
+        Buffer.from("\r\n"),
       ];
       if (u.fieldFirst) parts.push(...field, ...file);
       else parts.push(...file, ...field);
       parts.push(Buffer.from(`--${boundary}--\r\n`));
+      const { body, contentType } = mangleMultipart(Buffer.concat(parts), boundary, u.mangle);
+      const req: FuzzRequest = {
+        method: "POST",
+        target: `/sessions/${sessionId}/files`,
+        headers: { ...auth(), "content-type": contentType },
+      };
+      if (u.size > MAX_FILE_BYTES) {
+        const chunks: Buffer[] = [];
+        for (let at = 0; at < body.length; at += 64 * 1024) chunks.push(body.subarray(at, at + 64 * 1024));
+        req.chunks = chunks;
+      } else {
+        req.body = body;
+      }
       const answer = await exchange(
         tally,
-        { label: "POST /sessions/{id}/files", operationId: "PutFile", success: [201] },
-        {
-          method: "POST",
-          target: `/sessions/${sessionId}/files`,
-          headers: { ...auth(), "content-type": `multipart/form-data; boundary=${boundary}` },
-          body: Buffer.concat(parts),
-        },
+        { label: "POST /sessions/{id}/files", operationId: "PutFile", success: [201], liveSession: true },
+        req,
       );
+      if (answer.status === 201 && u.size > MAX_FILE_BYTES)
+        throw new Error(`PutFile stored ${u.size} bytes past the ${MAX_FILE_BYTES}-byte cap`);
       if (answer.status === 201) {
         const stored = (answer.json as { path: string }).path;
         if (path.isAbsolute(stored) || stored.split("/").includes(".."))
