@@ -234,6 +234,21 @@ beforeAll(async () => {
   execFileSync("mkfifo", [path.join(workspaceDir, PLANTED.fifo)]);
   await mkdir(path.join(workspaceDir, PLANTED.subdir, "inner"), { recursive: true });
   await writeFile(path.join(workspaceDir, PLANTED.subdir, "inner", "ok.txt"), "inside\n");
+  // Names user code may well create: not UTF-8, with a newline, a control character, very long.
+  const inner = path.join(workspaceDir, PLANTED.subdir);
+  await writeFile(Buffer.concat([Buffer.from(`${inner}/bad-`), Buffer.from([0xff, 0xfe, 0xc0, 0xae])]), "x");
+  for (const name of [
+    "new\nline",
+    "tab\there",
+    "esc\u001b[31m",
+    `${"n".repeat(255)}`,
+    "-rf",
+    "*",
+    'quo"te;.txt',
+    "\u00fcn\u00ef\u202e.txt",
+  ]) {
+    await writeFile(path.join(inner, name), "x");
+  }
 
   // One session at a time for this workspace: a CreateSession body that happens to be
   // valid is parsed all the way, then refused (429), instead of starting a sandbox each time.

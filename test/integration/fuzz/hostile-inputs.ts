@@ -112,7 +112,21 @@ const ROOTS = [
 const SENSITIVE = ["/etc/passwd", "/etc/shadow", "/proc/self/environ", "/proc/1/environ", "/proc/self/fd/0"];
 
 function plantedSegments(): fc.Arbitrary<string> {
-  return fc.constantFrom(...Object.values(PLANTED), "sub/inner", "sub/inner/ok.txt", "secret-outside.txt");
+  return fc.constantFrom(
+    ...Object.values(PLANTED),
+    "sub/inner",
+    "sub/inner/ok.txt",
+    "secret-outside.txt",
+    // Odd names the suite plants in `sub` (as user code could): they end up in headers and listings.
+    "sub/new\nline",
+    "sub/tab\there",
+    "sub/esc\u001b[31m",
+    "sub/-rf",
+    'sub/quo"te;.txt',
+    "sub/\u00fcn\u00ef\u202e.txt",
+    "sub/*",
+    `sub/${"n".repeat(255)}`,
+  );
 }
 
 /** A file name that, wherever it lands, is recognisably the fuzzer's own. */
