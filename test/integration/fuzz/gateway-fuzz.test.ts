@@ -762,8 +762,9 @@ describe("gateway fuzz", () => {
         { label: "POST /sessions/{id}/files", operationId: "PutFile", success: [201], liveSession: true },
         req,
       );
-      if (answer.status === 201 && u.size > MAX_FILE_BYTES)
-        throw new Error(`PutFile stored ${u.size} bytes past the ${MAX_FILE_BYTES}-byte cap`);
+      const stored = answer.status === 201 ? (answer.json as { size_bytes: number }).size_bytes : 0;
+      if (stored > MAX_FILE_BYTES)
+        throw new Error(`PutFile stored ${stored} bytes, past the ${MAX_FILE_BYTES}-byte cap`);
       if (answer.status === 201) {
         const stored = (answer.json as { path: string }).path;
         if (path.isAbsolute(stored) || stored.split("/").includes(".."))
