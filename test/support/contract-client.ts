@@ -2,12 +2,24 @@
  * A small contract-v1 client for tests. Every JSON answer is checked against the contract
  * schema of its operation before the test sees it, so no test can forget to.
  */
-import { fetch as undiciFetch } from "undici";
-import { createSandboxAgent, isUnixEndpoint, sandboxOrigin } from "../../src/forward/sandbox-agent.js";
+import type { Agent } from "undici";
+import { isUnixEndpoint, sandboxOrigin } from "../../src/forward/sandbox-agent.js";
 import { assertContractResponse, assertSchema } from "./contract.js";
 
-/** Sandboxes on a Unix socket (`unix:/path`) are reached through the gateway's own agent. */
-const unixAgent = createSandboxAgent();
+/**
+ * Sandboxes on a Unix socket (`unix:/path`) are reached through the gateway's own agent.
+ * Loaded only then: once the undici package is loaded, Node's global fetch uses its dispatcher,
+ * whose checks differ from the built-in one's (tests send deliberately odd headers).
+ */
+let unixAgent: Agent | undefined;
+async function fetchOverUnixSocket(url: string, init: RequestInit): Promise<Response> {
+  const [{ fetch }, { createSandboxAgent }] = await Promise.all([
+    import("undici"),
+    import("../../src/forward/sandbox-agent.js"),
+  ]);
+  unixAgent ??= createSandboxAgent();
+  return (await fetch(url, { ...(init as object), dispatcher: unixAgent })) as unknown as Response;
+}
 
 export interface Answer<T = unknown> {
   status: number;
@@ -34,12 +46,11 @@ export class ContractClient {
     const headers: Record<string, string> = { ...init.headers };
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     const res = isUnixEndpoint(this.baseUrl)
-      ? ((await undiciFetch(`${sandboxOrigin(this.baseUrl)}${path}`, {
+      ? await fetchOverUnixSocket(`${sandboxOrigin(this.baseUrl)}${path}`, {
           method,
-          body: init.body as never,
+          body: init.body,
           headers,
-          dispatcher: unixAgent,
-        })) as unknown as Response)
+        })
       : await fetch(`${this.baseUrl}${path}`, { method, body: init.body, headers });
     const text = await res.text();
     let body: unknown = text;
