@@ -144,15 +144,42 @@ except Exception as e:
     expect(await fetchFromSandbox()).toBe("hello from the host");
   });
 
+  it("is refused this host's own addresses and private ranges by default", async () => {
+    // A name that resolves to docker0's address (this host's, where a 0.0.0.0 listener answers).
+    const docker0 = new GatewayEgress(settings, log, async () => ["172.17.0.1"]);
+    docker0.bind({
+      leases: async () => [{ workspace: "team-a", sandbox: { sandboxId: "x" } } as unknown as Lease],
+      policyFor: async () => ({ ...policy, egressAllowCidrs: [] }) as unknown as EffectivePolicy,
+    });
+    egresses.push(docker0);
+    const grant = await docker0.grantFor("x");
+    expect(grant).toEqual({ allowCidrs: [], allowHosts: [] });
+    const proxySocket = path.join(socketDir, "probe-egress.sock");
+    await docker0.open("x", proxySocket);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const request = http.request({ socketPath: proxySocket, path: "http://listener.test/" }, (res) => {
+        let text = "";
+        res.on("data", (chunk) => {
+          text += chunk;
+        });
+        res.on("end", () => resolve(`${res.statusCode} ${text.trim()}`));
+      });
+      request.once("error", reject);
+      request.end();
+    });
+    expect(answer).toMatch(/^403 sandpool egress: .*172\.17\.0\.1/);
+  });
+
   it("keeps its egress when the replica serving it goes: another takes the socket over", async () => {
     await egresses[0]!.closeAll();
     expect(await fetchFromSandbox()).not.toBe("hello from the host");
     const other = replica();
+    const otherEgress = egresses.at(-1)!;
     await other.list();
-    expect(egresses[1]!.serves(startedId)).toBe(true);
+    expect(otherEgress.serves(startedId)).toBe(true);
     expect(await fetchFromSandbox()).toBe("hello from the host");
     // A second look changes nothing: the socket answers.
     await other.list();
-    expect(egresses[1]!.serves(startedId)).toBe(true);
+    expect(otherEgress.serves(startedId)).toBe(true);
   });
 });

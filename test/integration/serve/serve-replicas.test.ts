@@ -72,6 +72,30 @@ describe.skipIf(!available)("sandpool serve with two replicas", () => {
     expect((await client.destroy(id)).status).toBe(204);
   });
 
+  it("gives a session no way to the gateway, Redis, Postgres or the Docker API", async () => {
+    const client = await deployment.client(one, "team-a");
+    const id = ((await client.createSession()).body as { session_id: string }).session_id;
+    const gatewayPort = Number(new URL(one.url).port);
+    // This host's loopback and docker0 address: each service's port, from inside the sandbox.
+    const probe = `
+import errno, socket
+for host in ("127.0.0.1", "172.17.0.1"):
+    for port in (${gatewayPort}, 6379, 5432, 2375, 2376):
+        try:
+            socket.create_connection((host, port), timeout=1).close()
+            print(host, port, "connected")
+        except OSError as e:
+            print(host, port, errno.errorcode.get(e.errno, str(e)))
+print(sorted(n for _, n in socket.if_nameindex()))
+import os
+print(os.path.exists("/var/run/docker.sock"), os.listdir("/run/sandpool"))
+`;
+    const lines = (await client.run(id, "code_execution", { code: probe })).stdout.trim().split("\n");
+    expect(lines.slice(-2)).toEqual(["['lo']", "False ['sandbox.sock']"]);
+    for (const line of lines.slice(0, -2)) expect(line).toMatch(/ (ECONNREFUSED|ENETUNREACH)$/);
+    expect((await client.destroy(id)).status).toBe(204);
+  });
+
   it("lets a session created through one replica be used and destroyed through the other", async () => {
     const viaOne = await deployment.client(one, "team-b");
     const viaTwo = await deployment.client(two, "team-b");
