@@ -13,11 +13,11 @@ const DEFAULT_URL = "http://127.0.0.1:8080";
 const REQUEST_TIMEOUT_MS = 30_000;
 
 /** Bad usage: exit code 2. */
-class UsageError extends Error {}
+export class UsageError extends Error {}
 /** The gateway refused, or could not be reached: exit code 1. */
-class PolicyCliError extends Error {}
+export class PolicyCliError extends Error {}
 
-interface ConnectionOptions {
+export interface ConnectionOptions {
   url?: string;
   token?: string;
   json?: boolean;
@@ -68,14 +68,14 @@ const effectiveFields = [
 // ---------------------------------------------------------------------------------------------
 // The admin API over HTTP
 
-interface Connection {
+export interface Connection {
   base: string;
   url: string;
   token: string;
   json: boolean;
 }
 
-function connection(options: ConnectionOptions): Connection {
+export function connection(options: ConnectionOptions): Connection {
   const url = options.url && options.url.trim() !== "" ? options.url.trim() : DEFAULT_URL;
   let parsed: URL;
   try {
@@ -99,7 +99,7 @@ interface Answer {
   body: unknown;
 }
 
-async function call(conn: Connection, method: string, path: string, body?: unknown): Promise<Answer> {
+export async function call(conn: Connection, method: string, path: string, body?: unknown): Promise<Answer> {
   const { request } = await import("undici");
   let response: Awaited<ReturnType<typeof request>>;
   try {
@@ -212,16 +212,16 @@ interface UsageRow {
 // ---------------------------------------------------------------------------------------------
 // Rendering
 
-function out(text: string): void {
+export function out(text: string): void {
   process.stdout.write(text.endsWith("\n") ? text : `${text}\n`);
 }
 
-function printJson(value: unknown): void {
+export function printJson(value: unknown): void {
   out(JSON.stringify(value ?? null, null, 2));
 }
 
 /** Columns padded to their widest cell; the last column is not padded. */
-function table(header: string[], rows: string[][]): string {
+export function table(header: string[], rows: string[][]): string {
   const widths = header.map((title, i) =>
     Math.max(title.length, ...rows.map((row) => (row[i] ?? "").length)),
   );
@@ -427,12 +427,12 @@ function usageExits(command: Command): Command {
 }
 
 /** The "Examples:" block after a command's help. */
-function examples(...lines: string[]): string {
+export function examples(...lines: string[]): string {
   return `\nExamples:\n${lines.map((line) => `  ${line}\n`).join("")}`;
 }
 
 /** --url, --token and --json, on every sub-command. */
-function withConnection(command: Command): Command {
+export function withConnection(command: Command): Command {
   return usageExits(
     command
       .addOption(
