@@ -67,9 +67,31 @@ export interface ApiKeysTable {
   revoked_at: Date | null;
 }
 
+/** A pool's sizes as changed at run time; null is "as configured". */
+export interface PoolSizesTable {
+  pool: string;
+  min_idle: number | null;
+  max_total: number | null;
+  updated_at: Generated<Date>;
+  updated_by: string;
+}
+
+/** Operators' actions outside workspace policy: a session ended, a pool resized. */
+export interface AdminAuditTable {
+  id: ColumnType<string | number, never, never>;
+  actor: string;
+  at: CreatedAt;
+  action: string;
+  target: string;
+  workspace_id: string | null;
+  detail: JsonColumn;
+}
+
 export interface Database {
   workspace_policies: WorkspacePoliciesTable;
   policy_audit: PolicyAuditTable;
   usage_events: UsageEventsTable;
   api_keys: ApiKeysTable;
+  pool_sizes: PoolSizesTable;
+  admin_audit: AdminAuditTable;
 }
