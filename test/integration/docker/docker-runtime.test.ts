@@ -30,18 +30,14 @@ import {
 import { dockerHostsFromEnv } from "../../../src/runtime/docker/docker-runtime-options.js";
 import type { PoolSpec, StartedSandbox } from "../../../src/runtime/sandbox-runtime.js";
 import { ContractClient } from "../../support/contract-client.js";
-import { dockerAvailable, dockerImageAvailable, requireService } from "../../support/require-service.js";
+import { dockerSuiteAvailable, removeDeploymentContainers } from "../../support/docker-suite.js";
 import { newSession } from "../../support/sandbox-server.js";
 
 const IMAGE = "sandpool/sandbox:dev";
 const run = promisify(execFile);
 const MIB = 1024 * 1024;
 
-const available =
-  (await requireService("docker", dockerAvailable, { start: "bash scripts/start-docker.sh (as root)" })) &&
-  (await requireService(`docker image ${IMAGE}`, () => dockerImageAvailable(IMAGE), {
-    start: "npm run build:sandbox-image",
-  }));
+const available = await dockerSuiteAvailable(IMAGE);
 
 const suffix = randomBytes(4).toString("hex");
 const deployment = `test-${suffix}`;
@@ -134,18 +130,7 @@ describe.skipIf(!available)("DockerRuntime", () => {
 
   afterAll(async () => {
     // Everything this file made, whatever state a failed test left it in.
-    const containers = await docker.listContainers({
-      all: true,
-      filters: { label: [`sandpool.deployment=${deployment}`] },
-    });
-    await Promise.all(
-      containers.map((c) =>
-        docker
-          .getContainer(c.Id)
-          .remove({ force: true, v: true })
-          .catch(() => undefined),
-      ),
-    );
+    await removeDeploymentContainers(deployment);
     for (const created of extraRuntimes) await created.close();
     await rm(socketDir, { recursive: true, force: true });
   });

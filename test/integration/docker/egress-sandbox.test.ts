@@ -23,15 +23,11 @@ import { dockerHostsFromEnv } from "../../../src/runtime/docker/docker-runtime-o
 import type { PoolSpec, StartedSandbox } from "../../../src/runtime/sandbox-runtime.js";
 import type { Lease } from "../../../src/store/coordination/records.js";
 import { ContractClient } from "../../support/contract-client.js";
-import { dockerAvailable, dockerImageAvailable, requireService } from "../../support/require-service.js";
+import { dockerSuiteAvailable, removeDeploymentContainers } from "../../support/docker-suite.js";
 import { newSession } from "../../support/sandbox-server.js";
 
 const IMAGE = "sandpool/sandbox:dev";
-const available =
-  (await requireService("docker", dockerAvailable, { start: "bash scripts/start-docker.sh (as root)" })) &&
-  (await requireService(`docker image ${IMAGE}`, () => dockerImageAvailable(IMAGE), {
-    start: "npm run build:sandbox-image",
-  }));
+const available = await dockerSuiteAvailable(IMAGE);
 
 const deployment = `egress-${randomBytes(4).toString("hex")}`;
 const socketDir = await mkdtemp(path.join(os.tmpdir(), "sp-"));
@@ -112,11 +108,7 @@ except Exception as e:
   });
 
   afterAll(async () => {
-    const containers = await docker.listContainers({
-      all: true,
-      filters: { label: [`sandpool.deployment=${deployment}`] },
-    });
-    await Promise.all(containers.map((c) => docker.getContainer(c.Id).remove({ force: true })));
+    await removeDeploymentContainers(deployment);
     for (const egress of egresses) await egress.closeAll();
     for (const runtime of runtimes) await runtime.close();
     await new Promise<void>((resolve) => listener.close(() => resolve()));

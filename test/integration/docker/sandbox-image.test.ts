@@ -10,17 +10,13 @@ import { createHash, randomBytes } from "node:crypto";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ContractClient } from "../../support/contract-client.js";
-import { dockerAvailable, dockerImageAvailable, requireService } from "../../support/require-service.js";
+import { dockerSuiteAvailable } from "../../support/docker-suite.js";
 import { newSession } from "../../support/sandbox-server.js";
 
 const IMAGE = "sandpool/sandbox:dev";
 const SANDBOX_UID = "10001";
 
-const available =
-  (await requireService("docker", dockerAvailable, { start: "bash scripts/start-docker.sh (as root)" })) &&
-  (await requireService(`docker image ${IMAGE}`, () => dockerImageAvailable(IMAGE), {
-    start: "npm run build:sandbox-image",
-  }));
+const available = await dockerSuiteAvailable(IMAGE);
 
 const execFileAsync = promisify(execFile);
 async function docker(...args: string[]): Promise<string> {

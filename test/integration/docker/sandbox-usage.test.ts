@@ -13,7 +13,6 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
-import Dockerode from "dockerode";
 import { Kysely } from "kysely";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -26,21 +25,16 @@ import type { PoolSpec, StartedSandbox } from "../../../src/runtime/sandbox-runt
 import type { Database } from "../../../src/store/sql/database-types.js";
 import { PgliteDialect } from "../../../src/store/sql/pglite-dialect.js";
 import { ContractClient } from "../../support/contract-client.js";
+import { dockerSuiteAvailable, removeDeploymentContainers } from "../../support/docker-suite.js";
 import { TEST_SECRET } from "../../support/gateway-harness.js";
-import { dockerAvailable, dockerImageAvailable, requireService } from "../../support/require-service.js";
 import { newSession } from "../../support/sandbox-server.js";
 import { pgliteTemplate } from "../store/pglite-template.js";
 
 const IMAGE = "sandpool/sandbox:dev";
 
-const available =
-  (await requireService("docker", dockerAvailable, { start: "bash scripts/start-docker.sh (as root)" })) &&
-  (await requireService(`docker image ${IMAGE}`, () => dockerImageAvailable(IMAGE), {
-    start: "npm run build:sandbox-image",
-  }));
+const available = await dockerSuiteAvailable(IMAGE);
 
 const deployment = `test-usage-${randomBytes(4).toString("hex")}`;
-const docker = new Dockerode();
 
 const pool: PoolSpec = {
   name: "usage",
@@ -74,18 +68,7 @@ describe.skipIf(!available)("DockerRuntime.usage", () => {
   }, 60_000);
 
   afterAll(async () => {
-    const containers = await docker.listContainers({
-      all: true,
-      filters: { label: [`sandpool.deployment=${deployment}`] },
-    });
-    await Promise.all(
-      containers.map((c) =>
-        docker
-          .getContainer(c.Id)
-          .remove({ force: true, v: true })
-          .catch(() => undefined),
-      ),
-    );
+    await removeDeploymentContainers(deployment);
     await runtime?.close();
     if (socketDir) await rm(socketDir, { recursive: true, force: true });
   });

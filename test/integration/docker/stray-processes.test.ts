@@ -13,25 +13,19 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import Dockerode from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DockerRuntime } from "../../../src/runtime/docker/docker-runtime.js";
 import { dockerHostsFromEnv } from "../../../src/runtime/docker/docker-runtime-options.js";
 import type { StartedSandbox } from "../../../src/runtime/sandbox-runtime.js";
 import { ContractClient } from "../../support/contract-client.js";
-import { dockerAvailable, dockerImageAvailable, requireService } from "../../support/require-service.js";
+import { dockerSuiteAvailable, removeDeploymentContainers } from "../../support/docker-suite.js";
 import { newSession } from "../../support/sandbox-server.js";
 
 const IMAGE = "sandpool/sandbox:dev";
 
-const available =
-  (await requireService("docker", dockerAvailable, { start: "bash scripts/start-docker.sh (as root)" })) &&
-  (await requireService(`docker image ${IMAGE}`, () => dockerImageAvailable(IMAGE), {
-    start: "npm run build:sandbox-image",
-  }));
+const available = await dockerSuiteAvailable(IMAGE);
 
 const deployment = `test-strays-${randomBytes(4).toString("hex")}`;
-const docker = new Dockerode();
 
 describe.skipIf(!available)("docker sandboxes end what a call leaves behind", () => {
   let socketDir: string;
@@ -68,18 +62,7 @@ describe.skipIf(!available)("docker sandboxes end what a call leaves behind", ()
   }, 60_000);
 
   afterAll(async () => {
-    const containers = await docker.listContainers({
-      all: true,
-      filters: { label: [`sandpool.deployment=${deployment}`] },
-    });
-    await Promise.all(
-      containers.map((c) =>
-        docker
-          .getContainer(c.Id)
-          .remove({ force: true, v: true })
-          .catch(() => undefined),
-      ),
-    );
+    await removeDeploymentContainers(deployment);
     await runtime?.close();
     if (socketDir) await rm(socketDir, { recursive: true, force: true });
   });

@@ -1,0 +1,35 @@
+/**
+ * What every suite that runs docker sandboxes shares: the gate (a Docker engine with the
+ * image: skipped loudly locally, failing under CI=true) and the clean-up of everything a
+ * suite's deployment label marks, whatever state a failed test left it in.
+ */
+import Dockerode from "dockerode";
+import { dockerAvailable, dockerImageAvailable, requireService } from "./require-service.js";
+
+export const SANDBOX_IMAGE = "sandpool/sandbox:dev";
+
+export async function dockerSuiteAvailable(image = SANDBOX_IMAGE): Promise<boolean> {
+  return (
+    (await requireService("docker", dockerAvailable, { start: "bash scripts/start-docker.sh (as root)" })) &&
+    (await requireService(`docker image ${image}`, () => dockerImageAvailable(image), {
+      start: "npm run build:sandbox-image",
+    }))
+  );
+}
+
+/** Removes every container labelled with the deployment, running or not. */
+export async function removeDeploymentContainers(deployment: string): Promise<void> {
+  const docker = new Dockerode();
+  const containers = await docker.listContainers({
+    all: true,
+    filters: { label: [`sandpool.deployment=${deployment}`] },
+  });
+  await Promise.all(
+    containers.map((c) =>
+      docker
+        .getContainer(c.Id)
+        .remove({ force: true, v: true })
+        .catch(() => undefined),
+    ),
+  );
+}
