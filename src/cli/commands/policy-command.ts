@@ -3,314 +3,75 @@
  * (`/admin/v1`), over HTTP, with an admin token. Every edit is validated by the gateway (a
  * workspace may only narrow the deployment), audited, and in force on every replica within a
  * second. Exit codes: 0 done, 1 the gateway refused or could not be reached, 2 bad usage.
+ *
+ * The HTTP client lives in ../admin/admin-client.ts, shared rendering in ../admin/admin-render.ts,
+ * policy rendering in ./policy-render.ts.
  */
-import { Command, type CommanderError, InvalidArgumentError, Option } from "commander";
-import { workspaceIdPattern } from "../../auth/workspace-claim.js";
+import { Command, InvalidArgumentError } from "commander";
+import {
+  ADMIN_USAGE_EXIT_CODE,
+  AdminUsageError,
+  adminCall,
+  adminConnection,
+  type ConnectionOptions,
+} from "../admin/admin-client.js";
+import {
+  examples,
+  listOption,
+  runAdmin,
+  sinceOption,
+  usageExits,
+  withConnection,
+  workspaceArgument,
+} from "../admin/admin-command-kit.js";
+import { out, printJson, table } from "../admin/admin-render.js";
 import { integerOption } from "../parse-number.js";
+import {
+  type AuditEntry,
+  describeChange,
+  fieldOfFlag,
+  formatQuantity,
+  narrowings,
+  type PolicyField,
+  type PolicyRow,
+  type PolicyView,
+  renderPolicy,
+  type UsageRow,
+} from "./policy-render.js";
 
-export const POLICY_USAGE_EXIT_CODE = 2;
-const DEFAULT_URL = "http://127.0.0.1:8080";
-const REQUEST_TIMEOUT_MS = 30_000;
+// Kept for the commands written against this file before the split: import from
+// ../admin/admin-client.js and ../admin/admin-command-kit.js instead.
+export {
+  ADMIN_USAGE_EXIT_CODE,
+  type AdminAnswer,
+  AdminCliError,
+  type AdminConnection,
+  AdminUsageError,
+  adminCall,
+  adminConnection,
+  type ConnectionOptions,
+  DEFAULT_ADMIN_URL,
+} from "../admin/admin-client.js";
+export {
+  examples,
+  listOption,
+  runAdmin,
+  sinceOption,
+  usageExits,
+  withConnection,
+  workspaceArgument,
+} from "../admin/admin-command-kit.js";
+export { csv, formatValue, out, printJson, table } from "../admin/admin-render.js";
 
-/** Bad usage: exit code 2. */
-export class UsageError extends Error {}
-/** The gateway refused, or could not be reached: exit code 1. */
-export class PolicyCliError extends Error {}
+export const POLICY_USAGE_EXIT_CODE = ADMIN_USAGE_EXIT_CODE;
 
-export interface ConnectionOptions {
-  url?: string;
-  token?: string;
-  json?: boolean;
-}
-
-/** `--flag` name -> the admin API's field, for `policy set` and `--clear`. */
-const fieldOfFlag = {
-  enabled: "enabled",
-  "allowed-images": "allowedImages",
-  "default-image": "defaultImage",
-  "allowed-tools": "allowedTools",
-  "exec-timeout-ceiling": "execTimeoutCeilingSeconds",
-  "idle-timeout-ceiling": "idleTimeoutCeilingSeconds",
-  "max-lifetime-ceiling": "maxLifetimeCeilingSeconds",
-  "max-concurrent-sessions": "maxConcurrentSessions",
-  "sessions-per-minute": "sessionsPerMinute",
-  "exec-seconds-per-day": "execSecondsPerDay",
-  "max-file-bytes": "maxFileBytes",
-  "resource-class": "resourceClass",
-  "egress-allowed": "egressAllowed",
-  "egress-allow-cidrs": "egressAllowCidrs",
-  "egress-allow-hosts": "egressAllowHosts",
-} as const;
-type PolicyField = (typeof fieldOfFlag)[keyof typeof fieldOfFlag];
-
-/** The order `policy get` shows the effective policy in. */
-const effectiveFields = [
-  "enabled",
-  "allowedImages",
-  "defaultImage",
-  "allowedTools",
-  "execTimeoutCeilingSeconds",
-  "defaultExecTimeoutSeconds",
-  "idleTimeoutCeilingSeconds",
-  "defaultIdleTimeoutSeconds",
-  "maxLifetimeCeilingSeconds",
-  "defaultMaxLifetimeSeconds",
-  "maxConcurrentSessions",
-  "sessionsPerMinute",
-  "execSecondsPerDay",
-  "maxFileBytes",
-  "resourceClass",
-  "egressAllowed",
-  "egressAllowCidrs",
-  "egressAllowHosts",
-] as const;
-
-// ---------------------------------------------------------------------------------------------
-// The admin API over HTTP
-
-export interface Connection {
-  base: string;
-  url: string;
-  token: string;
-  json: boolean;
-}
-
-export function connection(options: ConnectionOptions): Connection {
-  const url = options.url && options.url.trim() !== "" ? options.url.trim() : DEFAULT_URL;
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new UsageError(`--url '${url}' is not a URL (for example ${DEFAULT_URL})`);
-  }
-  if (parsed.protocol !== "http:" && parsed.protocol !== "https:")
-    throw new UsageError(`--url '${url}' must be an http:// or https:// URL`);
-  const token = options.token?.trim() ?? "";
-  if (token === "") {
-    throw new UsageError(
-      "no admin token: pass --token or set SANDPOOL_ADMIN_TOKEN (`sandpool dev` prints one as SANDPOOL_ADMIN_TOKEN=...)",
-    );
-  }
-  return { base: `${url.replace(/\/+$/, "")}/admin/v1`, url, token, json: options.json === true };
-}
-
-interface Answer {
-  status: number;
-  body: unknown;
-}
-
-export async function call(conn: Connection, method: string, path: string, body?: unknown): Promise<Answer> {
-  const { request } = await import("undici");
-  let response: Awaited<ReturnType<typeof request>>;
-  try {
-    response = await request(`${conn.base}${path}`, {
-      method: method as "GET",
-      headers: {
-        authorization: `Bearer ${conn.token}`,
-        accept: "application/json",
-        ...(body === undefined ? {} : { "content-type": "application/json" }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      headersTimeout: REQUEST_TIMEOUT_MS,
-      bodyTimeout: REQUEST_TIMEOUT_MS,
-    });
-  } catch (error) {
-    throw new PolicyCliError(`cannot reach sandpool at ${conn.url}: ${describeNetworkError(error)}`);
-  }
-  const text = await response.body.text();
-  let parsed: unknown;
-  try {
-    parsed = text === "" ? undefined : JSON.parse(text);
-  } catch {
-    throw new PolicyCliError(
-      `unexpected answer from ${conn.url} (HTTP ${response.statusCode}, not JSON): is it a sandpool gateway?`,
-    );
-  }
-  if (response.statusCode >= 200 && response.statusCode < 300)
-    return { status: response.statusCode, body: parsed };
-  throw new PolicyCliError(describeRefusal(conn, response.statusCode, parsed));
-}
-
-function describeNetworkError(error: unknown): string {
-  if (error instanceof AggregateError && error.errors.length > 0)
-    return describeNetworkError(error.errors[0]);
-  if (error instanceof Error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (error.message) return error.message;
-    if (code) return code;
-  }
-  return String(error);
-}
-
-interface ErrorDetail {
-  code?: string;
-  message?: string;
-  problems?: string[];
-}
-
-function describeRefusal(conn: Connection, status: number, body: unknown): string {
-  const detail = ((body as { detail?: ErrorDetail } | undefined)?.detail ?? {}) as ErrorDetail;
-  const what = `${status}${detail.code ? ` ${detail.code}` : ""}`;
-  switch (status) {
-    case 401:
-      return (
-        `the gateway refused the token (${what}): it is missing, expired, or not signed with a key the gateway trusts.\n` +
-        "Pass an admin token with --token or SANDPOOL_ADMIN_TOKEN (`sandpool dev` prints one as SANDPOOL_ADMIN_TOKEN=...)."
-      );
-    case 403:
-      return (
-        `the token is valid but is not an admin token (${what}).\n` +
-        "The admin API needs a token whose admin claim (auth.adminClaim, default sandpool_admin) is true."
-      );
-    case 422: {
-      const problems = detail.problems ?? (detail.message ? detail.message.split("; ") : []);
-      return `the gateway refused the request (${what}):\n${problems.map((p) => `  - ${p}`).join("\n")}`;
-    }
-    case 429:
-      return `the gateway is limiting this client (${what}): ${detail.message ?? "too many requests"}; try again shortly`;
-    default:
-      if (status === 404 && detail.code === undefined)
-        return `no admin API at ${conn.url} (HTTP 404): is it a sandpool gateway?`;
-      return `the gateway answered ${what}: ${detail.message ?? "no detail"}`;
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// What the admin API answers (see src/http/routes/admin-routes.ts)
-
-interface PolicyRow extends Record<string, unknown> {
-  workspaceId: string;
-  enabled: boolean;
-  version: number;
-  updatedAt: string;
-  updatedBy: string;
-}
-
-interface PolicyView {
-  workspace: string;
-  configured: boolean;
-  row: PolicyRow | null;
-  effective: Record<string, unknown>;
-  sources: Record<string, "deployment" | "workspace">;
-}
-
-interface AuditEntry {
-  id: number;
-  actor: string;
-  at: string;
-  before: Record<string, unknown> | null;
-  after: Record<string, unknown> | null;
-}
-
-interface UsageRow {
-  kind: string;
-  tool: string | null;
-  count: number;
-  quantity: number;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Rendering
-
-export function out(text: string): void {
-  process.stdout.write(text.endsWith("\n") ? text : `${text}\n`);
-}
-
-export function printJson(value: unknown): void {
-  out(JSON.stringify(value ?? null, null, 2));
-}
-
-/** Columns padded to their widest cell; the last column is not padded. */
-export function table(header: string[], rows: string[][]): string {
-  const widths = header.map((title, i) =>
-    Math.max(title.length, ...rows.map((row) => (row[i] ?? "").length)),
-  );
-  const line = (cells: string[]) =>
-    cells
-      .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i]!)))
-      .join("  ")
-      .trimEnd();
-  return [line(header), ...rows.map(line)].join("\n");
-}
-
-function formatValue(value: unknown): string {
-  if (value === null || value === undefined) return "-";
-  if (Array.isArray(value)) return value.length === 0 ? "(none)" : value.join(",");
-  return String(value);
-}
-
-/** The fields a row narrows (set, not null), as `field=value`. */
-function narrowings(row: Record<string, unknown>): string[] {
-  return Object.values(fieldOfFlag)
-    .filter(
-      (field) =>
-        row[field] !== null && row[field] !== undefined && !(field === "enabled" && row[field] === true),
-    )
-    .map((field) => `${field}=${formatValue(row[field])}`);
-}
-
-function renderPolicy(view: PolicyView): string {
-  const heading = view.row
-    ? `workspace ${view.workspace}: policy row version ${view.row.version}, updated ${view.row.updatedAt} by ${view.row.updatedBy}`
-    : `workspace ${view.workspace}: no policy row; the deployment defaults apply`;
-  const rows = effectiveFields.map((field) => [
-    field,
-    // An empty host list restricts nothing: every host may be reached.
-    field === "egressAllowHosts" && formatValue(view.effective[field]) === "(none)"
-      ? "(any host)"
-      : formatValue(view.effective[field]),
-    view.sources[field] === "workspace" ? "workspace row" : "deployment",
-  ]);
-  return `${heading}\n\n${table(["FIELD", "VALUE IN FORCE", "SOURCE"], rows)}`;
-}
-
-/** A value in an audit line: a cleared narrowing reads as "unset". */
-function auditValue(value: unknown): string {
-  return value === null || value === undefined ? "unset" : formatValue(value);
-}
-
-function describeChange(entry: AuditEntry): string {
-  if (entry.before === null) {
-    const set = entry.after ? narrowings(entry.after) : [];
-    return `created${set.length > 0 ? `: ${set.join(", ")}` : ""}`;
-  }
-  if (entry.after === null) return "deleted (deployment defaults apply)";
-  const changes = Object.values(fieldOfFlag)
-    .filter(
-      (field) =>
-        JSON.stringify(entry.before?.[field] ?? null) !== JSON.stringify(entry.after?.[field] ?? null),
-    )
-    .map((field) => `${field} ${auditValue(entry.before?.[field])} -> ${auditValue(entry.after?.[field])}`);
-  return changes.length > 0 ? `updated: ${changes.join(", ")}` : "updated: no change";
-}
-
-function formatQuantity(row: UsageRow): string {
-  if (row.quantity === 0) return "-";
-  if (row.kind === "exec" || row.kind === "session_ended" || row.kind === "sandbox_cpu")
-    return `${(row.quantity / 1000).toFixed(1)} s`;
-  if (row.kind === "file_in" || row.kind === "file_out" || row.kind === "sandbox_memory_peak")
-    return `${row.quantity} bytes`;
-  return String(row.quantity);
-}
+const run = <A extends unknown[]>(action: (...args: A) => Promise<void>) =>
+  runAdmin("sandpool policy", action);
+const connection = adminConnection;
+const call = adminCall;
 
 // ---------------------------------------------------------------------------------------------
 // Arguments
-
-function workspaceArgument(value: string): string {
-  if (!workspaceIdPattern.test(value)) {
-    throw new InvalidArgumentError(
-      `'${value}' is not a valid workspace id (letters, digits, . _ : -; 128 at most, starting with a letter or digit)`,
-    );
-  }
-  return value;
-}
-
-function listOption(value: string): string[] {
-  return value
-    .split(",")
-    .map((item) => item.trim())
-    .filter((item) => item !== "");
-}
 
 function clearOption(value: string, previous: PolicyField[] = []): PolicyField[] {
   const field =
@@ -326,19 +87,6 @@ function clearOption(value: string, previous: PolicyField[] = []): PolicyField[]
   if (field === "enabled")
     throw new InvalidArgumentError("enabled cannot be cleared: use --enable or --disable");
   return [...previous, field];
-}
-
-const DURATION = /^(\d+)\s*(s|m|h|d|w)$/i;
-const UNIT_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
-
-/** `--since 24h` (s, m, h, d, w) or an ISO date: the start of the window, as an ISO string. */
-function sinceOption(value: string): string {
-  const duration = DURATION.exec(value.trim());
-  if (duration)
-    return new Date(Date.now() - Number(duration[1]) * UNIT_MS[duration[2]!.toLowerCase()]!).toISOString();
-  if (/^\d{4}-\d{2}-\d{2}/.test(value) && !Number.isNaN(new Date(value).getTime()))
-    return new Date(value).toISOString();
-  throw new InvalidArgumentError(`expected a duration (30m, 24h, 7d) or an ISO date, got '${value}'`);
 }
 
 interface SetOptions extends ConnectionOptions {
@@ -379,15 +127,16 @@ export function editOf(options: SetOptions): Record<string, unknown> {
     ["egressAllowHosts", options.egressAllowHosts],
   ];
   for (const [field, value] of given) if (value !== undefined) edit[field] = value;
-  if (options.enable && options.disable) throw new UsageError("--enable and --disable contradict each other");
+  if (options.enable && options.disable)
+    throw new AdminUsageError("--enable and --disable contradict each other");
   if (options.enable) edit.enabled = true;
   if (options.disable) edit.enabled = false;
   for (const field of options.clear ?? []) {
-    if (field in edit) throw new UsageError(`${field} is both set and cleared`);
+    if (field in edit) throw new AdminUsageError(`${field} is both set and cleared`);
     edit[field] = null;
   }
   if (Object.keys(edit).length === 0)
-    throw new UsageError(
+    throw new AdminUsageError(
       "nothing to change: give at least one field to set, --enable/--disable or --clear <field>",
     );
   return edit;
@@ -395,55 +144,6 @@ export function editOf(options: SetOptions): Record<string, unknown> {
 
 // ---------------------------------------------------------------------------------------------
 // Commands
-
-/** Runs an action: usage problems exit 2, refusals and unreachable gateways exit 1. */
-function run<A extends unknown[]>(action: (...args: A) => Promise<void>): (...args: A) => Promise<void> {
-  return async (...args) => {
-    try {
-      await action(...args);
-    } catch (error) {
-      if (error instanceof UsageError) {
-        process.stderr.write(`sandpool policy: ${error.message}\n(add --help for usage and examples)\n`);
-        process.exitCode = POLICY_USAGE_EXIT_CODE;
-        return;
-      }
-      if (error instanceof PolicyCliError) {
-        process.stderr.write(`sandpool policy: ${error.message}\n`);
-        process.exitCode = 1;
-        return;
-      }
-      throw error;
-    }
-  };
-}
-
-/** Commander's own usage errors (unknown option, missing argument) exit 2, help exits 0. */
-function usageExits(command: Command): Command {
-  return command
-    .showHelpAfterError("(add --help for usage and examples)")
-    .exitOverride((error: CommanderError) => {
-      process.exit(error.exitCode === 0 ? 0 : POLICY_USAGE_EXIT_CODE);
-    });
-}
-
-/** The "Examples:" block after a command's help. */
-export function examples(...lines: string[]): string {
-  return `\nExamples:\n${lines.map((line) => `  ${line}\n`).join("")}`;
-}
-
-/** --url, --token and --json, on every sub-command. */
-export function withConnection(command: Command): Command {
-  return usageExits(
-    command
-      .addOption(
-        new Option("--url <url>", "the gateway's URL (the admin API is at <url>/admin/v1)")
-          .env("SANDPOOL_URL")
-          .default(DEFAULT_URL),
-      )
-      .addOption(new Option("--token <token>", "an admin token").env("SANDPOOL_ADMIN_TOKEN"))
-      .option("--json", "print the admin API's JSON answer as it is"),
-  );
-}
 
 function listCommand(): Command {
   return withConnection(

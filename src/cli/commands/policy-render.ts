@@ -1,0 +1,138 @@
+/**
+ * How `sandpool policy` shows policy rows, effective policy, audit entries and usage to people
+ * (the --json output is the admin API's answer as it is).
+ */
+import { formatValue, table } from "../admin/admin-render.js";
+
+/** `--flag` name -> the admin API's field, for `policy set` and `--clear`. */
+export const fieldOfFlag = {
+  enabled: "enabled",
+  "allowed-images": "allowedImages",
+  "default-image": "defaultImage",
+  "allowed-tools": "allowedTools",
+  "exec-timeout-ceiling": "execTimeoutCeilingSeconds",
+  "idle-timeout-ceiling": "idleTimeoutCeilingSeconds",
+  "max-lifetime-ceiling": "maxLifetimeCeilingSeconds",
+  "max-concurrent-sessions": "maxConcurrentSessions",
+  "sessions-per-minute": "sessionsPerMinute",
+  "exec-seconds-per-day": "execSecondsPerDay",
+  "max-file-bytes": "maxFileBytes",
+  "resource-class": "resourceClass",
+  "egress-allowed": "egressAllowed",
+  "egress-allow-cidrs": "egressAllowCidrs",
+  "egress-allow-hosts": "egressAllowHosts",
+} as const;
+export type PolicyField = (typeof fieldOfFlag)[keyof typeof fieldOfFlag];
+
+/** The order `policy get` shows the effective policy in. */
+export const effectiveFields = [
+  "enabled",
+  "allowedImages",
+  "defaultImage",
+  "allowedTools",
+  "execTimeoutCeilingSeconds",
+  "defaultExecTimeoutSeconds",
+  "idleTimeoutCeilingSeconds",
+  "defaultIdleTimeoutSeconds",
+  "maxLifetimeCeilingSeconds",
+  "defaultMaxLifetimeSeconds",
+  "maxConcurrentSessions",
+  "sessionsPerMinute",
+  "execSecondsPerDay",
+  "maxFileBytes",
+  "resourceClass",
+  "egressAllowed",
+  "egressAllowCidrs",
+  "egressAllowHosts",
+] as const;
+
+// ---------------------------------------------------------------------------------------------
+// What the admin API answers (see src/http/routes/admin-routes.ts)
+
+export interface PolicyRow extends Record<string, unknown> {
+  workspaceId: string;
+  enabled: boolean;
+  version: number;
+  updatedAt: string;
+  updatedBy: string;
+}
+
+export interface PolicyView {
+  workspace: string;
+  configured: boolean;
+  row: PolicyRow | null;
+  effective: Record<string, unknown>;
+  sources: Record<string, "deployment" | "workspace">;
+}
+
+export interface AuditEntry {
+  id: number;
+  actor: string;
+  at: string;
+  before: Record<string, unknown> | null;
+  after: Record<string, unknown> | null;
+}
+
+export interface UsageRow {
+  kind: string;
+  tool: string | null;
+  count: number;
+  quantity: number;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rendering
+
+/** The fields a row narrows (set, not null), as `field=value`. */
+export function narrowings(row: Record<string, unknown>): string[] {
+  return Object.values(fieldOfFlag)
+    .filter(
+      (field) =>
+        row[field] !== null && row[field] !== undefined && !(field === "enabled" && row[field] === true),
+    )
+    .map((field) => `${field}=${formatValue(row[field])}`);
+}
+
+export function renderPolicy(view: PolicyView): string {
+  const heading = view.row
+    ? `workspace ${view.workspace}: policy row version ${view.row.version}, updated ${view.row.updatedAt} by ${view.row.updatedBy}`
+    : `workspace ${view.workspace}: no policy row; the deployment defaults apply`;
+  const rows = effectiveFields.map((field) => [
+    field,
+    // An empty host list restricts nothing: every host may be reached.
+    field === "egressAllowHosts" && formatValue(view.effective[field]) === "(none)"
+      ? "(any host)"
+      : formatValue(view.effective[field]),
+    view.sources[field] === "workspace" ? "workspace row" : "deployment",
+  ]);
+  return `${heading}\n\n${table(["FIELD", "VALUE IN FORCE", "SOURCE"], rows)}`;
+}
+
+/** A value in an audit line: a cleared narrowing reads as "unset". */
+function auditValue(value: unknown): string {
+  return value === null || value === undefined ? "unset" : formatValue(value);
+}
+
+export function describeChange(entry: AuditEntry): string {
+  if (entry.before === null) {
+    const set = entry.after ? narrowings(entry.after) : [];
+    return `created${set.length > 0 ? `: ${set.join(", ")}` : ""}`;
+  }
+  if (entry.after === null) return "deleted (deployment defaults apply)";
+  const changes = Object.values(fieldOfFlag)
+    .filter(
+      (field) =>
+        JSON.stringify(entry.before?.[field] ?? null) !== JSON.stringify(entry.after?.[field] ?? null),
+    )
+    .map((field) => `${field} ${auditValue(entry.before?.[field])} -> ${auditValue(entry.after?.[field])}`);
+  return changes.length > 0 ? `updated: ${changes.join(", ")}` : "updated: no change";
+}
+
+export function formatQuantity(row: UsageRow): string {
+  if (row.quantity === 0) return "-";
+  if (row.kind === "exec" || row.kind === "session_ended" || row.kind === "sandbox_cpu")
+    return `${(row.quantity / 1000).toFixed(1)} s`;
+  if (row.kind === "file_in" || row.kind === "file_out" || row.kind === "sandbox_memory_peak")
+    return `${row.quantity} bytes`;
+  return String(row.quantity);
+}
