@@ -72,7 +72,7 @@ export async function runDev(options: Record<string, unknown>): Promise<void> {
     "sandpool dev",
     `  mode      dev (PGlite at ${path.join(dataDir, "pglite")}, in-memory coordination, in-process jobs)`,
     ...(runtime.isolated
-      ? [`  runtime   docker (${why}): hardened containers on an internal network`]
+      ? [`  runtime   docker (${why}): hardened containers with no network, reached through Unix sockets`]
       : [
           `  runtime   process (${why}): sandboxes are child processes of this one.`,
           "            !!! NOT ISOLATED: code run in a session has this user's access to this machine. !!!",
