@@ -20,14 +20,18 @@ import { GatewayMetrics } from "../metering/gateway-metrics.js";
 import { POLICY_CHANNEL, PolicyAdmin } from "../policy/policy-admin.js";
 import { PolicyService } from "../policy/policy-service.js";
 import { PoolManager } from "../pool/pool-manager.js";
+import { RuntimePoolSizes } from "../pool/pool-sizes.js";
+import { poolStatus } from "../pool/pool-status.js";
 import { type ReconcileReport, reconcile } from "../pool/reconcile.js";
 import { DESTROY_SANDBOX_JOB, SessionLifecycle } from "../pool/session-lifecycle.js";
 import { Admission } from "../quota/admission.js";
 import type { SandboxRuntime } from "../runtime/sandbox-runtime.js";
 import type { CoordinationStore } from "../store/coordination/coordination-store.js";
 import type { SandboxRecord } from "../store/coordination/records.js";
+import { AdminAuditRepository } from "../store/sql/admin-audit-repository.js";
 import type { Database } from "../store/sql/database-types.js";
 import { PolicyRepository } from "../store/sql/policy-repository.js";
+import { PoolSizeRepository } from "../store/sql/pool-size-repository.js";
 import { UsageRepository } from "../store/sql/usage-repository.js";
 
 export interface GatewayBackends {
@@ -72,13 +76,30 @@ export async function startGateway(
   });
   const admission = new Admission(store);
   const sandboxes = new SandboxClient();
-  const pools = new PoolManager({ pools: config.pools, store, runtime, client: sandboxes, metrics, log });
+  const poolSizes = new RuntimePoolSizes(config.pools, new PoolSizeRepository(db), store, log);
+  const pools = new PoolManager({
+    pools: config.pools,
+    store,
+    runtime,
+    client: sandboxes,
+    metrics,
+    log,
+    sizes: poolSizes,
+  });
+  // A resize anywhere: warm that pool at once rather than on the next tick.
+  await poolSizes.start((name) => {
+    const pool = pools.list().find((candidate) => candidate.name === name);
+    if (pool) pools.warm(pool).catch((error) => log.error({ err: error }, "warm-up failed"));
+  });
   const usageRepository = new UsageRepository(db);
   const usage = new BufferedUsageSink(usageRepository, log);
   const sessions = new SessionLifecycle({ store, pools, admission, policies, jobs, metrics, usage, log });
 
   jobs.register<SandboxRecord>(DESTROY_SANDBOX_JOB, (record) => pools.retire(record));
-  jobs.register("warm-pools", () => pools.warmAll());
+  jobs.register("warm-pools", async () => {
+    await poolSizes.reloadIfStale();
+    await pools.warmAll();
+  });
   jobs.register("reap-sessions", async () => {
     await sessions.reap();
   });
@@ -130,14 +151,9 @@ export async function startGateway(
       await usage.flush();
       return usageRepository.summary(workspace, from, to);
     },
-    poolStatus: () =>
-      Promise.all(
-        pools.list().map(async (pool) => ({
-          ...pool,
-          idle: (await store.listIdle(pool.name)).length,
-          members: await store.countMembers(pool.name, Date.now()),
-        })),
-      ),
+    poolStatus: () => poolStatus(pools, poolSizes, store),
+    poolSizes,
+    adminAudit: new AdminAuditRepository(db),
   };
   const separateAdmin = config.adminListener !== undefined;
   const app = createGatewayApp(services, {

@@ -8,9 +8,11 @@ import type { UsageSink } from "../metering/usage-sink.js";
 import type { PolicyAdmin } from "../policy/policy-admin.js";
 import type { PolicyService } from "../policy/policy-service.js";
 import type { PoolManager } from "../pool/pool-manager.js";
+import type { RuntimePoolSizes } from "../pool/pool-sizes.js";
+import type { PoolStatus } from "../pool/pool-status.js";
 import type { SessionLifecycle } from "../pool/session-lifecycle.js";
 import type { Admission } from "../quota/admission.js";
-import type { PoolSpec } from "../runtime/sandbox-runtime.js";
+import type { AdminAuditRepository } from "../store/sql/admin-audit-repository.js";
 import type { UsageSummaryRow } from "../store/sql/usage-event.js";
 
 export interface GatewayServices {
@@ -31,17 +33,15 @@ export interface GatewayServices {
   policyAdmin?: PolicyAdmin;
   /** A workspace's durable usage with `from <= occurredAt < to`, per kind and tool (admin API). */
   usageSummary?: (workspace: string, from: Date, to: Date) => Promise<UsageSummaryRow[]>;
-  /** Every pool's spec with its idle and member counts from the coordination store (admin API). */
+  /** Every pool's spec, sizes in force and counts from the coordination store (admin API). */
   poolStatus?: () => Promise<PoolStatus[]>;
+  /** Pool sizes changed at run time (admin API `PATCH /pools/{name}`). */
+  poolSizes?: RuntimePoolSizes;
+  /** The audit trail of operators' actions outside policy (a session ended, a pool resized). */
+  adminAudit?: AdminAuditRepository;
 }
 
-/** A pool as the admin API shows it: its spec, and how many sandboxes it holds right now. */
-export interface PoolStatus extends PoolSpec {
-  /** Started sandboxes waiting for a session, in the store (every replica's). */
-  idle: number;
-  /** Sandboxes counted against `maxTotal`: idle, leased and starting, across replicas. */
-  members: number;
-}
+export type { PoolStatus } from "../pool/pool-status.js";
 
 export interface GatewayLimits {
   maxJsonBodyBytes: number;

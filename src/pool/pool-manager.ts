@@ -3,7 +3,8 @@
  * already created) so a lease is one atomic pop; a dry pool below `maxTotal` cold-starts a
  * sandbox within the pool's deadline; a pool at `maxTotal` refuses with 503. Membership in
  * the store caps a pool's size across replicas. A pool whose starts keep failing backs off
- * exponentially, so an image that cannot start does not spin.
+ * exponentially, so an image that cannot start does not spin. Sizes are read through
+ * `sizes` on every warm-up and start, so an operator's resize is obeyed without a restart.
  */
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
@@ -13,6 +14,7 @@ import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { PoolSpec, SandboxRuntime, SandboxUsage } from "../runtime/sandbox-runtime.js";
 import type { CoordinationStore } from "../store/coordination/coordination-store.js";
 import type { SandboxRecord } from "../store/coordination/records.js";
+import type { PoolSizes } from "./pool-sizes.js";
 import { StartBackoff } from "./start-backoff.js";
 
 /** How long an idle sandbox counts against its pool before it must be confirmed again. */
@@ -27,7 +29,16 @@ export interface PoolManagerDeps {
   client: SandboxClient;
   metrics: GatewayMetrics;
   log: Logger;
+  /** The sizes in force (they may change at run time); the configured ones without it. */
+  sizes?: { sizeOf(pool: PoolSpec): PoolSizes };
   now?: () => number;
+}
+
+/** What this replica has seen of a pool since it started. */
+export interface PoolCounters {
+  warmLeases: number;
+  coldLeases: number;
+  warmupFailures: number;
 }
 
 export interface LeasedSandbox {
@@ -39,12 +50,26 @@ export class PoolManager {
   private readonly pools: Map<string, PoolSpec>;
   private readonly starting = new Map<string, number>();
   private readonly backoff = new Map<string, StartBackoff>();
+  private readonly counters = new Map<string, PoolCounters>();
   private readonly now: () => number;
 
   constructor(private readonly deps: PoolManagerDeps) {
     this.pools = new Map(deps.pools.map((pool) => [pool.name, pool]));
     this.now = deps.now ?? Date.now;
-    for (const pool of deps.pools) this.backoff.set(pool.name, new StartBackoff());
+    for (const pool of deps.pools) {
+      this.backoff.set(pool.name, new StartBackoff());
+      this.counters.set(pool.name, { warmLeases: 0, coldLeases: 0, warmupFailures: 0 });
+    }
+  }
+
+  /** The sizes in force for a pool. */
+  sizeOf(pool: PoolSpec): PoolSizes {
+    return this.deps.sizes?.sizeOf(pool) ?? { minIdle: pool.minIdle, maxTotal: pool.maxTotal };
+  }
+
+  /** Leases and failed starts of a pool on this replica since it started. */
+  countersOf(name: string): PoolCounters {
+    return { ...(this.counters.get(name) ?? { warmLeases: 0, coldLeases: 0, warmupFailures: 0 }) };
   }
 
   list(): PoolSpec[] {
@@ -80,6 +105,8 @@ export class PoolManager {
       }
       leased = { record, warm: false };
     }
+    const counters = this.counters.get(pool.name);
+    if (counters) counters[leased.warm ? "warmLeases" : "coldLeases"]++;
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     this.deps.metrics.leaseDuration.observe(
       { pool: pool.name, start: leased.warm ? "warm" : "cold" },
@@ -134,7 +161,7 @@ export class PoolManager {
       if (!backoff.mayStart(this.now())) return;
       const idle = (await this.deps.store.listIdle(pool.name)).length;
       const starting = this.starting.get(pool.name) ?? 0;
-      const wanted = Math.min(pool.minIdle - idle - starting, pool.warmupConcurrency - starting);
+      const wanted = Math.min(this.sizeOf(pool).minIdle - idle - starting, pool.warmupConcurrency - starting);
       if (wanted <= 0) return;
       const results = await Promise.all(
         Array.from({ length: wanted }, async () => {
@@ -174,7 +201,7 @@ export class PoolManager {
     const counted = await this.deps.store.addMember(
       pool.name,
       sandboxId,
-      pool.maxTotal,
+      this.sizeOf(pool).maxTotal,
       deadline + 5_000,
       this.now(),
     );
@@ -199,6 +226,8 @@ export class PoolManager {
       };
     } catch (error) {
       this.deps.metrics.warmupFailures.inc({ pool: pool.name });
+      const counters = this.counters.get(pool.name);
+      if (counters) counters.warmupFailures++;
       const delayMs = this.backoff.get(pool.name)!.failed(this.now());
       this.deps.log.error({ err: error, pool: pool.name, retryInMs: delayMs }, "sandbox start failed");
       if (runtimeId) await this.deps.runtime.destroy(runtimeId).catch(() => undefined);

@@ -25,7 +25,7 @@ export const DESTROY_SANDBOX_JOB = "destroy-sandbox";
 export const HOLD_GRACE_MS = 60_000;
 const REAP_BATCH = 100;
 
-export type EndReason = "destroyed" | "expired" | "sandbox_failed" | "drained";
+export type EndReason = "destroyed" | "expired" | "sandbox_failed" | "drained" | "ended_by_operator";
 
 export interface SessionLifecycleDeps {
   store: CoordinationStore;
@@ -172,6 +172,18 @@ export class SessionLifecycle {
         this.deps.log.warn({ err: error, session: key.sessionId }, "could not record the end of a call");
       });
     };
+  }
+
+  /** Running sessions (an operator's view): every workspace's, or one workspace's. */
+  async list(workspace?: string): Promise<Lease[]> {
+    const leases = await this.deps.store.listLeases();
+    return workspace === undefined ? leases : leases.filter((lease) => lease.workspace === workspace);
+  }
+
+  /** A running session by id for an operator: in `workspace` when given, else in any. */
+  async find(sessionId: string, workspace?: string): Promise<Lease | undefined> {
+    if (workspace !== undefined) return this.deps.store.getLease({ workspace, sessionId });
+    return (await this.deps.store.listLeases()).find((lease) => lease.sessionId === sessionId);
   }
 
   /** Ends a session; false when it was already gone (someone else ended it). */

@@ -14,7 +14,8 @@
  *   DELETE /workspaces/:ws/policy      204 (also when there was no row)
  *   GET    /workspaces/:ws/audit       200 { workspace, entries: AuditEntry[] }   ?limit=1..1000 (100)
  *   GET    /workspaces/:ws/usage       200 { workspace, from, to, usage: UsageRow[] }  ?from=&to= (last 24 h)
- *   GET    /pools                      200 { pools: PoolStatus[] }
+ *   GET    /pools, PATCH /pools/:name  (admin-pools-routes.ts)
+ *   GET    /sessions, DELETE /sessions/:id  (admin-sessions-routes.ts)
  * PolicyView is { workspace, configured, row: PolicyRow | null, effective, sources }, where
  * `sources` names, per effective field, where its value comes from: "deployment" or "workspace".
  * Errors are the usual { detail: { code, message } }; a refused edit adds `problems: string[]`.
@@ -33,6 +34,8 @@ import { jsonBodyLimit, readJsonBody } from "../common/read-json-body.js";
 import type { GatewayServices } from "../gateway-services.js";
 import { verifyBearer } from "../middleware/authenticate.js";
 import { passedAuthentication } from "../middleware/unauthenticated-gate.js";
+import { adminPoolsRoutes } from "./admin-pools-routes.js";
+import { adminSessionsRoutes } from "./admin-sessions-routes.js";
 
 export const ADMIN_BASE_PATH = "/admin/v1";
 
@@ -131,12 +134,8 @@ export function createAdminApp(services: GatewayServices, policyAdmin: PolicyAdm
     return c.json({ workspace, from: from.toISOString(), to: to.toISOString(), usage });
   });
 
-  admin.get("/pools", async (c) => {
-    c.set("operation", "AdminPools");
-    if (!services.poolStatus)
-      throw new SandpoolError("request.not_found", "pool status is not available here");
-    return c.json({ pools: await services.poolStatus() });
-  });
+  admin.route("/pools", adminPoolsRoutes(services));
+  admin.route("/sessions", adminSessionsRoutes(services));
 
   // Nothing under /admin/v1 falls through to the contract routes (which would ask for a workspace).
   admin.all("*", () => {
@@ -163,7 +162,7 @@ function requireAdmin(services: GatewayServices): MiddlewareHandler<AdminEnv> {
 }
 
 /** Who the audit trail names for an edit: the token's subject, else "admin". */
-function actorOf(caller: Caller): string {
+export function actorOf(caller: Caller): string {
   return caller.subject && caller.subject.length > 0 ? caller.subject : "admin";
 }
 

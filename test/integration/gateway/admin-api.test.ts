@@ -485,11 +485,11 @@ describe("usage and pools", () => {
     expect((await api("GET", `/workspaces/${workspace}/usage?to=1970-01-01`)).status).toBe(200);
   });
 
-  it("lists every pool with its spec and its idle and member counts", async () => {
+  it("lists every pool with its spec and its idle and member counts (more in admin-sessions-pools.test.ts)", async () => {
     const answer = await api("GET", "/pools");
     expect(answer.status, answer.text).toBe(200);
-    expect(Object.keys(answer.body as object)).toEqual(["pools"]);
-    const pools = (answer.body as { pools: Record<string, unknown>[] }).pools;
+    expect(Object.keys(answer.body as object)).toEqual(["items"]);
+    const pools = (answer.body as { items: Record<string, unknown>[] }).items;
     expect(pools).toHaveLength(1);
     // The spec as configured (whatever fields PoolSpec has), plus the two counts.
     expect(pools[0]).toMatchObject({

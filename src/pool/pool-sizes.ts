@@ -1,0 +1,134 @@
+/**
+ * Pool sizes at run time. A pool's `minIdle` and `maxTotal` start as configured; an operator
+ * may change them (`PATCH /admin/v1/pools/{name}`). A change is validated, persisted with its
+ * audit row (a restart keeps it), and announced on a channel every replica listens to, so it
+ * is in force everywhere within a second; each replica also reloads on its own now and then,
+ * so a lost announcement only delays a change. The PoolManager reads sizes through `sizeOf`
+ * on every warm-up and every start, never from the configuration directly.
+ */
+import type { Logger } from "pino";
+import { z } from "zod";
+import { SandpoolError } from "../contract/error-codes.js";
+import { describeIssues } from "../contract/schemas.js";
+import type { PoolSpec } from "../runtime/sandbox-runtime.js";
+import type { CoordinationStore } from "../store/coordination/coordination-store.js";
+import type { PoolSizeOverride, PoolSizeRepository } from "../store/sql/pool-size-repository.js";
+
+export const POOL_SIZES_CHANNEL = "sandpool:pool-sizes-changed";
+/** The largest size an operator may give a pool at run time: a typo must not start a thousand containers. */
+export const MAX_POOL_SIZE = 1_000;
+/** How often a replica reloads the sizes even without an announcement. */
+const RELOAD_EVERY_MS = 30_000;
+
+export interface PoolSizes {
+  minIdle: number;
+  maxTotal: number;
+}
+
+/** What the admin API shows of a pool's sizes: in force, as configured, and who changed them. */
+export interface PoolSizesView extends PoolSizes {
+  configured: PoolSizes;
+  /** The run-time change in force, when there is one (null sizes: as configured). */
+  override: PoolSizeOverride | null;
+}
+
+const size = (min: number) => z.number().int().min(min).max(MAX_POOL_SIZE).nullable().optional();
+/** A resize: either size or both; null puts a size back to its configured value. */
+const resizeSchema = z
+  .strictObject({ minIdle: size(0), maxTotal: size(1) })
+  .refine((edit) => edit.minIdle !== undefined || edit.maxTotal !== undefined, {
+    message: "give minIdle, maxTotal or both",
+  });
+
+export class RuntimePoolSizes {
+  private readonly configured: Map<string, PoolSpec>;
+  private overrides = new Map<string, PoolSizeOverride>();
+  private loadedAt = 0;
+  private readonly now: () => number;
+
+  constructor(
+    pools: readonly PoolSpec[],
+    private readonly repository: PoolSizeRepository,
+    private readonly store: CoordinationStore,
+    private readonly log: Logger,
+    now?: () => number,
+  ) {
+    this.configured = new Map(pools.map((pool) => [pool.name, pool]));
+    this.now = now ?? Date.now;
+  }
+
+  /** Loads the persisted sizes and follows every replica's changes from now on. */
+  async start(onChange?: (pool: string) => void): Promise<void> {
+    await this.store.subscribe(POOL_SIZES_CHANNEL, (pool) => {
+      this.reload()
+        .then(() => onChange?.(pool))
+        .catch((error) => this.log.error({ err: error }, "could not reload pool sizes"));
+    });
+    await this.reload();
+  }
+
+  async reload(): Promise<void> {
+    const rows = await this.repository.list();
+    this.overrides = new Map(
+      rows.filter((row) => this.configured.has(row.pool)).map((row) => [row.pool, row]),
+    );
+    this.loadedAt = this.now();
+  }
+
+  /** Reloads when the last load is old: the safety net under a lost announcement. */
+  async reloadIfStale(): Promise<void> {
+    if (this.now() - this.loadedAt >= RELOAD_EVERY_MS) await this.reload();
+  }
+
+  /** The sizes in force for a pool. */
+  sizeOf(pool: Pick<PoolSpec, "name" | "minIdle" | "maxTotal">): PoolSizes {
+    const override = this.overrides.get(pool.name);
+    return {
+      minIdle: override?.minIdle ?? pool.minIdle,
+      maxTotal: override?.maxTotal ?? pool.maxTotal,
+    };
+  }
+
+  view(name: string): PoolSizesView {
+    const pool = this.pool(name);
+    return {
+      ...this.sizeOf(pool),
+      configured: { minIdle: pool.minIdle, maxTotal: pool.maxTotal },
+      override: this.overrides.get(name) ?? null,
+    };
+  }
+
+  /**
+   * Changes a pool's sizes: 404 for an unknown pool, 422 (every problem listed) for a bad
+   * edit or minIdle above maxTotal once applied. Persisted, audited and announced.
+   */
+  async resize(name: string, edit: unknown, actor: string): Promise<PoolSizesView> {
+    const pool = this.pool(name);
+    const parsed = resizeSchema.safeParse(edit);
+    if (!parsed.success) throw new SandpoolError("request.malformed", describeIssues(parsed.error));
+    // The latest persisted values, not this replica's copy: another replica may have just changed them.
+    await this.reload();
+    const before = this.overrides.get(name);
+    const next = {
+      minIdle: parsed.data.minIdle !== undefined ? parsed.data.minIdle : (before?.minIdle ?? null),
+      maxTotal: parsed.data.maxTotal !== undefined ? parsed.data.maxTotal : (before?.maxTotal ?? null),
+    };
+    const inForce = { minIdle: next.minIdle ?? pool.minIdle, maxTotal: next.maxTotal ?? pool.maxTotal };
+    if (inForce.minIdle > inForce.maxTotal) {
+      throw new SandpoolError(
+        "request.malformed",
+        `minIdle (${inForce.minIdle}) cannot exceed maxTotal (${inForce.maxTotal})`,
+      );
+    }
+    await this.repository.put(name, next, actor, { before: this.sizeOf(pool), after: inForce });
+    await this.store.publish(POOL_SIZES_CHANNEL, name);
+    await this.reload();
+    return this.view(name);
+  }
+
+  private pool(name: string): PoolSpec {
+    const pool = this.configured.get(name);
+    if (!pool) throw new SandpoolError("request.not_found", `no pool named '${name}'`);
+    return pool;
+  }
+}
