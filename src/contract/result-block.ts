@@ -1,6 +1,12 @@
 /** Builds the Execute response envelope exactly as contract v1 shapes it. */
 import { randomBytes } from "node:crypto";
-import { type ExecResponse, type ExecutionOutcome, resultBlockType, type ToolKind } from "./schemas.js";
+import {
+  type ExecResponse,
+  type ExecutionOutcome,
+  type OutputFileBlock,
+  resultBlockType,
+  type ToolKind,
+} from "./schemas.js";
 
 export function generateToolUseId(): string {
   return `srvtoolu_${randomBytes(12).toString("hex")}`;
@@ -11,6 +17,7 @@ export function execResponse(
   toolUseId: string,
   outcome: ExecutionOutcome,
   executionTimeMs: number,
+  files: OutputFileBlock[] = [],
 ): ExecResponse {
   return {
     tool_use_id: toolUseId,
@@ -25,7 +32,7 @@ export function execResponse(
         stdout: outcome.stdout,
         stderr: outcome.stderr,
         return_code: outcome.return_code,
-        content: [],
+        content: files,
       },
     },
   };

@@ -97,6 +97,13 @@ export interface ExecutionOutcome {
   return_code: number;
 }
 
+/** A file an execution created or changed; `file_id` is its workspace-relative path (GetFile `?path=`). */
+export interface OutputFileBlock {
+  type: "code_execution_output";
+  file_id: string;
+  filename: string;
+}
+
 export interface ExecResponse {
   tool_use_id: string;
   execution_time_ms: number;
@@ -108,7 +115,7 @@ export interface ExecResponse {
       stdout: string;
       stderr: string;
       return_code: number;
-      content: { type: "code_execution_output"; file_id: string; filename: string }[];
+      content: OutputFileBlock[];
     };
   };
 }

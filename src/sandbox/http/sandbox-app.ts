@@ -1,6 +1,7 @@
 /**
- * The sandbox server's HTTP surface: contract v1 for many sessions, plus `GET /health`
- * and `GET /sessions/{id}` (the handle with the values in force).
+ * The sandbox server's HTTP surface: contract v1 for many sessions, plus `GET /health`,
+ * `GET /sessions/{id}` (the handle with the values in force) and streamed Execute
+ * (`Accept: text/event-stream`, src/contract/exec-events.ts).
  */
 
 import { Readable } from "node:stream";
@@ -8,6 +9,7 @@ import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { Hono } from "hono";
 import type { Logger } from "pino";
 import { errorBody, SandpoolError } from "../../contract/error-codes.js";
+import { wantsEventStream } from "../../contract/exec-events.js";
 import { MAX_FILE_BYTES_HEADER } from "../../contract/headers.js";
 import { parseExecRequest } from "../../contract/parse-exec-request.js";
 import { createSessionRequest, describeIssues } from "../../contract/schemas.js";
@@ -20,6 +22,7 @@ import { openFile } from "../files/open-file.js";
 import { receiveUpload } from "../files/receive-upload.js";
 import type { SessionRegistry } from "../sessions/session-registry.js";
 import { executeToolCall } from "../tools/execute-tool-call.js";
+import { streamedExecResponse } from "./exec-event-stream.js";
 
 export function createSandboxApp(config: SandboxConfig, sessions: SessionRegistry, log: Logger): Hono {
   const app = new Hono();
@@ -46,7 +49,14 @@ export function createSandboxApp(config: SandboxConfig, sessions: SessionRegistr
     const session = sessions.get(c.req.param("id"));
     const request = parseExecRequest(await readJsonBody(c));
     session.touch();
-    return c.json(await executeToolCall(session, request, config, () => sessions.afterCall()));
+    const afterCall = () => sessions.afterCall();
+    if (wantsEventStream(c.req.header("accept"))) {
+      return streamedExecResponse(
+        (onOutput) => executeToolCall(session, request, config, { afterCall, onOutput }),
+        log,
+      );
+    }
+    return c.json(await executeToolCall(session, request, config, { afterCall }));
   });
 
   app.get("/sessions/:id/files/list", async (c) => {

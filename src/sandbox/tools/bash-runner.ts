@@ -8,7 +8,7 @@
 import { spawn } from "node:child_process";
 import { constants as osConstants } from "node:os";
 import type { ExecutionOutcome } from "../../contract/schemas.js";
-import { CappedOutput } from "./capped-output.js";
+import { cappedStreams, type OutputListener } from "./capped-output.js";
 import { sandboxEnvironment, signalGroup } from "./process-group.js";
 
 export interface BashRunOptions {
@@ -19,14 +19,15 @@ export interface BashRunOptions {
   killGraceMs: number;
   /** Told the group id, so the session can kill leftover background jobs when it ends. */
   onGroupStarted?: (pgid: number) => void;
+  /** Hears the output as it is kept (streamed Execute). */
+  onOutput?: OutputListener;
 }
 
 /** After the command exits, how long to keep reading output that is still in the pipes. */
 const DRAIN_MS = 100;
 
 export function runBash(command: string, options: BashRunOptions): Promise<ExecutionOutcome> {
-  const out = new CappedOutput(options.maxOutputBytes);
-  const err = new CappedOutput(options.maxOutputBytes);
+  const { out, err } = cappedStreams(options.maxOutputBytes, options.onOutput);
   return new Promise((resolve) => {
     const child = spawn("bash", ["-c", command], {
       cwd: options.cwd,

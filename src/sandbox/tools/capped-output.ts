@@ -3,6 +3,20 @@
  * counted, not kept, so a program printing forever costs a counter, not memory; the text
  * ends with a marker saying how much was dropped.
  */
+/** Hears a call's output as it is kept, stream by stream (a streamed Execute). */
+export type OutputListener = (stream: "stdout" | "stderr", chunk: Buffer) => void;
+
+/** The two capped streams of one call, wired to `listener` when there is one. */
+export function cappedStreams(
+  capBytes: number,
+  listener?: OutputListener,
+): { out: CappedOutput; err: CappedOutput } {
+  return {
+    out: new CappedOutput(capBytes, listener && ((chunk) => listener("stdout", chunk))),
+    err: new CappedOutput(capBytes, listener && ((chunk) => listener("stderr", chunk))),
+  };
+}
+
 export class CappedOutput {
   private readonly chunks: Buffer[] = [];
   private kept = 0;
@@ -10,18 +24,30 @@ export class CappedOutput {
   /** The server's own words (timed out, restarted): shown after the marker, never cut. */
   private readonly notes: string[] = [];
 
-  constructor(private readonly capBytes: number) {}
+  private tailSent = false;
+
+  /**
+   * `onKept`, when given, hears every byte as it is kept (so a streamed call shows output as
+   * it happens, under the same cap), then once, from `text()`, the marker and notes.
+   */
+  constructor(
+    private readonly capBytes: number,
+    private readonly onKept?: (chunk: Buffer) => void,
+  ) {}
 
   push(chunk: Buffer): void {
     const room = this.capBytes - this.kept;
     if (room >= chunk.length) {
       this.chunks.push(chunk);
       this.kept += chunk.length;
+      if (chunk.length > 0) this.onKept?.(chunk);
       return;
     }
     if (room > 0) {
-      this.chunks.push(chunk.subarray(0, room));
+      const head = chunk.subarray(0, room);
+      this.chunks.push(head);
       this.kept += room;
+      this.onKept?.(head);
     }
     this.omitted += chunk.length - Math.max(room, 0);
   }
@@ -41,7 +67,10 @@ export class CappedOutput {
     const maxCost = this.capBytes * JSON_COST_FACTOR;
     const body = jsonCost(kept) <= maxCost ? kept : headWithinJsonCost(kept, maxCost - MARKER_ROOM_BYTES);
     const omitted = this.omitted + this.kept - Buffer.byteLength(body);
-    return `${omitted > 0 ? `${body}${truncationMarker(omitted)}` : body}${this.notes.join("")}`;
+    const tail = `${omitted > 0 ? truncationMarker(omitted) : ""}${this.notes.join("")}`;
+    if (this.onKept && !this.tailSent && tail.length > 0) this.onKept(Buffer.from(tail));
+    this.tailSent = true;
+    return `${body}${tail}`;
   }
 }
 
@@ -121,7 +150,8 @@ export class MarkedStreamReader {
       done?.();
       return;
     }
-    const keep = Math.min(this.marker.length - 1, data.length);
+    // Hold back only a tail that could be the marker's start, so output is not delayed.
+    const keep = markerStartAtEnd(data, this.marker);
     this.capture.push(data.subarray(0, data.length - keep));
     this.pending = Buffer.from(data.subarray(data.length - keep));
   }
@@ -132,6 +162,18 @@ export class MarkedStreamReader {
     this.onMarker = undefined;
     this.pending = Buffer.alloc(0);
   }
+}
+
+/** Length of the longest tail of `data` that is a proper prefix of `marker` (0 if none). */
+function markerStartAtEnd(data: Buffer, marker: Buffer): number {
+  const first = marker[0]!;
+  // Longest first: candidates from the earliest place a proper prefix could start.
+  for (let at = data.indexOf(first, Math.max(0, data.length - marker.length + 1)); at >= 0; ) {
+    const tail = data.subarray(at);
+    if (tail.equals(marker.subarray(0, tail.length))) return tail.length;
+    at = data.indexOf(first, at + 1);
+  }
+  return 0;
 }
 
 /**

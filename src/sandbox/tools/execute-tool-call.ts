@@ -1,22 +1,30 @@
 /**
  * Execute: runs one tool call in a session, after every earlier call of that session, with
- * the timeout clamped to the server's ceiling, and wraps the outcome in the result envelope.
- * `afterCall` runs once the call is over, before its answer is sent (the stray reaper).
+ * the timeout clamped to the server's ceiling, and wraps the outcome in the result envelope,
+ * with the workspace files the call created or changed (workspace-snapshot.ts).
  */
 import { performance } from "node:perf_hooks";
 import { SandpoolError } from "../../contract/error-codes.js";
 import { execResponse, generateToolUseId } from "../../contract/result-block.js";
 import type { ExecRequest, ExecResponse, ExecutionOutcome } from "../../contract/schemas.js";
 import { clampHint, type SandboxConfig } from "../config.js";
+import { changedFiles, snapshotWorkspace } from "../files/workspace-snapshot.js";
 import type { Session } from "../sessions/session.js";
 import { runBash } from "./bash-runner.js";
-import { capJsonCost, JSON_COST_FACTOR } from "./capped-output.js";
+import { capJsonCost, JSON_COST_FACTOR, type OutputListener } from "./capped-output.js";
+
+export interface ExecuteHooks {
+  /** Runs once the call is over, before its answer is sent (the stray reaper). */
+  afterCall?: () => void;
+  /** Hears the output as it happens, under the same caps (streamed Execute). */
+  onOutput?: OutputListener;
+}
 
 export async function executeToolCall(
   session: Session,
   request: ExecRequest,
   config: SandboxConfig,
-  afterCall?: () => void,
+  hooks: ExecuteHooks = {},
 ): Promise<ExecResponse> {
   const timeoutSeconds = clampHint(
     request.timeout_seconds,
@@ -28,11 +36,14 @@ export async function executeToolCall(
     return await session.serialize(async () => {
       if (session.destroyed) throw new SandpoolError("session.not_found", "no such session");
       const started = performance.now();
-      const outcome = boundJsonCost(await runTool(session, request, timeoutSeconds * 1000, config), config);
-      return execResponse(request.tool, toolUseId, outcome, performance.now() - started);
+      const before = await snapshotWorkspace(session.workspace);
+      const ran = await runTool(session, request, timeoutSeconds * 1000, config, hooks.onOutput);
+      const outcome = boundJsonCost(ran, config);
+      const files = changedFiles(before, await snapshotWorkspace(session.workspace));
+      return execResponse(request.tool, toolUseId, outcome, performance.now() - started, files);
     });
   } finally {
-    afterCall?.();
+    hooks.afterCall?.();
   }
 }
 
@@ -51,6 +62,7 @@ function runTool(
   request: ExecRequest,
   timeoutMs: number,
   config: SandboxConfig,
+  onOutput: OutputListener | undefined,
 ): Promise<ExecutionOutcome> {
   switch (request.tool) {
     case "code_execution":
@@ -58,6 +70,7 @@ function runTool(
         timeoutMs,
         maxOutputBytes: config.maxOutputBytes,
         interruptGraceMs: config.interruptGraceMs,
+        onOutput,
       });
     case "bash_code_execution":
       return runBash(request.input.command, {
@@ -67,6 +80,7 @@ function runTool(
         maxOutputBytes: config.maxOutputBytes,
         killGraceMs: config.interruptGraceMs,
         onGroupStarted: (pgid) => session.trackProcessGroup(pgid),
+        onOutput,
       });
     case "text_editor_code_execution":
       return session.editor.run(request.input, { maxOutputBytes: config.maxOutputBytes });

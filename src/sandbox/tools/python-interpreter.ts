@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import { constants as osConstants } from "node:os";
 import type { Readable, Writable } from "node:stream";
 import type { ExecutionOutcome } from "../../contract/schemas.js";
-import { CappedOutput, MarkedStreamReader } from "./capped-output.js";
+import { cappedStreams, MarkedStreamReader, type OutputListener } from "./capped-output.js";
 import { sandboxEnvironment, signalGroup } from "./process-group.js";
 import { pythonDriverSource } from "./python-driver.js";
 
@@ -24,6 +24,8 @@ export interface RunLimits {
   maxOutputBytes: number;
   /** How long an interrupted call may take to unwind before the interpreter is killed. */
   interruptGraceMs: number;
+  /** Hears the output as it is kept (streamed Execute). */
+  onOutput?: OutputListener;
 }
 
 interface Running {
@@ -60,8 +62,7 @@ export class PythonInterpreter {
 
   async run(code: string, limits: RunLimits): Promise<ExecutionOutcome> {
     const proc = this.ensureRunning();
-    const out = new CappedOutput(limits.maxOutputBytes);
-    const err = new CappedOutput(limits.maxOutputBytes);
+    const { out, err } = cappedStreams(limits.maxOutputBytes, limits.onOutput);
     const notice = this.lostBetweenCalls;
     this.lostBetweenCalls = undefined;
     if (notice) err.push(Buffer.from(`${notice}\n`));

@@ -175,3 +175,30 @@ describe("MarkedStreamReader", () => {
     expect(out.text()).toBe("0123\n[output truncated: 6 more bytes were not kept]\n");
   });
 });
+
+describe("output listener (streamed Execute)", () => {
+  it("hears exactly the bytes kept, then the marker and notes once, so it adds up to text()", () => {
+    const heard: string[] = [];
+    const out = new CappedOutput(10, (chunk) => heard.push(chunk.toString()));
+    out.push(b("0123"));
+    out.push(b("456789abc"));
+    out.push(b("more"));
+    out.note("\nnote\n");
+    const text = out.text();
+    expect(heard).toEqual(["0123", "456789", "\n[output truncated: 7 more bytes were not kept]\n\nnote\n"]);
+    expect(heard.join("")).toBe(text);
+    out.text();
+    expect(heard).toHaveLength(3);
+  });
+
+  it("passes output on at once when no marker could be starting", () => {
+    const reader = new MarkedStreamReader();
+    const heard: string[] = [];
+    const out = new CappedOutput(100, (chunk) => heard.push(chunk.toString()));
+    void reader.begin(out, "\u0000end\u0000");
+    reader.write(b("first\n"));
+    expect(heard).toEqual(["first\n"]);
+    reader.write(b("second\u0000en"));
+    expect(heard).toEqual(["first\n", "second"]);
+  });
+});

@@ -1,0 +1,98 @@
+/**
+ * Which files a tool call created or changed: the workspace is walked before and after the
+ * call (path -> mtime, size, inode) and the two walks compared. The walk is bounded so a
+ * workspace of a million files costs a call a fixed amount, not a minute: it stops after
+ * MAX_SCANNED_ENTRIES entries (files past that are not seen, so not listed), never follows
+ * a symlink, and skips hidden entries (`.cache`, `.ipython`, `.config`, `.local`, dot files)
+ * and `__pycache__`, which are the interpreter's and tools' own business, not the program's
+ * output. At most MAX_OUTPUT_FILES files are reported, newest first.
+ */
+import type { Dirent } from "node:fs";
+import { lstat, readdir } from "node:fs/promises";
+import path from "node:path";
+import type { OutputFileBlock } from "../../contract/schemas.js";
+
+/** Entries (files and directories) one walk looks at before it stops. */
+export const MAX_SCANNED_ENTRIES = 10_000;
+/** Files listed in one call's result, newest first; the rest are fetched with ListFiles. */
+export const MAX_OUTPUT_FILES = 20;
+
+interface FileState {
+  mtimeMs: number;
+  size: number;
+  ino: number;
+}
+
+/** Workspace-relative path -> what the walk saw of it. */
+export type WorkspaceSnapshot = Map<string, FileState>;
+
+function skipped(entry: Dirent): boolean {
+  // A name that is not valid UTF-8 decodes with U+FFFD: GetFile could not address it.
+  return entry.name.startsWith(".") || entry.name === "__pycache__" || entry.name.includes("\uFFFD");
+}
+
+export async function snapshotWorkspace(
+  workspace: string,
+  maxEntries = MAX_SCANNED_ENTRIES,
+): Promise<WorkspaceSnapshot> {
+  const files: WorkspaceSnapshot = new Map();
+  const pending = [""];
+  let scanned = 0;
+  while (pending.length > 0 && scanned < maxEntries) {
+    const relativeDir = pending.shift()!;
+    const entries = await readdir(path.join(workspace, relativeDir), { withFileTypes: true }).catch(
+      () => [] as Dirent[],
+    );
+    // Sorted, so which entries a capped walk sees does not depend on the file system's order.
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const wanted = entries.filter((entry) => !skipped(entry)).slice(0, maxEntries - scanned);
+    scanned += wanted.length;
+    const stats = await Promise.all(
+      wanted.map(async (entry) => {
+        const relative = relativeDir === "" ? entry.name : `${relativeDir}/${entry.name}`;
+        if (entry.isDirectory()) {
+          pending.push(relative);
+          return undefined;
+        }
+        if (!entry.isFile()) return undefined; // symlinks, sockets, fifos: never followed
+        const stat = await lstat(path.join(workspace, relative)).catch(() => undefined);
+        return stat?.isFile() ? { relative, stat } : undefined;
+      }),
+    );
+    for (const found of stats) {
+      if (found)
+        files.set(found.relative, {
+          mtimeMs: found.stat.mtimeMs,
+          size: found.stat.size,
+          ino: found.stat.ino,
+        });
+    }
+  }
+  return files;
+}
+
+/** Files in `after` that are new or differ from `before`, newest first (then by path), at most `max`. */
+export function changedFiles(
+  before: WorkspaceSnapshot,
+  after: WorkspaceSnapshot,
+  max = MAX_OUTPUT_FILES,
+): OutputFileBlock[] {
+  const changed: { relative: string; mtimeMs: number }[] = [];
+  for (const [relative, state] of after) {
+    const earlier = before.get(relative);
+    if (
+      earlier &&
+      earlier.mtimeMs === state.mtimeMs &&
+      earlier.size === state.size &&
+      earlier.ino === state.ino
+    )
+      continue;
+    changed.push({ relative, mtimeMs: state.mtimeMs });
+  }
+  changed.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.relative < b.relative ? -1 : 1));
+  return changed.slice(0, max).map(({ relative }) => ({
+    type: "code_execution_output",
+    file_id: relative,
+    filename: path.posix.basename(relative),
+  }));
+}
