@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { isSecureOrLoopbackUrl } from "../config/loopback-host.js";
+import { introspectionConfigSchema } from "./introspection-config.js";
 import { asymmetricAlgorithms, hmacAlgorithms, readPublicKey } from "./public-key-algorithms.js";
 
 const keySources = ["jwtSecret", "jwtPublicKey", "jwksUrl"] as const;
@@ -64,6 +65,15 @@ export const authConfigSchema = z
      * signed by a key since removed from the JWKS keeps working.
      */
     verifiedTokenCacheSeconds: z.number().int().min(0).max(3600).default(60),
+    /** Opaque (non-JWT) bearer tokens checked at the platform's RFC 7662 endpoint; off when unset. */
+    introspection: introspectionConfigSchema.optional(),
+    /**
+     * A sandpool API key's record (workspace, expiry, revocation) is reused this long before it
+     * is read again; revocations reach every replica at once by pub/sub, this only bounds a lost message.
+     */
+    apiKeyCacheSeconds: z.number().int().min(1).max(3600).default(60),
+    /** How often the last use of API keys is written (one write per key used, not per call). */
+    apiKeyLastUsedFlushMs: z.number().int().min(100).default(30_000),
   })
   .transform((config, ctx) => {
     if (config.anyAudience && config.audience !== undefined) {

@@ -242,6 +242,17 @@ const bindings: readonly EnvBinding[] = [
     wholeNumber,
   ),
   scalar("SANDPOOL_WORKSPACE_CLAIM", "auth.workspaceClaim", "claim holding the workspace id"),
+  scalar(
+    "SANDPOOL_INTROSPECTION_URL",
+    "auth.introspection.url",
+    "RFC 7662 endpoint checking opaque bearer tokens (https, or http to loopback)",
+  ),
+  scalar("SANDPOOL_INTROSPECTION_CLIENT_ID", "auth.introspection.clientId", "client id sent to the endpoint"),
+  scalar(
+    "SANDPOOL_INTROSPECTION_CLIENT_SECRET",
+    "auth.introspection.clientSecret",
+    "client secret sent to the endpoint",
+  ),
   {
     name: "SANDPOOL_DEFAULT_IMAGE",
     path: "policy.defaultImage",

@@ -81,6 +81,43 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   },
   "auth.jwksCacheMaxAgeMs": { comment: "A fetched JWKS is trusted this long before it is refreshed." },
   "auth.jwksTimeoutMs": { comment: "A slower JWKS fetch fails the request (401) instead of holding it." },
+  "auth.introspection": {
+    comment:
+      "Opaque (non-JWT) bearer tokens checked at your platform's RFC 7662 introspection endpoint. Order: sp_ keys, then JWTs, then this.",
+  },
+  "auth.introspection.url": {
+    comment:
+      "The introspection endpoint; https (plain http only to loopback). Env SANDPOOL_INTROSPECTION_URL.",
+    example: "https://platform.example/oauth/introspect",
+  },
+  "auth.introspection.clientId": {
+    comment: "Client id sent as HTTP Basic credentials. Env SANDPOOL_INTROSPECTION_CLIENT_ID.",
+    example: "sandpool",
+  },
+  "auth.introspection.clientSecret": {
+    comment: "Client secret sent as HTTP Basic credentials. Env SANDPOOL_INTROSPECTION_CLIENT_SECRET.",
+    example: "change-me",
+  },
+  "auth.introspection.workspaceField": {
+    comment: "Field of the answer holding the workspace id; a dotted path reaches into an object.",
+  },
+  "auth.introspection.cacheSeconds": {
+    comment: "An active answer is reused this long, never past its exp; 0: ask on every call.",
+  },
+  "auth.introspection.refusalCacheSeconds": {
+    comment: "A refusal (inactive, no workspace) is reused this long.",
+  },
+  "auth.introspection.timeoutMs": {
+    comment:
+      "A slower endpoint fails the call with 503 auth.introspection_unavailable (never a default tenant).",
+  },
+  "auth.apiKeyCacheSeconds": {
+    comment:
+      "A workspace API key's record is reused this long; revocations reach every replica at once by pub/sub.",
+  },
+  "auth.apiKeyLastUsedFlushMs": {
+    comment: "How often API keys' last use is written (batched, not per call).",
+  },
   "auth.verifiedTokenCacheSeconds": {
     comment:
       "A verified token is trusted again this long (never past exp) without a signature check; 0: never.",
@@ -186,6 +223,18 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   authFailures: { comment: "Failed authentications allowed per credential fingerprint before 429." },
   "authFailures.maxFailures": { comment: "Failures allowed within the window." },
   "authFailures.windowMs": { comment: "The window, in milliseconds." },
+  retention: {
+    comment:
+      "How long raw usage and audit rows are kept; a scheduled job rolls usage up per UTC day (kept for good) and prunes.",
+  },
+  "retention.usageEventsDays": {
+    comment:
+      "Raw usage events older than this many days are deleted once rolled up (hourly reports need them; daily ones read the rollup).",
+  },
+  "retention.auditDays": {
+    comment: "Policy, API key and admin audit rows older than this many days are deleted.",
+  },
+  "retention.intervalMs": { comment: "How often the rollup and pruning job runs, once across all replicas." },
   policyCacheTtlMs: { comment: "How long a workspace policy is cached; edits also invalidate it at once." },
   egress: {
     comment:

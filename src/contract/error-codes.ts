@@ -29,6 +29,8 @@ export const errorStatus = {
   "auth.rate_limited": 429,
   /** A valid token that may not do this (an ordinary token on the admin API). */
   "auth.forbidden": 403,
+  /** The token introspection endpoint did not answer (down, slow, or not RFC 7662): never a guess. */
+  "auth.introspection_unavailable": 503,
   "policy.image_not_allowed": 403,
   "policy.tool_not_allowed": 403,
   "policy.workspace_disabled": 403,

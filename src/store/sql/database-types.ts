@@ -64,7 +64,20 @@ export interface ApiKeysTable {
   hashed_secret: string;
   label: string | null;
   created_at: CreatedAt;
-  revoked_at: Date | null;
+  revoked_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  expires_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** Written in batches by the gateway, so it lags the real last use by up to a flush interval. */
+  last_used_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  created_by: ColumnType<string | null, string | null | undefined, never>;
+}
+
+export interface ApiKeyAuditTable {
+  id: ColumnType<string | number, never, never>;
+  key_id: string;
+  workspace_id: string;
+  action: "created" | "revoked";
+  actor: string;
+  at: CreatedAt;
 }
 
 /** A pool's sizes as changed at run time; null is "as configured". */
@@ -92,6 +105,7 @@ export interface Database {
   policy_audit: PolicyAuditTable;
   usage_events: UsageEventsTable;
   api_keys: ApiKeysTable;
+  api_key_audit: ApiKeyAuditTable;
   pool_sizes: PoolSizesTable;
   admin_audit: AdminAuditTable;
 }

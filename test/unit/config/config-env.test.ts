@@ -26,8 +26,18 @@ const publicKeyPem = generateKeyPairSync("ed25519").publicKey.export({
   format: "pem",
 }) as string;
 
-/** One case per variable: a value and what it must become. */
-const cases: Record<string, { value: string; expect: (config: GatewayConfig) => void }> = {
+/** The three introspection variables, each completed by the other two (the block needs all three). */
+const introspectionEnv = {
+  SANDPOOL_INTROSPECTION_URL: "https://platform.example/introspect",
+  SANDPOOL_INTROSPECTION_CLIENT_ID: "sandpool",
+  SANDPOOL_INTROSPECTION_CLIENT_SECRET: "s3cret",
+};
+
+/** One case per variable: a value and what it must become (`with`: other variables it needs). */
+const cases: Record<
+  string,
+  { value: string; expect: (config: GatewayConfig) => void; with?: NodeJS.ProcessEnv }
+> = {
   DATABASE_URL: {
     value: "postgres://u:p@db:5432/sandpool",
     expect: (c) => expect(c.databaseUrl).toBe("postgres://u:p@db:5432/sandpool"),
@@ -100,6 +110,25 @@ const cases: Record<string, { value: string; expect: (config: GatewayConfig) => 
   },
   SANDPOOL_JWT_AUDIENCE: { value: "sandpool", expect: (c) => expect(c.auth.audience).toBe("sandpool") },
   SANDPOOL_WORKSPACE_CLAIM: { value: "org.id", expect: (c) => expect(c.auth.workspaceClaim).toBe("org.id") },
+  SANDPOOL_INTROSPECTION_URL: {
+    value: "http://127.0.0.1:9999/introspect",
+    with: introspectionEnv,
+    expect: (c) => expect(c.auth.introspection?.url).toBe("http://127.0.0.1:9999/introspect"),
+  },
+  SANDPOOL_INTROSPECTION_CLIENT_ID: {
+    value: "gateway-7",
+    with: introspectionEnv,
+    expect: (c) => expect(c.auth.introspection?.clientId).toBe("gateway-7"),
+  },
+  SANDPOOL_INTROSPECTION_CLIENT_SECRET: {
+    value: "other-secret",
+    with: introspectionEnv,
+    expect: (c) =>
+      expect(c.auth.introspection).toMatchObject({
+        clientSecret: "other-secret",
+        workspaceField: "workspace_id",
+      }),
+  },
   SANDPOOL_DEFAULT_IMAGE: {
     value: "registry.example/sandbox:2",
     expect: (c) => {
@@ -124,7 +153,7 @@ describe("environment variables", () => {
   for (const variable of configEnvVariables) {
     it(`${variable.name} sets ${variable.path}`, () => {
       const entry = cases[variable.name]!;
-      const env: NodeJS.ProcessEnv = { ...baseEnv, [variable.name]: entry.value };
+      const env: NodeJS.ProcessEnv = { ...baseEnv, ...entry.with, [variable.name]: entry.value };
       // A key source replaces the base one: two would be a conflict.
       if (["SANDPOOL_JWKS_URL", "SANDPOOL_JWT_SECRET", "SANDPOOL_JWT_PUBLIC_KEY"].includes(variable.name)) {
         delete env.SANDPOOL_JWKS_URL;

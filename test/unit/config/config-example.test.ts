@@ -72,7 +72,14 @@ describe("configExample", () => {
     const strip = (config: typeof asIs) => {
       // Settings without a default that switch something on when uncommented.
       const { databaseUrl: _d, redisUrl: _r, adminListener: _l, ...rest } = config;
-      const { issuer: _i, audience: _a, algorithms: _g, maxTokenAgeSeconds: _m, ...auth } = config.auth;
+      const {
+        issuer: _i,
+        audience: _a,
+        algorithms: _g,
+        maxTokenAgeSeconds: _m,
+        introspection: _n,
+        ...auth
+      } = config.auth;
       return { ...rest, auth, runtime: { kind: config.runtime.kind } };
     };
     expect(strip(everything)).toEqual(strip(asIs));
