@@ -5,9 +5,8 @@
  */
 import type { Kysely } from "kysely";
 import type { Logger } from "pino";
+import { buildAuthentication } from "../auth/build-authenticator.js";
 import { FailedAuthLimiter } from "../auth/failed-auth-limiter.js";
-import { JwtAuthenticator } from "../auth/jwt-authenticator.js";
-import { CachingAuthenticator } from "../auth/verified-token-cache.js";
 import type { GatewayConfig } from "../config/gateway-config.js";
 import type { GatewayEgress } from "../egress/gateway-egress.js";
 import { SandboxClient } from "../forward/sandbox-client.js";
@@ -129,13 +128,15 @@ export async function startGateway(
     store,
   );
 
+  // JWTs, workspace API keys (revocations announced on the store) and, if configured, introspection.
+  const authentication = await buildAuthentication(config.auth, { db, store, log });
+
   let accepting = false;
   const services: GatewayServices = {
     log,
     metrics,
-    authenticator: new CachingAuthenticator(new JwtAuthenticator(config.auth), {
-      maxAgeMs: config.auth.verifiedTokenCacheSeconds * 1000,
-    }),
+    authenticator: authentication.authenticator,
+    apiKeyAdmin: authentication.apiKeyAdmin,
     authLimiter: new FailedAuthLimiter(config.authFailures),
     policies,
     admission,
@@ -211,6 +212,7 @@ export async function startGateway(
       // Egress sandboxes left to other replicas: their reconciliation takes the sockets over.
       await backends.egress?.closeAll();
       await usage.close();
+      await authentication.close();
       await sandboxes.close();
     },
   };

@@ -1,5 +1,6 @@
 /** Everything the gateway's routes use, built once at start-up and passed in. */
 import type { Logger } from "pino";
+import type { ApiKeyAdmin } from "../auth/api-key-admin.js";
 import type { FailedAuthLimiter } from "../auth/failed-auth-limiter.js";
 import type { BearerAuthenticator } from "../auth/principal.js";
 import type { SandboxClient } from "../forward/sandbox-client.js";
@@ -31,6 +32,8 @@ export interface GatewayServices {
   ready: () => Promise<boolean>;
   /** Workspace policy edits for the admin API (`/admin/v1`); without it the admin API is not served. */
   policyAdmin?: PolicyAdmin;
+  /** Workspace API keys for the admin API (`/admin/v1/keys`). */
+  apiKeyAdmin?: ApiKeyAdmin;
   /** A workspace's durable usage with `from <= occurredAt < to`, per kind and tool (admin API). */
   usageSummary?: (workspace: string, from: Date, to: Date) => Promise<UsageSummaryRow[]>;
   /** Every pool's spec, sizes in force and counts from the coordination store (admin API). */

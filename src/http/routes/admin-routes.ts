@@ -34,6 +34,7 @@ import { jsonBodyLimit, readJsonBody } from "../common/read-json-body.js";
 import type { GatewayServices } from "../gateway-services.js";
 import { verifyBearer } from "../middleware/authenticate.js";
 import { passedAuthentication } from "../middleware/unauthenticated-gate.js";
+import { adminKeysRoutes } from "./admin-keys-routes.js";
 import { adminPoolsRoutes } from "./admin-pools-routes.js";
 import { adminSessionsRoutes } from "./admin-sessions-routes.js";
 
@@ -136,6 +137,8 @@ export function createAdminApp(services: GatewayServices, policyAdmin: PolicyAdm
 
   admin.route("/pools", adminPoolsRoutes(services));
   admin.route("/sessions", adminSessionsRoutes(services));
+
+  admin.route("/keys", adminKeysRoutes(services));
 
   // Nothing under /admin/v1 falls through to the contract routes (which would ask for a workspace).
   admin.all("*", () => {
