@@ -7,6 +7,7 @@
 import { Command } from "commander";
 import { configCommand } from "./commands/config-command.js";
 import { devCommand } from "./commands/dev-command.js";
+import { keysCommand } from "./commands/keys-command.js";
 import { migrateCommand } from "./commands/migrate-command.js";
 import { policyCommand } from "./commands/policy-command.js";
 import { sandboxCommand } from "./commands/sandbox-command.js";
@@ -21,6 +22,7 @@ const program = new Command("sandpool")
   .addCommand(serveCommand())
   .addCommand(tokenCommand())
   .addCommand(policyCommand())
+  .addCommand(keysCommand())
   .addCommand(migrateCommand())
   .addCommand(configCommand())
   .addCommand(sandboxCommand());
