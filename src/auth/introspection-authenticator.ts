@@ -43,8 +43,8 @@ export class IntrospectionAuthenticator implements BearerAuthenticator {
     options: IntrospectionOptions = {},
   ) {
     // RFC 6749 section 2.3.1: the id and secret are form-encoded before the Basic encoding.
-    const id = encodeURIComponent(config.clientId);
-    const secret = encodeURIComponent(config.clientSecret);
+    const id = formEncode(config.clientId);
+    const secret = formEncode(config.clientSecret);
     this.#authorization = `Basic ${Buffer.from(`${id}:${secret}`).toString("base64")}`;
     this.#now = options.now ?? Date.now;
     this.#maxEntries = options.maxEntries ?? 10_000;
@@ -146,6 +146,10 @@ async function readCapped(body: AsyncIterable<Uint8Array> & { destroy?: () => vo
     chunks.push(Buffer.from(chunk));
   }
   return Buffer.concat(chunks).toString("utf8");
+}
+
+function formEncode(value: string): string {
+  return new URLSearchParams({ v: value }).toString().slice("v=".length);
 }
 
 function unavailable(cause: unknown): SandpoolError {
