@@ -108,6 +108,18 @@ export const gatewayConfigSchema = z
     authFailures: z
       .strictObject({ maxFailures: positive.default(20), windowMs: positive.default(60_000) })
       .prefault({}),
+    /**
+     * How long raw usage events and audit rows are kept. Raw events are rolled up per UTC day
+     * (usage_daily, kept for good) before they are pruned; audit rows are simply deleted.
+     */
+    retention: z
+      .strictObject({
+        usageEventsDays: positive.default(35),
+        auditDays: positive.default(400),
+        /** How often the rollup and pruning job runs (once across replicas). */
+        intervalMs: positive.default(3_600_000),
+      })
+      .prefault({}),
     policyCacheTtlMs: positive.default(1_000),
     /**
      * The filtering proxy egress pools reach the network through (src/egress): what no

@@ -16,6 +16,8 @@ import type { GatewayServices } from "../http/gateway-services.js";
 import type { JobRunner } from "../jobs/job-runner.js";
 import { BufferedUsageSink } from "../metering/buffered-usage-sink.js";
 import { GatewayMetrics } from "../metering/gateway-metrics.js";
+import { UsageReports } from "../metering/usage-report.js";
+import { runRetention, USAGE_RETENTION_JOB } from "../metering/usage-retention.js";
 import { POLICY_CHANNEL, PolicyAdmin } from "../policy/policy-admin.js";
 import { PolicyService } from "../policy/policy-service.js";
 import { PoolManager } from "../pool/pool-manager.js";
@@ -31,6 +33,7 @@ import { AdminAuditRepository } from "../store/sql/admin-audit-repository.js";
 import type { Database } from "../store/sql/database-types.js";
 import { PolicyRepository } from "../store/sql/policy-repository.js";
 import { PoolSizeRepository } from "../store/sql/pool-size-repository.js";
+import { UsageDailyRepository } from "../store/sql/usage-daily-repository.js";
 import { UsageRepository } from "../store/sql/usage-repository.js";
 
 export interface GatewayBackends {
@@ -118,6 +121,12 @@ export async function startGateway(
   jobs.schedule("warm-pools", config.intervals.warmMs);
   jobs.schedule("reap-sessions", config.intervals.reapMs);
   jobs.schedule("reconcile", config.intervals.reconcileMs);
+  const usageDaily = new UsageDailyRepository(db);
+  jobs.register(USAGE_RETENTION_JOB, async () => {
+    await usage.flush();
+    await runRetention(usageDaily, config.retention, new Date(), log);
+  });
+  jobs.schedule(USAGE_RETENTION_JOB, config.retention.intervalMs);
   // Before serving: whatever a crashed predecessor left behind is cleaned up first.
   await reconcileNow();
 
@@ -152,6 +161,7 @@ export async function startGateway(
       await usage.flush();
       return usageRepository.summary(workspace, from, to);
     },
+    usageReports: new UsageReports(usageDaily, () => usage.flush()),
     poolStatus: () => poolStatus(pools, poolSizes, store),
     poolSizes,
     adminAudit: new AdminAuditRepository(db),

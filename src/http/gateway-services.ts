@@ -5,6 +5,7 @@ import type { FailedAuthLimiter } from "../auth/failed-auth-limiter.js";
 import type { BearerAuthenticator } from "../auth/principal.js";
 import type { SandboxClient } from "../forward/sandbox-client.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
+import type { UsageReports } from "../metering/usage-report.js";
 import type { UsageSink } from "../metering/usage-sink.js";
 import type { PolicyAdmin } from "../policy/policy-admin.js";
 import type { PolicyService } from "../policy/policy-service.js";
@@ -36,6 +37,8 @@ export interface GatewayServices {
   apiKeyAdmin?: ApiKeyAdmin;
   /** A workspace's durable usage with `from <= occurredAt < to`, per kind and tool (admin API). */
   usageSummary?: (workspace: string, from: Date, to: Date) => Promise<UsageSummaryRow[]>;
+  /** Usage reports per hour or UTC day (admin API `GET /usage`). */
+  usageReports?: UsageReports;
   /** Every pool's spec, sizes in force and counts from the coordination store (admin API). */
   poolStatus?: () => Promise<PoolStatus[]>;
   /** Pool sizes changed at run time (admin API `PATCH /pools/{name}`). */

@@ -14,6 +14,8 @@
  *   DELETE /workspaces/:ws/policy      204 (also when there was no row)
  *   GET    /workspaces/:ws/audit       200 { workspace, entries: AuditEntry[] }   ?limit=1..1000 (100)
  *   GET    /workspaces/:ws/usage       200 { workspace, from, to, usage: UsageRow[] }  ?from=&to= (last 24 h)
+ *   GET    /usage?workspace=W&since=&until=&by=hour|day  (admin-usage-routes.ts: the report)
+ *   GET    /policies, PUT /policies    (admin-policies-routes.ts: policy as code)
  *   GET    /pools, PATCH /pools/:name  (admin-pools-routes.ts)
  *   GET    /sessions, DELETE /sessions/:id  (admin-sessions-routes.ts)
  * PolicyView is { workspace, configured, row: PolicyRow | null, effective, sources }, where
@@ -35,8 +37,10 @@ import type { GatewayServices } from "../gateway-services.js";
 import { verifyBearer } from "../middleware/authenticate.js";
 import { passedAuthentication } from "../middleware/unauthenticated-gate.js";
 import { adminKeysRoutes } from "./admin-keys-routes.js";
+import { adminPoliciesRoutes } from "./admin-policies-routes.js";
 import { adminPoolsRoutes } from "./admin-pools-routes.js";
 import { adminSessionsRoutes } from "./admin-sessions-routes.js";
+import { adminUsageRoutes } from "./admin-usage-routes.js";
 
 export const ADMIN_BASE_PATH = "/admin/v1";
 
@@ -135,6 +139,8 @@ export function createAdminApp(services: GatewayServices, policyAdmin: PolicyAdm
     return c.json({ workspace, from: from.toISOString(), to: to.toISOString(), usage });
   });
 
+  admin.route("/policies", adminPoliciesRoutes(services, policyAdmin));
+  admin.route("/usage", adminUsageRoutes(services));
   admin.route("/pools", adminPoolsRoutes(services));
   admin.route("/sessions", adminSessionsRoutes(services));
 
@@ -233,7 +239,7 @@ function integerQuery(value: string | undefined, name: string, min: number, max:
   return parsed;
 }
 
-function dateQuery(value: string | undefined, name: string): Date | undefined {
+export function dateQuery(value: string | undefined, name: string): Date | undefined {
   if (value === undefined || value === "") return undefined;
   const date = ISO_DATE.test(value) ? new Date(value) : undefined;
   if (date === undefined || Number.isNaN(date.getTime()))
