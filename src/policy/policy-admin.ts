@@ -5,10 +5,11 @@
  * if an announcement is lost.
  */
 import type { CoordinationStore } from "../store/coordination/coordination-store.js";
-import type { PolicyRepository } from "../store/sql/policy-repository.js";
+import type { PolicyRepository, PolicySetChange } from "../store/sql/policy-repository.js";
 import type { PolicyAuditRow, WorkspacePolicyRow } from "../store/sql/policy-row.js";
 import type { DeploymentPolicy } from "./deployment-policy.js";
 import { type EffectivePolicy, effectivePolicy } from "./effective-policy.js";
+import { validatePolicySet } from "./policy-set.js";
 import { validatePolicyEdit } from "./workspace-policy-fields.js";
 
 export const POLICY_CHANNEL = "sandpool:policy-changed";
@@ -41,6 +42,21 @@ export class PolicyAdmin {
     const deleted = await this.repository.delete(workspace, actor);
     await this.store.publish(POLICY_CHANNEL, workspace);
     return deleted;
+  }
+
+  /**
+   * Applies a whole policy set (policy as code, src/policy/policy-set.ts) in one transaction:
+   * refused whole, every problem listed, when any entry is invalid; each workspace changed is
+   * audited and announced like a single edit. Answers every workspace's change.
+   */
+  async apply(input: unknown, actor: string, dryRun: boolean): Promise<PolicySetChange[]> {
+    const desired = validatePolicySet(input, this.deployment, this.resourceClasses);
+    const changes = await this.repository.applySet(desired, actor, dryRun);
+    if (!dryRun) {
+      for (const change of changes)
+        if (change.action !== "unchanged") await this.store.publish(POLICY_CHANNEL, change.workspace);
+    }
+    return changes;
   }
 
   audit(workspace: string, limit?: number): Promise<PolicyAuditRow[]> {

@@ -104,6 +104,78 @@ export class PolicyRepository {
     });
   }
 
+  /**
+   * Makes the rows exactly `desired` (policy as code): a workspace in it gets a row with those
+   * fields, a row of a workspace not in it is deleted. One transaction with every row locked,
+   * so the set is applied whole or not at all and the diff is against what was in force at
+   * that moment. A row already equal is left alone (no version bump, no audit row), so a
+   * second apply changes nothing. With `dryRun` nothing is written.
+   */
+  async applySet(
+    desired: ReadonlyMap<string, EditablePolicyFields>,
+    actor: string,
+    dryRun: boolean,
+  ): Promise<PolicySetChange[]> {
+    requireText("actor", actor);
+    for (const [workspaceId, fields] of desired) {
+      requireText("workspaceId", workspaceId);
+      const parsed = editablePolicyFieldsSchema.safeParse(fields);
+      if (!parsed.success)
+        throw new SandpoolError("request.malformed", `${workspaceId}: ${describeIssues(parsed.error)}`);
+    }
+    const changes: PolicySetChange[] = [];
+    const apply = async (tx: Transaction<Database>) => {
+      const current = new Map(
+        (await tx.selectFrom("workspace_policies").selectAll().orderBy("workspace_id").forUpdate().execute())
+          .map(toRow)
+          .map((row) => [row.workspaceId, row]),
+      );
+      const workspaces = [...new Set([...current.keys(), ...desired.keys()])].sort();
+      for (const workspaceId of workspaces) {
+        const before = current.get(workspaceId);
+        const fields = desired.get(workspaceId);
+        if (fields === undefined) {
+          changes.push({ workspace: workspaceId, action: "delete", before: before!, after: null });
+          if (dryRun) continue;
+          await tx.deleteFrom("workspace_policies").where("workspace_id", "=", workspaceId).execute();
+          await writeAudit(tx, workspaceId, actor, before!, null);
+          continue;
+        }
+        if (before === undefined) {
+          changes.push({ workspace: workspaceId, action: "create", before: null, after: fields });
+          if (dryRun) continue;
+          const created = await tx
+            .insertInto("workspace_policies")
+            .values({ ...toColumns(fields), workspace_id: workspaceId, updated_by: actor })
+            .returningAll()
+            .executeTakeFirstOrThrow();
+          await writeAudit(tx, workspaceId, actor, null, toRow(created));
+          continue;
+        }
+        if (sameFields(before, fields)) {
+          changes.push({ workspace: workspaceId, action: "unchanged", before, after: fields });
+          continue;
+        }
+        changes.push({ workspace: workspaceId, action: "update", before, after: fields });
+        if (dryRun) continue;
+        const updated = await tx
+          .updateTable("workspace_policies")
+          .set((eb) => ({
+            ...toColumns(fields),
+            version: eb("version", "+", 1),
+            updated_at: sql<Date>`now()`,
+            updated_by: actor,
+          }))
+          .where("workspace_id", "=", workspaceId)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        await writeAudit(tx, workspaceId, actor, before, toRow(updated));
+      }
+    };
+    await this.db.transaction().execute(apply);
+    return changes;
+  }
+
   /** The workspace's most recent edits, newest first. */
   async audit(workspaceId: string, limit = 100): Promise<PolicyAuditRow[]> {
     if (!Number.isInteger(limit) || limit < 1)
@@ -118,6 +190,23 @@ export class PolicyRepository {
       .execute();
     return rows.map(toAuditRow);
   }
+}
+
+/** One workspace in a policy set applied: what it was, what it becomes. */
+export interface PolicySetChange {
+  workspace: string;
+  action: "create" | "update" | "delete" | "unchanged";
+  before: WorkspacePolicyRow | null;
+  after: EditablePolicyFields | null;
+}
+
+const editableFieldNames = Object.keys(editablePolicyFieldsSchema.shape) as (keyof EditablePolicyFields)[];
+
+/** Whether a row already holds exactly these fields (lists compared in order). */
+export function sameFields(row: WorkspacePolicyRow, fields: EditablePolicyFields): boolean {
+  return editableFieldNames.every(
+    (field) => JSON.stringify(row[field] ?? null) === JSON.stringify(fields[field] ?? null),
+  );
 }
 
 function requireText(name: string, value: string): void {
