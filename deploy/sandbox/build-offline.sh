@@ -11,6 +11,11 @@
 #         the legacy builder from a generated Dockerfile (BuildKit would try
 #         to resolve the FROM image against a registry). Rebuilt only when the
 #         bundle's sha256 or the base image changed (both kept as labels).
+#   ds    sandpool/sandbox-datascience-base:<hash>  base + Debian's numpy,
+#         pandas, scipy, ... and curl, jq, ... (apt-get in a container of the
+#         base, then `docker commit`: the base layers are shared). <hash>
+#         covers the base image id, the package list and the recipe version.
+#   final sandpool/sandbox-datascience:dev  ds + the bundled server, as above.
 #
 # The Debian release and mirror come from the host's own apt configuration
 # (/etc/apt/sources.list.d/debian.sources), never from this file.
@@ -21,6 +26,14 @@ set -euo pipefail
 readonly BASE_RECIPE_VERSION=1
 readonly PACKAGES=(python3 bash coreutils procps libstdc++6 tini)
 readonly SANDBOX_UID=10001
+# The data-science image: the lean base + these Debian packages (issue 11's parity set
+# of modules and tools; python-pptx has no bookworm package). Bump DS_RECIPE_VERSION
+# when the install recipe changes in a way the list does not show.
+readonly DS_RECIPE_VERSION=1
+readonly DS_PACKAGES=(python3-numpy python3-pandas python3-scipy python3-sklearn python3-matplotlib
+  python3-seaborn python3-pil python3-sympy python3-requests python3-openpyxl python3-xlrd
+  python3-xlsxwriter python3-dateutil python3-tz python3-bs4 python3-lxml python3-pypdf
+  python3-docx curl file gawk grep jq sed ca-certificates)
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 readonly REPO_ROOT
 
@@ -29,28 +42,40 @@ DEBOOTSTRAP_CACHE="${SANDPOOL_DEBOOTSTRAP_CACHE:-/var/cache/sandpool/debootstrap
 BUNDLE="$REPO_ROOT/deploy/sandbox/.build/sandbox.mjs"
 IMAGE_TAG="sandpool/sandbox:dev"
 BASE_REPO="sandpool/sandbox-base"
+DS_IMAGE_TAG="sandpool/sandbox-datascience:dev"
+DS_BASE_REPO="sandpool/sandbox-datascience-base"
+APT_CACHE="${SANDPOOL_APT_CACHE:-/var/cache/sandpool/apt-archives}"
 REBUILD=0
+DATASCIENCE=1
 
 usage() {
   cat <<EOF
 Usage: bash deploy/sandbox/build-offline.sh [--rebuild] [--bundle FILE] [--tag TAG]
+                                           [--datascience-tag TAG] [--lean-only]
 
-Builds the sandbox image offline (no registry): a Debian minbase root
+Builds the sandbox images offline (no registry): a Debian minbase root
 filesystem from debootstrap, loaded with 'docker import' as
-$BASE_REPO:<hash>, then $IMAGE_TAG with the bundled server on top.
+$BASE_REPO:<hash>, then $IMAGE_TAG with the bundled server on top;
+then $DS_BASE_REPO:<hash> (the base + Debian's data-science
+packages, apt-get in a container of the base, 'docker commit') and
+$DS_IMAGE_TAG with the same server on top.
 
 Options:
   --rebuild      rebuild the base image even if one with the same inputs exists
   --bundle FILE  bundled server (default: deploy/sandbox/.build/sandbox.mjs,
                  made by 'node deploy/sandbox/bundle.mjs')
   --tag TAG      final image tag (default: $IMAGE_TAG)
+  --datascience-tag TAG
+                 data-science image tag (default: $DS_IMAGE_TAG)
+  --lean-only    build only the lean image
   -h, --help     show this help
 
 Needs root (debootstrap, chroot) for the base image, a running Docker engine
 (scripts/start-docker.sh starts one), and Debian's package mirror, read from
 $SOURCES_FILE (override with SANDPOOL_DEBIAN_SOURCES).
 Downloaded packages are cached in $DEBOOTSTRAP_CACHE
-(SANDPOOL_DEBOOTSTRAP_CACHE). Running it again with nothing changed does nothing.
+(SANDPOOL_DEBOOTSTRAP_CACHE), the data-science ones in $APT_CACHE
+(SANDPOOL_APT_CACHE). Running it again with nothing changed does nothing.
 EOF
 }
 
@@ -61,6 +86,9 @@ while [ $# -gt 0 ]; do
     --bundle=*) BUNDLE="${1#*=}" ;;
     --tag) [ $# -ge 2 ] || { echo "build-offline: --tag needs a value" >&2; exit 2; }; IMAGE_TAG="$2"; shift ;;
     --tag=*) IMAGE_TAG="${1#*=}" ;;
+    --datascience-tag) [ $# -ge 2 ] || { echo "build-offline: --datascience-tag needs a value" >&2; exit 2; }; DS_IMAGE_TAG="$2"; shift ;;
+    --datascience-tag=*) DS_IMAGE_TAG="${1#*=}" ;;
+    --lean-only) DATASCIENCE=0 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "build-offline: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -69,7 +97,8 @@ done
 
 START_TIME=$SECONDS
 STEP=0
-readonly STEPS=4
+STEPS=$((DATASCIENCE == 1 ? 7 : 4))
+readonly STEPS
 step() { STEP=$((STEP + 1)); echo "build-offline: [$STEP/$STEPS] $* (t+$((SECONDS - START_TIME))s)"; }
 say() { echo "build-offline:       $*"; }
 die() { echo "build-offline: error: $*" >&2; exit 1; }
@@ -219,18 +248,24 @@ else
 fi
 BASE_ID="$(image_id "$BASE_TAG")"
 
-# --- 3. final image --------------------------------------------------------------
-OLD_IMAGE_ID="$(image_id "$IMAGE_TAG")"
-if [ -n "$OLD_IMAGE_ID" ] \
-  && [ "$(image_label "$IMAGE_TAG" org.sandpool.bundle-sha256)" = "$BUNDLE_SHA" ] \
-  && [ "$(image_label "$IMAGE_TAG" org.sandpool.base-id)" = "$BASE_ID" ]; then
-  step "$IMAGE_TAG is up to date (bundle ${BUNDLE_SHA:0:12}), nothing to do"
-else
-  step "building $IMAGE_TAG (bundle ${BUNDLE_SHA:0:12})"
+# --- 3. final images ------------------------------------------------------------
+# build_final <tag> <from-tag>: <from-tag> + the bundled server, rebuilt only when
+# the bundle or the image below changed (both kept as labels).
+build_final() {
+  local tag="$1" from="$2" from_id old_id
+  from_id="$(image_id "$from")"
+  old_id="$(image_id "$tag")"
+  if [ -n "$old_id" ] \
+    && [ "$(image_label "$tag" org.sandpool.bundle-sha256)" = "$BUNDLE_SHA" ] \
+    && [ "$(image_label "$tag" org.sandpool.base-id)" = "$from_id" ]; then
+    step "$tag is up to date (bundle ${BUNDLE_SHA:0:12}), nothing to do"
+    return 0
+  fi
+  step "building $tag (bundle ${BUNDLE_SHA:0:12})"
   WORK="$(mktemp -d "${TMPDIR:-/var/tmp}/sandpool-image.XXXXXX")"
   cp "$BUNDLE" "$WORK/sandbox.mjs"
   cat >"$WORK/Dockerfile" <<EOF
-FROM $BASE_TAG
+FROM $from
 COPY sandbox.mjs /opt/sandpool/sandbox.mjs
 USER $SANDBOX_UID
 WORKDIR /home/sandbox
@@ -245,14 +280,88 @@ EOF
   # Legacy builder: it resolves FROM against local images only, never a registry.
   if ! DOCKER_BUILDKIT=0 docker build --quiet \
     --label "org.sandpool.bundle-sha256=$BUNDLE_SHA" \
-    --label "org.sandpool.base-id=$BASE_ID" \
-    --label "org.sandpool.base-image=$BASE_TAG" \
-    -t "$IMAGE_TAG" "$WORK" >"$WORK/build.log" 2>&1; then
+    --label "org.sandpool.base-id=$from_id" \
+    --label "org.sandpool.base-image=$from" \
+    -t "$tag" "$WORK" >"$WORK/build.log" 2>&1; then
     echo "build-offline: error: docker build failed:" >&2
     cat "$WORK/build.log" >&2
     exit 1
   fi
-  [ "$OLD_IMAGE_ID" != "$(image_id "$IMAGE_TAG")" ] && drop_if_dangling "$OLD_IMAGE_ID"
+  [ "$old_id" != "$(image_id "$tag")" ] && drop_if_dangling "$old_id"
+  cleanup
+  WORK=""
+}
+
+build_final "$IMAGE_TAG" "$BASE_TAG"
+
+# --- 4. data-science layer ---------------------------------------------------------
+# The lean base + Debian's scientific Python stack and the shell tools models expect
+# (issue 11's parity list), installed by apt-get in a container of the base and kept
+# with `docker commit`: one extra layer, the base's own layers shared. Reused while
+# the base image, the package list and the recipe stay the same (the tag's hash).
+
+# Runs as root inside the build container: install, check, drop apt's state.
+ds_install_script() {
+  cat <<EOF
+set -euo pipefail
+# Only the host's sources (copied in as sandpool-build.sources), not debootstrap's.
+rm -f /etc/apt/sources.list
+apt-get -q update >/dev/null
+apt-get install -y -q --no-install-recommends ${DS_PACKAGES[*]} >/dev/null
+# Every module must import; matplotlib's font cache is built once by the image's
+# users' first import anyway, so nothing is cached here (HOME is per session).
+python3 -c 'import numpy, pandas, scipy, sklearn, matplotlib, seaborn, PIL, sympy, requests, openpyxl, xlrd, xlsxwriter, dateutil, pytz, bs4, lxml, pypdf, docx'
+for tool in curl file gawk grep jq sed bash; do command -v "\$tool" >/dev/null || { echo "missing \$tool" >&2; exit 1; }; done
+rm -rf /etc/apt/sources.list.d/sandpool-build.sources /var/lib/apt/lists/* /var/cache/apt/*.bin \
+  /var/log/apt/* /var/log/*.log /usr/share/doc/* /usr/share/man/* /usr/share/info/* /tmp/* /var/tmp/*
+echo "installed: \$(dpkg-query -W -f '\${Package} ' ${DS_PACKAGES[*]} | wc -w) packages, python3-pandas \$(dpkg-query -W -f '\${Version}' python3-pandas)"
+EOF
+}
+
+if [ "$DATASCIENCE" -eq 1 ]; then
+  DS_INPUTS="recipe=$DS_RECIPE_VERSION base=$BASE_ID packages=${DS_PACKAGES[*]}"
+  DS_HASH="$(printf '%s' "$DS_INPUTS" | sha256sum | cut -c1-16)"
+  DS_BASE_TAG="$DS_BASE_REPO:$DS_HASH"
+  OLD_DS_BASE_ID="$(image_id "$DS_BASE_TAG")"
+  if [ -n "$OLD_DS_BASE_ID" ] && [ "$REBUILD" -eq 0 ]; then
+    step "data-science layer $DS_BASE_TAG exists, reusing it (--rebuild to force)"
+    step "skipping the data-science install"
+  else
+    step "apt-get install ${#DS_PACKAGES[@]} data-science packages on $BASE_TAG (about 2-4 minutes from scratch)"
+    mkdir -p "$APT_CACHE"
+    DS_CONTAINER="sandpool-ds-build-$$"
+    DS_LOG="${TMPDIR:-/tmp}/sandpool-datascience-build.log"
+    ds_cleanup() { docker rm -f "$DS_CONTAINER" >/dev/null 2>&1 || true; }
+    trap 'ds_cleanup; cleanup' EXIT
+    ds_cleanup
+    # The container reaches only the Debian mirror the host's apt uses, as debootstrap
+    # does from the host: host network for this one build step, removed afterwards.
+    # Downloaded .debs stay in $APT_CACHE for the next build.
+    docker create --name "$DS_CONTAINER" --network host --user 0 \
+      -v "$APT_CACHE:/var/cache/apt/archives" -e DEBIAN_FRONTEND=noninteractive \
+      "$BASE_TAG" /bin/bash -c "$(ds_install_script)" >/dev/null \
+      || die "could not create the build container from $BASE_TAG"
+    docker cp "$SOURCES_FILE" "$DS_CONTAINER:/etc/apt/sources.list.d/sandpool-build.sources" \
+      || die "could not copy $SOURCES_FILE into the build container"
+    if ! docker start -a "$DS_CONTAINER" >"$DS_LOG" 2>&1; then
+      echo "build-offline: error: apt-get install failed (full log: $DS_LOG); last lines:" >&2
+      tail -n 25 "$DS_LOG" >&2
+      exit 1
+    fi
+    say "$(tail -n 1 "$DS_LOG")"
+    step "committing the data-science layer as $DS_BASE_TAG"
+    docker commit \
+      --change 'ENV MPLBACKEND=Agg' \
+      --change "LABEL org.sandpool.datascience-inputs=\"$DS_INPUTS\"" \
+      "$DS_CONTAINER" "$DS_BASE_TAG" >/dev/null || die "docker commit of the data-science layer failed"
+    ds_cleanup
+    trap cleanup EXIT
+    say "committed $DS_BASE_TAG ($(docker image inspect --format '{{.Size}}' "$DS_BASE_TAG" | awk '{printf "%.0f MB", $1/1e6}'))"
+    [ "$OLD_DS_BASE_ID" != "$(image_id "$DS_BASE_TAG")" ] && drop_if_dangling "$OLD_DS_BASE_ID"
+  fi
+  build_final "$DS_IMAGE_TAG" "$DS_BASE_TAG"
 fi
 
-echo "build-offline: done in $((SECONDS - START_TIME))s: $IMAGE_TAG ($(image_id "$IMAGE_TAG" | cut -c8-19)) on $BASE_TAG"
+built="$IMAGE_TAG ($(image_id "$IMAGE_TAG" | cut -c8-19))"
+[ "$DATASCIENCE" -eq 1 ] && built="$built, $DS_IMAGE_TAG ($(image_id "$DS_IMAGE_TAG" | cut -c8-19))"
+echo "build-offline: done in $((SECONDS - START_TIME))s: $built on $BASE_TAG"

@@ -17,6 +17,8 @@ export type DevRuntimeChoice = "auto" | "docker" | "process";
 export interface DevRuntimeOptions {
   choice: DevRuntimeChoice;
   image: string;
+  /** Images pooled too when the engine has them (the data-science one); never required. */
+  optionalImages?: readonly string[];
   dataDir: string;
   python: string;
   execTimeoutCeilingSeconds: number;
@@ -26,7 +28,7 @@ export interface DevRuntimeOptions {
 
 export async function chooseDevRuntime(
   options: DevRuntimeOptions,
-): Promise<{ runtime: SandboxRuntime; why: string }> {
+): Promise<{ runtime: SandboxRuntime; why: string; optionalImages: string[] }> {
   if (options.choice !== "process") {
     const docker = new DockerRuntime(
       {
@@ -37,8 +39,13 @@ export async function chooseDevRuntime(
       },
       options.log,
     );
-    if (await docker.imageAvailable(options.image))
-      return { runtime: docker, why: "a Docker engine has the image" };
+    if (await docker.imageAvailable(options.image)) {
+      const optionalImages: string[] = [];
+      for (const image of options.optionalImages ?? []) {
+        if (await docker.imageAvailable(image)) optionalImages.push(image);
+      }
+      return { runtime: docker, why: "a Docker engine has the image", optionalImages };
+    }
     await docker.close();
     if (options.choice === "docker") {
       throw new Error(
@@ -54,8 +61,10 @@ export async function chooseDevRuntime(
     maxFileBytes: options.maxFileBytes,
     log: options.log,
   });
+  // Child processes run the host's Python: an image name would promise modules it may lack.
   return {
     runtime,
+    optionalImages: [],
     why:
       options.choice === "process" ? "asked for with --runtime process" : "no Docker engine with the image",
   };

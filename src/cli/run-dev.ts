@@ -16,6 +16,8 @@ import { chooseDevRuntime, type DevRuntimeChoice } from "./choose-dev-runtime.js
 import { onShutdown } from "./on-shutdown.js";
 
 export const DEV_IMAGE = "sandpool/sandbox:dev";
+/** numpy, pandas, matplotlib...: pooled too (smaller) when the engine has it. */
+export const DEV_DATASCIENCE_IMAGE = "sandpool/sandbox-datascience:dev";
 export const DEV_WORKSPACE = "dev";
 
 function envInteger(name: string): number | undefined {
@@ -31,35 +33,44 @@ export async function runDev(options: Record<string, unknown>): Promise<void> {
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const { secret } = await loadOrCreateDevKey(dataDir);
   const minIdle = (options.minIdle as number | undefined) ?? envInteger("SANDPOOL_MIN_IDLE") ?? 2;
-  const config = gatewayConfigSchema.parse({
-    host: options.host,
-    port: (options.port as number | undefined) ?? envInteger("SANDPOOL_PORT") ?? 8080,
-    basePath: (options.basePath as string | undefined) ?? process.env.SANDPOOL_BASE_PATH ?? "",
-    auth: { jwtSecret: secret },
-    policy: { allowedImages: [DEV_IMAGE], defaultImage: DEV_IMAGE },
-    pools: [
-      {
-        name: "default",
-        image: DEV_IMAGE,
-        minIdle,
-        maxTotal: Math.max(
-          minIdle,
-          (options.maxTotal as number | undefined) ?? envInteger("SANDPOOL_MAX_TOTAL") ?? 10,
-        ),
+  const maxTotal = Math.max(
+    minIdle,
+    (options.maxTotal as number | undefined) ?? envInteger("SANDPOOL_MAX_TOTAL") ?? 10,
+  );
+  // A data-science sandbox is heavier to keep warm: one is enough to make a lease instant.
+  const dataScienceMinIdle = Math.min(minIdle, 1);
+  const devConfig = (dataScience: boolean) =>
+    gatewayConfigSchema.parse({
+      host: options.host,
+      port: (options.port as number | undefined) ?? envInteger("SANDPOOL_PORT") ?? 8080,
+      basePath: (options.basePath as string | undefined) ?? process.env.SANDPOOL_BASE_PATH ?? "",
+      auth: { jwtSecret: secret },
+      policy: {
+        allowedImages: dataScience ? [DEV_IMAGE, DEV_DATASCIENCE_IMAGE] : [DEV_IMAGE],
+        defaultImage: DEV_IMAGE,
       },
-    ],
-  });
+      pools: [
+        { name: "default", image: DEV_IMAGE, minIdle, maxTotal },
+        ...(dataScience
+          ? [{ name: "datascience", image: DEV_DATASCIENCE_IMAGE, minIdle: dataScienceMinIdle, maxTotal }]
+          : []),
+      ],
+    });
+  const policyDefaults = devConfig(false).policy;
 
   const db = await openPglite(path.join(dataDir, "pglite"));
-  const { runtime, why } = await chooseDevRuntime({
+  const { runtime, why, optionalImages } = await chooseDevRuntime({
     choice: (options.runtime as DevRuntimeChoice | undefined) ?? "auto",
     image: DEV_IMAGE,
+    optionalImages: [DEV_DATASCIENCE_IMAGE],
     dataDir,
     python: options.python as string,
-    execTimeoutCeilingSeconds: config.policy.execTimeoutCeilingSeconds,
-    maxFileBytes: config.policy.maxFileBytes,
+    execTimeoutCeilingSeconds: policyDefaults.execTimeoutCeilingSeconds,
+    maxFileBytes: policyDefaults.maxFileBytes,
     log,
   });
+  const dataScience = optionalImages.includes(DEV_DATASCIENCE_IMAGE);
+  const config = devConfig(dataScience);
   const { gateway, store, close } = await startDevGateway(config, { db, runtime }, log);
 
   const token = await mintToken({ secret, workspace: DEV_WORKSPACE });
@@ -77,7 +88,12 @@ export async function runDev(options: Record<string, unknown>): Promise<void> {
           `  runtime   process (${why}): sandboxes are child processes of this one.`,
           "            !!! NOT ISOLATED: code run in a session has this user's access to this machine. !!!",
         ]),
-    `  pools     default: ${DEV_IMAGE}, ${idle.length} warm (min_idle ${minIdle}, max_total ${config.pools[0]!.maxTotal})`,
+    `  pools     default: ${DEV_IMAGE}, ${idle.length} warm (min_idle ${minIdle}, max_total ${maxTotal})`,
+    dataScience
+      ? `            datascience: ${DEV_DATASCIENCE_IMAGE}, ${(await store.listIdle("datascience")).length} warm (min_idle ${dataScienceMinIdle}, max_total ${maxTotal}; ask for it with {"image": "${DEV_DATASCIENCE_IMAGE}"})`
+      : runtime.isolated
+        ? `            datascience: not offered, the engine lacks ${DEV_DATASCIENCE_IMAGE} (npm run build:sandbox-image builds it)`
+        : "            datascience: not offered with the process runtime (sandboxes run this machine's Python)",
     `  contract  ${base}/${normalizeBasePath(config.basePath) ? ` and ${base}${normalizeBasePath(config.basePath)}/` : ""}`,
     `  metrics   ${base}/metrics`,
     `  admin     ${base}/admin/v1 (admin token; \`sandpool policy --help\`)`,

@@ -22,6 +22,7 @@ export async function runSandbox(options: Record<string, unknown>): Promise<void
       maxOutputBytes: options.maxOutputBytes as number,
       maxUploadBytes: options.maxUploadBytes as number,
       reapStrayProcesses: options.reapStrays === true,
+      preloadModules: (options.preloadModules as string[] | undefined) ?? [],
       egressProxySocket: options.egressProxySocket as string | undefined,
       egressProxyPort: options.egressProxyPort as number,
     },

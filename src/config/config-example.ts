@@ -301,6 +301,10 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   "runtime.docker.serverCommand": {
     comment: "Program (after the image's ENTRYPOINT) that serves contract v1; flags are appended.",
   },
+  "runtime.docker.preloadModules": {
+    comment:
+      "Python modules each sandbox's session imports at warm-up, before it counts as idle (missing ones are skipped; [] turns it off).",
+  },
   "runtime.docker.sessionsRoot": { comment: "Where session workspaces live in the container (a tmpfs)." },
   "runtime.docker.engineDownMs": { comment: "An engine that failed to answer is skipped this long." },
   "runtime.docker.engineRequestTimeoutMs": { comment: "Socket timeout of one Docker API call." },

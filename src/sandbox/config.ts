@@ -37,6 +37,14 @@ export const sandboxConfigSchema = z
     /** Start each session's Python interpreter at creation, so its first call is fast. */
     prewarmInterpreter: z._default(z.boolean(), true),
     /**
+     * Python modules each new session's interpreter imports before the session is answered
+     * (with MPLBACKEND=Agg), so a pooled sandbox's first `import pandas` costs nothing. Missing
+     * ones are skipped: the same list works on the lean image. Needs prewarmInterpreter.
+     */
+    preloadModules: z._default(z.array(z.string().check(z.regex(/^[A-Za-z_][\w.]*$/))), []),
+    /** Longest a session's creation waits for preloadModules; the session is answered anyway after it. */
+    preloadTimeoutMs: int(1, 60_000),
+    /**
      * After each call, kill every process but this server, its ancestors and the sessions'
      * interpreters (tools/stray-reaper.ts). Only where the server owns its PID namespace (a
      * container): refused at start-up elsewhere.

@@ -52,6 +52,16 @@ export function sandboxCommand(): Command {
       3128,
     )
     .option(
+      "--preload-modules <list>",
+      "comma-separated Python modules each new session's interpreter imports before the session is answered " +
+        "(missing ones are skipped; sets MPLBACKEND=Agg), e.g. numpy,pandas,matplotlib.pyplot",
+      (value: string) =>
+        value
+          .split(",")
+          .map((name) => name.trim())
+          .filter((name) => name.length > 0),
+    )
+    .option(
       "--reap-strays",
       "after each call, kill every process but the server, its ancestors and the sessions' Python interpreters " +
         "(only in a PID namespace of its own, such as a container's)",

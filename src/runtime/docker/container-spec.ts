@@ -72,6 +72,7 @@ export function buildContainerSpec(
       ...["--max-exec-timeout", String(options.execTimeoutCeilingSeconds)],
       ...["--max-upload-bytes", String(options.maxFileBytes)],
       "--reap-strays", // processes a call leaves behind end when it returns: the container is its PID namespace
+      ...(options.preloadModules.length > 0 ? ["--preload-modules", options.preloadModules.join(",")] : []),
       ...(input.egress ? ["--egress-proxy-socket", `${SOCKET_MOUNT}/${EGRESS_SOCKET_NAME}`] : []),
     ],
     Env: ["SANDPOOL_LOG_LEVEL=warn", ...(input.egress ? proxyEnvironment() : [])],

@@ -59,6 +59,9 @@ export const DEFAULT_RESOURCE_CLASSES = {
   standard: { memoryBytes: 512 * MIB, cpus: 1, pidsLimit: 256, tmpfsBytes: 256 * MIB, tmpBytes: 64 * MIB },
 } as const;
 
+/** The heavy imports of a data-analysis session; pyplot brings matplotlib (with Agg). */
+export const DEFAULT_PRELOAD_MODULES = ["numpy", "pandas", "matplotlib.pyplot"] as const;
+
 /**
  * What an operator configures under `runtime.docker`. The gateway adds the rest (the
  * deployment label and the policy's ceilings), so those keys are refused here rather than
@@ -99,6 +102,14 @@ export const dockerRuntimeSettingsSchema = z.strictObject({
   runtime: z.string().min(1).optional(),
   /** Program (after the image's ENTRYPOINT) that starts the contract server; flags are appended. */
   serverCommand: z.array(z.string().min(1)).min(1).default(["node", "/opt/sandpool/sandbox.mjs", "sandbox"]),
+  /**
+   * Python modules every sandbox's session imports at warm-up, before the sandbox counts as
+   * idle (`--preload-modules`), so a lease's first `import pandas` costs nothing. Images that
+   * lack them (the lean one) skip them; an empty list turns preloading off.
+   */
+  preloadModules: z
+    .array(z.string().regex(/^[A-Za-z_][\w.]*$/, "a Python module name"))
+    .default(() => [...DEFAULT_PRELOAD_MODULES]),
   /** The workspace root inside the container (a tmpfs). */
   sessionsRoot: z.string().startsWith("/").default("/home/sandbox/sessions"),
   /** An engine that failed to answer is skipped in placement for this long. */

@@ -11,6 +11,7 @@ import type { CreateSessionRequest } from "../../contract/schemas.js";
 import { clampHint, type SandboxConfig } from "../config.js";
 import { resolvePythonExecutable } from "../tools/resolve-python.js";
 import { StrayReaper } from "../tools/stray-reaper.js";
+import { preloadSource } from "./preload-source.js";
 import { Session } from "./session.js";
 
 export class SessionRegistry {
@@ -91,13 +92,38 @@ export class SessionRegistry {
       ),
     };
     this.creating++;
+    let session: Session;
     try {
-      const session = await Session.create(randomBytes(16).toString("hex"), c.root, times, this.python);
+      session = await Session.create(randomBytes(16).toString("hex"), c.root, times, this.python);
       if (c.prewarmInterpreter) session.interpreter.warm();
+      // Registered before the preload, so the stray reaper protects its interpreter meanwhile.
       this.sessions.set(session.id, session);
-      return session;
     } finally {
       this.creating--;
+    }
+    if (c.prewarmInterpreter && c.preloadModules.length > 0) await this.preload(session);
+    return session;
+  }
+
+  /**
+   * Imports the configured modules in the session's interpreter before it is answered: a
+   * pool creates its sandboxes' sessions at warm-up, so a lease finds them loaded. Never
+   * fails the creation: a module that is missing or broken is simply not preloaded.
+   */
+  private async preload(session: Session): Promise<void> {
+    const started = Date.now();
+    try {
+      const outcome = await session.interpreter.run(preloadSource(this.config.preloadModules), {
+        timeoutMs: this.config.preloadTimeoutMs,
+        maxOutputBytes: 4096,
+        interruptGraceMs: this.config.interruptGraceMs,
+      });
+      this.log.debug(
+        { session: session.id, ms: Date.now() - started, loaded: outcome.stdout.trim() },
+        "modules preloaded",
+      );
+    } catch (error) {
+      this.log.warn({ err: error, session: session.id }, "preloading modules failed");
     }
   }
 
