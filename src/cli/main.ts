@@ -10,8 +10,10 @@ import { devCommand } from "./commands/dev-command.js";
 import { keysCommand } from "./commands/keys-command.js";
 import { migrateCommand } from "./commands/migrate-command.js";
 import { policyCommand } from "./commands/policy-command.js";
+import { poolsCommand } from "./commands/pools-command.js";
 import { sandboxCommand } from "./commands/sandbox-command.js";
 import { serveCommand } from "./commands/serve-command.js";
+import { sessionsCommand } from "./commands/sessions-command.js";
 import { tokenCommand } from "./commands/token-command.js";
 
 const program = new Command("sandpool")
@@ -22,6 +24,8 @@ const program = new Command("sandpool")
   .addCommand(serveCommand())
   .addCommand(tokenCommand())
   .addCommand(policyCommand())
+  .addCommand(sessionsCommand())
+  .addCommand(poolsCommand())
   .addCommand(keysCommand())
   .addCommand(migrateCommand())
   .addCommand(configCommand())

@@ -1,0 +1,174 @@
+/**
+ * `sandpool pools`: operators see every pool (sizes in force and as configured, what it holds
+ * now, warm-up failures and warm hit rate) and resize one without a restart, through the
+ * gateway's admin API. A resize is validated by the gateway, persisted, audited and in force
+ * on every replica within a second. Exit codes: 0 done, 1 refused or unreachable, 2 bad usage.
+ */
+import { Command, InvalidArgumentError } from "commander";
+import {
+  AdminUsageError,
+  adminCall,
+  adminConnection,
+  type ConnectionOptions,
+} from "../admin/admin-client.js";
+import { examples, runAdmin, usageExits, withConnection } from "../admin/admin-command-kit.js";
+import { out, printJson, table } from "../admin/admin-render.js";
+
+const PREFIX = "sandpool pools";
+/** As the gateway checks it (src/pool/pool-sizes.ts MAX_POOL_SIZE); the gateway has the last word. */
+const MAX_POOL_SIZE = 1_000;
+
+/** A pool as the admin API answers it (src/pool/pool-status.ts). */
+interface PoolItem {
+  name: string;
+  image: string;
+  resourceClass: string;
+  minIdle: number;
+  maxTotal: number;
+  configured: { minIdle: number; maxTotal: number };
+  idle: number;
+  leased: number;
+  starting: number;
+  warmupFailures: number;
+  warmHitRate: number | null;
+}
+
+/**
+ * A size: a whole number, or `default` for the configured value (sent as null; commander
+ * turns a parser's null into "", so the word itself travels to the action).
+ */
+function sizeOption(min: number) {
+  return (value: string): number | "default" => {
+    if (value === "default") return value;
+    if (!/^\d+$/.test(value))
+      throw new InvalidArgumentError(`expected a whole number or 'default', got '${value}'`);
+    const parsed = Number(value);
+    if (parsed < min || parsed > MAX_POOL_SIZE)
+      throw new InvalidArgumentError(`expected a number from ${min} to ${MAX_POOL_SIZE}, or 'default'`);
+    return parsed;
+  };
+}
+
+/** "2 (3)": the size in force, and the configured one when it differs. */
+function size(inForce: number, configured: number): string {
+  return inForce === configured ? String(inForce) : `${inForce} (${configured})`;
+}
+
+function rate(value: number | null): string {
+  return value === null ? "-" : `${Math.round(value * 100)}%`;
+}
+
+export function renderPools(pools: PoolItem[]): string {
+  return table(
+    [
+      "POOL",
+      "IMAGE",
+      "CLASS",
+      "MIN IDLE",
+      "MAX TOTAL",
+      "IDLE",
+      "LEASED",
+      "STARTING",
+      "FAILURES",
+      "WARM HITS",
+    ],
+    pools.map((pool) => [
+      pool.name,
+      pool.image,
+      pool.resourceClass,
+      size(pool.minIdle, pool.configured.minIdle),
+      size(pool.maxTotal, pool.configured.maxTotal),
+      String(pool.idle),
+      String(pool.leased),
+      String(pool.starting),
+      String(pool.warmupFailures),
+      rate(pool.warmHitRate),
+    ]),
+  );
+}
+
+const FOOTNOTE =
+  "\nSizes in force; the configured one in parentheses where a resize changed it. " +
+  "Failures and warm hits are counted by the replica that answered, since it started.";
+
+function listCommand(): Command {
+  return withConnection(
+    new Command("list")
+      .summary("show every pool: sizes, what it holds now, failures, warm hit rate")
+      .description(
+        "Show every pool: its sizes in force (and as configured, where a resize changed them), its " +
+          "idle, leased and starting sandboxes across replicas, warm-up failures and the share of " +
+          "sessions served warm.",
+      )
+      .addHelpText("after", examples("sandpool pools list", "sandpool pools list --json")),
+  ).action(
+    runAdmin(PREFIX, async (options: ConnectionOptions) => {
+      const conn = adminConnection(options);
+      const { body } = await adminCall(conn, "GET", "/pools");
+      if (conn.json) return printJson(body);
+      out(renderPools((body as { items: PoolItem[] }).items));
+      out(FOOTNOTE);
+    }),
+  );
+}
+
+type ResizeOptions = ConnectionOptions & { minIdle?: number | "default"; maxTotal?: number | "default" };
+
+const sizeEdit = (value: number | "default") => (value === "default" ? null : value);
+
+function resizeCommand(): Command {
+  return withConnection(
+    new Command("resize")
+      .summary("change a pool's minIdle and/or maxTotal without a restart")
+      .description(
+        "Change a pool's minIdle (sandboxes kept warm) and/or maxTotal (cap across replicas). The " +
+          "gateway refuses minIdle above maxTotal and sizes above 1000; the change is persisted, " +
+          "audited, and in force on every replica within a second. `default` puts a size back to " +
+          "its configured value. Shrinking never ends a session.",
+      )
+      .argument("<name>", "the pool's name")
+      .option("--min-idle <n>", "sandboxes kept started and waiting (0..1000, or default)", sizeOption(0))
+      .option(
+        "--max-total <n>",
+        "most sandboxes of the pool across replicas (1..1000, or default)",
+        sizeOption(1),
+      )
+      .addHelpText(
+        "after",
+        examples(
+          "sandpool pools resize default --min-idle 5",
+          "sandpool pools resize default --min-idle 5 --max-total 40",
+          "sandpool pools resize default --min-idle default --max-total default",
+        ),
+      ),
+  ).action(
+    runAdmin(PREFIX, async (name: string, options: ResizeOptions) => {
+      const edit: Record<string, number | null> = {};
+      if (options.minIdle !== undefined) edit.minIdle = sizeEdit(options.minIdle);
+      if (options.maxTotal !== undefined) edit.maxTotal = sizeEdit(options.maxTotal);
+      if (Object.keys(edit).length === 0) throw new AdminUsageError("give --min-idle, --max-total or both");
+      const conn = adminConnection(options);
+      const { body } = await adminCall(conn, "PATCH", `/pools/${encodeURIComponent(name)}`, edit);
+      if (conn.json) return printJson(body);
+      const pool = body as PoolItem;
+      out(`resized the ${pool.name} pool: minIdle ${pool.minIdle}, maxTotal ${pool.maxTotal}\n`);
+      out(renderPools([pool]));
+    }),
+  );
+}
+
+export function poolsCommand(): Command {
+  return usageExits(
+    new Command("pools")
+      .summary("show and resize pools through the admin API")
+      .description(
+        "Show pools and resize them at run time through the gateway's admin API (/admin/v1), with an " +
+          "admin token.\n\n" +
+          "Every sub-command takes --url (env SANDPOOL_URL, default http://127.0.0.1:8080), --token " +
+          "(env SANDPOOL_ADMIN_TOKEN; `sandpool dev` prints one) and --json (the raw answer).\n\n" +
+          "Exit codes: 0 done, 1 refused by the gateway or unreachable, 2 bad usage.",
+      )
+      .addCommand(listCommand())
+      .addCommand(resizeCommand()),
+  );
+}

@@ -1,0 +1,132 @@
+/**
+ * `sandpool sessions`: operators see the sessions running now (all, or one workspace's) and
+ * end one, through the gateway's admin API. Ending a session destroys its sandbox, frees the
+ * workspace's slot and closes its usage, as when its client ends it; the action is audited.
+ * Exit codes: 0 done, 1 refused (an unknown session too) or unreachable, 2 bad usage.
+ */
+import { Command } from "commander";
+import { adminCall, adminConnection, type ConnectionOptions } from "../admin/admin-client.js";
+import {
+  examples,
+  runAdmin,
+  usageExits,
+  withConnection,
+  workspaceArgument,
+} from "../admin/admin-command-kit.js";
+import { out, printJson, table } from "../admin/admin-render.js";
+
+const PREFIX = "sandpool sessions";
+
+/** A running session as the admin API answers it (src/http/routes/admin-sessions-routes.ts). */
+interface SessionItem {
+  id: string;
+  workspace: string;
+  image: string;
+  pool: string;
+  created: string;
+  lastActivity: string;
+  expires: string;
+  activeCalls: number;
+}
+
+type Options = ConnectionOptions & { workspace?: string };
+
+const workspaceQuery = (workspace: string | undefined) =>
+  workspace === undefined ? "" : `?workspace=${encodeURIComponent(workspace)}`;
+
+/** "3m ago", "2h ago": how long since an ISO date, for people. */
+export function ago(iso: string, now: number = Date.now()): string {
+  const seconds = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
+  if (seconds < 60) return `${seconds}s ago`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)}m ago`;
+  if (seconds < 86_400) return `${Math.floor(seconds / 3600)}h ago`;
+  return `${Math.floor(seconds / 86_400)}d ago`;
+}
+
+function listCommand(): Command {
+  return withConnection(
+    new Command("list")
+      .summary("list the sessions running now")
+      .description("List the sessions running now, oldest first: every workspace's, or one workspace's.")
+      .option("--workspace <workspace>", "only this workspace's sessions", workspaceArgument)
+      .addHelpText(
+        "after",
+        examples(
+          "sandpool sessions list",
+          "sandpool sessions list --workspace team-a",
+          "sandpool sessions list --json",
+        ),
+      ),
+  ).action(
+    runAdmin(PREFIX, async (options: Options) => {
+      const conn = adminConnection(options);
+      const { body } = await adminCall(conn, "GET", `/sessions${workspaceQuery(options.workspace)}`);
+      if (conn.json) return printJson(body);
+      const items = (body as { items: SessionItem[] }).items;
+      if (items.length === 0)
+        return out(
+          options.workspace ? `no session of ${options.workspace} is running` : "no session is running",
+        );
+      out(
+        table(
+          ["ID", "WORKSPACE", "IMAGE", "POOL", "CREATED", "LAST ACTIVITY", "CALLS", "EXPIRES"],
+          items.map((session) => [
+            session.id,
+            session.workspace,
+            session.image,
+            session.pool,
+            session.created,
+            ago(session.lastActivity),
+            String(session.activeCalls),
+            session.expires,
+          ]),
+        ),
+      );
+    }),
+  );
+}
+
+function endCommand(): Command {
+  return withConnection(
+    new Command("end")
+      .summary("end a running session (its sandbox is destroyed)")
+      .description(
+        "End a running session: its sandbox is destroyed, the workspace's slot freed and its usage " +
+          "closed, as when its client ends it. The action is audited. Without --workspace the session " +
+          "is found in whichever workspace holds it.",
+      )
+      .argument("<id>", "the session id (from `sandpool sessions list`)")
+      .option("--workspace <workspace>", "the workspace the session belongs to", workspaceArgument)
+      .addHelpText(
+        "after",
+        examples("sandpool sessions end 3q2+7w...", "sandpool sessions end 3q2+7w... --workspace team-a"),
+      ),
+  ).action(
+    runAdmin(PREFIX, async (id: string, options: Options) => {
+      const conn = adminConnection(options);
+      const { body } = await adminCall(
+        conn,
+        "DELETE",
+        `/sessions/${encodeURIComponent(id)}${workspaceQuery(options.workspace)}`,
+      );
+      if (conn.json) return printJson(body);
+      const ended = (body as { ended: SessionItem }).ended;
+      out(`ended session ${ended.id} of ${ended.workspace} (image ${ended.image}, pool ${ended.pool})`);
+    }),
+  );
+}
+
+export function sessionsCommand(): Command {
+  return usageExits(
+    new Command("sessions")
+      .summary("list and end running sessions through the admin API")
+      .description(
+        "List and end running sessions through the gateway's admin API (/admin/v1), with an admin token.\n\n" +
+          "Every sub-command takes --url (env SANDPOOL_URL, default http://127.0.0.1:8080), --token " +
+          "(env SANDPOOL_ADMIN_TOKEN; `sandpool dev` prints one) and --json (the raw answer).\n\n" +
+          "Exit codes: 0 done, 1 refused by the gateway (an unknown session too) or unreachable, 2 bad usage.",
+      )
+      .addCommand(listCommand())
+      .addCommand(endCommand()),
+  );
+}

@@ -1,0 +1,167 @@
+/**
+ * `sandpool sessions` and `sandpool pools` as an operator runs them (the built CLI), against a
+ * real gateway in this process (the test harness: process runtime, memory store, PGlite):
+ * tables for people and --json for programs, ending a session, resizing a pool, the gateway's
+ * refusals (unknown session or pool, invalid sizes, a workspace token) as one-line reasons
+ * with exit code 1, and bad usage with exit code 2. Needs `npm run build` first.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mintToken } from "../../src/auth/dev-keys.js";
+import { requireBuiltCli, runCli } from "../support/cli.js";
+import { startTestGateway, TEST_IMAGE, TEST_SECRET, type TestGateway } from "../support/gateway-harness.js";
+
+let harness: TestGateway;
+let adminToken: string;
+beforeAll(async () => {
+  requireBuiltCli();
+  harness = await startTestGateway({
+    pools: [{ name: "default", image: TEST_IMAGE, minIdle: 1, maxTotal: 5 }],
+  });
+  adminToken = await mintToken({
+    secret: TEST_SECRET,
+    admin: true,
+    subject: "cli-operator",
+    ttlSeconds: 600,
+  });
+}, 60_000);
+afterAll(() => harness?.close());
+
+/** Neither the test's environment nor a developer's shell leaks a URL or token in. */
+const hermetic = { SANDPOOL_URL: "", SANDPOOL_ADMIN_TOKEN: "" };
+
+function sandpool(args: string[], token: string = adminToken) {
+  return runCli([...args, "--url", harness.url, "--token", token], { env: hermetic, timeoutMs: 30_000 });
+}
+
+async function openSession(workspace: string): Promise<string> {
+  const answer = await (await harness.client(workspace)).createSession({});
+  expect(answer.status, answer.text).toBe(201);
+  return (answer.body as { session_id: string }).session_id;
+}
+
+describe("sandpool sessions", () => {
+  it("lists running sessions as a table and as JSON, one workspace's or all", async () => {
+    const a = await openSession("cli-team-a");
+    const b = await openSession("cli-team-b");
+
+    const all = await sandpool(["sessions", "list"]);
+    expect(all.code, all.stderr).toBe(0);
+    expect(all.stdout).toMatch(
+      /^ID\s+WORKSPACE\s+IMAGE\s+POOL\s+CREATED\s+LAST ACTIVITY\s+CALLS\s+EXPIRES$/m,
+    );
+    expect(all.stdout).toContain(a);
+    expect(all.stdout).toContain(b);
+
+    const mine = await sandpool(["sessions", "list", "--workspace", "cli-team-a", "--json"]);
+    expect(mine.code, mine.stderr).toBe(0);
+    const items = (JSON.parse(mine.stdout) as { items: { id: string; workspace: string }[] }).items;
+    expect(items.map((item) => item.id)).toEqual([a]);
+    expect(items[0]).toMatchObject({ workspace: "cli-team-a", image: TEST_IMAGE, pool: "default" });
+
+    const none = await sandpool(["sessions", "list", "--workspace", "cli-team-nobody"]);
+    expect(none.stdout.trim()).toBe("no session of cli-team-nobody is running");
+
+    for (const id of [a, b]) expect((await sandpool(["sessions", "end", id])).code).toBe(0);
+  });
+
+  it("ends a session: the client finds it gone", async () => {
+    const id = await openSession("cli-team-end");
+    const ended = await sandpool(["sessions", "end", id, "--workspace", "cli-team-end"]);
+    expect(ended.code, ended.stderr).toBe(0);
+    expect(ended.stdout.trim()).toBe(
+      `ended session ${id} of cli-team-end (image ${TEST_IMAGE}, pool default)`,
+    );
+    expect((await (await harness.client("cli-team-end")).getSession(id)).status).toBe(404);
+
+    const again = await sandpool(["sessions", "end", id]);
+    expect(again.code).toBe(1);
+    expect(again.stderr.trim()).toMatch(/^sandpool sessions: .*404 session\.not_found/);
+  });
+
+  it("exits 2 on bad usage, 1 for a workspace token", async () => {
+    const bad = await sandpool(["sessions", "list", "--workspace", "../etc"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/not a valid workspace id/);
+    const missing = await sandpool(["sessions", "end"]);
+    expect(missing.code).toBe(2);
+
+    const refused = await sandpool(["sessions", "list"], await harness.token("cli-team-a"));
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      /^sandpool sessions: the token is valid but is not an admin token \(403 auth\.forbidden\)/,
+    );
+  });
+});
+
+describe("sandpool pools", () => {
+  it("lists pools as a table and as JSON", async () => {
+    const table = await sandpool(["pools", "list"]);
+    expect(table.code, table.stderr).toBe(0);
+    expect(table.stdout).toMatch(
+      /^POOL\s+IMAGE\s+CLASS\s+MIN IDLE\s+MAX TOTAL\s+IDLE\s+LEASED\s+STARTING\s+FAILURES\s+WARM HITS$/m,
+    );
+    expect(table.stdout).toMatch(
+      new RegExp(`^default\\s+${TEST_IMAGE.replace(/[.]/g, "\\.")}\\s+standard\\s+1\\s+5\\s`, "m"),
+    );
+
+    const json = await sandpool(["pools", "list", "--json"]);
+    const items = (
+      JSON.parse(json.stdout) as { items: { name: string; minIdle: number; maxTotal: number }[] }
+    ).items;
+    expect(items).toEqual([expect.objectContaining({ name: "default", minIdle: 1, maxTotal: 5 })]);
+  });
+
+  it("resizes a pool, shows the configured size beside the new one, and resets it", async () => {
+    const resized = await sandpool(["pools", "resize", "default", "--min-idle", "2", "--max-total", "4"]);
+    expect(resized.code, resized.stderr).toBe(0);
+    expect(resized.stdout).toContain("resized the default pool: minIdle 2, maxTotal 4");
+    expect(resized.stdout).toMatch(/^default\s+\S+\s+standard\s+2 \(1\)\s+4 \(5\)\s/m);
+    expect(harness.gateway.services.pools.sizeOf(harness.gateway.services.pools.list()[0]!)).toEqual({
+      minIdle: 2,
+      maxTotal: 4,
+    });
+
+    const reset = await sandpool([
+      "pools",
+      "resize",
+      "default",
+      "--min-idle",
+      "default",
+      "--max-total",
+      "default",
+      "--json",
+    ]);
+    expect(reset.code, reset.stderr).toBe(0);
+    expect(JSON.parse(reset.stdout)).toMatchObject({ minIdle: 1, maxTotal: 5 });
+  });
+
+  it("explains the gateway's refusals and bad usage", async () => {
+    const unknown = await sandpool(["pools", "resize", "no-such-pool", "--min-idle", "1"]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/404 request\.not_found: no pool named 'no-such-pool'/);
+
+    // Valid on its own, refused by the gateway: minIdle above the configured maxTotal.
+    const tooMany = await sandpool(["pools", "resize", "default", "--min-idle", "6"]);
+    expect(tooMany.code).toBe(1);
+    expect(tooMany.stderr).toMatch(/422 request\.malformed/);
+    expect(tooMany.stderr).toMatch(/minIdle \(6\) cannot exceed maxTotal \(5\)/);
+
+    for (const args of [
+      ["pools", "resize", "default"],
+      ["pools", "resize", "default", "--max-total", "0"],
+      ["pools", "resize", "default", "--min-idle", "many"],
+      ["pools", "resize", "default", "--min-idle", "1001"],
+    ]) {
+      const bad = await sandpool(args);
+      expect(bad.code, args.join(" ")).toBe(2);
+    }
+
+    const refused = await sandpool(
+      ["pools", "resize", "default", "--min-idle", "3"],
+      await harness.token("cli-team-a"),
+    );
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/403 auth\.forbidden/);
+    expect(harness.gateway.services.pools.sizeOf(harness.gateway.services.pools.list()[0]!).minIdle).toBe(1);
+  });
+});
