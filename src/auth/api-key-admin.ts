@@ -50,6 +50,11 @@ export class ApiKeyAdmin {
     return this.repository.list(workspace);
   }
 
+  /** Creations and revocations of a workspace's keys, newest first. */
+  audit(workspace: string) {
+    return this.repository.audit(workspace);
+  }
+
   /** Revokes a key everywhere; 404 `request.not_found` when no key has this prefix. */
   async revoke(prefix: string, actor: string): Promise<ApiKeyRow> {
     if (!apiKeyPrefixPattern.test(prefix))
