@@ -4,7 +4,7 @@ import { interpolateAll, readText, readYaml, repoPath } from "./deploy-files.js"
 
 export interface ComposeService {
   image?: string;
-  build?: string | { context: string; dockerfile?: string };
+  build?: string | { context: string; dockerfile?: string; target?: string };
   command?: string[] | string;
   environment?: Record<string, string | number | boolean | null> | string[];
   ports?: (string | { host_ip?: string; published?: string | number; target: number })[];
@@ -76,6 +76,8 @@ export function mountedAt(entry: ComposeService, target: string): string {
 export interface Build {
   context: string;
   dockerfile: string;
+  /** The Dockerfile stage built; undefined is the last one. */
+  target?: string;
 }
 
 /** The build's context and Dockerfile as absolute paths (the Dockerfile is relative to the context). */
@@ -83,7 +85,11 @@ export function buildOf(entry: ComposeService): Build | undefined {
   if (entry.build === undefined) return undefined;
   const build = typeof entry.build === "string" ? { context: entry.build } : entry.build;
   const context = path.resolve(repoPath(), build.context);
-  return { context, dockerfile: path.resolve(context, build.dockerfile ?? "Dockerfile") };
+  return {
+    context,
+    dockerfile: path.resolve(context, build.dockerfile ?? "Dockerfile"),
+    ...(build.target === undefined ? {} : { target: build.target }),
+  };
 }
 
 /** Host ports a service publishes, as `[hostIp, hostPort, containerPort]`. */

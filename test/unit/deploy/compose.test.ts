@@ -18,7 +18,7 @@ import {
   sandboxBundleDir,
   service,
 } from "./compose-file.js";
-import { durationMs, interpolate, interpolateAll, readYaml, repoPath } from "./deploy-files.js";
+import { durationMs, interpolate, interpolateAll, readText, readYaml, repoPath } from "./deploy-files.js";
 
 const GATEWAY_DOCKERFILE = repoPath("deploy/gateway/Dockerfile");
 const CONFIG_PATH = "/etc/sandpool/sandpool.yaml";
@@ -52,12 +52,21 @@ describe("docker-compose.yml", () => {
         "prometheus",
         "redis",
         "sandbox-image",
+        "sandbox-datascience-image",
         "socket-dir",
       ].sort(),
     );
     expect(service("prometheus").profiles).toEqual(["monitoring"]);
     expect(service("grafana").profiles).toEqual(["monitoring"]);
-    for (const name of ["postgres", "redis", "sandbox-image", "socket-dir", "migrate", "gateway"])
+    for (const name of [
+      "postgres",
+      "redis",
+      "sandbox-image",
+      "sandbox-datascience-image",
+      "socket-dir",
+      "migrate",
+      "gateway",
+    ])
       expect(service(name).profiles, name).toBeUndefined();
   });
 
@@ -79,17 +88,37 @@ describe("docker-compose.yml", () => {
     }
   });
 
-  it("builds the sandbox image the pools run from deploy/sandbox/Dockerfile", () => {
+  it("builds the sandbox images the pools run from deploy/sandbox/Dockerfile's two targets", () => {
     const sandbox = service("sandbox-image");
+    const dataScience = service("sandbox-datascience-image");
     expect(buildOf(sandbox)).toEqual({
       context: sandboxBundleDir(),
       dockerfile: repoPath("deploy/sandbox/Dockerfile"),
+      target: "sandbox",
     });
-    const images = new Set(gatewayConfig().pools.map((pool) => pool.image));
-    expect(images).toEqual(new Set([sandbox.image]));
-    // It only builds: the container exits at once, without a network.
-    expect(commandOf(sandbox)).toEqual(["true"]);
-    expect(sandbox.network_mode).toBe("none");
+    expect(buildOf(dataScience)).toEqual({
+      context: sandboxBundleDir(),
+      dockerfile: repoPath("deploy/sandbox/Dockerfile"),
+      target: "datascience",
+    });
+    expect(sandbox.image).toBe("sandpool/sandbox:dev");
+    expect(dataScience.image).toBe("sandpool/sandbox-datascience:dev");
+    const stages = [...readText("deploy/sandbox/Dockerfile").matchAll(/^FROM \S+ AS (\S+)$/gm)].map(
+      (m) => m[1],
+    );
+    expect(stages).toEqual(expect.arrayContaining(["sandbox", "datascience"]));
+    // With no target, a plain `docker build` gives the lean image: its stage is the last.
+    expect(stages.at(-1)).toBe("sandbox");
+    const config = gatewayConfig();
+    const images = new Set(config.pools.map((pool) => pool.image));
+    expect(images).toEqual(new Set([sandbox.image, dataScience.image]));
+    expect(new Set(config.policy.allowedImages)).toEqual(images);
+    expect(config.policy.defaultImage).toBe(sandbox.image);
+    for (const entry of [sandbox, dataScience]) {
+      // It only builds: the container exits at once, without a network.
+      expect(commandOf(entry)).toEqual(["true"]);
+      expect(entry.network_mode).toBe("none");
+    }
   });
 
   it("runs `sandpool serve` and `sandpool migrate` from the gateway image", () => {
@@ -107,6 +136,7 @@ describe("docker-compose.yml", () => {
       postgres: { condition: "service_healthy" },
       redis: { condition: "service_healthy" },
       "sandbox-image": { condition: "service_completed_successfully" },
+      "sandbox-datascience-image": { condition: "service_completed_successfully" },
       "socket-dir": { condition: "service_completed_successfully" },
     });
     expect(migrate.depends_on).toMatchObject({ postgres: { condition: "service_healthy" } });
