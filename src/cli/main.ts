@@ -15,6 +15,7 @@ import { sandboxCommand } from "./commands/sandbox-command.js";
 import { serveCommand } from "./commands/serve-command.js";
 import { sessionsCommand } from "./commands/sessions-command.js";
 import { tokenCommand } from "./commands/token-command.js";
+import { usageCommand } from "./commands/usage-command.js";
 
 const program = new Command("sandpool")
   .description("A multi-tenant, pool-backed gateway for the Otari code-execution protocol (contract v1).")
@@ -24,6 +25,7 @@ const program = new Command("sandpool")
   .addCommand(serveCommand())
   .addCommand(tokenCommand())
   .addCommand(policyCommand())
+  .addCommand(usageCommand())
   .addCommand(sessionsCommand())
   .addCommand(poolsCommand())
   .addCommand(keysCommand())

@@ -26,6 +26,7 @@ import {
 } from "../admin/admin-command-kit.js";
 import { out, printJson, table } from "../admin/admin-render.js";
 import { integerOption } from "../parse-number.js";
+import { applyCommand, exportCommand } from "./policy-apply-command.js";
 import {
   type AuditEntry,
   describeChange,
@@ -388,13 +389,16 @@ export function policyCommand(): Command {
           "  sandpool policy set team-a --disable\n" +
           "  sandpool policy audit team-a\n" +
           "  sandpool policy usage team-a --since 7d\n" +
-          "  sandpool policy delete team-a\n",
+          "  sandpool policy delete team-a\n" +
+          "  sandpool policy apply -f policies.yaml --dry-run\n",
       )
       .addCommand(listCommand())
       .addCommand(getCommand())
       .addCommand(setCommand())
       .addCommand(deleteCommand())
       .addCommand(auditCommand())
-      .addCommand(usageCommand()),
+      .addCommand(usageCommand())
+      .addCommand(applyCommand())
+      .addCommand(exportCommand()),
   );
 }
