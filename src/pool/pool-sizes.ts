@@ -106,21 +106,26 @@ export class RuntimePoolSizes {
     const pool = this.pool(name);
     const parsed = resizeSchema.safeParse(edit);
     if (!parsed.success) throw new SandpoolError("request.malformed", describeIssues(parsed.error));
-    // The latest persisted values, not this replica's copy: another replica may have just changed them.
-    await this.reload();
-    const before = this.overrides.get(name);
-    const next = {
-      minIdle: parsed.data.minIdle !== undefined ? parsed.data.minIdle : (before?.minIdle ?? null),
-      maxTotal: parsed.data.maxTotal !== undefined ? parsed.data.maxTotal : (before?.maxTotal ?? null),
-    };
-    const inForce = { minIdle: next.minIdle ?? pool.minIdle, maxTotal: next.maxTotal ?? pool.maxTotal };
-    if (inForce.minIdle > inForce.maxTotal) {
-      throw new SandpoolError(
-        "request.malformed",
-        `minIdle (${inForce.minIdle}) cannot exceed maxTotal (${inForce.maxTotal})`,
-      );
-    }
-    await this.repository.put(name, next, actor, { before: this.sizeOf(pool), after: inForce });
+    // Merged with the stored sizes under a row lock: two resizes at once (of minIdle on one
+    // replica, maxTotal on another) both count, and minIdle <= maxTotal holds for the result.
+    await this.repository.update(name, actor, (before) => {
+      const next = {
+        minIdle: parsed.data.minIdle !== undefined ? parsed.data.minIdle : before.minIdle,
+        maxTotal: parsed.data.maxTotal !== undefined ? parsed.data.maxTotal : before.maxTotal,
+      };
+      const inForce = { minIdle: next.minIdle ?? pool.minIdle, maxTotal: next.maxTotal ?? pool.maxTotal };
+      if (inForce.minIdle > inForce.maxTotal) {
+        throw new SandpoolError(
+          "request.malformed",
+          `minIdle (${inForce.minIdle}) cannot exceed maxTotal (${inForce.maxTotal})`,
+        );
+      }
+      const wasInForce = {
+        minIdle: before.minIdle ?? pool.minIdle,
+        maxTotal: before.maxTotal ?? pool.maxTotal,
+      };
+      return { sizes: next, detail: { before: wasInForce, after: inForce } };
+    });
     await this.store.publish(POOL_SIZES_CHANNEL, name);
     await this.reload();
     return this.view(name);

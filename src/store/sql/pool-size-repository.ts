@@ -6,6 +6,12 @@ import { type Kysely, sql } from "kysely";
 import { AdminAuditRepository } from "./admin-audit-repository.js";
 import type { Database } from "./database-types.js";
 
+/** Sizes as stored: null is "as configured". */
+export interface StoredPoolSizes {
+  minIdle: number | null;
+  maxTotal: number | null;
+}
+
 export interface PoolSizeOverride {
   pool: string;
   minIdle: number | null;
@@ -33,27 +39,38 @@ export class PoolSizeRepository {
   }
 
   /**
-   * Sets the pool's sizes (null: back to the configured value) and audits the change with
-   * the sizes in force before and after. `before` is what the caller validated against.
+   * Changes the pool's sizes in one transaction: `decide` gets the stored sizes (null: as
+   * configured), locked against concurrent resizes, and returns the new ones with the audit
+   * detail, or throws to change nothing. The audit row commits with the change.
    */
-  async put(
+  async update(
     pool: string,
-    sizes: { minIdle: number | null; maxTotal: number | null },
     actor: string,
-    detail: Record<string, unknown>,
+    decide: (before: StoredPoolSizes) => { sizes: StoredPoolSizes; detail: Record<string, unknown> },
   ): Promise<void> {
     await this.db.transaction().execute(async (tx) => {
+      // A row to lock even on the first resize; a concurrent first resize waits on this insert.
       await tx
         .insertInto("pool_sizes")
-        .values({ pool, min_idle: sizes.minIdle, max_total: sizes.maxTotal, updated_by: actor })
-        .onConflict((conflict) =>
-          conflict.column("pool").doUpdateSet({
-            min_idle: sizes.minIdle,
-            max_total: sizes.maxTotal,
-            updated_by: actor,
-            updated_at: sql<Date>`now()`,
-          }),
-        )
+        .values({ pool, min_idle: null, max_total: null, updated_by: actor })
+        .onConflict((conflict) => conflict.column("pool").doNothing())
+        .execute();
+      const row = await tx
+        .selectFrom("pool_sizes")
+        .select(["min_idle", "max_total"])
+        .where("pool", "=", pool)
+        .forUpdate()
+        .executeTakeFirstOrThrow();
+      const { sizes, detail } = decide({ minIdle: row.min_idle, maxTotal: row.max_total });
+      await tx
+        .updateTable("pool_sizes")
+        .set({
+          min_idle: sizes.minIdle,
+          max_total: sizes.maxTotal,
+          updated_by: actor,
+          updated_at: sql<Date>`now()`,
+        })
+        .where("pool", "=", pool)
         .execute();
       await this.audit.record({ actor, action: "pool.resize", target: pool, detail }, tx);
     });
