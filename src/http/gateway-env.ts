@@ -11,5 +11,10 @@ export interface GatewayEnv {
     /** The operation name used as the `route` metric label. */
     operation: string;
     principal: Principal;
+    /**
+     * Keeps the call counted in flight after its handler returns (a streamed answer); the
+     * caller then owns the returned release. Set by limitCallsInFlight.
+     */
+    holdCallInFlight: () => () => void;
   };
 }

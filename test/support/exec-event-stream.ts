@@ -26,6 +26,8 @@ export async function streamExec(
   sessionId: string,
   payload: unknown,
   token?: string,
+  /** Awaited as each event arrives, while the stream is still open. */
+  onEvent?: (event: ReceivedEvent) => Promise<void> | void,
 ): Promise<StreamedAnswer> {
   const started = performance.now();
   const headers: Record<string, string> = {
@@ -59,11 +61,13 @@ export async function streamExec(
           .split("\n")
           .map((line) => [line.slice(0, line.indexOf(":")), line.slice(line.indexOf(":") + 2)]),
       );
-      events.push({
+      const received = {
         event: fields.event ?? "message",
         data: fields.data ?? "",
         atMs: performance.now() - started,
-      });
+      };
+      events.push(received);
+      await onEvent?.(received);
       end = pending.indexOf("\n\n");
     }
   }

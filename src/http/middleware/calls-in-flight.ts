@@ -7,7 +7,8 @@
  * Counted in this process only: each replica admits up to the bound, so a deployment of N
  * replicas admits up to N times it per workspace. A call counts from authentication until
  * its handler returns; a download's body streaming out afterwards is not counted (it holds
- * no buffered answer).
+ * no buffered answer). A streamed Execute holds its place until its stream ends
+ * (`holdCallInFlight`): it runs user code and reads the sandbox's answer all along.
  */
 import type { MiddlewareHandler } from "hono";
 import { SandpoolError } from "../../contract/error-codes.js";
@@ -51,10 +52,15 @@ export class CallsInFlight {
 export function limitCallsInFlight(calls: CallsInFlight): MiddlewareHandler<GatewayEnv> {
   return async (c, next) => {
     const release = calls.enter(c.get("principal").workspace);
+    let held = false;
+    c.set("holdCallInFlight", () => {
+      held = true;
+      return release;
+    });
     try {
       await next();
     } finally {
-      release();
+      if (!held) release();
     }
   };
 }

@@ -5,18 +5,21 @@
  * ceiling in force and to the time granted, and a client deadline of that plus a buffer ->
  * settle the reservation with the wall time the gateway measured around the forwarded call
  * (never what the sandbox reports: a sandbox's answers are not trusted). The sandbox's
- * answer is returned byte for byte.
+ * answer is returned byte for byte. With `Accept: text/event-stream` the same steps hold,
+ * the answer streams (exec-stream.ts) and the wall time runs to the end of the stream.
  */
 
 import { performance } from "node:perf_hooks";
 import type { Hono, MiddlewareHandler } from "hono";
 import { SandpoolError } from "../../contract/error-codes.js";
+import { wantsEventStream } from "../../contract/exec-events.js";
 import { parseExecRequest } from "../../contract/parse-exec-request.js";
-import type { ExecReservation } from "../../quota/admission.js";
 import { readJsonBody } from "../common/read-json-body.js";
 import type { GatewayEnv } from "../gateway-env.js";
 import type { GatewayServices } from "../gateway-services.js";
+import { streamExecution } from "./exec-stream.js";
 import { forwardToSandbox, toResponse } from "./forward-to-sandbox.js";
+import { meterExecution } from "./meter-execution.js";
 import { openSessionCall } from "./open-session-call.js";
 
 export function registerExecRoute(
@@ -48,6 +51,9 @@ export function registerExecRoute(
     const deadlineMs = timeoutSeconds * 1000 + services.limits.execDeadlineBufferMs;
     // Unknown request fields travel on to the sandbox; only the timeout is rewritten.
     const forwarded = JSON.stringify({ ...(body as object), timeout_seconds: timeoutSeconds });
+    if (wantsEventStream(c.req.header("accept"))) {
+      return streamExecution(c, services, { key, lease, tool, reservation, deadlineMs, forwarded });
+    }
     let started: number | undefined;
     try {
       const answer = await services.sessions.whileBusy(key, deadlineMs, () => {
@@ -66,33 +72,5 @@ export function registerExecRoute(
       const wallMs = started === undefined ? 0 : performance.now() - started;
       await meterExecution(services, key, tool, reservation, wallMs);
     }
-  });
-}
-
-/**
- * Charges the call its wall time (at most what was reserved) and records it. Runs whether
- * the call answered or failed: the time was spent either way. A store failure here leaves
- * the reservation charged in full, which is the safe side.
- */
-async function meterExecution(
-  services: GatewayServices,
-  key: { workspace: string; sessionId: string },
-  tool: string,
-  reservation: ExecReservation,
-  wallMs: number,
-): Promise<void> {
-  services.metrics.execDuration.observe({ tool }, wallMs / 1000);
-  let chargedMs = reservation.grantedMs;
-  try {
-    chargedMs = await services.admission.settleExec(reservation, wallMs);
-  } catch (error) {
-    services.log.warn({ err: error, session: key.sessionId }, "could not settle an execution reservation");
-  }
-  services.usage.record({
-    workspace: key.workspace,
-    sessionId: key.sessionId,
-    kind: "exec",
-    tool,
-    quantity: chargedMs,
   });
 }

@@ -21,6 +21,7 @@ import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { type Dispatcher, errors } from "undici";
 import { SandpoolError } from "../../contract/error-codes.js";
+import { EVENT_STREAM_TYPE } from "../../contract/exec-events.js";
 import { ByteBudget } from "../../forward/byte-budget.js";
 import { oversizedExecAnswer } from "../../forward/oversized-exec-answer.js";
 import { readCapped } from "../../forward/read-capped.js";
@@ -52,7 +53,7 @@ const EXEC_SUB_PATH = "/exec";
 
 /** One budget per gateway (its services), made on first use from its limits. */
 const budgets = new WeakMap<GatewayServices, ByteBudget>();
-function budgetOf(services: GatewayServices): ByteBudget {
+export function budgetOf(services: GatewayServices): ByteBudget {
   let budget = budgets.get(services);
   if (!budget) {
     budget = new ByteBudget(services.limits.maxBufferedAnswerBytes ?? DEFAULT_MAX_BUFFERED_ANSWER_BYTES);
@@ -64,7 +65,13 @@ function budgetOf(services: GatewayServices): ByteBudget {
 export async function forwardToSandbox(
   services: GatewayServices,
   lease: Lease,
-  request: Omit<ForwardRequest, "path"> & { subPath: string; query?: string; buffer?: boolean },
+  request: Omit<ForwardRequest, "path"> & {
+    subPath: string;
+    query?: string;
+    buffer?: boolean;
+    /** A successful event stream (streamed Execute) is returned as a stream even with `buffer`. */
+    passEventStream?: boolean;
+  },
 ): Promise<SandboxAnswer> {
   const key = { workspace: lease.workspace, sessionId: lease.sessionId };
   const inner = encodeURIComponent(lease.sandbox.innerSessionId);
@@ -79,6 +86,9 @@ export async function forwardToSandbox(
     }
     const ok = response.statusCode >= 200 && response.statusCode < 300;
     if (ok && !request.buffer) return { status: response.statusCode, headers, body: response.body };
+    if (ok && request.passEventStream && isEventStream(headers["content-type"])) {
+      return { status: response.statusCode, headers, body: response.body };
+    }
     const limit = ok
       ? (services.limits.maxSandboxAnswerBytes ?? DEFAULT_MAX_SANDBOX_ANSWER_BYTES)
       : (services.limits.maxSandboxErrorBytes ?? DEFAULT_MAX_SANDBOX_ERROR_BYTES);
@@ -152,6 +162,10 @@ export function toResponse(c: Context, answer: SandboxAnswer): Response {
     ? (answer.body as Uint8Array<ArrayBuffer>)
     : (Readable.toWeb(answer.body) as unknown as ReadableStream<Uint8Array>);
   return c.body(body, answer.status as ContentfulStatusCode, answer.headers);
+}
+
+function isEventStream(contentType: string | undefined): boolean {
+  return (contentType ?? "").split(";")[0]!.trim().toLowerCase() === EVENT_STREAM_TYPE;
 }
 
 function errorCode(body: Buffer): unknown {

@@ -1,0 +1,111 @@
+/**
+ * A streamed Execute through the gateway (`Accept: text/event-stream`, the extension in
+ * src/contract/exec-events.ts). Admission, policy and the budget reservation have run in
+ * exec-route.ts; this keeps every limit of a buffered call until the stream ends, not
+ * until the handler returns: the session is marked busy, the call keeps its place among
+ * the workspace's calls in flight, and the reservation is settled with the wall time from
+ * the forward to the end of the stream. An error before the stream starts (the sandbox's
+ * or the gateway's) is answered as JSON with its status, as without the header; a sandbox
+ * that answers plain JSON (one without streaming) gets its answer sent as the result event.
+ */
+import { performance } from "node:perf_hooks";
+import type { Context } from "hono";
+import { EVENT_STREAM_HEADERS, EVENT_STREAM_TYPE, formatEvent } from "../../contract/exec-events.js";
+import { relayExecEvents } from "../../forward/exec-event-relay.js";
+import { oversizedExecAnswer } from "../../forward/oversized-exec-answer.js";
+import type { ExecReservation } from "../../quota/admission.js";
+import type { Lease, LeaseKey } from "../../store/coordination/records.js";
+import type { GatewayEnv } from "../gateway-env.js";
+import type { GatewayServices } from "../gateway-services.js";
+import {
+  budgetOf,
+  DEFAULT_MAX_SANDBOX_ANSWER_BYTES,
+  DEFAULT_MAX_SANDBOX_ERROR_BYTES,
+  forwardToSandbox,
+  toResponse,
+} from "./forward-to-sandbox.js";
+import { meterExecution } from "./meter-execution.js";
+
+export interface StreamedCall {
+  key: LeaseKey;
+  lease: Lease;
+  tool: string;
+  reservation: ExecReservation;
+  deadlineMs: number;
+  /** The request body sent on to the sandbox. */
+  forwarded: string;
+}
+
+export async function streamExecution(
+  c: Context<GatewayEnv>,
+  services: GatewayServices,
+  call: StreamedCall,
+): Promise<Response> {
+  const releaseSlot = c.get("holdCallInFlight")?.();
+  let started: number | undefined;
+  let endCall: (() => Promise<void>) | undefined;
+  let finished = false;
+  const finish = async () => {
+    if (finished) return;
+    finished = true;
+    const wallMs = started === undefined ? 0 : performance.now() - started;
+    try {
+      await endCall?.();
+      await meterExecution(services, call.key, call.tool, call.reservation, wallMs);
+    } finally {
+      releaseSlot?.();
+    }
+  };
+
+  try {
+    endCall = await services.sessions.beginCall(call.key, call.deadlineMs);
+    started = performance.now();
+    const answer = await forwardToSandbox(services, call.lease, {
+      method: "POST",
+      subPath: "/exec",
+      headers: { "content-type": "application/json", accept: EVENT_STREAM_TYPE },
+      body: call.forwarded,
+      timeoutMs: call.deadlineMs,
+      buffer: true,
+      passEventStream: true,
+    });
+    if (answer.status !== 200) {
+      await finish();
+      return toResponse(c, answer);
+    }
+    if (Buffer.isBuffer(answer.body)) {
+      // A sandbox without streaming answered JSON (read with the buffered caps): one event.
+      await finish();
+      return c.body(formatEvent("result", answer.body.toString("utf8")), 200, EVENT_STREAM_HEADERS);
+    }
+    const maxAnswer = services.limits.maxSandboxAnswerBytes ?? DEFAULT_MAX_SANDBOX_ANSWER_BYTES;
+    const relay = relayExecEvents(answer.body, {
+      maxDeltaBytes: maxAnswer,
+      maxResultBytes: maxAnswer,
+      maxErrorBytes: services.limits.maxSandboxErrorBytes ?? DEFAULT_MAX_SANDBOX_ERROR_BYTES,
+      deadlineMs: Math.max(0, call.deadlineMs - (performance.now() - started)),
+      reserve: (bytes) => budgetOf(services).reserve(bytes),
+      oversizedResult: () => {
+        services.log.warn(
+          { sandbox: call.lease.sandbox.sandboxId, limit: maxAnswer },
+          "a sandbox streamed more than the gateway reads",
+        );
+        const elapsed = performance.now() - (started ?? performance.now());
+        return oversizedExecAnswer(call.forwarded, maxAnswer, elapsed).body.toString("utf8");
+      },
+      onSandboxFailure: async (error) => {
+        services.log.warn({ err: error, session: call.key.sessionId }, "a streamed call's sandbox failed");
+        await services.sessions.end(call.key, "sandbox_failed").catch((endError) => {
+          services.log.warn({ err: endError, session: call.key.sessionId }, "could not end a session");
+        });
+      },
+    });
+    void relay.done.then(finish).catch((error) => {
+      services.log.warn({ err: error, session: call.key.sessionId }, "could not close a streamed call");
+    });
+    return c.body(relay.body, 200, EVENT_STREAM_HEADERS);
+  } catch (error) {
+    await finish();
+    throw error;
+  }
+}
