@@ -1,0 +1,140 @@
+/**
+ * The gateway's relay of a sandbox's streamed Execute, fed by hand-made streams (sound and
+ * hostile): deltas are rewritten, the result passes byte for byte, every bound holds, and a
+ * sandbox that breaks the format, hangs or drops the session ends the session.
+ */
+import { PassThrough, Readable } from "node:stream";
+import { describe, expect, it } from "vitest";
+import type { SandpoolError } from "../../../src/contract/error-codes.js";
+import { type RelayOptions, relayExecEvents } from "../../../src/forward/exec-event-relay.js";
+
+const RESULT = JSON.stringify({ tool_use_id: "t", result_block: { content: { stdout: "hi\n" } } });
+
+function harness(overrides: Partial<RelayOptions> = {}) {
+  const failures: SandpoolError[] = [];
+  let reserved = 0;
+  let released = 0;
+  const options: RelayOptions = {
+    maxDeltaBytes: 1024,
+    maxResultBytes: 1024,
+    maxErrorBytes: 256,
+    deadlineMs: 2_000,
+    reserve: async (bytes) => {
+      reserved += bytes;
+      return () => {
+        released += bytes;
+      };
+    },
+    oversizedResult: () => '{"replaced":true}',
+    onSandboxFailure: async (error) => {
+      failures.push(error);
+    },
+    ...overrides,
+  };
+  return { options, failures, budget: () => ({ reserved, released }) };
+}
+
+async function readAll(body: ReadableStream<Uint8Array>): Promise<string> {
+  return new Response(body).text();
+}
+
+function events(text: string): { event: string; data: string }[] {
+  return text
+    .split("\n\n")
+    .filter((block) => block.length > 0)
+    .map((block) => {
+      const [event, data] = block.split("\n");
+      return { event: event!.slice("event: ".length), data: data!.slice("data: ".length) };
+    });
+}
+
+describe("relayExecEvents", () => {
+  it("passes deltas (split anywhere) and the result through, and releases the result's reservation", async () => {
+    const h = harness();
+    const wire = `event: stdout\ndata: {"text":"a"}\n\nevent: stderr\ndata: {"text":"b","extra":1}\n\nevent: result\ndata: ${RESULT}\n\n`;
+    const chunks = [...wire].map((ch) => Buffer.from(ch)); // one byte at a time
+    const relay = relayExecEvents(Readable.from(chunks), h.options);
+    expect(events(await readAll(relay.body))).toEqual([
+      { event: "stdout", data: '{"text":"a"}' },
+      { event: "stderr", data: '{"text":"b"}' },
+      { event: "result", data: RESULT },
+    ]);
+    await relay.done;
+    expect(h.failures).toEqual([]);
+    expect(h.budget()).toEqual({ reserved: 1024, released: 1024 });
+  });
+
+  it("replaces the result when the deltas exceed their bound, without failing the session", async () => {
+    const h = harness();
+    const delta = `event: stdout\ndata: ${JSON.stringify({ text: "x".repeat(300) })}\n\n`;
+    const relay = relayExecEvents(Readable.from([Buffer.from(delta.repeat(10))]), h.options);
+    const got = events(await readAll(relay.body));
+    expect(got.at(-1)).toEqual({ event: "result", data: '{"replaced":true}' });
+    expect(got.filter((e) => e.event === "stdout").length).toBeLessThanOrEqual(3);
+    expect(h.failures).toEqual([]);
+  });
+
+  it("replaces a result larger than a buffered answer may be", async () => {
+    const h = harness();
+    const big = JSON.stringify({ stdout: "y".repeat(2000) });
+    const relay = relayExecEvents(Readable.from([Buffer.from(`event: result\ndata: ${big}\n\n`)]), h.options);
+    expect(events(await readAll(relay.body))).toEqual([{ event: "result", data: '{"replaced":true}' }]);
+    expect(h.budget()).toEqual({ reserved: 1024, released: 1024 });
+  });
+
+  it("ends the session on a stream out of format, or one that ends without a result", async () => {
+    for (const wire of [
+      "event: stdout\ndata: not json\n\n",
+      "garbage\n",
+      'event: stdout\ndata: {"text":"a"}\n\n',
+    ]) {
+      const h = harness();
+      const relay = relayExecEvents(Readable.from([Buffer.from(wire)]), h.options);
+      const got = events(await readAll(relay.body));
+      expect(got.at(-1)!.event).toBe("error");
+      expect(JSON.parse(got.at(-1)!.data).detail.code).toBe("sandbox.bad_answer");
+      expect(h.failures.map((f) => f.code)).toEqual(["sandbox.bad_answer"]);
+    }
+  });
+
+  it("passes a sandbox's error event on, and ends the session on session.not_found", async () => {
+    const h = harness();
+    const gone = JSON.stringify({ detail: { code: "session.not_found", message: "no such session" } });
+    const relay = relayExecEvents(Readable.from([Buffer.from(`event: error\ndata: ${gone}\n\n`)]), h.options);
+    expect(events(await readAll(relay.body))).toEqual([{ event: "error", data: gone }]);
+    expect(h.failures.map((f) => f.code)).toEqual(["session.not_found"]);
+  });
+
+  it("cuts a sandbox that does not finish by the deadline: error event, session ended", async () => {
+    const h = harness({ deadlineMs: 300 });
+    const upstream = new PassThrough();
+    upstream.write('event: stdout\ndata: {"text":"started"}\n\n');
+    const relay = relayExecEvents(upstream, h.options);
+    const started = Date.now();
+    const got = events(await readAll(relay.body));
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(got.map((e) => e.event)).toEqual(["stdout", "error"]);
+    expect(JSON.parse(got[1]!.data).detail.code).toBe("sandbox.timeout");
+    expect(h.failures.map((f) => f.code)).toEqual(["sandbox.timeout"]);
+    expect(upstream.destroyed).toBe(true);
+  });
+
+  it("reads the rest after the client goes away, so the call is over only when the sandbox is", async () => {
+    const h = harness();
+    const upstream = new PassThrough();
+    upstream.write('event: stdout\ndata: {"text":"a"}\n\n');
+    const relay = relayExecEvents(upstream, h.options);
+    const reader = relay.body.getReader();
+    await reader.read();
+    await reader.cancel();
+    let over = false;
+    void relay.done.then(() => {
+      over = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(over).toBe(false);
+    upstream.end(`event: result\ndata: ${RESULT}\n\n`);
+    await relay.done;
+    expect(h.failures).toEqual([]);
+  });
+});
