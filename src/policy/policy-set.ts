@@ -66,7 +66,7 @@ export function validatePolicySet(
   for (const [workspace, fields] of entries) {
     if (!workspaceIdPattern.test(workspace)) {
       problems.push(
-        `${workspace}: not a valid workspace id (letters, digits, . _ : -; 128 at most, starting with a letter or digit)`,
+        `${workspace}: not a valid workspace id (letters, digits, . _ : - only, at most 128, starting with a letter or digit)`,
       );
       continue;
     }
