@@ -318,6 +318,9 @@ function everyRoute(): Route[] {
     { method: "GET", target: () => `/admin/v1/workspaces/${WORKSPACE}/audit`, admin: true },
     { method: "GET", target: () => `/admin/v1/workspaces/${WORKSPACE}/usage`, admin: true },
     { method: "GET", target: () => "/admin/v1/pools", admin: true },
+    { method: "PATCH", target: () => "/admin/v1/pools/default", admin: true, body: '{"minIdle":1}' },
+    { method: "GET", target: () => `/admin/v1/sessions?workspace=${WORKSPACE}`, admin: true },
+    { method: "DELETE", target: () => `/admin/v1/sessions/${sessionId}`, admin: true },
   ];
 }
 

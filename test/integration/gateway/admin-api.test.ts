@@ -123,7 +123,7 @@ function expectView(answer: Answer, workspace: string): View {
 
 describe("authentication and authorization", () => {
   it("answers 401 without a token or with a bad one, before any route lookup", async () => {
-    for (const path of ["/workspaces", "/workspaces/x/policy", "/pools", "/no-such-route"]) {
+    for (const path of ["/workspaces", "/workspaces/x/policy", "/pools", "/sessions", "/no-such-route"]) {
       const missing = await api("GET", path, { token: null });
       expectError(missing, 401, "auth.missing");
       expect(missing.headers.get("www-authenticate")).toBe('Bearer realm="sandpool"');
@@ -141,6 +141,9 @@ describe("authentication and authorization", () => {
       ["GET", "/workspaces/tenant-a/audit"],
       ["GET", "/workspaces/tenant-a/usage"],
       ["GET", "/pools"],
+      ["PATCH", "/pools/default"],
+      ["GET", "/sessions"],
+      ["DELETE", "/sessions/any-session"],
       ["GET", "/no-such-route"],
     ] as const) {
       expectError(await api(method, path, { token }), 403, "auth.forbidden");
