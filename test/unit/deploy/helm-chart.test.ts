@@ -116,6 +116,7 @@ describe("helm/sandpool: templates", () => {
       "secret.yaml",
       "serviceaccount.yaml",
       "migration-job.yaml",
+      "policy-apply-job.yaml",
       "pdb.yaml",
       "servicemonitor.yaml",
     ])
@@ -181,6 +182,32 @@ describe("helm/sandpool: templates", () => {
     expect((values.securityContext as { runAsUser: number }).runAsUser).not.toBe(
       Number(sandboxUser.split(":")[0]),
     );
+  });
+
+  it("applies values.policies after install and upgrade with an admin token from a Secret key", () => {
+    const job = templates.get("policy-apply-job.yaml")!;
+    // No Job (nor ConfigMap) unless policies are given; none are by default.
+    expect(job).toMatch(/^\{\{- if \.Values\.policies \}\}\n/);
+    expect(values.policies).toEqual({});
+    expect(job).toMatch(/helm\.sh\/hook: post-install,post-upgrade/);
+    // The file the CLI reads is the ConfigMap's key, mounted where args say, in the shape
+    // `policy apply -f` takes ({ policies: { <workspace>: fields } }).
+    const file = /args: \["policy", "apply", "-f", "([^"]+)"\]/.exec(job)?.[1];
+    expect(file).toBeDefined();
+    expect(job).toContain(`mountPath: ${path.dirname(file!)}`);
+    expect(job).toMatch(
+      new RegExp(
+        `${path.basename(file!).replace(".", "\\.")}: \\|\\n\\s+\\{\\{- dict "policies" \\.Values\\.policies \\| toYaml`,
+      ),
+    );
+    // The token comes from a Secret the operator names (required), never from values in clear.
+    expect(job).toMatch(
+      /- name: SANDPOOL_ADMIN_TOKEN\n\s+valueFrom:\n\s+secretKeyRef:\n\s+name: \{\{ required "[^"]+" \.Values\.policyApply\.adminTokenSecret\.name \}\}\n\s+key: \{\{ \.Values\.policyApply\.adminTokenSecret\.key \}\}/,
+    );
+    expect(values.policyApply).toMatchObject({ adminTokenSecret: { key: "SANDPOOL_ADMIN_TOKEN" } });
+    expect(job).toMatch(/- name: SANDPOOL_URL\n\s+value: \{\{ \.Values\.policyApply\.url \| default/);
+    const podTemplate = job.slice(job.indexOf("  template:"));
+    expect(podTemplate).not.toContain('include "sandpool.selectorLabels"');
   });
 
   it("migrates in a pre-install/pre-upgrade hook, after the Secret it reads", () => {
