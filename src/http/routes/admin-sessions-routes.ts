@@ -22,6 +22,11 @@ export interface SessionView {
   image: string;
   pool: string;
   sandboxId: string;
+  /**
+   * Where the sandbox runs, in the runtime's terms: with docker `<engine index>:<container id>`
+   * (the engine is the node), with the process runtime the sandbox's process.
+   */
+  runtimeId: string;
   created: string;
   lastActivity: string;
   /** When it ends unless something touches it first (idle timeout or maximum lifetime). */
@@ -99,6 +104,7 @@ function sessionView(lease: Lease): SessionView {
     image: lease.image,
     pool: lease.pool,
     sandboxId: lease.sandbox.sandboxId,
+    runtimeId: lease.sandbox.runtimeId,
     created: new Date(lease.createdAt).toISOString(),
     lastActivity: new Date(lease.lastActivityAt).toISOString(),
     expires: new Date(leaseDeadline(lease)).toISOString(),

@@ -78,6 +78,8 @@ describe("admin sessions", () => {
     expect(items<SessionItem>(mine)).toHaveLength(1);
     const [item] = items<SessionItem>(mine);
     expect(item).toMatchObject({ id: idA, workspace: a, image: TEST_IMAGE, pool: "default" });
+    const lease = await harness.store.getLease({ workspace: a, sessionId: idA });
+    expect(item).toMatchObject({ sandboxId: lease!.sandbox.sandboxId, runtimeId: lease!.sandbox.runtimeId });
     expect(item!.created).toMatch(isoDate);
     expect(item!.lastActivity).toMatch(isoDate);
     expect(Date.parse(item!.expires)).toBeGreaterThan(Date.now());
