@@ -7,7 +7,7 @@
  * and `__pycache__`, which are the interpreter's and tools' own business, not the program's
  * output. At most MAX_OUTPUT_FILES files are reported, newest first.
  */
-import { type Dirent, lstatSync, readdirSync } from "node:fs";
+import { type Dirent, lstatSync, readdirSync, type Stats } from "node:fs";
 import path from "node:path";
 import type { OutputFileBlock } from "../../contract/schemas.js";
 
@@ -57,11 +57,20 @@ export async function snapshotWorkspace(
       const relative = relativeDir === "" ? entry.name : `${relativeDir}/${entry.name}`;
       if (entry.isDirectory()) pending.push(relative);
       if (!entry.isFile()) continue; // symlinks, sockets, fifos: never followed
-      const stat = lstatSync(path.join(workspace, relative), { throwIfNoEntry: false });
+      const stat = statOrNothing(path.join(workspace, relative));
       if (stat?.isFile()) files.set(relative, { mtimeMs: stat.mtimeMs, size: stat.size, ino: stat.ino });
     }
   }
   return files;
+}
+
+/** A file the program removed or made unreadable (chmod) meanwhile is simply not seen. */
+function statOrNothing(absolute: string): Stats | undefined {
+  try {
+    return lstatSync(absolute, { throwIfNoEntry: false });
+  } catch {
+    return undefined;
+  }
 }
 
 /** Files in `after` that are new or differ from `before`, newest first (then by path), at most `max`. */

@@ -143,3 +143,15 @@ describe("output files", () => {
     expect((await fileBytes(id, "chart.png")).subarray(0, 8)).toEqual(PNG_SIGNATURE);
   });
 });
+
+describe("output files in an unreadable directory", () => {
+  // As root (CI containers) the directory stays readable; as any other user locked/a is unseen.
+  it("leaves out what it cannot read, and the call still answers", async () => {
+    const id = await newSession(sandbox.client);
+    const listed = await files(id, "bash_code_execution", {
+      command: "mkdir -p locked open && echo a > locked/a && echo b > open/b && chmod 000 locked",
+    });
+    expect(listed.map((b) => b.file_id)).toContain("open/b");
+    await files(id, "bash_code_execution", { command: "chmod 700 locked" });
+  });
+});
