@@ -321,6 +321,9 @@ function everyRoute(): Route[] {
     { method: "PATCH", target: () => "/admin/v1/pools/default", admin: true, body: '{"minIdle":1}' },
     { method: "GET", target: () => `/admin/v1/sessions?workspace=${WORKSPACE}`, admin: true },
     { method: "DELETE", target: () => `/admin/v1/sessions/${sessionId}`, admin: true },
+    { method: "POST", target: () => "/admin/v1/keys", admin: true, body: `{"workspace":"${WORKSPACE}"}` },
+    { method: "GET", target: () => `/admin/v1/keys?workspace=${WORKSPACE}`, admin: true },
+    { method: "DELETE", target: () => "/admin/v1/keys/0123456789ab", admin: true },
   ];
 }
 

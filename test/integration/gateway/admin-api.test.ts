@@ -123,7 +123,14 @@ function expectView(answer: Answer, workspace: string): View {
 
 describe("authentication and authorization", () => {
   it("answers 401 without a token or with a bad one, before any route lookup", async () => {
-    for (const path of ["/workspaces", "/workspaces/x/policy", "/pools", "/sessions", "/no-such-route"]) {
+    for (const path of [
+      "/workspaces",
+      "/workspaces/x/policy",
+      "/pools",
+      "/sessions",
+      "/keys",
+      "/no-such-route",
+    ]) {
       const missing = await api("GET", path, { token: null });
       expectError(missing, 401, "auth.missing");
       expect(missing.headers.get("www-authenticate")).toBe('Bearer realm="sandpool"');
@@ -144,6 +151,9 @@ describe("authentication and authorization", () => {
       ["PATCH", "/pools/default"],
       ["GET", "/sessions"],
       ["DELETE", "/sessions/any-session"],
+      ["POST", "/keys"],
+      ["GET", "/keys"],
+      ["DELETE", "/keys/0123456789ab"],
       ["GET", "/no-such-route"],
     ] as const) {
       expectError(await api(method, path, { token }), 403, "auth.forbidden");
