@@ -43,6 +43,9 @@ export async function verifyBearer(
   try {
     return await authenticator.authenticate(authorization);
   } catch (error) {
+    // An introspection endpoint that is down says nothing about the credential: not a failed
+    // attempt, or every client would be locked out for a window after the endpoint recovers.
+    if (error instanceof SandpoolError && error.code === "auth.introspection_unavailable") throw error;
     for (const source of [addressSource, credentialSource]) if (source) limiter.recordFailure(source);
     if (addressVerdict?.limited) throw rateLimited(addressVerdict.retryAfterSeconds);
     throw error;

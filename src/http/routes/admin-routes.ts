@@ -18,6 +18,7 @@
  *   GET    /policies, PUT /policies    (admin-policies-routes.ts: policy as code)
  *   GET    /pools, PATCH /pools/:name  (admin-pools-routes.ts)
  *   GET    /sessions, DELETE /sessions/:id  (admin-sessions-routes.ts)
+ *   POST   /keys, GET /keys, DELETE /keys/:prefix  (admin-keys-routes.ts: workspace API keys)
  * PolicyView is { workspace, configured, row: PolicyRow | null, effective, sources }, where
  * `sources` names, per effective field, where its value comes from: "deployment" or "workspace".
  * Errors are the usual { detail: { code, message } }; a refused edit adds `problems: string[]`.

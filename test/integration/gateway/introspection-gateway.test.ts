@@ -84,6 +84,14 @@ describe("introspection on the gateway", () => {
     up = true;
   });
 
+  it("an endpoint outage is not counted as failed attempts: the token works once it is back", async () => {
+    up = false;
+    const client = new ContractClient(harness.url, "platform-user-3");
+    for (let i = 0; i < 25; i++) expect((await client.getSession("x")).status).toBe(503);
+    up = true;
+    expect((await client.getSession("x")).status).toBe(404); // authenticated; no such session
+  });
+
   it("JWTs and sandpool keys are never sent to the introspection endpoint", async () => {
     tokensSeen.length = 0;
     const jwt = await harness.token("team-j");
