@@ -14,7 +14,9 @@
  *                more process on the path costs on this machine, whatever it does.
  *
  *   Docker       the same warm and cold measures with `--runtime docker` (containers), when a
- *                Docker engine has the sandbox image; skipped with a line otherwise.
+ *                Docker engine has the sandbox image; skipped with a line otherwise. Then, per
+ *                image (lean, and data-science when built), cold start, warm lease and the
+ *                first `import pandas` of a lease against a cold interpreter (lib/image-bench.mjs).
  *
  * All dev runs share one data dir, so PGlite's initdb (~10 s) is paid once. Sessions are
  * spread over a few workspaces so the default 60 sessions/minute quota does not throttle
@@ -28,6 +30,7 @@ import { createServer } from "node:net";
 import { cpus, loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import { Client } from "undici";
+import { measureImages, printImageReport } from "./lib/image-bench.mjs";
 import {
   installCleanupHandlers,
   makeTempDir,
@@ -457,6 +460,8 @@ async function main() {
   if (dockerImagePresent()) {
     progress(`phase 3/4: docker runtime, --min-idle ${DOCKER_MIN_IDLE}, then 0 (containers)`);
     docker = await measureDocker(dataDir, python, tokens);
+    progress("phase 3/4: each sandbox image: cold start, warm lease, first import of pandas");
+    docker.images = await measureImages(dataDir);
   } else {
     progress(`phase 3/4: skipped: no Docker engine with ${SANDBOX_IMAGE} (npm run build:sandbox-image)`);
   }
@@ -532,6 +537,7 @@ async function main() {
       row("docker warm, single lease on a full pool", docker.warm.samples, dP99),
       row("docker cold (every create starts a container)", docker.cold.samples),
     ]);
+    printImageReport(docker.images);
     dockerRows = [
       ["docker warm CreateSession p99", formatMs(dWarm.p99), dP99.label, dP99.verdict],
       [
