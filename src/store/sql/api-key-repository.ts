@@ -110,7 +110,7 @@ export class ApiKeyRepository {
     });
   }
 
-  /** Records last uses gathered since the previous flush: one statement, whatever the number of calls. */
+  /** Records last uses gathered since the previous flush: one statement per key, whatever the number of calls. */
   async recordLastUse(uses: ReadonlyMap<string, number>): Promise<void> {
     for (const [prefix, at] of uses) {
       await this.db
