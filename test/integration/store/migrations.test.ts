@@ -53,7 +53,17 @@ describe.each(databaseFlavours)("migrations on $name", (flavour) => {
 
   it("applies them from scratch", async () => {
     expect(await migrateToLatest(handle.db)).toEqual({ applied: shipped });
-    expect(await tableNames()).toEqual(["admin_audit", "api_keys", "policy_audit", "pool_sizes", "usage_events", "workspace_policies"]);
+    expect(await tableNames()).toEqual([
+      "admin_audit",
+      "api_key_audit",
+      "api_keys",
+      "policy_audit",
+      "pool_sizes",
+      "usage_daily",
+      "usage_events",
+      "usage_rollup_state",
+      "workspace_policies",
+    ]);
     expect(await pendingMigrations(handle.db)).toEqual([]);
     await expect(assertSchemaCurrent(handle.db)).resolves.toBeUndefined();
   });
