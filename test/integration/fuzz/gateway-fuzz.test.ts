@@ -317,6 +317,9 @@ function everyRoute(): Route[] {
     { method: "DELETE", target: () => `/admin/v1/workspaces/${WORKSPACE}/policy`, admin: true },
     { method: "GET", target: () => `/admin/v1/workspaces/${WORKSPACE}/audit`, admin: true },
     { method: "GET", target: () => `/admin/v1/workspaces/${WORKSPACE}/usage`, admin: true },
+    { method: "GET", target: () => `/admin/v1/usage?workspace=${WORKSPACE}&by=hour`, admin: true },
+    { method: "GET", target: () => "/admin/v1/policies", admin: true },
+    { method: "PUT", target: () => "/admin/v1/policies?dryRun=true", admin: true, body: '{"policies":{}}' },
     { method: "GET", target: () => "/admin/v1/pools", admin: true },
     { method: "PATCH", target: () => "/admin/v1/pools/default", admin: true, body: '{"minIdle":1}' },
     { method: "GET", target: () => `/admin/v1/sessions?workspace=${WORKSPACE}`, admin: true },
@@ -972,13 +975,29 @@ describe("gateway fuzz", () => {
       ),
     );
     const request = fc.record({
-      route: fc.constantFrom("workspaces", "policy", "audit", "usage", "pools", "unknown"),
+      route: fc.constantFrom(
+        "workspaces",
+        "policy",
+        "audit",
+        "usage",
+        "report",
+        "policies",
+        "pools",
+        "unknown",
+      ),
       method: fc.constantFrom("GET", "GET", "PUT", "DELETE", "POST", "PATCH"),
       workspace: workspaceId,
       encoding: queryEncodings,
-      query: fc.array(fc.tuple(fc.constantFrom("limit", "from", "to", "x"), queryValue, queryEncodings), {
-        maxLength: 3,
-      }),
+      query: fc.array(
+        fc.tuple(
+          fc.constantFrom("limit", "from", "to", "x", "since", "until", "by"),
+          queryValue,
+          queryEncodings,
+        ),
+        {
+          maxLength: 3,
+        },
+      ),
       body: policyEdit,
     });
     await fuzz("/admin/v1 routes with an admin token", 250, request, async (r, tally) => {
@@ -988,6 +1007,9 @@ describe("gateway fuzz", () => {
         policy: `/admin/v1/workspaces/${ws}/policy`,
         audit: `/admin/v1/workspaces/${ws}/audit`,
         usage: `/admin/v1/workspaces/${ws}/usage`,
+        report: `/admin/v1/usage?workspace=${ws}`,
+        // A dry run only: random sets must not replace the policies the other properties rely on.
+        policies: "/admin/v1/policies?dryRun=true",
         pools: "/admin/v1/pools",
         unknown: `/admin/v1/${ws}`,
       }[r.route];
@@ -998,7 +1020,7 @@ describe("gateway fuzz", () => {
         { label: `${r.method} /admin/v1/${r.route}`, success: [200, 204] },
         {
           method: r.method,
-          target: q ? `${pathPart}?${q}` : pathPart,
+          target: q ? `${pathPart}${pathPart.includes("?") ? "&" : "?"}${q}` : pathPart,
           headers: withBody ? json(adminToken) : auth(adminToken),
           body: withBody ? r.body : undefined,
         },
