@@ -59,7 +59,8 @@ describe("numberedWithin", () => {
     expect(shown.firstOmittedLine).toBe(kept + 1);
     // Past line 999999 the number is wider than its 6-column pad: counted too.
     expect(shown.omittedBytes).toBe(Buffer.byteLength(numbered(lines, 1)) - Buffer.byteLength(shown.text));
-  });
+    // Two million lines: seconds on a loaded 2-core machine, not the unit default of 5.
+  }, 60_000);
 });
 
 describe("capJsonCost", () => {
