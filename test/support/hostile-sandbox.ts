@@ -3,7 +3,8 @@
  * sandbox would: Execute with a 200 of `answerBytes` (default 100 MB), a session whose
  * inner id starts with "error" with a 500 of that size, one starting with "declared" with
  * a Content-Length that says so, one starting with "trickle" with a byte a second (the
- * call's answer never ends), and GetFile with a download of that size. Everything is
+ * call's answer never ends), one starting with "stream" with an event stream whose first
+ * event is that size, and GetFile with a download of that size. Everything is
  * written with backpressure, and `written` counts what actually left, so a test can tell a
  * gateway that stopped reading from one that buffered it all.
  */
@@ -47,7 +48,11 @@ export async function startHostileSandbox(answerBytes = 100 * 1024 * 1024): Prom
       response.on("close", () => clearInterval(timer));
       return;
     }
-    if (/^\/sessions\/declared/.test(url)) {
+    if (/^\/sessions\/stream/.test(url)) {
+      // A streamed Execute whose first output event never ends.
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      response.write('event: stdout\ndata: {"text":"');
+    } else if (/^\/sessions\/declared/.test(url)) {
       response.writeHead(200, { "content-type": "application/json", "content-length": String(answerBytes) });
     } else if (/^\/sessions\/error/.test(url)) {
       response.writeHead(500, { "content-type": "application/json" });

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Lease } from "../../../src/store/coordination/records.js";
 import { assertContractResponse } from "../../support/contract.js";
 import type { ContractClient } from "../../support/contract-client.js";
+import { type ReceivedEvent, streamExec } from "../../support/exec-event-stream.js";
 import { startTestGateway, type TestGateway } from "../../support/gateway-harness.js";
 import { type HostileSandbox, startHostileSandbox } from "../../support/hostile-sandbox.js";
 
@@ -225,6 +226,47 @@ describe("a real sandbox viewing a 3 MB file of newlines", () => {
       expect(answer.text.length).toBeLessThanOrEqual(ANSWER_CAP + 4096);
       const content = contentOf(body);
       expect(`${content.stdout}${content.stderr}`).toMatch(MARKER);
+    }
+  });
+});
+
+describe(`a sandbox that streams ${HOSTILE_BYTES / MIB} MiB (Accept: text/event-stream)`, () => {
+  const streamed = async (id: string) =>
+    streamExec(
+      harness.url,
+      id,
+      { tool: "bash_code_execution", input: { command: "yes" } },
+      await harness.token(WORKSPACE),
+    );
+  const resultOf = (events: ReceivedEvent[]) => {
+    expect(events.at(-1)!.event).toBe("result");
+    const body: unknown = JSON.parse(events.at(-1)!.data);
+    assertContractResponse("Execute", 200, body);
+    return contentOf(body);
+  };
+
+  it(`relays ${CONCURRENT} concurrent endless events as the replacement result, reading little, within the RSS bound`, async () => {
+    const sessions = await Promise.all(
+      Array.from({ length: CONCURRENT }, (_, i) => hostileSession(100 + i, `stream-${i}`)),
+    );
+    const before = hostile.written();
+    const { growthMb, result } = await peakRssGrowthMb(() => Promise.all(sessions.map(streamed)));
+    expect(growthMb).toBeLessThan(RSS_BOUND_MB);
+    for (const answer of result) {
+      expect(answer.status).toBe(200);
+      expect(resultOf(answer.events).stderr).toContain("larger than the gateway's limit");
+    }
+    // One event is held up to 1 MiB before the gateway gives up on it: far from 10 x 48 MiB.
+    expect(hostile.written() - before).toBeLessThan(CONCURRENT * 4 * MIB);
+  });
+
+  it(`relays ${CONCURRENT} concurrent plain-JSON answers (a sandbox without streaming) as one result event each`, async () => {
+    const sessions = await Promise.all(Array.from({ length: CONCURRENT }, (_, i) => hostileSession(200 + i)));
+    const { growthMb, result } = await peakRssGrowthMb(() => Promise.all(sessions.map(streamed)));
+    expect(growthMb).toBeLessThan(RSS_BOUND_MB);
+    for (const answer of result) {
+      expect(answer.events.map((e) => e.event)).toEqual(["result"]);
+      expect(resultOf(answer.events).stderr).toContain("larger than the gateway's limit");
     }
   });
 });
