@@ -109,6 +109,23 @@ describe("ApiKeyAuthenticator", () => {
     await auth.close();
   });
 
+  it("remembers an unknown prefix briefly, and forgets it when the key's creation is announced", async () => {
+    const a = keyRecord("team-a");
+    const { repository, records, calls } = fakeRepository([]);
+    const auth = new ApiKeyAuthenticator(repository, {
+      cacheMs: 60_000,
+      flushMs: 60_000,
+      missCacheMs: 60_000,
+    });
+    for (let i = 0; i < 3; i++)
+      await expect(auth.authenticate(a.key)).rejects.toMatchObject({ code: "auth.invalid" });
+    expect(calls.find).toBe(1);
+    records.push(a.record);
+    auth.invalidate(a.record.prefix);
+    await expect(auth.authenticate(a.key)).resolves.toMatchObject({ workspace: "team-a" });
+    await auth.close();
+  });
+
   it("does not cache a lookup that an invalidation overtook", async () => {
     const a = keyRecord("team-a");
     let release!: () => void;
