@@ -4,11 +4,14 @@
  * a buffered call holds until the stream ends: the budget is charged the wall time to the
  * end of the stream, the session is busy, the call keeps its place among the workspace's
  * calls in flight; errors before the stream stay JSON with their status; output over the
- * caps stays capped.
+ * caps stays capped. And the output files of a plain call through the gateway: listed, and
+ * fetched with GetFile by their file_id.
  */
+import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { budgetDay } from "../../../src/quota/admission.js";
+import { assertContractResponse } from "../../support/contract.js";
 import { comparable, streamExec, streamedText } from "../../support/exec-event-stream.js";
 import { startTestGateway, type TestGateway } from "../../support/gateway-harness.js";
 import { waitFor } from "../../support/wait-for.js";
@@ -49,6 +52,7 @@ describe("streamed Execute through the gateway", () => {
     expect(streamed.endedAtMs - streamed.events[0]!.atMs).toBeGreaterThan(700);
     expect(streamed.events.map((e) => e.event)).toEqual(["stdout", "stdout", "result"]);
     expect(streamedText(streamed.events, "stdout")).toBe("first\nsecond\n");
+    assertContractResponse("Execute", 200, JSON.parse(streamed.events.at(-1)!.data));
 
     const plain = await (await harness.client(workspace)).exec(id, payload);
     expect(plain.status).toBe(200);
@@ -169,5 +173,52 @@ describe("streamed Execute through the gateway", () => {
     const result = JSON.parse(streamed.events.at(-1)!.data).result_block.content;
     expect(streamedText(streamed.events, "stderr")).toBe(result.stderr);
     expect(result.stderr).toHaveLength(100_000);
+  });
+});
+
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+const hasMatplotlib = (() => {
+  try {
+    execFileSync("python3", ["-c", "import matplotlib"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+describe("output files through the gateway", () => {
+  async function listedThenFetched(code: string, fileId: string): Promise<Buffer> {
+    const workspace = freshWorkspace("files");
+    const { id, token } = await openSession(workspace);
+    const answer = await (await harness.client(workspace)).exec(id, {
+      tool: "code_execution",
+      input: { code },
+    });
+    expect(answer.status, answer.text).toBe(200);
+    const listed = (answer.body as { result_block: { content: { content: { file_id: string }[] } } })
+      .result_block.content.content;
+    expect(listed.map((b) => b.file_id)).toContain(fileId);
+    const res = await fetch(`${harness.url}/sessions/${id}/files?path=${encodeURIComponent(fileId)}`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(res.status).toBe(200);
+    return Buffer.from(await res.arrayBuffer());
+  }
+
+  it("lists a binary file the code wrote, and GetFile returns its bytes", async () => {
+    const bytes = await listedThenFetched(
+      "import os\nos.makedirs('charts', exist_ok=True)\nopen('charts/c.png', 'wb').write(b'\\x89PNG\\r\\n\\x1a\\n' + bytes(range(256)))",
+      "charts/c.png",
+    );
+    expect(bytes.subarray(0, 8)).toEqual(PNG_SIGNATURE);
+    expect(bytes).toHaveLength(8 + 256);
+  });
+
+  it.skipIf(!hasMatplotlib)("lists plt.savefig's PNG, and GetFile returns it", async () => {
+    const bytes = await listedThenFetched(
+      "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.savefig('chart.png')",
+      "chart.png",
+    );
+    expect(bytes.subarray(0, 8)).toEqual(PNG_SIGNATURE);
   });
 });
