@@ -278,6 +278,13 @@ const bindings: readonly EnvBinding[] = [
     wholeNumber,
   ),
   scalar(
+    "SANDPOOL_RETENTION_USAGE_EVENTS_DAYS",
+    "retention.usageEventsDays",
+    "days raw usage events are kept once rolled up per day",
+    wholeNumber,
+  ),
+  scalar("SANDPOOL_RETENTION_AUDIT_DAYS", "retention.auditDays", "days audit rows are kept", wholeNumber),
+  scalar(
     "SANDPOOL_MIGRATE_ON_START",
     "migrateOnStart",
     "apply database migrations at start-up (true/false)",

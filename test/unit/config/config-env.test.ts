@@ -143,6 +143,11 @@ const cases: Record<
   SANDPOOL_MAX_TOTAL: { value: "50", expect: (c) => expect(c.pools[0]!.maxTotal).toBe(50) },
   SANDPOOL_SHUTDOWN_GRACE_MS: { value: "5000", expect: (c) => expect(c.shutdownGraceMs).toBe(5000) },
   SANDPOOL_MIGRATE_ON_START: { value: "true", expect: (c) => expect(c.migrateOnStart).toBe(true) },
+  SANDPOOL_RETENTION_USAGE_EVENTS_DAYS: {
+    value: "7",
+    expect: (c) => expect(c.retention.usageEventsDays).toBe(7),
+  },
+  SANDPOOL_RETENTION_AUDIT_DAYS: { value: "90", expect: (c) => expect(c.retention.auditDays).toBe(90) },
 };
 
 describe("environment variables", () => {
