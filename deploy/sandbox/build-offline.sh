@@ -29,7 +29,7 @@ readonly SANDBOX_UID=10001
 # The data-science image: the lean base + these Debian packages (issue 11's parity set
 # of modules and tools; python-pptx has no bookworm package). Bump DS_RECIPE_VERSION
 # when the install recipe changes in a way the list does not show.
-readonly DS_RECIPE_VERSION=1
+readonly DS_RECIPE_VERSION=2
 readonly DS_PACKAGES=(python3-numpy python3-pandas python3-scipy python3-sklearn python3-matplotlib
   python3-seaborn python3-pil python3-sympy python3-requests python3-openpyxl python3-xlrd
   python3-xlsxwriter python3-dateutil python3-tz python3-bs4 python3-lxml python3-pypdf
@@ -300,6 +300,24 @@ build_final "$IMAGE_TAG" "$BASE_TAG"
 # with `docker commit`: one extra layer, the base's own layers shared. Reused while
 # the base image, the package list and the recipe stay the same (the tag's hash).
 
+# bookworm's python3-scipy depends on python3-pythran, a compiler for building extensions,
+# which pulls g++, Boost's and OpenBLAS's headers and python3-dev: ~600 MB that nothing
+# imports at run time (scipy's pythran modules are compiled when Debian builds it). An
+# empty package of that name, held, satisfies the dependency instead. Shared with the
+# registry-based deploy/sandbox/Dockerfile, which does the same.
+pythran_placeholder_script() {
+  cat <<'EOF'
+mkdir -p /tmp/pythran-placeholder/DEBIAN
+printf '%s\n' 'Package: python3-pythran' 'Version: 0.0+sandpool.placeholder' 'Architecture: all' \
+  'Maintainer: sandpool' 'Description: placeholder: scipy needs no compiler at run time' \
+  >/tmp/pythran-placeholder/DEBIAN/control
+dpkg-deb --build /tmp/pythran-placeholder /tmp/pythran-placeholder.deb >/dev/null
+dpkg -i /tmp/pythran-placeholder.deb >/dev/null
+apt-mark hold python3-pythran >/dev/null
+rm -rf /tmp/pythran-placeholder /tmp/pythran-placeholder.deb
+EOF
+}
+
 # Runs as root inside the build container: install, check, drop apt's state.
 ds_install_script() {
   cat <<EOF
@@ -307,9 +325,9 @@ set -euo pipefail
 # Only the host's sources (copied in as sandpool-build.sources), not debootstrap's.
 rm -f /etc/apt/sources.list
 apt-get -q update >/dev/null
+$(pythran_placeholder_script)
 apt-get install -y -q --no-install-recommends ${DS_PACKAGES[*]} >/dev/null
-# Every module must import; matplotlib's font cache is built once by the image's
-# users' first import anyway, so nothing is cached here (HOME is per session).
+# Every module must import and every tool be there, or the build fails here.
 python3 -c 'import numpy, pandas, scipy, sklearn, matplotlib, seaborn, PIL, sympy, requests, openpyxl, xlrd, xlsxwriter, dateutil, pytz, bs4, lxml, pypdf, docx'
 for tool in curl file gawk grep jq sed bash; do command -v "\$tool" >/dev/null || { echo "missing \$tool" >&2; exit 1; }; done
 rm -rf /etc/apt/sources.list.d/sandpool-build.sources /var/lib/apt/lists/* /var/cache/apt/*.bin \
@@ -327,7 +345,7 @@ if [ "$DATASCIENCE" -eq 1 ]; then
     step "data-science layer $DS_BASE_TAG exists, reusing it (--rebuild to force)"
     step "skipping the data-science install"
   else
-    step "apt-get install ${#DS_PACKAGES[@]} data-science packages on $BASE_TAG (about 2-4 minutes from scratch)"
+    step "apt-get install ${#DS_PACKAGES[@]} data-science packages on $BASE_TAG (about 3 minutes from scratch)"
     mkdir -p "$APT_CACHE"
     DS_CONTAINER="sandpool-ds-build-$$"
     DS_LOG="${TMPDIR:-/tmp}/sandpool-datascience-build.log"
@@ -360,6 +378,11 @@ if [ "$DATASCIENCE" -eq 1 ]; then
     [ "$OLD_DS_BASE_ID" != "$(image_id "$DS_BASE_TAG")" ] && drop_if_dangling "$OLD_DS_BASE_ID"
   fi
   build_final "$DS_IMAGE_TAG" "$DS_BASE_TAG"
+  # Layers from other inputs are ~600 MB each and nothing builds on them any more (one
+  # still used by a container stays).
+  for stale in $(docker image ls --format '{{.Repository}}:{{.Tag}}' "$DS_BASE_REPO"); do
+    [ "$stale" = "$DS_BASE_TAG" ] || docker image rm "$stale" >/dev/null 2>&1 || true
+  done
 fi
 
 built="$IMAGE_TAG ($(image_id "$IMAGE_TAG" | cut -c8-19))"

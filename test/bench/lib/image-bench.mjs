@@ -101,6 +101,32 @@ async function startDockerDev(dataDir, minIdle) {
   };
 }
 
+/**
+ * Removes the dev containers whose socket directory lies in `dataDir`: a sandbox still
+ * starting when a dev gateway stops can outlive it, and this bench leaves nothing behind.
+ */
+function removeLeftoverContainers(dataDir) {
+  const ids = execFileSync("docker", ["ps", "-aq", "--filter", "label=sandpool.deployment=dev"], {
+    encoding: "utf8",
+    timeout: 30_000,
+  })
+    .split("\n")
+    .filter(Boolean);
+  for (const id of ids) {
+    const mounts = execFileSync(
+      "docker",
+      ["inspect", "--format", "{{range .Mounts}}{{.Source}} {{end}}", id],
+      {
+        encoding: "utf8",
+        timeout: 30_000,
+      },
+    );
+    if (mounts.split(" ").some((source) => source.startsWith(`${dataDir}/`))) {
+      execFileSync("docker", ["rm", "-f", id], { stdio: "ignore", timeout: 30_000 });
+    }
+  }
+}
+
 async function idleIn(metrics, pool) {
   const answer = await metrics.send("GET", "/metrics");
   const line = answer.text
@@ -206,6 +232,7 @@ export async function measureImages(dataDir) {
     }
   } finally {
     await dev.stop();
+    removeLeftoverContainers(dataDir);
   }
 
   progress(`images: warm leases and first exec (min_idle 1), ${WARM_LEASES} per image`);
@@ -229,6 +256,7 @@ export async function measureImages(dataDir) {
     }
   } finally {
     await dev.stop();
+    removeLeftoverContainers(dataDir);
   }
 
   if (images.some((i) => i.label === "datascience")) {
