@@ -176,10 +176,15 @@ async function readMetrics(client) {
     return match ? Number(match[1]) : 0;
   };
   return {
-    idle: value(/^sandpool_pool_sandboxes\{[^}]*state="idle"[^}]*\} (\S+)$/m),
-    starting: value(/^sandpool_pool_sandboxes\{[^}]*state="starting"[^}]*\} (\S+)$/m),
-    warmLeases: value(/^sandpool_lease_duration_seconds_count\{[^}]*start="warm"[^}]*\} (\S+)$/m),
-    coldLeases: value(/^sandpool_lease_duration_seconds_count\{[^}]*start="cold"[^}]*\} (\S+)$/m),
+    // The default pool's: with the docker runtime, dev also pools the data-science image.
+    idle: value(/^sandpool_pool_sandboxes\{(?=[^}]*pool="default")[^}]*state="idle"[^}]*\} (\S+)$/m),
+    starting: value(/^sandpool_pool_sandboxes\{(?=[^}]*pool="default")[^}]*state="starting"[^}]*\} (\S+)$/m),
+    warmLeases: value(
+      /^sandpool_lease_duration_seconds_count\{(?=[^}]*pool="default")[^}]*start="warm"[^}]*\} (\S+)$/m,
+    ),
+    coldLeases: value(
+      /^sandpool_lease_duration_seconds_count\{(?=[^}]*pool="default")[^}]*start="cold"[^}]*\} (\S+)$/m,
+    ),
     createCount: value(/^sandpool_http_request_duration_seconds_count\{route="CreateSession"\} (\S+)$/m),
     createSeconds: value(/^sandpool_http_request_duration_seconds_sum\{route="CreateSession"\} (\S+)$/m),
     execCount: value(/^sandpool_http_request_duration_seconds_count\{route="Execute"\} (\S+)$/m),
