@@ -38,7 +38,9 @@ async function openSession(workspace: string): Promise<{ id: string; token: stri
   return { id: (created.body as { session_id: string }).session_id, token: await harness.token(workspace) };
 }
 
-const SLOW_PRINT = "import time\nprint('first', flush=True)\ntime.sleep(1)\nprint('second')";
+/** One write per line: an unbuffered print() writes its text and its newline apart. */
+const SLOW_PRINT =
+  "import sys, time\nsys.stdout.write('first\\n')\ntime.sleep(1)\nsys.stdout.write('second\\n')";
 
 describe("streamed Execute through the gateway", () => {
   it("relays a delta before the call ends, then the result event equal to the plain answer", async () => {

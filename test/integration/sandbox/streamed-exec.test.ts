@@ -16,8 +16,9 @@ beforeAll(async () => {
 });
 afterAll(() => sandbox.close());
 
+/** One write per line: an unbuffered print() writes its text and its newline apart. */
 const SLOW_PRINT =
-  "import sys, time\nprint('first', flush=True)\ntime.sleep(1)\nprint('second')\nprint('err', file=sys.stderr)";
+  "import sys, time\nsys.stdout.write('first\\n')\ntime.sleep(1)\nsys.stdout.write('second\\n')\nprint('err', file=sys.stderr)";
 
 describe("streamed Execute", () => {
   it("sends a delta before the call ends, then the result event equal to the plain answer", async () => {
