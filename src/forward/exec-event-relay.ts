@@ -140,7 +140,7 @@ async function* relayEvents(
       if (next.done) break;
       for (const line of reader.push(next.value, () => lineCap(event, options))) {
         if (event === "stdout" || event === "stderr") {
-          deltaBytes += line.length + 1;
+          deltaBytes += Buffer.byteLength(line) + 1;
           if (deltaBytes > options.maxDeltaBytes) throw new Oversized();
         }
         if (line.length === 0) {
