@@ -4,6 +4,7 @@
  * maximum lifetime.
  */
 import { randomBytes } from "node:crypto";
+import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import type { Logger } from "pino";
 import { SandpoolError } from "../../contract/error-codes.js";
@@ -113,7 +114,11 @@ export class SessionRegistry {
   private async preload(session: Session): Promise<void> {
     const started = Date.now();
     try {
-      const outcome = await session.interpreter.run(preloadSource(this.config.preloadModules), {
+      // In the session's own directory, beside the workspace: removed with the session.
+      const mplConfigDir = path.join(session.dir, "matplotlib");
+      await mkdir(mplConfigDir, { mode: 0o700 });
+      const source = preloadSource(this.config.preloadModules, mplConfigDir);
+      const outcome = await session.interpreter.run(source, {
         timeoutMs: this.config.preloadTimeoutMs,
         maxOutputBytes: 4096,
         interruptGraceMs: this.config.interruptGraceMs,

@@ -112,6 +112,10 @@ describe.skipIf(!available)("data-science image through the gateway (parity with
   });
 
   it("leases a warm sandbox whose interpreter already imported numpy, pandas and pyplot (Agg)", async () => {
+    // The preload wrote matplotlib's font cache beside the workspace: the lease starts empty.
+    const listed = await client.listFiles(session, ".", "&recursive=true");
+    expect(listed.status).toBe(200);
+    expect((listed.body as { files: unknown[] }).files).toEqual([]);
     const result = await client.run(session, "code_execution", {
       code: [
         "import sys, os",

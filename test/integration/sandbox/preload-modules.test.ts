@@ -12,6 +12,9 @@ const PROBE = [
   "print(sorted(m for m in ('wave', 'fractions', 'colorsys') if m in sys.modules))",
   "print(os.environ.get('MPLBACKEND'))",
   "print('__sandpool_preload' in globals())",
+  // matplotlib's cache and config go beside the workspace, not in it (HOME is the workspace).
+  "d = os.environ.get('MPLCONFIGDIR')",
+  "print(d is None or (os.path.isdir(d) and not d.startswith(os.getcwd())))",
 ].join("\n");
 
 async function probe(sandbox: TestSandbox, sessionId: string): Promise<string[]> {
@@ -30,7 +33,10 @@ describe("preloadModules", () => {
 
   it("imports the listed modules before the session is answered, skipping missing ones", async () => {
     const id = await newSession(sandbox.client);
-    expect(await probe(sandbox, id)).toEqual(["['fractions', 'wave']", "Agg", "False"]);
+    expect(await probe(sandbox, id)).toEqual(["['fractions', 'wave']", "Agg", "False", "True"]);
+    // The workspace a lease starts from is empty, whatever the preload wrote.
+    const listed = await sandbox.client.listFiles(id);
+    expect(JSON.stringify(listed.body)).not.toMatch(/matplotlib|\.cache|\.config/);
   });
 });
 
@@ -43,6 +49,6 @@ describe("without preloadModules", () => {
 
   it("imports nothing beyond the driver's own modules", async () => {
     const id = await newSession(sandbox.client);
-    expect(await probe(sandbox, id)).toEqual(["[]", "None", "False"]);
+    expect(await probe(sandbox, id)).toEqual(["[]", "None", "False", "True"]);
   });
 });
