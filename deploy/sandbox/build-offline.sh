@@ -61,7 +61,8 @@ packages, apt-get in a container of the base, 'docker commit') and
 $DS_IMAGE_TAG with the same server on top.
 
 Options:
-  --rebuild      rebuild the base image even if one with the same inputs exists
+  --rebuild      rebuild the base images (lean, then data-science) even if ones
+                 with the same inputs exist
   --bundle FILE  bundled server (default: deploy/sandbox/.build/sandbox.mjs,
                  made by 'node deploy/sandbox/bundle.mjs')
   --tag TAG      final image tag (default: $IMAGE_TAG)
@@ -375,7 +376,7 @@ if [ "$DATASCIENCE" -eq 1 ]; then
     ds_cleanup
     trap cleanup EXIT
     say "committed $DS_BASE_TAG ($(docker image inspect --format '{{.Size}}' "$DS_BASE_TAG" | awk '{printf "%.0f MB", $1/1e6}'))"
-    [ "$OLD_DS_BASE_ID" != "$(image_id "$DS_BASE_TAG")" ] && drop_if_dangling "$OLD_DS_BASE_ID"
+    if [ "$OLD_DS_BASE_ID" != "$(image_id "$DS_BASE_TAG")" ]; then drop_if_dangling "$OLD_DS_BASE_ID"; fi
   fi
   build_final "$DS_IMAGE_TAG" "$DS_BASE_TAG"
   # Layers from other inputs are ~600 MB each and nothing builds on them any more (one
@@ -386,5 +387,5 @@ if [ "$DATASCIENCE" -eq 1 ]; then
 fi
 
 built="$IMAGE_TAG ($(image_id "$IMAGE_TAG" | cut -c8-19))"
-[ "$DATASCIENCE" -eq 1 ] && built="$built, $DS_IMAGE_TAG ($(image_id "$DS_IMAGE_TAG" | cut -c8-19))"
+if [ "$DATASCIENCE" -eq 1 ]; then built="$built, $DS_IMAGE_TAG ($(image_id "$DS_IMAGE_TAG" | cut -c8-19))"; fi
 echo "build-offline: done in $((SECONDS - START_TIME))s: $built on $BASE_TAG"
