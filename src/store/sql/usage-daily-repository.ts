@@ -1,5 +1,5 @@
 /**
- * Usage rolled up per UTC day (table usage_daily, migration 0008), what reports read, and the
+ * Usage rolled up per UTC day (table usage_daily, migration 0008; usage_events is read by time through the index of 0009), what reports read, and the
  * pruning of what retention lets go. Raw usage_events are summed into one row per workspace,
  * day, kind, tool and image; only days the rollup has covered (before `rolled_until`) may have
  * their raw events deleted, so pruning never loses a total.
@@ -26,6 +26,14 @@ export interface UsageAggregateRow {
   quantity: number;
   /** The largest single quantity (what a peak, such as sandbox_memory_peak, means). */
   quantityMax: number;
+}
+
+/**
+ * The pool's 5 s statement limit suits requests, not a day's rollup or a prune batch of a
+ * large table: lift it for this transaction only (SET LOCAL ends with it).
+ */
+export async function allowLongStatements(tx: Kysely<Database>): Promise<void> {
+  await sql`SET LOCAL statement_timeout = '5min'`.execute(tx);
 }
 
 export function floorTo(ms: number, bucketMs: number): number {
@@ -66,13 +74,25 @@ export class UsageDailyRepository {
 
   /**
    * Rolls up every whole UTC day from `from` to `to` (day boundaries), replacing what the
-   * rollup held for those days, and moves `rolled_until` to `to` if that is later. One
-   * transaction: a report never sees a day half rolled.
+   * rollup held for those days. One transaction per day, which also moves `rolled_until` past
+   * that day: a report never sees a day half rolled, a first run over years of history never
+   * has to fit in one statement, and a run cut short keeps the days it finished.
    */
   async rollUp(from: Date, to: Date): Promise<void> {
-    if (from.getTime() >= to.getTime()) return;
+    for (let day = floorTo(from.getTime(), DAY_MS); day < to.getTime(); day += DAY_MS) {
+      await this.rollUpDay(
+        new Date(Math.max(day, from.getTime())),
+        new Date(Math.min(day + DAY_MS, to.getTime())),
+      );
+    }
+  }
+
+  private async rollUpDay(from: Date, to: Date): Promise<void> {
     await this.db.transaction().execute(async (tx) => {
+      await allowLongStatements(tx);
       await sql`DELETE FROM usage_daily WHERE day_start >= ${from} AND day_start < ${to}`.execute(tx);
+      // ON CONFLICT replaces: a second run rolling the same day at the same time (it waits on
+      // the first's rows) writes the same sums instead of failing on the primary key.
       await sql`
         INSERT INTO usage_daily (workspace_id, day_start, kind, tool, image, events, quantity, quantity_max)
         SELECT e.workspace_id,
@@ -86,7 +106,11 @@ export class UsageDailyRepository {
           LIMIT 1
         ) s ON true
         WHERE e.occurred_at >= ${from} AND e.occurred_at < ${to}
-        GROUP BY 1, 2, 3, 4, 5`.execute(tx);
+        GROUP BY 1, 2, 3, 4, 5
+        ON CONFLICT (workspace_id, day_start, kind, tool, image) DO UPDATE SET
+          events = excluded.events, quantity = excluded.quantity, quantity_max = excluded.quantity_max`.execute(
+        tx,
+      );
       await sql`
         INSERT INTO usage_rollup_state (id, rolled_until) VALUES (1, ${to})
         ON CONFLICT (id) DO UPDATE SET rolled_until = greatest(usage_rollup_state.rolled_until, excluded.rolled_until)`.execute(
@@ -113,14 +137,17 @@ export class UsageDailyRepository {
     const cutoff = new Date(Math.min(before.getTime(), rolledUntil.getTime()));
     let deleted = 0;
     for (;;) {
-      const result = await sql`
-        DELETE FROM usage_events WHERE event_id IN (
-          SELECT e.event_id FROM usage_events e
-          WHERE e.occurred_at < ${cutoff}
-            AND NOT (e.kind = 'session_created' AND NOT EXISTS (
-              SELECT 1 FROM usage_events x
-              WHERE x.workspace_id = e.workspace_id AND x.session_id = e.session_id AND x.kind = 'session_ended'))
-          LIMIT ${batch})`.execute(this.db);
+      const result = await this.db.transaction().execute(async (tx) => {
+        await allowLongStatements(tx);
+        return sql`
+          DELETE FROM usage_events WHERE event_id IN (
+            SELECT e.event_id FROM usage_events e
+            WHERE e.occurred_at < ${cutoff}
+              AND NOT (e.kind = 'session_created' AND NOT EXISTS (
+                SELECT 1 FROM usage_events x
+                WHERE x.workspace_id = e.workspace_id AND x.session_id = e.session_id AND x.kind = 'session_ended'))
+            LIMIT ${batch})`.execute(tx);
+      });
       const count = Number(result.numAffectedRows ?? 0n);
       deleted += count;
       if (count < batch) return deleted;

@@ -9,7 +9,7 @@ import { sql } from "kysely";
 import { beforeAll, describe, expect, it } from "vitest";
 import { UsageReports } from "../../../src/metering/usage-report.js";
 import { runRetention } from "../../../src/metering/usage-retention.js";
-import { UsageDailyRepository } from "../../../src/store/sql/usage-daily-repository.js";
+import { allowLongStatements, UsageDailyRepository } from "../../../src/store/sql/usage-daily-repository.js";
 import { type UsageEvent, UsageRepository } from "../../../src/store/sql/usage-repository.js";
 import { databaseFlavours, uniqueId, useDatabase } from "./databases.js";
 
@@ -179,6 +179,40 @@ describe.each(databaseFlavours)("usage rollup, reports and retention on $name", 
     await runRetention(daily, settings, new Date(day0.getTime() + DAY + 2 * HOUR));
     const report = await reports.report(ws, day0, new Date(day0.getTime() + DAY), "day");
     expect(report.totals.execCalls).toBe(5);
+  });
+
+  it("indexes usage_events by occurred_at alone (min, each day's rollup and pruning read by time)", async () => {
+    const { rows } = await sql<{ indexdef: string }>`
+      SELECT indexdef FROM pg_indexes WHERE tablename = 'usage_events' AND indexname = 'usage_events_occurred_at'`.execute(
+      handle.db,
+    );
+    expect(rows[0]?.indexdef).toMatch(/\(occurred_at\)$/);
+  });
+
+  it("lifts the statement timeout for a rollup or prune transaction only", async () => {
+    const inside = await handle.db.transaction().execute(async (tx) => {
+      await allowLongStatements(tx);
+      return (await sql<{ statement_timeout: string }>`SHOW statement_timeout`.execute(tx)).rows[0]
+        ?.statement_timeout;
+    });
+    expect(inside).toBe("5min");
+    const after = (await sql<{ statement_timeout: string }>`SHOW statement_timeout`.execute(handle.db))
+      .rows[0];
+    expect(after?.statement_timeout).not.toBe("5min");
+  });
+
+  it("rolls up day by day, and two runs over the same days at once neither fail nor count twice", async () => {
+    const day0 = new Date("2034-02-01T00:00:00Z");
+    const ws = uniqueId();
+    await raw.insert([...events(ws, day0, "img"), ...events(ws, new Date(day0.getTime() + 2 * DAY), "img")]);
+    const to = new Date(day0.getTime() + 4 * DAY);
+    await Promise.all([daily.rollUp(day0, to), daily.rollUp(day0, to), daily.rollUp(day0, to)]);
+    expect((await daily.rolledUntil()).toISOString()).toBe("2034-02-05T00:00:00.000Z");
+    const rows = await daily.dailyRows(ws, day0, to);
+    const execCalls = rows.filter((row) => row.kind === "exec").reduce((sum, row) => sum + row.events, 0);
+    expect(execCalls).toBe(8);
+    // One row per day, kind, tool and image: the days the sessions touched, 0, 1, 2 and 3.
+    expect(new Set(rows.map((row) => row.start.toISOString())).size).toBe(4);
   });
 
   it("deletes audit rows older than auditDays and keeps newer ones", async () => {
