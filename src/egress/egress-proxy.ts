@@ -370,7 +370,23 @@ export class EgressProxy {
       headers: { ...endToEndHeaders(req.headers), host: target.authority, connection: "close" },
     });
     outgoing.on("response", (response) => {
-      res.writeHead(response.statusCode ?? 502, response.statusMessage, endToEndHeaders(response.headers));
+      // The remote end is anyone's server: a status Node's client accepts (099, 000) but its
+      // server refuses would throw here, inside an event handler, and take the gateway down.
+      const status = response.statusCode ?? 0;
+      if (status < 100 || status > 599) {
+        response.destroy();
+        return answer(
+          502,
+          this.refused(state, target, 502, `${target.host}:${target.port} answered status ${status}`),
+        );
+      }
+      try {
+        res.writeHead(status, response.statusMessage, endToEndHeaders(response.headers));
+      } catch {
+        response.destroy();
+        res.destroy();
+        return;
+      }
       response.pipe(res);
       response.on("error", () => res.destroy());
     });

@@ -6,7 +6,7 @@
 import { once } from "node:events";
 import { mkdtemp, rm, stat } from "node:fs/promises";
 import { createServer, type IncomingHttpHeaders, request, type Server } from "node:http";
-import { type AddressInfo, connect, type Socket } from "node:net";
+import net, { type AddressInfo, connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { pino } from "pino";
@@ -366,5 +366,28 @@ describe("bounds and malformed requests", () => {
     const answer = await connectThrough(`127.0.0.1:${freePort}`);
     expect(answer.status).toBe(502);
     expect(answer.text).toContain("ECONNREFUSED");
+  });
+});
+
+describe("a hostile upstream", () => {
+  it("answering a status Node cannot send on (099) is a 502, and the proxy lives on", async () => {
+    // A raw server on loopback that answers a status line the client parses but no server may write.
+    const hostile = net.createServer((socket) => {
+      socket.once("data", () => socket.end("HTTP/1.1 099 Odd\r\ncontent-length: 0\r\n\r\n"));
+      socket.on("error", () => undefined);
+    });
+    hostile.listen(0, "127.0.0.1");
+    await once(hostile, "listening");
+    const port = (hostile.address() as AddressInfo).port;
+    try {
+      await openProxy(loopbackGrant);
+      const answer = await getThroughProxy(`http://127.0.0.1:${port}/`);
+      expect(answer.status).toBe(502);
+      expect(answer.text).toContain("answered status 99");
+      // Still serving: the process did not die of it.
+      expect((await getThroughProxy(`http://127.0.0.1:${targetPort}/after`)).status).toBe(200);
+    } finally {
+      await new Promise((done) => hostile.close(done));
+    }
   });
 });
