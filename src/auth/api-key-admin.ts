@@ -4,6 +4,7 @@
  * announced on API_KEYS_CHANNEL, so every replica drops its cached copy at once.
  */
 import { SandpoolError } from "../contract/error-codes.js";
+import { announceCommitted } from "../store/coordination/announce.js";
 import type { CoordinationStore } from "../store/coordination/coordination-store.js";
 import type { ApiKeyRepository, ApiKeyRow } from "../store/sql/api-key-repository.js";
 import { API_KEYS_CHANNEL } from "./api-key-authenticator.js";
@@ -42,7 +43,7 @@ export class ApiKeyAdmin {
       actor,
     );
     // A replica that was asked for this prefix before it existed remembers "unknown" briefly.
-    await this.store.publish(API_KEYS_CHANNEL, generated.prefix);
+    await announceCommitted(this.store, API_KEYS_CHANNEL, generated.prefix);
     return { ...row, key: generated.key };
   }
 

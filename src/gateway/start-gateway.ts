@@ -88,7 +88,7 @@ export async function startGateway(
     log,
     sizes: poolSizes,
   });
-  // A resize anywhere: warm that pool at once rather than on the next tick.
+  // A resize made here: warm that pool at once rather than on the next tick.
   await poolSizes.start((name) => {
     const pool = pools.list().find((candidate) => candidate.name === name);
     if (pool) pools.warm(pool).catch((error) => log.error({ err: error }, "warm-up failed"));
@@ -98,10 +98,7 @@ export async function startGateway(
   const sessions = new SessionLifecycle({ store, pools, admission, policies, jobs, metrics, usage, log });
 
   jobs.register<SandboxRecord>(DESTROY_SANDBOX_JOB, (record) => pools.retire(record));
-  jobs.register("warm-pools", async () => {
-    await poolSizes.reloadIfStale();
-    await pools.warmAll();
-  });
+  jobs.register("warm-pools", () => pools.warmAll());
   jobs.register("reap-sessions", async () => {
     await sessions.reap();
   });
@@ -218,6 +215,7 @@ export async function startGateway(
         }
       }
       await jobs.close();
+      poolSizes.stop();
       await closing;
       // Egress sandboxes left to other replicas: their reconciliation takes the sockets over.
       await backends.egress?.closeAll();

@@ -4,6 +4,8 @@
  * replica, whose cached copy is dropped at once; the short cache TTL bounds staleness even
  * if an announcement is lost.
  */
+
+import { announceCommitted } from "../store/coordination/announce.js";
 import type { CoordinationStore } from "../store/coordination/coordination-store.js";
 import type { PolicyRepository, PolicySetChange } from "../store/sql/policy-repository.js";
 import type { PolicyAuditRow, WorkspacePolicyRow } from "../store/sql/policy-row.js";
@@ -34,13 +36,13 @@ export class PolicyAdmin {
   async put(workspace: string, edit: unknown, actor: string): Promise<WorkspacePolicyRow> {
     const fields = validatePolicyEdit(edit, this.deployment, this.resourceClasses);
     const row = await this.repository.put(workspace, fields, actor);
-    await this.store.publish(POLICY_CHANNEL, workspace);
+    await announceCommitted(this.store, POLICY_CHANNEL, workspace);
     return row;
   }
 
   async delete(workspace: string, actor: string): Promise<boolean> {
     const deleted = await this.repository.delete(workspace, actor);
-    await this.store.publish(POLICY_CHANNEL, workspace);
+    await announceCommitted(this.store, POLICY_CHANNEL, workspace);
     return deleted;
   }
 
@@ -54,7 +56,8 @@ export class PolicyAdmin {
     const changes = await this.repository.applySet(desired, actor, dryRun);
     if (!dryRun) {
       for (const change of changes)
-        if (change.action !== "unchanged") await this.store.publish(POLICY_CHANNEL, change.workspace);
+        if (change.action !== "unchanged")
+          await announceCommitted(this.store, POLICY_CHANNEL, change.workspace);
     }
     return changes;
   }

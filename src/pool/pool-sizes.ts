@@ -11,6 +11,7 @@ import { z } from "zod";
 import { SandpoolError } from "../contract/error-codes.js";
 import { describeIssues } from "../contract/schemas.js";
 import type { PoolSpec } from "../runtime/sandbox-runtime.js";
+import { announceCommitted } from "../store/coordination/announce.js";
 import type { CoordinationStore } from "../store/coordination/coordination-store.js";
 import type { PoolSizeOverride, PoolSizeRepository } from "../store/sql/pool-size-repository.js";
 
@@ -45,6 +46,8 @@ export class RuntimePoolSizes {
   private overrides = new Map<string, PoolSizeOverride>();
   private loadedAt = 0;
   private readonly now: () => number;
+  private onResized: ((pool: string) => void) | undefined;
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(
     pools: readonly PoolSpec[],
@@ -58,13 +61,27 @@ export class RuntimePoolSizes {
   }
 
   /** Loads the persisted sizes and follows every replica's changes from now on. */
-  async start(onChange?: (pool: string) => void): Promise<void> {
-    await this.store.subscribe(POOL_SIZES_CHANNEL, (pool) => {
-      this.reload()
-        .then(() => onChange?.(pool))
-        .catch((error) => this.log.error({ err: error }, "could not reload pool sizes"));
+  /**
+   * Loads the persisted sizes and follows every replica's changes from now on: announced
+   * ones at once, and any announcement lost (a Redis reconnect) by reloading every 30 s on
+   * this replica's own timer (a scheduled job runs on one replica a tick, not on each).
+   * `onResized` runs on the replica that made a change only: warming the pool everywhere at
+   * once would start one shortfall per replica.
+   */
+  async start(onResized?: (pool: string) => void): Promise<void> {
+    this.onResized = onResized;
+    await this.store.subscribe(POOL_SIZES_CHANNEL, () => {
+      this.reload().catch((error) => this.log.error({ err: error }, "could not reload pool sizes"));
     });
     await this.reload();
+    this.timer = setInterval(() => {
+      this.reloadIfStale().catch((error) => this.log.warn({ err: error }, "could not reload pool sizes"));
+    }, RELOAD_EVERY_MS);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
   }
 
   async reload(): Promise<void> {
@@ -126,8 +143,9 @@ export class RuntimePoolSizes {
       };
       return { sizes: next, detail: { before: wasInForce, after: inForce } };
     });
-    await this.store.publish(POOL_SIZES_CHANNEL, name);
+    await announceCommitted(this.store, POOL_SIZES_CHANNEL, name);
     await this.reload();
+    this.onResized?.(name);
     return this.view(name);
   }
 
