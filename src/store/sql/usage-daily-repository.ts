@@ -7,7 +7,7 @@
  * Queries are plain SQL through Kysely's `sql` tag: they are aggregates the query builder
  * adds nothing to, and they run the same on Postgres and PGlite.
  */
-import { type Kysely, sql } from "kysely";
+import { type Kysely, type RawBuilder, sql } from "kysely";
 import type { Database } from "./database-types.js";
 
 export const DAY_MS = 86_400_000;
@@ -129,24 +129,39 @@ export class UsageDailyRepository {
 
   /**
    * Deletes raw events before `before` (never past what is rolled up), in batches. A
-   * session_created event whose session has not ended stays: reconciliation rebuilds a lost
-   * lease from it. Returns how many were deleted.
+   * session_created event whose session has not ended before the cutoff stays:
+   * reconciliation rebuilds a lost lease from it, and a later day's rollup reads its image.
+   * Two phases, because batches delete in no particular order: were both kinds pruned
+   * together, one batch could take a session's session_ended and leave its session_created
+   * looking open forever. So the ended sessions' session_created events go first, while their
+   * session_ended is still there to show they ended. Returns how many were deleted.
    */
   async pruneEvents(before: Date, batch = 5_000): Promise<number> {
     const rolledUntil = await this.rolledUntil();
     const cutoff = new Date(Math.min(before.getTime(), rolledUntil.getTime()));
+    const endedSessionsStarts = sql`
+      SELECT e.event_id FROM usage_events e
+      WHERE e.occurred_at < ${cutoff} AND e.kind = 'session_created'
+        AND EXISTS (
+          SELECT 1 FROM usage_events x
+          WHERE x.workspace_id = e.workspace_id AND x.session_id = e.session_id
+            AND x.kind = 'session_ended' AND x.occurred_at < ${cutoff})
+      LIMIT ${batch}`;
+    const others = sql`
+      SELECT e.event_id FROM usage_events e
+      WHERE e.occurred_at < ${cutoff} AND e.kind <> 'session_created'
+      LIMIT ${batch}`;
+    return (
+      (await this.deleteInBatches(endedSessionsStarts, batch)) + (await this.deleteInBatches(others, batch))
+    );
+  }
+
+  private async deleteInBatches(selectIds: RawBuilder<unknown>, batch: number): Promise<number> {
     let deleted = 0;
     for (;;) {
       const result = await this.db.transaction().execute(async (tx) => {
         await allowLongStatements(tx);
-        return sql`
-          DELETE FROM usage_events WHERE event_id IN (
-            SELECT e.event_id FROM usage_events e
-            WHERE e.occurred_at < ${cutoff}
-              AND NOT (e.kind = 'session_created' AND NOT EXISTS (
-                SELECT 1 FROM usage_events x
-                WHERE x.workspace_id = e.workspace_id AND x.session_id = e.session_id AND x.kind = 'session_ended'))
-            LIMIT ${batch})`.execute(tx);
+        return sql`DELETE FROM usage_events WHERE event_id IN (${selectIds})`.execute(tx);
       });
       const count = Number(result.numAffectedRows ?? 0n);
       deleted += count;

@@ -215,6 +215,45 @@ describe.each(databaseFlavours)("usage rollup, reports and retention on $name", 
     expect(new Set(rows.map((row) => row.start.toISOString())).size).toBe(4);
   });
 
+  it("prunes an ended session's session_created even when a batch took its session_ended first", async () => {
+    const day0 = new Date("2035-04-01T00:00:00Z");
+    const ws = uniqueId();
+    const common = { workspaceId: ws, sessionId: `s-${randomUUID()}` };
+    const at = (hours: number) => new Date(day0.getTime() + hours * HOUR);
+    // session_ended stored first, so a one-row batch taking rows as stored meets it first.
+    await raw.insert([
+      { ...common, eventId: randomUUID(), kind: "session_ended", quantity: 1000, occurredAt: at(3) },
+    ]);
+    await raw.insert([
+      { ...common, eventId: randomUUID(), kind: "session_created", quantity: 0, occurredAt: at(1) },
+      {
+        ...common,
+        eventId: randomUUID(),
+        kind: "exec",
+        tool: "code_execution",
+        quantity: 5,
+        occurredAt: at(2),
+      },
+    ]);
+    // A session that ends after the cutoff keeps its start (a later day's rollup reads its image).
+    const later = { workspaceId: ws, sessionId: "ends-later" };
+    await raw.insert([
+      { ...later, eventId: randomUUID(), kind: "session_created", quantity: 0, occurredAt: at(4) },
+      { ...later, eventId: randomUUID(), kind: "session_ended", quantity: 1000, occurredAt: at(30) },
+    ]);
+    const cutoff = new Date(day0.getTime() + DAY);
+    await daily.rollUp(day0, new Date(day0.getTime() + 2 * DAY));
+    expect(await daily.pruneEvents(cutoff, 1)).toBeGreaterThanOrEqual(3);
+    const { rows } = await sql<{ session_id: string; kind: string }>`
+      SELECT session_id, kind FROM usage_events WHERE workspace_id = ${ws} ORDER BY occurred_at`.execute(
+      handle.db,
+    );
+    expect(rows).toEqual([
+      { session_id: "ends-later", kind: "session_created" },
+      { session_id: "ends-later", kind: "session_ended" },
+    ]);
+  });
+
   it("deletes audit rows older than auditDays and keeps newer ones", async () => {
     const ws = uniqueId();
     const now = new Date();
