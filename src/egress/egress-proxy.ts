@@ -157,6 +157,11 @@ export class EgressProxy {
     this.sandboxes.set(sandboxId, state);
   }
 
+  /** The sandboxes whose proxies are open here. */
+  sandboxIds(): string[] {
+    return [...this.sandboxes.keys()];
+  }
+
   /** What a sandbox's proxy has counted so far; undefined when none is open. */
   usage(sandboxId: string): EgressUsage | undefined {
     const state = this.sandboxes.get(sandboxId);

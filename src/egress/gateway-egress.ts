@@ -13,8 +13,12 @@ import type { Logger } from "pino";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
 import type { SandboxEgress } from "../runtime/docker/sandbox-egress.js";
 import type { Lease } from "../store/coordination/records.js";
+
 import { EgressProxy, type EgressProxySettings, type EgressResolver } from "./egress-proxy.js";
 import type { EgressGrant } from "./egress-rules.js";
+
+/** How long "no lease holds this sandbox" is believed before the leases are read again. */
+const MISS_MEMORY_MS = 2_000;
 
 export interface EgressOwnership {
   leases(): Promise<Lease[]>;
@@ -24,6 +28,9 @@ export interface EgressOwnership {
 export class GatewayEgress implements SandboxEgress {
   readonly proxy: EgressProxy;
   private readonly owners = new Map<string, string>();
+  private readonly lookups = new Map<string, Promise<string | undefined>>();
+  /** When a sandbox was last found unleased (cleared when its proxy closes). */
+  private readonly misses = new Map<string, number>();
   private ownership: EgressOwnership | undefined;
 
   constructor(settings: EgressProxySettings, log: Logger, resolve?: EgressResolver) {
@@ -40,11 +47,16 @@ export class GatewayEgress implements SandboxEgress {
 
   async close(sandboxId: string): Promise<void> {
     this.owners.delete(sandboxId);
+    this.misses.delete(sandboxId);
     await this.proxy.close(sandboxId);
   }
 
   serves(sandboxId: string): boolean {
     return this.proxy.usage(sandboxId) !== undefined;
+  }
+
+  served(): string[] {
+    return this.proxy.sandboxIds();
   }
 
   closeAll(): Promise<void> {
@@ -61,11 +73,29 @@ export class GatewayEgress implements SandboxEgress {
     return { allowCidrs: policy.egressAllowCidrs, allowHosts: policy.egressAllowHosts };
   }
 
-  private async ownerOf(sandboxId: string, ownership: EgressOwnership): Promise<string | undefined> {
+  /**
+   * The lease list is read once per sandbox while concurrent connections wait on that one
+   * read, and a miss (a lease already ended) is remembered briefly: a burst of connections
+   * (pip's first dozen) never turns into a burst of scans of every lease.
+   */
+  private ownerOf(sandboxId: string, ownership: EgressOwnership): Promise<string | undefined> {
     const known = this.owners.get(sandboxId);
-    if (known) return known;
-    const lease = (await ownership.leases()).find((l) => l.sandbox.sandboxId === sandboxId);
-    if (lease && this.serves(sandboxId)) this.owners.set(sandboxId, lease.workspace);
-    return lease?.workspace;
+    if (known) return Promise.resolve(known);
+    const missedAt = this.misses.get(sandboxId);
+    if (missedAt !== undefined && Date.now() - missedAt < MISS_MEMORY_MS) return Promise.resolve(undefined);
+    let lookup = this.lookups.get(sandboxId);
+    if (!lookup) {
+      lookup = ownership
+        .leases()
+        .then((leases) => {
+          const workspace = leases.find((l) => l.sandbox.sandboxId === sandboxId)?.workspace;
+          if (workspace && this.serves(sandboxId)) this.owners.set(sandboxId, workspace);
+          if (!workspace) this.misses.set(sandboxId, Date.now());
+          return workspace;
+        })
+        .finally(() => this.lookups.delete(sandboxId));
+      this.lookups.set(sandboxId, lookup);
+    }
+    return lookup;
   }
 }

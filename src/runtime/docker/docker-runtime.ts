@@ -99,6 +99,8 @@ export class DockerRuntime implements SandboxRuntime {
   readonly isolated = true;
   readonly options: DockerRuntimeOptions;
   readonly socketDirs: SocketDirs;
+  /** Sandboxes being started here: their egress socket is open before their container exists. */
+  private readonly starting = new Set<string>();
   private readonly engineList: DockerEngine[];
   private readonly http: Agent;
   private readonly log: Logger | undefined;
@@ -154,6 +156,7 @@ export class DockerRuntime implements SandboxRuntime {
     const engine = await this.place(pool.image);
     const placed = Date.now();
     engine.inFlight++;
+    this.starting.add(request.sandboxId);
     try {
       let container: Dockerode.Container;
       try {
@@ -202,6 +205,7 @@ export class DockerRuntime implements SandboxRuntime {
       }
     } finally {
       engine.inFlight--;
+      this.starting.delete(request.sandboxId);
     }
   }
 
@@ -402,6 +406,11 @@ export class DockerRuntime implements SandboxRuntime {
    */
   private async retakeEgress(sandboxes: DockerSandbox[]): Promise<void> {
     if (!this.egress) return;
+    // Proxies of sandboxes gone (destroyed by another replica, or lost a takeover race) close.
+    const running = new Set(sandboxes.filter((s) => s.egress && s.running).map((s) => s.sandboxId));
+    for (const sandboxId of this.egress.served()) {
+      if (!running.has(sandboxId) && !this.starting.has(sandboxId)) await this.egress.close(sandboxId);
+    }
     for (const sandbox of sandboxes) {
       if (!sandbox.egress || !sandbox.running || this.egress.serves(sandbox.sandboxId)) continue;
       const socketPath = this.socketDirs.egressSocketOf(sandbox.sandboxId);

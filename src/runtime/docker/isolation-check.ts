@@ -7,7 +7,7 @@
  * - the socket directory must be the gateway's to create and write;
  * - the gateway must not run as the sandboxes' user, or a sandbox could unseal its directory;
  * - and then a real sandbox must show, from inside, that it has no network interface but
- *   loopback, and answer through its socket.
+ *   loopback and cannot write to its sealed socket directory, and answer through its socket.
  */
 import { constants } from "node:fs";
 import { access, mkdir } from "node:fs/promises";
@@ -59,7 +59,16 @@ export async function socketDirProblem(socketDir: string): Promise<string | unde
   }
 }
 
-const PROBE = "import socket\nprint(','.join(sorted(n for _, n in socket.if_nameindex())))";
+/** Prints the network interfaces, then whether the sealed socket directory took a write. */
+const PROBE = [
+  "import socket",
+  "print(','.join(sorted(n for _, n in socket.if_nameindex())))",
+  "try:",
+  "    open('/run/sandpool/probe', 'w').close()",
+  "    print('written')",
+  "except OSError:",
+  "    print('sealed')",
+].join("\n");
 
 /**
  * Starts one sandbox of `pool`, asks it which network interfaces it has, and destroys it.
@@ -84,10 +93,11 @@ export async function probeIsolation(
     });
     const stdout = (answer.body as { result_block?: { content?: { stdout?: unknown } } } | undefined)
       ?.result_block?.content?.stdout;
-    if (answer.status !== 200 || typeof stdout !== "string" || stdout.trim() !== "lo") {
+    if (answer.status !== 200 || typeof stdout !== "string" || stdout.trim() !== "lo\nsealed") {
       throw new Error(
-        `a probe sandbox of pool ${pool.name} has network interfaces other than loopback, or could not ` +
-          `tell (HTTP ${answer.status}: ${JSON.stringify(answer.body).slice(0, 300)})`,
+        `a probe sandbox of pool ${pool.name} has network interfaces other than loopback, or could ` +
+          "write to its sealed socket directory (a mount that ignores file modes?), or could not tell " +
+          `(HTTP ${answer.status}: ${JSON.stringify(answer.body).slice(0, 300)})`,
       );
     }
   } finally {

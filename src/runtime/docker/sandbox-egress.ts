@@ -19,6 +19,8 @@ export interface SandboxEgress {
   open(sandboxId: string, socketPath: string): Promise<void>;
   close(sandboxId: string): Promise<void>;
   serves(sandboxId: string): boolean;
+  /** Every sandbox whose proxy this process serves. */
+  served(): string[];
 }
 
 /** Binds the proxy at `socketPath`, replacing whatever is there; false if another replica won a race. */

@@ -81,8 +81,12 @@ export class SocketDirs {
       if (existing.has(name)) continue;
       const info = await stat(this.dirOf(name)).catch(() => undefined);
       if (!info || info.mtimeMs >= olderThan) continue;
-      await this.remove(name);
-      removed.push(name);
+      // One directory that cannot go (EBUSY, EACCES) must not stop reconciliation: next time.
+      const gone = await this.remove(name).then(
+        () => true,
+        () => false,
+      );
+      if (gone) removed.push(name);
     }
     return removed;
   }

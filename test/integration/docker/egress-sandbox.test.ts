@@ -173,5 +173,9 @@ except Exception as e:
     // A second look changes nothing: the socket answers.
     await other.list();
     expect(otherEgress.serves(startedId)).toBe(true);
+    // Destroyed by someone else (another replica): the next look closes the proxy it served.
+    await runtimes[0]!.destroy(sandbox.runtimeId);
+    await other.list();
+    expect(otherEgress.serves(startedId)).toBe(false);
   });
 });
