@@ -4,6 +4,7 @@
  */
 import { type Command, type CommanderError, InvalidArgumentError, Option } from "commander";
 import { workspaceIdPattern } from "../../auth/workspace-claim.js";
+import { parseIsoInstant } from "../../contract/iso-instant.js";
 import { ADMIN_USAGE_EXIT_CODE, AdminCliError, AdminUsageError, DEFAULT_ADMIN_URL } from "./admin-client.js";
 
 /**
@@ -86,11 +87,22 @@ export function durationMs(value: string): number | undefined {
   return duration ? Number(duration[1]) * UNIT_MS[duration[2]!.toLowerCase()]! : undefined;
 }
 
-/** `--since 24h` (s, m, h, d, w ago) or an ISO date: an instant, as an ISO string. */
+/**
+ * `--since 24h` (s, m, h, d, w ago), a date (a UTC day) or a date-time with a zone: an
+ * instant, as an ISO string. The same rule as the admin API (src/contract/iso-instant.ts).
+ */
 export function sinceOption(value: string): string {
   const ms = durationMs(value);
   if (ms !== undefined) return new Date(Date.now() - ms).toISOString();
-  if (/^\d{4}-\d{2}-\d{2}/.test(value) && !Number.isNaN(new Date(value).getTime()))
-    return new Date(value).toISOString();
-  throw new InvalidArgumentError(`expected a duration (30m, 24h, 7d) or an ISO date, got '${value}'`);
+  return instantOption(value, "a duration (30m, 24h, 7d), ");
+}
+
+/** A date (a UTC day) or a date-time with Z or an offset, as an ISO string; else exit 2. */
+export function instantOption(value: string, alternatives = ""): string {
+  const parsed = parseIsoInstant(value);
+  if (parsed.ok) return parsed.date.toISOString();
+  if (/^\d{4}-/.test(value)) throw new InvalidArgumentError(parsed.reason);
+  throw new InvalidArgumentError(
+    `expected ${alternatives}a date (YYYY-MM-DD, UTC) or a date-time with Z or an offset, got '${value}'`,
+  );
 }

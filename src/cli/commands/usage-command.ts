@@ -5,7 +5,7 @@
  * window's breakdown by tool and by image. `--csv` prints one row per bucket and dimension
  * (total, tool, image), for spreadsheets and billing scripts.
  */
-import { Command, InvalidArgumentError, Option } from "commander";
+import { Command, Option } from "commander";
 import {
   AdminUsageError,
   adminCall,
@@ -14,6 +14,7 @@ import {
 } from "../admin/admin-client.js";
 import {
   examples,
+  instantOption,
   runAdmin,
   sinceOption,
   withConnection,
@@ -154,12 +155,6 @@ export function renderUsage(report: UsageReportAnswer): string {
   return parts.join("\n");
 }
 
-function untilOption(value: string): string {
-  if (/^\d{4}-\d{2}-\d{2}/.test(value) && !Number.isNaN(new Date(value).getTime()))
-    return new Date(value).toISOString();
-  throw new InvalidArgumentError(`expected an ISO date, got '${value}'`);
-}
-
 interface UsageOptions extends ConnectionOptions {
   workspace: string;
   since?: string;
@@ -182,10 +177,14 @@ export function usageCommand(): Command {
       .requiredOption("--workspace <id>", "the workspace", workspaceArgument)
       .option(
         "--since <when>",
-        "start: a duration ago (30m, 24h, 7d) or an ISO date (default 24h)",
+        "start: a duration ago (30m, 24h, 7d), a date (UTC) or a date-time with Z or an offset (default 24h)",
         sinceOption,
       )
-      .option("--until <when>", "end: an ISO date (default now)", untilOption)
+      .option(
+        "--until <when>",
+        "end: a date (UTC) or a date-time with Z or an offset (default now)",
+        (value: string) => instantOption(value),
+      )
       .addOption(new Option("--by <size>", "bucket size").choices(["hour", "day"]).default("day"))
       .option("--csv", "print CSV: one row per bucket and dimension (total, tool, image)")
       .addHelpText(

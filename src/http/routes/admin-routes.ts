@@ -29,6 +29,7 @@ import type { Logger } from "pino";
 import type { Caller } from "../../auth/principal.js";
 import { workspaceIdPattern } from "../../auth/workspace-claim.js";
 import { SandpoolError } from "../../contract/error-codes.js";
+import { parseIsoInstant } from "../../contract/iso-instant.js";
 import type { EffectivePolicy } from "../../policy/effective-policy.js";
 import { effectivePolicy } from "../../policy/effective-policy.js";
 import type { PolicyAdmin } from "../../policy/policy-admin.js";
@@ -72,8 +73,6 @@ const DAY_MS = 24 * 3600 * 1000;
 /** The range a usage query may ask about: from the epoch (a day before it for `from`'s default) to year 9999. */
 const EARLIEST_DATE_MS = 0;
 const LATEST_DATE_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
-/** A date, or a date and time with an optional zone: what `new Date()` reads the same everywhere. */
-const ISO_DATE = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/i;
 
 export function createAdminApp(services: GatewayServices, policyAdmin: PolicyAdmin): Hono<AdminEnv> {
   const admin = new Hono<AdminEnv>();
@@ -242,12 +241,10 @@ function integerQuery(value: string | undefined, name: string, min: number, max:
 
 export function dateQuery(value: string | undefined, name: string): Date | undefined {
   if (value === undefined || value === "") return undefined;
-  const date = ISO_DATE.test(value) ? new Date(value) : undefined;
-  if (date === undefined || Number.isNaN(date.getTime()))
-    throw new SandpoolError(
-      "request.malformed",
-      `${name} must be an ISO 8601 date or date-time, got '${value}'`,
-    );
+  // A date is a UTC day; a date-time must name its zone (src/contract/iso-instant.ts says why).
+  const parsed = parseIsoInstant(value);
+  if (!parsed.ok) throw new SandpoolError("request.malformed", `${name}: ${parsed.reason}`);
+  const { date } = parsed;
   // Postgres has no year 0 (nor anything before 4713 BC): out of a sane range, the query was a 500.
   if (date.getTime() < EARLIEST_DATE_MS || date.getTime() > LATEST_DATE_MS)
     throw new SandpoolError("request.malformed", `${name} must lie between 1970 and 9999, got '${value}'`);

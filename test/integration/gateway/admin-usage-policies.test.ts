@@ -111,11 +111,21 @@ describe("GET /admin/v1/usage", () => {
       "?workspace=a&since=2026-01-02&until=2026-01-01",
       "?workspace=a&since=yesterday",
       "?workspace=a&by=hour&since=2020-01-01&until=2026-01-01",
+      // A date-time without a zone would be read in the gateway's local time: refused.
+      "?workspace=a&since=2026-01-01T10:00",
+      "?workspace=a&until=2026-01-01T10:00:00",
+      "?workspace=a&since=2026-02-30",
     ]) {
       const answer = await api("GET", `/usage${query}`);
       expect(answer.status, `${query}: ${answer.text}`).toBe(422);
       expect((answer.body as { detail: { code: string } }).detail.code).toBe("request.malformed");
     }
+    const zoned = await api(
+      "GET",
+      `/usage?workspace=a&by=hour&since=${encodeURIComponent("2026-01-01T10:00+02:00")}&until=2026-01-02`,
+    );
+    expect(zoned.status, zoned.text).toBe(200);
+    expect((zoned.body as { since: string }).since).toBe("2026-01-01T08:00:00.000Z");
   });
 });
 
