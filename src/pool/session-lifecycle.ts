@@ -24,6 +24,7 @@ export const DESTROY_SANDBOX_JOB = "destroy-sandbox";
 /** Slots and memberships outlive the session's own deadline by this much, never less. */
 export const HOLD_GRACE_MS = 60_000;
 const REAP_BATCH = 100;
+const REAP_CONCURRENCY = 8;
 
 export type EndReason = "destroyed" | "expired" | "sandbox_failed" | "drained" | "ended_by_operator";
 
@@ -235,7 +236,13 @@ export class SessionLifecycle {
     let ended = 0;
     for (;;) {
       const due = await this.deps.store.dueLeases(this.now(), REAP_BATCH);
-      for (const key of due) if (await this.end(key, "expired")) ended++;
+      // A few at a time: each end may wait seconds for the sandbox's usage (docker stats).
+      for (let i = 0; i < due.length; i += REAP_CONCURRENCY) {
+        const results = await Promise.all(
+          due.slice(i, i + REAP_CONCURRENCY).map((key) => this.end(key, "expired")),
+        );
+        ended += results.filter(Boolean).length;
+      }
       if (due.length < REAP_BATCH) return ended;
     }
   }

@@ -125,6 +125,9 @@ export class PolicyRepository {
     }
     const changes: PolicySetChange[] = [];
     const apply = async (tx: Transaction<Database>) => {
+      // The set is the whole truth: a row created meanwhile by a single edit must wait, not
+      // survive the apply or make it fail on a duplicate key (FOR UPDATE locks existing rows only).
+      await sql`lock table workspace_policies in share row exclusive mode`.execute(tx);
       const current = new Map(
         (await tx.selectFrom("workspace_policies").selectAll().orderBy("workspace_id").forUpdate().execute())
           .map(toRow)
