@@ -16,9 +16,15 @@
  *   ends the session too).
  *
  * A client that goes away does not stop the relay: the rest is read and dropped, so the
- * call is metered to its real end and the session stays busy while it runs. `done`
- * settles once the relay is over (or the deadline passed), exactly once.
+ * call is metered to its real end and the session stays busy while it runs. A client that
+ * stays but stops reading does not hold the relay past the deadline either: the relay pauses
+ * while the client does not read, and whatever it holds (the result's reservation from the
+ * budget every call shares) would be held as long, so at the deadline it ends and the body
+ * is closed where it stands (the caller closes the client's connection, so the cut shows).
+ * `done` settles once the relay is
+ * over (or the deadline passed), exactly once.
  */
+import { performance } from "node:perf_hooks";
 import type { Readable } from "node:stream";
 import { type ErrorBody, errorBody, SandpoolError } from "../contract/error-codes.js";
 import { type ExecEventName, formatEvent, outputEvent } from "../contract/exec-events.js";
@@ -36,8 +42,11 @@ export interface RelayOptions {
   maxErrorBytes: number;
   /** From now until the stream must have ended. */
   deadlineMs: number;
-  /** Reserves bytes from the gateway's answer budget; resolves with the release. */
-  reserve(bytes: number): Promise<() => void>;
+  /**
+   * Reserves bytes from the gateway's answer budget, waiting at most `timeoutMs` (the time
+   * left to the deadline); resolves with the release.
+   */
+  reserve(bytes: number, timeoutMs: number): Promise<() => void>;
   /** The result event's data when the sandbox sent more than it may. */
   oversizedResult(): string;
   /** The sandbox failed (or lost the session): end the session. Must not throw. */
@@ -62,6 +71,9 @@ export function relayExecEvents(upstream: Readable, options: RelayOptions): Rela
   let waitingOnSandbox = false;
   let deadlinePassed = false;
   let cutForClient = false;
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  let bodyClosed = false;
+  const endsAt = performance.now() + options.deadlineMs;
   const deadline = setTimeout(() => {
     deadlinePassed = true;
     // Only a sandbox that has not answered in time is at fault; a client that stopped
@@ -71,11 +83,16 @@ export function relayExecEvents(upstream: Readable, options: RelayOptions): Rela
     } else {
       cutForClient = true;
       upstream.destroy();
+      // Paused at a yield, the relay runs on only when the client reads: end it here, so
+      // its finally gives back what it holds now, not whenever (if ever) the client reads.
+      void run.return(undefined);
+      closeBody();
       settle();
     }
   }, options.deadlineMs);
 
   const events = relayEvents(upstream, options, {
+    remainingMs: () => Math.max(0, endsAt - performance.now()),
     setWaiting: (waiting) => {
       waitingOnSandbox = waiting;
     },
@@ -93,13 +110,29 @@ export function relayExecEvents(upstream: Readable, options: RelayOptions): Rela
   })();
 
   const encoder = new TextEncoder();
+  const closeBody = () => {
+    if (bodyClosed) return;
+    bodyClosed = true;
+    controller.close();
+  };
   const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
+    start(streamController) {
+      controller = streamController;
+    },
+    async pull() {
       const next = await run.next();
-      if (next.done) controller.close();
-      else controller.enqueue(encoder.encode(next.value));
+      if (bodyClosed) return;
+      if (next.done) return closeBody();
+      controller.enqueue(encoder.encode(next.value));
+      if (deadlinePassed) {
+        // Past the deadline the relay no longer waits for the client to take each event:
+        // what is left (one small error event) is queued now and the relay ends.
+        for await (const value of run) if (!bodyClosed) controller.enqueue(encoder.encode(value));
+        closeBody();
+      }
     },
     cancel() {
+      bodyClosed = true;
       // Read the rest and drop it, so metering and the busy mark see the call's real end.
       void (async () => {
         for await (const _ of run) {
@@ -112,6 +145,7 @@ export function relayExecEvents(upstream: Readable, options: RelayOptions): Rela
 }
 
 interface RelayControl {
+  remainingMs(): number;
   setWaiting(waiting: boolean): void;
   deadlinePassed(): boolean;
   cutForClient(): boolean;
@@ -161,7 +195,9 @@ async function* relayEvents(
           if (!KNOWN_EVENTS.has(name)) throw badAnswer("an unknown event");
           event = name;
           // Reserved before the result is read, as for a buffered answer.
-          if (name === "result") releaseResult = await options.reserve(options.maxResultBytes);
+          if (name === "result") {
+            releaseResult = await options.reserve(options.maxResultBytes, control.remainingMs());
+          }
         } else if (line.startsWith("data: ") && event !== undefined && data === undefined) {
           data = line.slice("data: ".length);
         } else {
@@ -176,6 +212,11 @@ async function* relayEvents(
       return;
     }
     if (control.cutForClient()) return; // nobody is reading; the sandbox did nothing wrong
+    if (error instanceof SandpoolError && !error.code.startsWith("sandbox.")) {
+      // The gateway's own limit (its answer budget stayed spent): the session is sound.
+      yield formatEvent("error", JSON.stringify(error.toBody()));
+      return;
+    }
     const failure =
       control.deadlinePassed() && !(error instanceof SandpoolError && error.code === "sandbox.bad_answer")
         ? new SandpoolError("sandbox.timeout", "the sandbox did not answer in time")

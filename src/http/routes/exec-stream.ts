@@ -26,6 +26,9 @@ import {
 } from "./forward-to-sandbox.js";
 import { meterExecution } from "./meter-execution.js";
 
+/** How long after the deadline a client has to take the stream's last event. */
+const DELIVERY_GRACE_MS = 2_000;
+
 export interface StreamedCall {
   key: LeaseKey;
   lease: Lease;
@@ -84,7 +87,7 @@ export async function streamExecution(
       maxResultBytes: maxAnswer,
       maxErrorBytes: services.limits.maxSandboxErrorBytes ?? DEFAULT_MAX_SANDBOX_ERROR_BYTES,
       deadlineMs: Math.max(0, call.deadlineMs - (performance.now() - started)),
-      reserve: (bytes) => budgetOf(services).reserve(bytes),
+      reserve: (bytes, timeoutMs) => budgetOf(services).reserve(bytes, timeoutMs),
       oversizedResult: () => {
         services.log.warn(
           { sandbox: call.lease.sandbox.sandboxId, limit: maxAnswer },
@@ -103,9 +106,26 @@ export async function streamExecution(
     void relay.done.then(finish).catch((error) => {
       services.log.warn({ err: error, session: call.key.sessionId }, "could not close a streamed call");
     });
+    closeUndelivered(c, call.deadlineMs - (performance.now() - started));
     return c.body(relay.body, 200, EVENT_STREAM_HEADERS);
   } catch (error) {
     await finish();
     throw error;
   }
+}
+
+/**
+ * Closes the client's connection if the stream is not delivered by the deadline (and a
+ * grace to take the last event): a client that stops reading would otherwise hold it, and
+ * the events written to it, forever (Node waits for a drain that never comes, and the
+ * server sets no socket timeout once a request is in).
+ */
+function closeUndelivered(c: Context<GatewayEnv>, deadlineMs: number): void {
+  const outgoing = c.env?.outgoing;
+  if (!outgoing) return; // not served over a socket (app.request in tests)
+  const timer = setTimeout(() => {
+    if (!outgoing.writableFinished) outgoing.destroy();
+  }, Math.max(0, deadlineMs) + DELIVERY_GRACE_MS);
+  timer.unref();
+  outgoing.once("close", () => clearTimeout(timer));
 }

@@ -122,7 +122,8 @@ export async function forwardToSandbox(
 /**
  * Reads a buffered answer: at most its declared length (undici holds the sandbox to it) or,
  * undeclared, `limit`, reserved from the gateway's budget first. A declared length above
- * `limit` is refused unread. The read must end within `sandboxRequestTimeoutMs`.
+ * `limit` is refused unread. The wait for the budget and the read must each end within
+ * `sandboxRequestTimeoutMs`.
  */
 async function readWithinBudget(
   services: GatewayServices,
@@ -135,7 +136,14 @@ async function readWithinBudget(
     response.body.destroy();
     return { bytes: Buffer.alloc(0), overflowed: true };
   }
-  const release = await budgetOf(services).reserve(known ? declared : limit);
+  // A budget held by others for longer than a read may take is given up on (503), the
+  // answer dropped: waiting on it has no end if a holder is stalled.
+  const release = await budgetOf(services)
+    .reserve(known ? declared : limit, services.limits.sandboxRequestTimeoutMs)
+    .catch((error: unknown) => {
+      response.body.destroy();
+      throw error;
+    });
   const deadline = setTimeout(
     () => response.body.destroy(new errors.BodyTimeoutError("the sandbox's answer took too long to read")),
     services.limits.sandboxRequestTimeoutMs,

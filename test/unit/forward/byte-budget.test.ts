@@ -43,4 +43,18 @@ describe("ByteBudget", () => {
     (await huge)();
     expect(budget.reservedBytes).toBe(0);
   });
+
+  it("gives up a wait past its timeout with a 503, letting smaller waiters behind it through", async () => {
+    const budget = new ByteBudget(100);
+    const stalled = await budget.reserve(50); // a holder that never gives its bytes back
+    const huge = budget.reserve(100, 30);
+    const small = budget.reserve(40);
+    expect(await settled(small)).toBe(false); // first come, first served: behind the huge one
+    await expect(huge).rejects.toMatchObject({ code: "capacity.exhausted", status: 503 });
+    expect(await settled(small)).toBe(true);
+    expect(budget.reservedBytes).toBe(90);
+    stalled();
+    (await small)();
+    expect(budget.reservedBytes).toBe(0);
+  });
 });

@@ -5,7 +5,7 @@
  */
 import { PassThrough, Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import type { SandpoolError } from "../../../src/contract/error-codes.js";
+import { SandpoolError } from "../../../src/contract/error-codes.js";
 import { type RelayOptions, relayExecEvents } from "../../../src/forward/exec-event-relay.js";
 
 const RESULT = JSON.stringify({ tool_use_id: "t", result_block: { content: { stdout: "hi\n" } } });
@@ -135,6 +135,45 @@ describe("relayExecEvents", () => {
     expect(over).toBe(false);
     upstream.end(`event: result\ndata: ${RESULT}\n\n`);
     await relay.done;
+    expect(h.failures).toEqual([]);
+  });
+
+  it("ends at the deadline a stream whose client stopped reading, giving back the result's reservation", async () => {
+    const h = harness({ deadlineMs: 300 });
+    // Deltas, then the result: the client reads one event and then nothing (its socket full).
+    const wire = `event: stdout\ndata: {"text":"a"}\n\nevent: result\ndata: ${RESULT}\n\n`;
+    const relay = relayExecEvents(Readable.from([Buffer.from(wire)]), h.options);
+    const reader = relay.body.getReader();
+    await reader.read();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The relay has read ahead to the result and holds its reservation while the client stalls.
+    expect(h.budget()).toEqual({ reserved: 1024, released: 0 });
+    await relay.done;
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(h.budget()).toEqual({ reserved: 1024, released: 1024 });
+    expect(h.failures).toEqual([]); // the sandbox did nothing wrong
+    // The body ends where it stands: what was queued, and no result after it.
+    const rest: string[] = [];
+    for (let next = await reader.read(); !next.done; next = await reader.read()) {
+      rest.push(new TextDecoder().decode(next.value));
+    }
+    expect(rest.join("")).toBe(`event: result\ndata: ${RESULT}\n\n`);
+  });
+
+  it("ends the stream with a capacity error when the budget stays spent, leaving the session alone", async () => {
+    const h = harness({
+      deadlineMs: 2_000,
+      reserve: async () => {
+        throw new SandpoolError("capacity.exhausted", "the gateway is holding as many answers as it may");
+      },
+    });
+    const relay = relayExecEvents(
+      Readable.from([Buffer.from(`event: result\ndata: ${RESULT}\n\n`)]),
+      h.options,
+    );
+    const got = events(await readAll(relay.body));
+    expect(got.map((e) => e.event)).toEqual(["error"]);
+    expect(JSON.parse(got[0]!.data).detail.code).toBe("capacity.exhausted");
     expect(h.failures).toEqual([]);
   });
 });
