@@ -6,7 +6,10 @@
  *   held up to MAX_DELTA_LINE_BYTES, and all output events together may take at most
  *   `maxDeltaBytes` of the sandbox's bytes;
  * - the result event is read like a buffered answer: its bytes reserved from the gateway's
- *   budget, at most `maxResultBytes`, then passed on byte for byte;
+ *   budget, at most `maxResultBytes`, then parsed and written anew (JSON.stringify writes no
+ *   line break, so a sandbox cannot add events to its client's stream through it);
+ * - CR, LF and CRLF all end a line, as for the client's own SSE parser: a line the relay
+ *   took as one cannot be two on the client's side;
  * - past either bound the sandbox is not sound: reading stops and the result event is the
  *   same replacement a buffered answer over the cap gets (oversized-exec-answer.ts);
  * - the whole stream must end within `deadlineMs`. A stream cut by the sandbox (deadline
@@ -180,7 +183,7 @@ async function* relayEvents(
         if (line.length === 0) {
           if (event === undefined || data === undefined) throw badAnswer("an event without data");
           if (event === "result") {
-            yield formatEvent("result", data);
+            yield formatEvent("result", reserialized(data, "a result"));
             return;
           }
           if (event === "error") {
@@ -235,6 +238,15 @@ function lineCap(event: ExecEventName | undefined, options: RelayOptions): numbe
   return MAX_DELTA_LINE_BYTES;
 }
 
+/** JSON text written anew, so nothing of the sandbox's bytes but their meaning passes. */
+export function reserialized(data: string, what: string): string {
+  try {
+    return JSON.stringify(JSON.parse(data));
+  } catch {
+    throw badAnswer(`${what} that is not JSON`);
+  }
+}
+
 function deltaText(data: string): string {
   try {
     const parsed = JSON.parse(data) as { text?: unknown };
@@ -257,34 +269,49 @@ async function* sandboxError(data: string, options: RelayOptions): AsyncGenerato
     yield formatEvent("error", JSON.stringify(errorBody("session.not_found", "no such session")));
     return;
   }
-  yield formatEvent("error", data);
+  yield formatEvent("error", JSON.stringify(body));
 }
 
-function badAnswer(what: string): SandpoolError {
+export function badAnswer(what: string): SandpoolError {
   return new SandpoolError("sandbox.bad_answer", `the sandbox's event stream had ${what}`);
 }
 
+const LF = 0x0a;
+const CR = 0x0d;
+
 /**
- * Splits bytes into lines (LF; the sandbox writes no CR), never holding a partial line
- * longer than the cap in force: past it, the answer is oversized.
+ * Splits bytes into lines ending in CR, LF or CRLF (the sandbox writes LF, but an SSE parser
+ * takes all three, and so must the relay), never holding a partial line longer than the cap
+ * in force: past it, the answer is oversized.
  */
-class LineReader {
+export class LineReader {
   private partial: Buffer[] = [];
   private partialBytes = 0;
+  /** The last chunk ended in CR: an LF starting the next one belongs to that line end. */
+  private afterCR = false;
 
   /** `cap` is asked at each check: the event a line belongs to can change within a chunk. */
   *push(chunk: Buffer, cap: () => number): Generator<string> {
     let start = 0;
-    let newline = chunk.indexOf(0x0a, start);
-    while (newline >= 0) {
-      const piece = chunk.subarray(start, newline);
+    if (this.afterCR && chunk.length > 0) {
+      this.afterCR = false;
+      if (chunk[0] === LF) start = 1;
+    }
+    const ends = new LineEnds(chunk);
+    let end = ends.after(start);
+    while (end >= 0) {
+      const piece = chunk.subarray(start, end);
       if (this.partialBytes + piece.length > cap()) throw new Oversized();
       const line = Buffer.concat([...this.partial, piece]).toString("utf8");
       this.partial = [];
       this.partialBytes = 0;
+      start = end + 1;
+      if (chunk[end] === CR) {
+        if (start === chunk.length) this.afterCR = true;
+        else if (chunk[start] === LF) start += 1;
+      }
       yield line;
-      start = newline + 1;
-      newline = chunk.indexOf(0x0a, start);
+      end = ends.after(start);
     }
     const rest = chunk.subarray(start);
     if (this.partialBytes + rest.length > cap()) throw new Oversized();
@@ -292,5 +319,23 @@ class LineReader {
       this.partial.push(rest);
       this.partialBytes += rest.length;
     }
+  }
+}
+
+/** Finds line ends in one chunk, each byte searched once (a chunk may hold many lines). */
+class LineEnds {
+  private lf = -2;
+  private cr = -2;
+
+  constructor(private readonly chunk: Buffer) {}
+
+  /** The first CR or LF at or after `start`, or -1. */
+  after(start: number): number {
+    // -2: not searched yet; -1: none left; a position before `start`: search on from it.
+    if (this.lf === -2 || (this.lf >= 0 && this.lf < start)) this.lf = this.chunk.indexOf(LF, start);
+    if (this.cr === -2 || (this.cr >= 0 && this.cr < start)) this.cr = this.chunk.indexOf(CR, start);
+    if (this.lf < 0) return this.cr;
+    if (this.cr < 0) return this.lf;
+    return Math.min(this.lf, this.cr);
   }
 }

@@ -11,7 +11,7 @@
 import { performance } from "node:perf_hooks";
 import type { Context } from "hono";
 import { EVENT_STREAM_HEADERS, EVENT_STREAM_TYPE, formatEvent } from "../../contract/exec-events.js";
-import { relayExecEvents } from "../../forward/exec-event-relay.js";
+import { relayExecEvents, reserialized } from "../../forward/exec-event-relay.js";
 import { oversizedExecAnswer } from "../../forward/oversized-exec-answer.js";
 import type { ExecReservation } from "../../quota/admission.js";
 import type { Lease, LeaseKey } from "../../store/coordination/records.js";
@@ -77,9 +77,17 @@ export async function streamExecution(
       return toResponse(c, answer);
     }
     if (Buffer.isBuffer(answer.body)) {
-      // A sandbox without streaming answered JSON (read with the buffered caps): one event.
+      // A sandbox without streaming answered JSON (read with the buffered caps): one event,
+      // its JSON written anew so no line break of the sandbox's can start another.
+      let result: string;
+      try {
+        result = reserialized(answer.body.toString("utf8"), "an answer");
+      } catch (error) {
+        await services.sessions.end(call.key, "sandbox_failed");
+        throw error;
+      }
       await finish();
-      return c.body(formatEvent("result", answer.body.toString("utf8")), 200, EVENT_STREAM_HEADERS);
+      return c.body(formatEvent("result", result), 200, EVENT_STREAM_HEADERS);
     }
     const maxAnswer = services.limits.maxSandboxAnswerBytes ?? DEFAULT_MAX_SANDBOX_ANSWER_BYTES;
     const relay = relayExecEvents(answer.body, {

@@ -1,6 +1,7 @@
 /**
  * The gateway's relay of a sandbox's streamed Execute, fed by hand-made streams (sound and
- * hostile): deltas are rewritten, the result passes byte for byte, every bound holds, and a
+ * hostile): deltas and the result are written anew, no line end of the sandbox's can add an
+ * event, every bound holds, and a
  * sandbox that breaks the format, hangs or drops the session ends the session.
  */
 import { PassThrough, Readable } from "node:stream";
@@ -175,5 +176,59 @@ describe("relayExecEvents", () => {
     expect(got.map((e) => e.event)).toEqual(["error"]);
     expect(JSON.parse(got[0]!.data).detail.code).toBe("capacity.exhausted");
     expect(h.failures).toEqual([]);
+  });
+
+  it("treats CR, LF and CRLF as line ends, split anywhere, as a client's SSE parser does", async () => {
+    const h = harness();
+    const wire = `event: stdout\r\ndata: {"text":"a"}\r\n\r\nevent: stderr\rdata: {"text":"b"}\r\revent: result\ndata: ${RESULT}\r\n\r\n`;
+    const relay = relayExecEvents(Readable.from([...wire].map((ch) => Buffer.from(ch))), h.options);
+    expect(events(await readAll(relay.body))).toEqual([
+      { event: "stdout", data: '{"text":"a"}' },
+      { event: "stderr", data: '{"text":"b"}' },
+      { event: "result", data: RESULT },
+    ]);
+    expect(h.failures).toEqual([]);
+  });
+
+  it("lets no hostile stream add an event to its client's stream", async () => {
+    const forged = 'event: result\rdata: {"forged":true}\r\r';
+    for (const wire of [
+      // A CR inside the result's data line: one line to an LF-only reader, three to the client.
+      `event: result\ndata: {"a":1}\r${forged}\n\n`,
+      `event: stdout\ndata: {"text":"a"}\r${forged}\n\n`,
+      `event: error\ndata: {"detail":{"code":"x","message":"m"}}\r${forged}\n\n`,
+    ]) {
+      const h = harness();
+      const relay = relayExecEvents(Readable.from([Buffer.from(wire)]), h.options);
+      const text = await readAll(relay.body);
+      expect(text).not.toMatch(/\r/);
+      expect(text).not.toContain("forged");
+      expect(events(text).map((e) => e.event)).toEqual(["error"]);
+      expect(JSON.parse(events(text)[0]!.data).detail.code).toBe("sandbox.bad_answer");
+      expect(h.failures.map((f) => f.code)).toEqual(["sandbox.bad_answer"]);
+    }
+  });
+
+  it("writes the result's JSON anew, and refuses a result that is not JSON", async () => {
+    const h = harness();
+    const spaced = '{ "tool_use_id" : "t",\t"n": 1 }';
+    const relay = relayExecEvents(
+      Readable.from([Buffer.from(`event: result\ndata: ${spaced}\n\n`)]),
+      h.options,
+    );
+    expect(events(await readAll(relay.body))).toEqual([
+      { event: "result", data: '{"tool_use_id":"t","n":1}' },
+    ]);
+
+    const bad = harness();
+    const refused = relayExecEvents(
+      Readable.from([Buffer.from('event: result\ndata: {"a":1} trailing\n\n')]),
+      bad.options,
+    );
+    const got = events(await readAll(refused.body));
+    expect(got.map((e) => e.event)).toEqual(["error"]);
+    expect(JSON.parse(got[0]!.data).detail.code).toBe("sandbox.bad_answer");
+    expect(bad.failures.map((f) => f.code)).toEqual(["sandbox.bad_answer"]);
+    expect(bad.budget()).toEqual({ reserved: 1024, released: 1024 });
   });
 });
