@@ -197,6 +197,10 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
     comment:
       "Requests in flight not yet past authentication; more get 503 request.busy. /healthz, /readyz, /metrics never count.",
   },
+  "limits.writeStallTimeoutMs": {
+    comment:
+      "A client whose answer stays unread this long (writes backed up) is cut off, and the answer's memory freed.",
+  },
   "limits.maxCallsInFlightPerWorkspace": {
     comment:
       "Contract calls of one workspace in flight at once, per replica (N replicas admit up to N times it); more get 429.",

@@ -77,6 +77,8 @@ export const gatewayConfigSchema = z
         maxUnauthenticatedRequests: positive.default(256),
         /** Contract calls of one workspace in flight at once on one replica; more get 429. */
         maxCallsInFlightPerWorkspace: positive.default(32),
+        /** A client that stops reading its answer this long is cut off (its buffered answer freed). */
+        writeStallTimeoutMs: positive.default(30_000),
         /**
          * A sandbox's successful answer read into memory (Execute, PutFile): 1 MiB of stdout
          * and of stderr fit even fully JSON-escaped. An Execute answer over it becomes a 200

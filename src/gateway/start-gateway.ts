@@ -174,6 +174,7 @@ export async function startGateway(
     port: config.port,
     headersTimeoutMs: config.limits.headerReadTimeoutMs,
     bodyReadTimeoutMs: config.limits.bodyReadTimeoutMs,
+    writeStallTimeoutMs: config.limits.writeStallTimeoutMs,
     requestTimeoutMs:
       (config.policy.execTimeoutCeilingSeconds + 60) * 1000 + config.limits.execDeadlineBufferMs,
   });
@@ -185,6 +186,7 @@ export async function startGateway(
         port: config.adminListener.port,
         headersTimeoutMs: config.limits.headerReadTimeoutMs,
         bodyReadTimeoutMs: config.limits.bodyReadTimeoutMs,
+        writeStallTimeoutMs: config.limits.writeStallTimeoutMs,
       });
     } catch (error) {
       await server.close();

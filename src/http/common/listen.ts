@@ -11,6 +11,7 @@ import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import { errorBody } from "../../contract/error-codes.js";
 import { guardBodyReads } from "./body-read-timeout.js";
+import { WriteStallGuard } from "./write-stall-guard.js";
 
 export interface ListenOptions {
   host: string;
@@ -24,6 +25,8 @@ export interface ListenOptions {
   headersTimeoutMs?: number;
   /** A request body silent this long while it is being read cuts the client off; unset: no limit. */
   bodyReadTimeoutMs?: number;
+  /** A response whose writes stay backed up this long (the client stopped reading) is cut off. */
+  writeStallTimeoutMs?: number;
   requestTimeoutMs?: number;
 }
 
@@ -52,6 +55,8 @@ export async function listen(app: FetchApp, options: ListenOptions): Promise<Run
   // Node checks header and request timeouts on this period (30 s by default): a tighter one
   // makes a short headers timeout hold within a quarter of itself.
   const connectionsCheckingInterval = Math.min(30_000, Math.max(100, Math.floor(headersTimeout / 4)));
+  const writeStalls =
+    options.writeStallTimeoutMs !== undefined ? new WriteStallGuard(options.writeStallTimeoutMs) : undefined;
   const server = createServer({ connectionsCheckingInterval }, (req, res) => {
     // While draining, every answer closes its connection, so keep-alive clients move on.
     if (draining) res.shouldKeepAlive = false;
@@ -67,6 +72,7 @@ export async function listen(app: FetchApp, options: ListenOptions): Promise<Run
       return;
     }
     if (options.bodyReadTimeoutMs !== undefined) guardBodyReads(req, res, options.bodyReadTimeoutMs);
+    writeStalls?.watch(res);
     void handle(req, res);
   });
   server.headersTimeout = headersTimeout;
@@ -107,6 +113,7 @@ export async function listen(app: FetchApp, options: ListenOptions): Promise<Run
         const sweep = setInterval(() => server.closeIdleConnections(), 100);
         server.close(() => {
           clearInterval(sweep);
+          writeStalls?.close();
           resolve();
         });
         server.closeIdleConnections();
