@@ -191,6 +191,11 @@ describe.skipIf(!available)("data-science image through the gateway (parity with
     });
     expect(result.stderr).toBe("");
     expect(result.stdout.trim().toLowerCase()).toBe("agg");
+    // The exec's answer lists the file it wrote, with the id GetFile takes.
+    const listed = (result as unknown as { content: { type: string; file_id: string }[] }).content;
+    expect(listed).toContainEqual(
+      expect.objectContaining({ type: "code_execution_output", file_id: "chart.png" }),
+    );
     // GetFile's bytes as they are (the contract client decodes answers as text).
     const file = await fetch(`${dev.gateway.url}/sessions/${session}/files?path=chart.png`, {
       headers: { authorization: `Bearer ${token}` },

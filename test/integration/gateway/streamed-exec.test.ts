@@ -1,13 +1,3 @@
-/**
- * Streamed Execute through the gateway (process runtime, real sandbox servers): the deltas
- * arrive while the call runs, the result event equals the plain answer, and every limit of
- * a buffered call holds until the stream ends: the budget is charged the wall time to the
- * end of the stream, the session is busy, the call keeps its place among the workspace's
- * calls in flight; errors before the stream stay JSON with their status; output over the
- * caps stays capped. And the output files of a plain call through the gateway: listed, and
- * fetched with GetFile by their file_id.
- */
-import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { budgetDay } from "../../../src/quota/admission.js";
@@ -179,14 +169,6 @@ describe("streamed Execute through the gateway", () => {
 });
 
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
-const hasMatplotlib = (() => {
-  try {
-    execFileSync("python3", ["-c", "import matplotlib"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-})();
 
 describe("output files through the gateway", () => {
   async function listedThenFetched(code: string, fileId: string): Promise<Buffer> {
@@ -214,13 +196,5 @@ describe("output files through the gateway", () => {
     );
     expect(bytes.subarray(0, 8)).toEqual(PNG_SIGNATURE);
     expect(bytes).toHaveLength(8 + 256);
-  });
-
-  it.skipIf(!hasMatplotlib)("lists plt.savefig's PNG, and GetFile returns it", async () => {
-    const bytes = await listedThenFetched(
-      "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.savefig('chart.png')",
-      "chart.png",
-    );
-    expect(bytes.subarray(0, 8)).toEqual(PNG_SIGNATURE);
   });
 });

@@ -1,9 +1,3 @@
-/**
- * Files a call creates or changes in the workspace come back in the result's `content` as
- * `code_execution_output` blocks whose `file_id` GetFile fetches; unchanged and hidden files
- * do not, and no call lists more than MAX_OUTPUT_FILES.
- */
-import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_OUTPUT_FILES } from "../../../src/sandbox/files/workspace-snapshot.js";
 import { newSession, startTestSandbox, type TestSandbox } from "../../support/sandbox-server.js";
@@ -30,15 +24,6 @@ async function fileBytes(id: string, fileId: string): Promise<Buffer> {
   expect(res.status).toBe(200);
   return Buffer.from(await res.arrayBuffer());
 }
-
-const hasMatplotlib = (() => {
-  try {
-    execFileSync("python3", ["-c", "import matplotlib"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-})();
 
 describe("output files", () => {
   it("lists a file Python writes in a new directory, and GetFile returns its bytes", async () => {
@@ -126,21 +111,6 @@ describe("output files", () => {
       command: "ln -s /etc/hostname link; echo r > real.txt",
     });
     expect(listed.map((b) => b.file_id)).toEqual(["real.txt"]);
-  });
-
-  it.skipIf(!hasMatplotlib)("lists a matplotlib chart, and GetFile returns the PNG", async () => {
-    const id = await newSession(sandbox.client);
-    const listed = await files(id, "code_execution", {
-      code: [
-        "import matplotlib",
-        "matplotlib.use('Agg')",
-        "import matplotlib.pyplot as plt",
-        "plt.plot([1, 2, 3])",
-        "plt.savefig('chart.png')",
-      ].join("\n"),
-    });
-    expect(listed.map((b) => b.file_id)).toContain("chart.png");
-    expect((await fileBytes(id, "chart.png")).subarray(0, 8)).toEqual(PNG_SIGNATURE);
   });
 });
 
