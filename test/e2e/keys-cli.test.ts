@@ -1,62 +1,18 @@
-/**
- * `sandpool keys` as an operator runs it, against a real `sandpool dev` (process runtime, no
- * warm sandboxes): create prints the key once (and --json an object with key and prefix), the
- * key authenticates on the contract, list shows it without secret, revoke ends it; usage
- * errors exit 2, refusals and an unreachable gateway exit 1 with a one-line reason; a workspace
- * token is refused (403). Reads SANDPOOL_URL / SANDPOOL_ADMIN_TOKEN like `sandpool policy`.
- * Needs `npm run build` first.
- */
-import { mkdtemp, rm } from "node:fs/promises";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type CliServer, requireBuiltCli, resolvePython, runCli, startCliServer } from "../support/cli.js";
+import { runCli } from "../support/cli.js";
+import { type DevCliGateway, freePort, startDevCliGateway } from "../support/dev-cli-gateway.js";
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-let dataDir: string;
-let server: CliServer | undefined;
+let gateway: DevCliGateway | undefined;
 let url: string;
 let adminToken: string;
 let devToken: string;
 
 beforeAll(async () => {
-  requireBuiltCli();
-  dataDir = await mkdtemp(path.join(tmpdir(), "sandpool-keys-e2e-"));
-  const port = await freePort();
-  server = await startCliServer(
-    [
-      "dev",
-      "--runtime",
-      "process",
-      "--port",
-      String(port),
-      "--data-dir",
-      dataDir,
-      "--min-idle",
-      "0",
-      "--python",
-      resolvePython(),
-    ],
-    /^SANDPOOL_ADMIN_TOKEN=(\S+)/,
-    { timeoutMs: 90_000, env: { SANDPOOL_LOG_LEVEL: "warn" } },
-  );
-  adminToken = server.url;
-  devToken = /^SANDPOOL_TOKEN=(\S+)$/m.exec(server.output().stdout)?.[1] ?? "";
-  url = `http://127.0.0.1:${port}`;
+  gateway = await startDevCliGateway("keys");
+  ({ url, adminToken, devToken } = gateway);
 }, 120_000);
 
-afterAll(async () => {
-  await server?.stop(20_000);
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
-}, 30_000);
+afterAll(() => gateway?.stop(), 30_000);
 
 const hermetic = { SANDPOOL_URL: "", SANDPOOL_ADMIN_TOKEN: "" };
 

@@ -1,63 +1,18 @@
-/**
- * `sandpool policy` as an operator runs it, against a real `sandpool dev` (process runtime, no
- * warm sandboxes): list, set, get, audit, usage and delete through the admin API with the
- * admin token dev mode prints; 422 problems listed one per line; 401/403 explained; an
- * unreachable gateway named; exit codes 0 (done), 1 (refused or unreachable), 2 (bad usage).
- * Needs `npm run build` first.
- */
-import { mkdtemp, rm } from "node:fs/promises";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type CliServer, requireBuiltCli, resolvePython, runCli, startCliServer } from "../support/cli.js";
+import { runCli } from "../support/cli.js";
+import { type DevCliGateway, freePort, startDevCliGateway } from "../support/dev-cli-gateway.js";
 
-/** A port nothing listens on right now (the OS's pick, released at once). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-let dataDir: string;
-let server: CliServer | undefined;
+let gateway: DevCliGateway | undefined;
 let url: string;
 let adminToken: string;
 let devToken: string;
 
 beforeAll(async () => {
-  requireBuiltCli();
-  dataDir = await mkdtemp(path.join(tmpdir(), "sandpool-policy-e2e-"));
-  const port = await freePort();
-  // The first start in a fresh data directory runs PGlite's initdb: allow for a slow machine.
-  server = await startCliServer(
-    [
-      "dev",
-      "--runtime",
-      "process",
-      "--port",
-      String(port),
-      "--data-dir",
-      dataDir,
-      "--min-idle",
-      "0",
-      "--python",
-      resolvePython(),
-    ],
-    /^SANDPOOL_ADMIN_TOKEN=(\S+)/,
-    { timeoutMs: 90_000, env: { SANDPOOL_LOG_LEVEL: "warn" } },
-  );
-  adminToken = server.url;
-  devToken = /^SANDPOOL_TOKEN=(\S+)$/m.exec(server.output().stdout)?.[1] ?? "";
-  url = `http://127.0.0.1:${port}`;
+  gateway = await startDevCliGateway("policy");
+  ({ url, adminToken, devToken } = gateway);
 }, 120_000);
 
-afterAll(async () => {
-  await server?.stop(20_000);
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
-}, 30_000);
+afterAll(() => gateway?.stop(), 30_000);
 
 /** Neither the test's environment nor a developer's shell leaks a URL or token in. */
 const hermetic = { SANDPOOL_URL: "", SANDPOOL_ADMIN_TOKEN: "" };

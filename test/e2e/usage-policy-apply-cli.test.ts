@@ -5,52 +5,21 @@
  * changes nothing, export read back; an invalid file refused whole with every problem listed;
  * exit codes 0 (done), 1 (refused or unreachable), 2 (bad usage). Needs `npm run build` first.
  */
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { type CliServer, requireBuiltCli, resolvePython, runCli, startCliServer } from "../support/cli.js";
+import { runCli } from "../support/cli.js";
+import { type DevCliGateway, freePort, startDevCliGateway } from "../support/dev-cli-gateway.js";
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-let dataDir: string;
-let server: CliServer | undefined;
+let gateway: DevCliGateway | undefined;
 let url: string;
 let adminToken: string;
 let devToken: string;
 
 beforeAll(async () => {
-  requireBuiltCli();
-  dataDir = await mkdtemp(path.join(tmpdir(), "sandpool-usage-e2e-"));
-  const port = await freePort();
-  server = await startCliServer(
-    [
-      "dev",
-      "--runtime",
-      "process",
-      "--port",
-      String(port),
-      "--data-dir",
-      dataDir,
-      "--min-idle",
-      "0",
-      "--python",
-      resolvePython(),
-    ],
-    /^SANDPOOL_ADMIN_TOKEN=(\S+)/,
-    { timeoutMs: 90_000, env: { SANDPOOL_LOG_LEVEL: "warn" } },
-  );
-  adminToken = server.url;
-  devToken = /^SANDPOOL_TOKEN=(\S+)$/m.exec(server.output().stdout)?.[1] ?? "";
-  url = `http://127.0.0.1:${port}`;
+  gateway = await startDevCliGateway("usage");
+  ({ url, adminToken, devToken } = gateway);
   // Usage to report: one session of workspace "dev" (dev mode's token) with two calls.
   const headers = { authorization: `Bearer ${devToken}`, "content-type": "application/json" };
   const created = await fetch(`${url}/sessions`, { method: "POST", headers });
@@ -67,10 +36,7 @@ beforeAll(async () => {
   expect((await fetch(`${url}/sessions/${id}`, { method: "DELETE", headers })).status).toBeLessThan(300);
 }, 150_000);
 
-afterAll(async () => {
-  await server?.stop(20_000);
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
-}, 30_000);
+afterAll(() => gateway?.stop(), 30_000);
 
 const hermetic = { SANDPOOL_URL: "", SANDPOOL_ADMIN_TOKEN: "" };
 const cli = (args: string[], env: NodeJS.ProcessEnv = {}) =>
@@ -161,7 +127,7 @@ describe("sandpool usage", () => {
 
 describe("sandpool policy apply -f", () => {
   it("shows the diff, applies it, changes nothing the second time, and exports what it applied", async () => {
-    const file = path.join(dataDir, "policies.yaml");
+    const file = path.join(gateway!.dataDir, "policies.yaml");
     await writeFile(
       file,
       "policies:\n  team-x:\n    maxConcurrentSessions: 2\n    allowedTools: [code_execution]\n  team-y:\n    enabled: false\n",
@@ -209,7 +175,7 @@ describe("sandpool policy apply -f", () => {
 
   it("refuses the whole file when any entry is invalid, listing every problem (exit 1)", async () => {
     const before = (await asAdmin(["policy", "export", "--json"])).stdout;
-    const file = path.join(dataDir, "bad.yaml");
+    const file = path.join(gateway!.dataDir, "bad.yaml");
     await writeFile(
       file,
       "policies:\n  ok-team:\n    maxConcurrentSessions: 1\n  greedy:\n    maxConcurrentSessions: 100000\n  images:\n    allowedImages: [evil/image]\n",
@@ -231,7 +197,7 @@ describe("sandpool policy apply -f", () => {
     ["a duplicate workspace", "policies:\n  a: {}\n  a: {}\n", /is not valid YAML/],
     ["a list at the top", "- a\n", /must hold a map with a 'policies' key/],
   ])("exits 2 on %s", async (_name, content, message) => {
-    const file = path.join(dataDir, "usage-error.yaml");
+    const file = path.join(gateway!.dataDir, "usage-error.yaml");
     await writeFile(file, content);
     const result = await asAdmin(["policy", "apply", "-f", file]);
     expect(result.code, result.stderr).toBe(2);
@@ -240,7 +206,7 @@ describe("sandpool policy apply -f", () => {
 
   it("exits 2 without -f and on a missing file", async () => {
     expect((await asAdmin(["policy", "apply"])).code).toBe(2);
-    const missing = await asAdmin(["policy", "apply", "-f", path.join(dataDir, "nope.yaml")]);
+    const missing = await asAdmin(["policy", "apply", "-f", path.join(gateway!.dataDir, "nope.yaml")]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/cannot read/);
   });
