@@ -84,7 +84,7 @@ export class SessionLifecycle {
       policy.maxLifetimeCeilingSeconds,
     );
     // 144 random bits, URL-safe: unguessable, and unrelated to the container or its session.
-    const sessionId = randomBytes(18).toString("base64url");
+    const sessionId = newSessionId();
     // The slot is held from now; a slow cold start must not eat into it.
     const holdUntil = this.now() + maxLifetimeSeconds * 1000 + HOLD_GRACE_MS + pool.coldStartTimeoutMs;
 
@@ -245,6 +245,14 @@ export class SessionLifecycle {
       }
       if (due.length < REAP_BATCH) return ended;
     }
+  }
+}
+
+/** Random and unguessable; never starting with "-", which a command line would read as an option. */
+function newSessionId(): string {
+  for (;;) {
+    const id = randomBytes(18).toString("base64url");
+    if (!id.startsWith("-")) return id;
   }
 }
 
