@@ -6,6 +6,7 @@
  * (total, tool, image), for spreadsheets and billing scripts.
  */
 import { Command, Option } from "commander";
+import type { UsageTotals } from "../../metering/usage-report.js";
 import {
   AdminUsageError,
   adminCall,
@@ -22,19 +23,8 @@ import {
 } from "../admin/admin-command-kit.js";
 import { csv, out, printJson, table } from "../admin/admin-render.js";
 
-interface Totals {
-  sessions: number;
-  execCalls: number;
-  execSeconds: number;
-  sandboxSeconds: number;
-  cpuSeconds: number;
-  memoryPeakBytes: number;
-  filesIn: number;
-  bytesIn: number;
-  filesOut: number;
-  bytesOut: number;
-  denied: number;
-}
+/** The report's totals, as the gateway defines them (the CLI reads its JSON). */
+type Totals = UsageTotals;
 
 interface Bucket extends Totals {
   start: string;
