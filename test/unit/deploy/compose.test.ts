@@ -265,7 +265,7 @@ describe("the monitoring profile's wiring", () => {
     const job = settings.scrape_configs.find((c) => c.job_name === "sandpool")!;
     expect(job.static_configs.flatMap((c) => c.targets)).toEqual([`${config.host}:${config.port}`]);
     for (const rules of settings.rule_files)
-      expect(mountedAt(prometheus, rules)).toBe(repoPath("deploy/prometheus/sandpool-rules.yaml"));
+      expect(mountedAt(prometheus, rules)).toBe(repoPath("helm/sandpool/files/sandpool-rules.yaml"));
   });
 
   it("provisions Grafana with that Prometheus and the dashboard", () => {
@@ -283,7 +283,7 @@ describe("the monitoring profile's wiring", () => {
     );
     const dashboardDir = providers.providers[0]!.options.path;
     expect(mountedAt(grafana, `${dashboardDir}/sandpool-dashboard.json`)).toBe(
-      repoPath("deploy/grafana/sandpool-dashboard.json"),
+      repoPath("helm/sandpool/files/sandpool-dashboard.json"),
     );
   });
 });

@@ -119,6 +119,8 @@ describe("helm/sandpool: templates", () => {
       "policy-apply-job.yaml",
       "pdb.yaml",
       "servicemonitor.yaml",
+      "prometheusrule.yaml",
+      "grafana-dashboard.yaml",
     ])
       expect(templateFiles).toContain(file);
   });

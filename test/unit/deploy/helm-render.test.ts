@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadGatewayConfig } from "../../../src/config/load-config.js";
+import { readJson, readYaml } from "./deploy-files.js";
 import { CHART_DIR, type KubeObject, lintChart, renderChart, schemaProblems } from "./helm-render.js";
 
 const CI_DIR = path.join(CHART_DIR, "ci");
@@ -59,7 +60,7 @@ beforeAll(async () => {
 
 describe("helm/sandpool/ci: the shapes the chart supports", () => {
   it("ships the values files of every supported shape", () => {
-    expect(ciFiles).toEqual(expect.arrayContaining(["default-values.yaml"]));
+    expect(ciFiles).toEqual(expect.arrayContaining(["default-values.yaml", "monitoring-values.yaml"]));
   });
 
   it.each(ciFiles)("%s passes helm lint --strict", async (file) => {
@@ -105,5 +106,45 @@ describe("the default shape (Docker-in-Docker sidecar)", () => {
     expect(spec.containers[0]!.securityContext?.privileged).toBe(true);
     const dockerHost = spec.containers[1]!.env?.find((variable) => variable.name === "DOCKER_HOST")?.value;
     expect(dockerHost).toMatch(/^unix:\/\//);
+  });
+});
+
+describe("the monitoring shape (Prometheus Operator, Grafana's dashboard sidecar)", () => {
+  const objects = () => rendered.get("monitoring-values.yaml")!;
+
+  it("scrapes the gateway's port as the job the rules expect", () => {
+    const [monitor] = find(objects(), "ServiceMonitor");
+    const spec = (
+      monitor as unknown as { spec: { jobLabel: string; endpoints: { port: string; path: string }[] } }
+    ).spec;
+    expect(spec.endpoints).toMatchObject([{ port: "http", path: "/metrics" }]);
+    const [deployment] = find(objects(), "Deployment");
+    expect(deployment!.metadata.labels?.[spec.jobLabel]).toBe("sandpool");
+    expect(monitor!.metadata.labels).toMatchObject({ release: "kube-prometheus-stack" });
+  });
+
+  it("holds the one rules file compose's Prometheus loads, as a PrometheusRule", () => {
+    const [rule] = find(objects(), "PrometheusRule");
+    expect((rule as unknown as { spec: unknown }).spec).toEqual(
+      readYaml("helm/sandpool/files/sandpool-rules.yaml"),
+    );
+    expect(rule!.metadata.labels).toMatchObject({ release: "kube-prometheus-stack" });
+  });
+
+  it("holds the one dashboard file compose's Grafana loads, in a ConfigMap with the sidecar's label", () => {
+    const [dashboard] = find(objects(), "ConfigMap", "sandpool-dashboard");
+    expect(dashboard!.metadata.labels).toMatchObject({ grafana_dashboard: "1" });
+    const data = (dashboard as unknown as { data: Record<string, string> }).data;
+    expect(Object.keys(data)).toEqual(["sandpool-dashboard.json"]);
+    expect(JSON.parse(data["sandpool-dashboard.json"]!)).toEqual(
+      readJson("helm/sandpool/files/sandpool-dashboard.json"),
+    );
+  });
+
+  it("renders none of them by default", () => {
+    const kinds = rendered.get("default-values.yaml")!.map((object) => object.kind);
+    expect(kinds).not.toContain("ServiceMonitor");
+    expect(kinds).not.toContain("PrometheusRule");
+    expect(find(rendered.get("default-values.yaml")!, "ConfigMap", "sandpool-dashboard")).toEqual([]);
   });
 });

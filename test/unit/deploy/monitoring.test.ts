@@ -38,11 +38,11 @@ interface RuleFile {
   groups: { name: string; rules: Rule[] }[];
 }
 
-const DASHBOARD = "deploy/grafana/sandpool-dashboard.json";
+const DASHBOARD = "helm/sandpool/files/sandpool-dashboard.json";
 /** Every panel's data source: the dashboard's own variable, so it imports anywhere. */
 // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's variable syntax, not a template
 const DATASOURCE = { type: "prometheus", uid: "${datasource}" };
-const RULES = "deploy/prometheus/sandpool-rules.yaml";
+const RULES = "helm/sandpool/files/sandpool-rules.yaml";
 
 const dashboard = readJson<Dashboard>(DASHBOARD);
 const rules = readYaml<RuleFile>(RULES);
