@@ -50,12 +50,14 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- default (include "sandpool.fullname" .) .Values.secrets.existingSecret -}}
 {{- end -}}
 
-{{/* DOCKER_HOST: the DinD sidecar's socket, else docker.host, which is then required. */}}
+{{/* DOCKER_HOST: the DinD sidecar's socket, the host's (mounted), else docker.host, then required. */}}
 {{- define "sandpool.dockerHost" -}}
 {{- if .Values.dind.enabled -}}
 unix:///run/dind/docker.sock
+{{- else if .Values.hostDocker.enabled -}}
+unix:///var/run/docker.sock
 {{- else -}}
-{{- required "docker.host is required (the Docker engine that runs the sandboxes), or set dind.enabled=true" .Values.docker.host -}}
+{{- required "docker.host is required (the Docker engine that runs the sandboxes), or set dind.enabled=true or hostDocker.enabled=true" .Values.docker.host -}}
 {{- end -}}
 {{- end -}}
 
@@ -67,6 +69,20 @@ sandboxes, and each would take the others' sessions for lost).
 {{- define "sandpool.validate" -}}
 {{- if and .Values.dind.enabled (gt (int .Values.replicaCount) 1) -}}
 {{- fail "dind.enabled needs replicaCount: 1: each replica's sidecar engine holds sandboxes the other replicas cannot reach" -}}
+{{- end -}}
+{{- if .Values.hostDocker.enabled -}}
+{{- if .Values.dind.enabled -}}
+{{- fail "set one of dind.enabled and hostDocker.enabled: each gives the gateway its Docker engine" -}}
+{{- end -}}
+{{- if gt (int .Values.replicaCount) 1 -}}
+{{- fail "hostDocker.enabled needs replicaCount: 1: replicas on other nodes could not reach each other's sandboxes" -}}
+{{- end -}}
+{{- if kindIs "invalid" .Values.hostDocker.socketGroup -}}
+{{- fail "hostDocker.socketGroup is required: the group id of the Docker socket on the sandbox nodes (stat -c %g /var/run/docker.sock)" -}}
+{{- end -}}
+{{- end -}}
+{{- if and .Values.ingress.enabled (not .Values.ingress.hosts) -}}
+{{- fail "ingress.enabled needs ingress.hosts: the host names the Ingress routes to the gateway" -}}
 {{- end -}}
 {{- if not .Values.secrets.existingSecret -}}
 {{- $_ := required "secrets.databaseUrl is required (or secrets.existingSecret)" .Values.secrets.databaseUrl -}}

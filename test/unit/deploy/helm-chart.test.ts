@@ -121,6 +121,8 @@ describe("helm/sandpool: templates", () => {
       "servicemonitor.yaml",
       "prometheusrule.yaml",
       "grafana-dashboard.yaml",
+      "ingress.yaml",
+      "networkpolicy.yaml",
     ])
       expect(templateFiles).toContain(file);
   });
@@ -176,9 +178,10 @@ describe("helm/sandpool: templates", () => {
 
   it("shares /run/sandpool between the engine and the gateway, which is not the sandboxes' user", () => {
     const deployment = templates.get("deployment.yaml")!;
-    // Mounted in both containers (dind first, then the gateway), from one in-memory emptyDir.
+    // Mounted at that one path wherever it is mounted (dind, the host shape's init container,
+    // the gateway); with dind, from an in-memory emptyDir (the rendered shapes: helm-render.test.ts).
     const mounts = [...deployment.matchAll(/- name: sandbox-sockets\n\s+mountPath: (\S+)/g)].map((m) => m[1]);
-    expect(mounts).toEqual(["/run/sandpool", "/run/sandpool"]);
+    expect(mounts).toEqual(["/run/sandpool", "/run/sandpool", "/run/sandpool"]);
     expect(deployment).toMatch(/- name: sandbox-sockets\n\s+emptyDir:\n\s+medium: Memory/);
     const sandboxUser = dockerRuntimeOptionsSchema.parse({ deployment: "x", hosts: [dindDockerHost()] }).user;
     expect((values.securityContext as { runAsUser: number }).runAsUser).not.toBe(

@@ -20,18 +20,34 @@ const ciFiles = readdirSync(CI_DIR)
 const dir = mkdtempSync(path.join(tmpdir(), "sandpool-helm-render-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-type Container = {
+interface Container {
   name: string;
+  command?: string[];
   env?: { name: string; value?: string }[];
-  securityContext?: { privileged?: boolean };
-};
-type PodSpec = { containers: Container[]; initContainers?: Container[]; [field: string]: unknown };
+  volumeMounts?: { name: string; mountPath: string }[];
+  lifecycle?: { postStart?: { exec: { command: string[] } } };
+  securityContext?: {
+    privileged?: boolean;
+    runAsUser?: number;
+    capabilities?: { add?: string[]; drop?: string[] };
+  };
+}
+interface PodSpec {
+  containers: Container[];
+  initContainers?: Container[];
+  volumes?: { name: string; hostPath?: { path: string; type?: string }; emptyDir?: unknown }[];
+  securityContext?: { supplementalGroups?: number[] };
+  nodeSelector?: Record<string, string>;
+  tolerations?: { key: string; effect?: string }[];
+}
 
 function find(objects: readonly KubeObject[], kind: string, name?: string): KubeObject[] {
   return objects.filter(
     (object) => object.kind === kind && (name === undefined || object.metadata.name === name),
   );
 }
+
+const WORKLOADS = new Set(["Deployment", "DaemonSet", "StatefulSet", "Job"]);
 
 function podSpec(workload: KubeObject): PodSpec {
   return (workload as unknown as { spec: { template: { spec: PodSpec } } }).spec.template.spec;
@@ -60,7 +76,13 @@ beforeAll(async () => {
 
 describe("helm/sandpool/ci: the shapes the chart supports", () => {
   it("ships the values files of every supported shape", () => {
-    expect(ciFiles).toEqual(expect.arrayContaining(["default-values.yaml", "monitoring-values.yaml"]));
+    expect(ciFiles).toEqual([
+      "datascience-values.yaml",
+      "default-values.yaml",
+      "host-socket-values.yaml",
+      "ingress-tls-values.yaml",
+      "monitoring-values.yaml",
+    ]);
   });
 
   it.each(ciFiles)("%s passes helm lint --strict", async (file) => {
@@ -146,5 +168,127 @@ describe("the monitoring shape (Prometheus Operator, Grafana's dashboard sidecar
     expect(kinds).not.toContain("ServiceMonitor");
     expect(kinds).not.toContain("PrometheusRule");
     expect(find(rendered.get("default-values.yaml")!, "ConfigMap", "sandpool-dashboard")).toEqual([]);
+  });
+});
+
+describe("the host-socket shape (the node's Docker engine on labelled nodes)", () => {
+  const objects = () => rendered.get("host-socket-values.yaml")!;
+  const spec = () => podSpec(find(objects(), "Deployment")[0]!);
+
+  it("runs no privileged container, in any workload", () => {
+    const containers = objects()
+      .filter((object) => WORKLOADS.has(object.kind))
+      .flatMap((workload) => [...(podSpec(workload).initContainers ?? []), ...podSpec(workload).containers]);
+    expect(containers.length).toBeGreaterThan(2);
+    expect(containers.filter((container) => container.securityContext?.privileged)).toEqual([]);
+    expect(spec().containers.map((container) => container.name)).toEqual(["gateway"]);
+  });
+
+  it("mounts the node's socket and /run/sandpool, the same path the host engine sees", () => {
+    const volumes = new Map((spec().volumes ?? []).map((volume) => [volume.name, volume]));
+    const gateway = spec().containers[0]!;
+    const mounts = new Map((gateway.volumeMounts ?? []).map((mount) => [mount.name, mount.mountPath]));
+    expect(volumes.get("docker-socket")?.hostPath).toEqual({ path: "/var/run/docker.sock", type: "Socket" });
+    const dockerHost = gateway.env?.find((variable) => variable.name === "DOCKER_HOST")?.value;
+    expect(dockerHost).toBe(`unix://${mounts.get("docker-socket")}`);
+    expect(volumes.get("sandbox-sockets")?.hostPath?.path).toBe("/run/sandpool");
+    expect(mounts.get("sandbox-sockets")).toBe("/run/sandpool");
+  });
+
+  it("gives the socket directory to the gateway's user with CHOWN and FOWNER only, and joins the socket's group", () => {
+    const [init] = spec().initContainers ?? [];
+    expect(init?.securityContext).toMatchObject({
+      runAsUser: 0,
+      capabilities: { drop: ["ALL"], add: ["CHOWN", "FOWNER"] },
+    });
+    expect(init?.command?.join(" ")).toContain("chown 10000:10000 /run/sandpool && chmod 0700 /run/sandpool");
+    expect(init?.volumeMounts).toEqual([{ name: "sandbox-sockets", mountPath: "/run/sandpool" }]);
+    expect(spec().securityContext?.supplementalGroups).toEqual([999]);
+  });
+
+  it("runs only on the labelled, tainted sandbox nodes", () => {
+    expect(spec().nodeSelector).toEqual({ "sandpool/sandbox-node": "true" });
+    expect(spec().tolerations).toMatchObject([{ key: "sandpool/sandbox-node", effect: "NoSchedule" }]);
+  });
+});
+
+describe("the ingress-tls shape (an Ingress with TLS and a NetworkPolicy)", () => {
+  const objects = () => rendered.get("ingress-tls-values.yaml")!;
+  type IngressSpec = {
+    ingressClassName: string;
+    tls: { secretName: string; hosts: string[] }[];
+    rules: {
+      host: string;
+      http: { paths: { backend: { service: { name: string; port: { name: string } } } }[] };
+    }[];
+  };
+  type Rule = { ports?: { port: number | string; protocol: string }[]; from?: unknown[]; to?: unknown[] };
+  type PolicySpec = { podSelector: { matchLabels: Record<string, string> }; ingress: Rule[]; egress: Rule[] };
+
+  it("routes its host to the Service's port, with TLS, and the gateway answers that Host", () => {
+    const ingress = (find(objects(), "Ingress")[0] as unknown as { spec: IngressSpec }).spec;
+    const [service] = find(objects(), "Service");
+    const ports = (service as unknown as { spec: { ports: { name: string }[] } }).spec.ports.map(
+      (port) => port.name,
+    );
+    expect(ingress.rules.map((rule) => rule.host)).toEqual(["sandpool.example.com"]);
+    for (const path of ingress.rules[0]!.http.paths) {
+      expect(path.backend.service.name).toBe(service!.metadata.name);
+      expect(ports).toContain(path.backend.service.port.name);
+    }
+    expect(ingress.tls).toEqual([{ secretName: "sandpool-tls", hosts: ["sandpool.example.com"] }]);
+    const config = gatewayConfigOf(objects(), "ingress-allowed-hosts");
+    expect(config.http.allowedHosts).toEqual(expect.arrayContaining(["sandpool", "sandpool.example.com"]));
+  });
+
+  it("lets only the ingress controller and Prometheus reach the gateway's port", () => {
+    const policy = (find(objects(), "NetworkPolicy")[0] as unknown as { spec: PolicySpec }).spec;
+    const [deployment] = find(objects(), "Deployment");
+    const selector = (deployment as unknown as { spec: { selector: { matchLabels: unknown } } }).spec
+      .selector;
+    expect(policy.podSelector.matchLabels).toEqual(selector.matchLabels);
+    expect(policy.ingress).toEqual([
+      {
+        ports: [{ port: "http", protocol: "TCP" }],
+        from: [
+          { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "ingress-nginx" } } },
+          { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } },
+        ],
+      },
+    ]);
+  });
+
+  it("lets the pod reach DNS, Redis, Postgres, the sidecar's registry and the JWKS, nothing else", () => {
+    const policy = (find(objects(), "NetworkPolicy")[0] as unknown as { spec: PolicySpec }).spec;
+    const ports = policy.egress.map((rule) =>
+      (rule.ports ?? []).map((port) => `${port.port}/${port.protocol}`),
+    );
+    expect(ports).toEqual([["53/UDP", "53/TCP"], ["6379/TCP"], ["5432/TCP"], ["443/TCP"], ["443/TCP"]]);
+    // Every rule names its destinations but the registry's (any address: registries move).
+    expect(policy.egress.map((rule) => rule.to !== undefined)).toEqual([true, true, true, false, true]);
+  });
+
+  it("renders neither by default", () => {
+    const kinds = rendered.get("default-values.yaml")!.map((object) => object.kind);
+    expect(kinds).not.toContain("Ingress");
+    expect(kinds).not.toContain("NetworkPolicy");
+  });
+});
+
+describe("the datascience shape (a second pool of the data-science image)", () => {
+  it("pools both images, allows both, and the sidecar pulls both", () => {
+    const objects = rendered.get("datascience-values.yaml")!;
+    const config = gatewayConfigOf(objects, "datascience");
+    expect(config.pools.map((pool) => [pool.name, pool.image])).toEqual([
+      ["default", "sandpool/sandbox:dev"],
+      ["datascience", "sandpool/sandbox-datascience:dev"],
+    ]);
+    expect(config.policy.allowedImages).toEqual(["sandpool/sandbox:dev", "sandpool/sandbox-datascience:dev"]);
+    expect(config.policy.defaultImage).toBe("sandpool/sandbox:dev");
+    const dind = podSpec(find(objects, "Deployment")[0]!).containers.find(
+      (container) => container.name === "dind",
+    )!;
+    const script = dind.lifecycle?.postStart?.exec.command.join(" ") ?? "";
+    for (const image of config.policy.allowedImages) expect(script).toContain(`pull "${image}"`);
   });
 });
