@@ -47,6 +47,17 @@ function find(objects: readonly KubeObject[], kind: string, name?: string): Kube
   );
 }
 
+interface PolicyRule {
+  ports?: { port: number | string; protocol: string }[];
+  from?: unknown[];
+  to?: unknown[];
+}
+interface PolicySpec {
+  podSelector: { matchLabels: Record<string, string> };
+  ingress: PolicyRule[];
+  egress: PolicyRule[];
+}
+
 const WORKLOADS = new Set(["Deployment", "DaemonSet", "StatefulSet", "Job"]);
 
 function podSpec(workload: KubeObject): PodSpec {
@@ -222,8 +233,6 @@ describe("the ingress-tls shape (an Ingress with TLS and a NetworkPolicy)", () =
       http: { paths: { backend: { service: { name: string; port: { name: string } } } }[] };
     }[];
   };
-  type Rule = { ports?: { port: number | string; protocol: string }[]; from?: unknown[]; to?: unknown[] };
-  type PolicySpec = { podSelector: { matchLabels: Record<string, string> }; ingress: Rule[]; egress: Rule[] };
 
   it("routes its host to the Service's port, with TLS, and the gateway answers that Host", () => {
     const ingress = (find(objects(), "Ingress")[0] as unknown as { spec: IngressSpec }).spec;
@@ -273,6 +282,43 @@ describe("the ingress-tls shape (an Ingress with TLS and a NetworkPolicy)", () =
     expect(kinds).not.toContain("Ingress");
     expect(kinds).not.toContain("NetworkPolicy");
   });
+
+  it("with the policy's own defaults, lets anyone reach the port and the pod reach its services", async () => {
+    const objects = await renderChart(
+      [path.join(CI_DIR, "default-values.yaml")],
+      ["networkPolicy.enabled=true"],
+    );
+    expect(objects.flatMap(schemaProblems)).toEqual([]);
+    const policy = (find(objects, "NetworkPolicy")[0] as unknown as { spec: PolicySpec }).spec;
+    // No `from`: any peer, on the gateway's port only.
+    expect(policy.ingress).toEqual([{ ports: [{ port: "http", protocol: "TCP" }] }]);
+    const ports = policy.egress.map((rule) =>
+      (rule.ports ?? []).map((port) => `${port.port}/${port.protocol}`),
+    );
+    expect(ports).toEqual([["53/UDP", "53/TCP"], ["6379/TCP"], ["5432/TCP"], ["443/TCP"]]);
+  });
+});
+
+describe("the PodDisruptionBudget", () => {
+  it.each(ciFiles)(
+    "%s: covers the gateway's pods only and never blocks a node drain of one replica",
+    (file) => {
+      const objects = rendered.get(file)!;
+      const [budget] = find(objects, "PodDisruptionBudget");
+      const spec = (budget as unknown as { spec: { maxUnavailable: number; selector: unknown } }).spec;
+      const [deployment] = find(objects, "Deployment");
+      expect(spec.selector).toEqual((deployment as unknown as { spec: { selector: unknown } }).spec.selector);
+      expect(spec.maxUnavailable).toBeGreaterThanOrEqual(1);
+      // The hook Jobs' pods are not gateways to it.
+      for (const job of find(objects, "Job")) {
+        const labels = (
+          job as unknown as { spec: { template: { metadata: { labels: Record<string, string> } } } }
+        ).spec.template.metadata.labels;
+        const selector = (spec.selector as { matchLabels: Record<string, string> }).matchLabels;
+        expect(Object.entries(selector).every(([key, value]) => labels[key] === value)).toBe(false);
+      }
+    },
+  );
 });
 
 describe("the datascience shape (a second pool of the data-science image)", () => {
