@@ -28,7 +28,6 @@ export function registerSessionRoutes(
   jsonLimit: MiddlewareHandler<GatewayEnv>,
 ): void {
   app.post("/sessions", jsonLimit, async (c) => {
-    c.set("operation", "CreateSession");
     const parsed = createSessionRequest.safeParse(await readJsonBody(c, { optional: true }));
     if (!parsed.success) throw new SandpoolError("request.malformed", describeIssues(parsed.error));
     const { lease } = await services.sessions.create(c.get("principal").workspace, parsed.data);
@@ -36,12 +35,10 @@ export function registerSessionRoutes(
   });
 
   app.get("/sessions/:id", async (c) => {
-    c.set("operation", "GetSession");
     return c.json(handleOf(await services.sessions.resolve(sessionKey(c))));
   });
 
   app.delete("/sessions/:id", async (c) => {
-    c.set("operation", "DestroySession");
     // Unknown, already ended and other workspaces' ids all answer 204: the session is
     // gone either way, and the answer says nothing about whether it ever existed.
     await services.sessions.end(sessionKey(c), "destroyed");
