@@ -97,18 +97,7 @@ export function createAdminApp(services: GatewayServices, policyAdmin: PolicyAdm
     const workspace = workspaceParam(c);
     const edit = await readJsonBody(c);
     const caller = c.get("caller");
-    try {
-      await policyAdmin.put(workspace, edit, actorOf(caller));
-    } catch (error) {
-      if (error instanceof SandpoolError && error.code === "request.malformed") {
-        // Every problem at once, one per entry, so an operator (or the CLI) lists them all.
-        return c.json(
-          { detail: { code: error.code, message: error.message, problems: error.message.split("; ") } },
-          422,
-        );
-      }
-      throw error;
-    }
+    await policyAdmin.put(workspace, edit, actorOf(caller));
     c.get("log").info({ workspace, actor: actorOf(caller) }, "workspace policy edited");
     return c.json(await policyView(services, policyAdmin, workspace));
   });

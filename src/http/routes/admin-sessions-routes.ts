@@ -8,7 +8,7 @@
  *   DELETE /sessions/:id[?workspace=W]     200 { ended: SessionView }; 404 session.not_found
  * Without `workspace`, DELETE finds the session in any workspace (ids are 144 random bits).
  */
-import { type Context, Hono } from "hono";
+import { Hono } from "hono";
 import { SandpoolError } from "../../contract/error-codes.js";
 import { type Lease, leaseDeadline } from "../../store/coordination/records.js";
 import type { GatewayServices } from "../gateway-services.js";
