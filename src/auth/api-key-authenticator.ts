@@ -11,9 +11,9 @@
  * never on the call's path.
  */
 import type { Logger } from "pino";
-import { SandpoolError } from "../contract/error-codes.js";
 import type { ApiKeyRecord, ApiKeyRepository } from "../store/sql/api-key-repository.js";
 import { parseApiKey, secretMatches } from "./api-key-format.js";
+import { AuthRefusal } from "./auth-refusal.js";
 import type { BearerAuthenticator, Caller } from "./principal.js";
 
 export const API_KEYS_CHANNEL = "sandpool:api-keys-changed";
@@ -54,14 +54,15 @@ export class ApiKeyAuthenticator implements BearerAuthenticator {
   /** Takes a bare token (the `Authorization` header's credential), already known to start with `sp_`. */
   async authenticate(token: string | undefined): Promise<Caller> {
     const parsed = token === undefined ? undefined : parseApiKey(token);
-    if (parsed === undefined) throw invalid("not a well-formed sandpool API key");
+    if (parsed === undefined) throw new AuthRefusal("malformed", "not a well-formed sandpool API key");
     const record = await this.#record(parsed.prefix);
     // Constant-time comparison: what must not leak is how much of a secret matched (the prefix is public).
     if (record === undefined || !secretMatches(parsed.secret, record.hashedSecret))
-      throw invalid("unknown API key or wrong secret");
+      throw new AuthRefusal("unknown_key", "unknown API key or wrong secret");
     const now = this.#now();
-    if (record.revokedAt !== null) throw invalid("API key revoked");
-    if (record.expiresAt !== null && record.expiresAt.getTime() <= now) throw invalid("API key expired");
+    if (record.revokedAt !== null) throw new AuthRefusal("revoked_key", "API key revoked");
+    if (record.expiresAt !== null && record.expiresAt.getTime() <= now)
+      throw new AuthRefusal("expired_key", "API key expired");
     this.#uses.set(record.prefix, now);
     return {
       workspace: record.workspace,
@@ -120,8 +121,4 @@ export class ApiKeyAuthenticator implements BearerAuthenticator {
     }
     return loading;
   }
-}
-
-function invalid(reason: string): SandpoolError {
-  return new SandpoolError("auth.invalid", "invalid bearer token", { cause: new Error(reason) });
 }

@@ -8,8 +8,8 @@
  * Choosing by shape, not by trying each in turn, means a refusal from one source is final and
  * a JWT or a sandpool key is never sent to a third party's introspection endpoint.
  */
-import { SandpoolError } from "../contract/error-codes.js";
 import { looksLikeApiKey } from "./api-key-format.js";
+import { AuthRefusal } from "./auth-refusal.js";
 import type { BearerAuthenticator, Caller } from "./principal.js";
 
 // Far above any real token; bounds the work a caller can make us do (and what we would forward).
@@ -30,7 +30,7 @@ export class BearerSourceRouter implements BearerAuthenticator {
 
   authenticate(authorization: string | undefined): Promise<Caller> {
     const value = authorization?.trim() ?? "";
-    if (value === "") return Promise.reject(new SandpoolError("auth.missing", "a bearer token is required"));
+    if (value === "") return Promise.reject(new AuthRefusal("missing", "no credential"));
     const token = value.length > maxAuthorizationLength ? undefined : bearerPattern.exec(value)?.[1];
     // Not a bearer credential: the JWT verifier gives its usual refusal.
     if (token === undefined) return this.sources.jwt.authenticate(authorization);
@@ -42,9 +42,10 @@ export class BearerSourceRouter implements BearerAuthenticator {
   #or401(source: BearerAuthenticator | undefined, token: string): Promise<Caller> {
     if (source !== undefined) return source.authenticate(token);
     return Promise.reject(
-      new SandpoolError("auth.invalid", "invalid bearer token", {
-        cause: new Error("neither a JWT nor a sandpool key, and no introspection endpoint is configured"),
-      }),
+      new AuthRefusal(
+        "unrecognised",
+        "neither a JWT nor a sandpool key, and no introspection endpoint is configured",
+      ),
     );
   }
 }

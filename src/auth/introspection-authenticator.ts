@@ -11,6 +11,7 @@
  * request. An introspected token is never an admin token.
  */
 import { SandpoolError } from "../contract/error-codes.js";
+import { AuthRefusal } from "./auth-refusal.js";
 import { credentialFingerprint } from "./failed-auth-limiter.js";
 import type { IntrospectionConfig } from "./introspection-config.js";
 import type { BearerAuthenticator, Caller } from "./principal.js";
@@ -52,8 +53,7 @@ export class IntrospectionAuthenticator implements BearerAuthenticator {
 
   /** Takes the bare token (the `Authorization` header's credential). */
   async authenticate(token: string | undefined): Promise<Caller> {
-    if (token === undefined || token === "")
-      throw new SandpoolError("auth.missing", "a bearer token is required");
+    if (token === undefined || token === "") throw new AuthRefusal("missing", "no credential");
     const key = credentialFingerprint(token);
     const cached = this.#verdicts.get(key);
     let verdict: Verdict;
@@ -67,8 +67,7 @@ export class IntrospectionAuthenticator implements BearerAuthenticator {
       }
       verdict = await asking;
     }
-    if ("refusal" in verdict)
-      throw new SandpoolError("auth.invalid", "invalid bearer token", { cause: new Error(verdict.refusal) });
+    if ("refusal" in verdict) throw new AuthRefusal("introspection_refused", verdict.refusal);
     return { ...verdict.caller };
   }
 

@@ -16,8 +16,8 @@ import {
   type JWTVerifyGetKey,
   jwtVerify,
 } from "jose";
-import { SandpoolError } from "../contract/error-codes.js";
 import { type AuthConfig, authConfigSchema } from "./auth-config.js";
+import { AuthRefusal, joseFailureReason } from "./auth-refusal.js";
 import type { Caller } from "./principal.js";
 import { readPublicKey } from "./public-key-algorithms.js";
 import { readWorkspaceClaim } from "./workspace-claim.js";
@@ -25,7 +25,6 @@ import { readWorkspaceClaim } from "./workspace-claim.js";
 // Far above any real JWT; bounds the parsing a caller can make us do before the signature check.
 const maxAuthorizationLength = 16 * 1024;
 const bearerPattern = /^Bearer[ \t]+(\S+)$/i;
-const invalidMessage = "invalid bearer token";
 
 type Key = Awaited<ReturnType<JWTVerifyGetKey>>;
 
@@ -54,14 +53,16 @@ export class JwtAuthenticator {
       });
       claims = verified.payload;
     } catch (error) {
-      throw invalid(error instanceof errors.JOSEError ? error.code : "verification failed");
+      const code = error instanceof errors.JOSEError ? error.code : undefined;
+      throw new AuthRefusal(joseFailureReason(code), code ?? "verification failed");
     }
     // Own property and the JSON `true` only: "true", 1 or an inherited value is no admin.
     const admin = Object.hasOwn(claims, this.#config.adminClaim) && claims[this.#config.adminClaim] === true;
     const workspace = readWorkspaceClaim(claims, this.#config.workspaceClaim);
     // An admin token without a usable workspace is unscoped: it gains nothing on contract routes,
     // which refuse a caller without a workspace.
-    if (workspace === undefined && !admin) throw invalid("workspace claim missing or malformed");
+    if (workspace === undefined && !admin)
+      throw new AuthRefusal("no_workspace", "workspace claim missing or malformed");
     return {
       workspace,
       // Only admin tokens carry the flag, so an ordinary principal is what it always was.
@@ -136,13 +137,10 @@ function usableUntil(claims: JWTPayload, maxTokenAgeSeconds: number | undefined)
 
 function bearerToken(authorization: string | undefined): string {
   const value = authorization?.trim() ?? "";
-  if (value === "") throw new SandpoolError("auth.missing", "a bearer token is required");
-  if (value.length > maxAuthorizationLength) throw invalid("authorization header too long");
+  if (value === "") throw new AuthRefusal("missing", "no credential");
+  if (value.length > maxAuthorizationLength)
+    throw new AuthRefusal("malformed", "authorization header too long");
   const token = bearerPattern.exec(value)?.[1];
-  if (token === undefined) throw invalid("not a bearer credential");
+  if (token === undefined) throw new AuthRefusal("malformed", "not a bearer credential");
   return token;
-}
-
-function invalid(reason: string): SandpoolError {
-  return new SandpoolError("auth.invalid", invalidMessage, { cause: new Error(reason) });
 }

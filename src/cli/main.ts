@@ -5,6 +5,8 @@
  * gateway.
  */
 import { Command } from "commander";
+import { SANDPOOL_VERSION } from "../version.js";
+import { auditCommand } from "./commands/audit-command.js";
 import { configCommand } from "./commands/config-command.js";
 import { devCommand } from "./commands/dev-command.js";
 import { keysCommand } from "./commands/keys-command.js";
@@ -19,7 +21,7 @@ import { usageCommand } from "./commands/usage-command.js";
 
 const program = new Command("sandpool")
   .description("A multi-tenant, pool-backed gateway for the Otari code-execution protocol (contract v1).")
-  .version("0.1.0")
+  .version(SANDPOOL_VERSION)
   .showHelpAfterError()
   .addCommand(devCommand())
   .addCommand(serveCommand())
@@ -29,6 +31,7 @@ const program = new Command("sandpool")
   .addCommand(sessionsCommand())
   .addCommand(poolsCommand())
   .addCommand(keysCommand())
+  .addCommand(auditCommand())
   .addCommand(migrateCommand())
   .addCommand(configCommand())
   .addCommand(sandboxCommand());

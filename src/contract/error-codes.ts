@@ -52,7 +52,8 @@ export type ErrorCode = keyof typeof errorStatus;
 export type ErrorStatus = (typeof errorStatus)[ErrorCode];
 
 export interface ErrorBody {
-  detail: { code: ErrorCode; message: string };
+  /** `problems`: every problem of a refused input, one per entry (the message joins them). */
+  detail: { code: ErrorCode; message: string; problems?: readonly string[] };
 }
 
 /** The label a code outside the enum gets: what a sandbox answers is not trusted. */
@@ -68,8 +69,8 @@ export function errorCodeLabel(code: unknown): ErrorCode | typeof UNKNOWN_CODE_L
     : UNKNOWN_CODE_LABEL;
 }
 
-export function errorBody(code: ErrorCode, message: string): ErrorBody {
-  return { detail: { code, message } };
+export function errorBody(code: ErrorCode, message: string, problems?: readonly string[]): ErrorBody {
+  return { detail: problems === undefined ? { code, message } : { code, message, problems } };
 }
 
 /** An expected failure: carries a stable code; its message is safe to show the caller. */
@@ -79,20 +80,34 @@ export class SandpoolError extends Error {
   readonly retryAfterSeconds: number | undefined;
   /** Headers the answer must carry (e.g. `Allow` on a 405). */
   readonly headers: Readonly<Record<string, string>>;
+  /** Every problem of a refused input, as a list (the body's `detail.problems`). */
+  readonly problems: readonly string[] | undefined;
 
   constructor(
     readonly code: ErrorCode,
     message: string,
-    options: { retryAfterSeconds?: number; headers?: Record<string, string>; cause?: unknown } = {},
+    options: {
+      retryAfterSeconds?: number;
+      headers?: Record<string, string>;
+      cause?: unknown;
+      problems?: readonly string[];
+    } = {},
   ) {
     super(message, { cause: options.cause });
     this.name = "SandpoolError";
     this.status = errorStatus[code];
     this.retryAfterSeconds = options.retryAfterSeconds;
     this.headers = options.headers ?? {};
+    // A refused input always lists its problems, one at least, however it was raised.
+    this.problems = options.problems ?? (code === "request.malformed" ? [message] : undefined);
   }
 
   toBody(): ErrorBody {
-    return errorBody(this.code, this.message);
+    return errorBody(this.code, this.message, this.problems);
   }
+}
+
+/** 422 `request.malformed` listing every problem (the message joins them with "; "). */
+export function malformed(problems: readonly string[]): SandpoolError {
+  return new SandpoolError("request.malformed", problems.join("; "), { problems });
 }

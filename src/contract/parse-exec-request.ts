@@ -2,14 +2,14 @@
  * An Execute body checked as the contract asks: an unknown (or missing) tool kind is 400,
  * a known kind whose input is malformed is 422. Shared by the gateway and the sandbox.
  */
-import { SandpoolError } from "./error-codes.js";
-import { describeIssues, type ExecRequest, execRequest, isToolKind } from "./schemas.js";
+import { malformed, SandpoolError } from "./error-codes.js";
+import { type ExecRequest, execRequest, issueProblems, isToolKind } from "./schemas.js";
 
 export function parseExecRequest(body: unknown): ExecRequest {
   const tool = (body as { tool?: unknown } | null)?.tool;
   if (!isToolKind(tool))
     throw new SandpoolError("tool.unknown", `unknown tool kind: ${JSON.stringify(tool)}`);
   const parsed = execRequest.safeParse(body);
-  if (!parsed.success) throw new SandpoolError("request.malformed", describeIssues(parsed.error));
+  if (!parsed.success) throw malformed(issueProblems(parsed.error));
   return parsed.data;
 }

@@ -133,14 +133,14 @@ export interface FileUploadResult {
   size_bytes: number;
 }
 
-/** The part of a zod error (full or mini build) that describeIssues reads. */
+/** The part of a zod error (full or mini build) that issueProblems reads. */
 export interface SchemaIssues {
   issues: readonly { path: readonly PropertyKey[]; message: string }[];
 }
 
-/** Renders a zod failure as one readable line: `input.code: Too small ...; timeout_seconds: ...`. */
-export function describeIssues(error: SchemaIssues): string {
-  return error.issues
-    .map((issue) => `${issue.path.length > 0 ? issue.path.map(String).join(".") : "body"}: ${issue.message}`)
-    .join("; ");
+/** A zod failure as one problem per issue: `input.code: Too small ...`, `timeout_seconds: ...`. */
+export function issueProblems(error: SchemaIssues): string[] {
+  return error.issues.map(
+    (issue) => `${issue.path.length > 0 ? issue.path.map(String).join(".") : "body"}: ${issue.message}`,
+  );
 }

@@ -30,6 +30,7 @@ import type { SandboxRuntime } from "../runtime/sandbox-runtime.js";
 import type { CoordinationStore } from "../store/coordination/coordination-store.js";
 import type { SandboxRecord } from "../store/coordination/records.js";
 import { AdminAuditRepository } from "../store/sql/admin-audit-repository.js";
+import { AuditRepository } from "../store/sql/audit-repository.js";
 import type { Database } from "../store/sql/database-types.js";
 import { PolicyRepository } from "../store/sql/policy-repository.js";
 import { PoolSizeRepository } from "../store/sql/pool-size-repository.js";
@@ -162,6 +163,7 @@ export async function startGateway(
     poolStatus: () => poolStatus(pools, poolSizes, store),
     poolSizes,
     adminAudit: new AdminAuditRepository(db),
+    audit: new AuditRepository(db),
   };
   const separateAdmin = config.adminListener !== undefined;
   const app = createGatewayApp(services, {

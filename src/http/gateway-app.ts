@@ -10,14 +10,17 @@
  * Before any of that, every request passes the transport checks: its target (400), its
  * Host and Origin (403), and the bound on requests not yet authenticated (503; health and
  * metrics exempt). An authenticated contract call then counts against its workspace's
- * calls in flight (429).
+ * calls in flight (429). A contract call refused after authentication (policy, quota,
+ * capacity, unknown session) is audited (src/audit/record-refusal.ts).
  */
 
 import { Hono } from "hono";
 import { SandpoolError } from "../contract/error-codes.js";
+import { auditRefusal } from "./common/audit-refusal.js";
 import { errorResponse } from "./common/error-response.js";
 import { jsonBodyLimit } from "./common/read-json-body.js";
 import { guardRequestTarget } from "./common/request-target.js";
+import { nameContractOperations } from "./contract-operations.js";
 import type { GatewayEnv } from "./gateway-env.js";
 import type { GatewayServices } from "./gateway-services.js";
 import { authenticate, verifyBearer } from "./middleware/authenticate.js";
@@ -51,7 +54,8 @@ export function createGatewayApp(
 
   const contract = new Hono<GatewayEnv>();
   const jsonLimit = jsonBodyLimit(services.limits.maxJsonBodyBytes);
-  contract.use("*", authenticate(services.authenticator, services.authLimiter));
+  contract.use("*", authenticate(services));
+  nameContractOperations(contract);
   contract.use(
     "*",
     limitCallsInFlight(new CallsInFlight(services.limits.maxCallsInFlightPerWorkspace ?? 32)),
@@ -61,7 +65,10 @@ export function createGatewayApp(
   registerFileRoutes(contract, services);
   const basePath = normalizeBasePath(options.basePath);
   contract.all("*", unmatchedRoute(basePath));
-  contract.onError(onError);
+  contract.onError((error, c) => {
+    auditRefusal(services, c, error);
+    return onError(error, c);
+  });
 
   const app = new Hono<GatewayEnv>();
   app.use("*", observeRequest(services.log, services.metrics));
@@ -87,12 +94,7 @@ export function createGatewayApp(
   if (adminApi === "only") {
     // Any valid token (an admin token names no workspace), then 404: nothing else lives here.
     app.all("*", async (c) => {
-      await verifyBearer(
-        services.authenticator,
-        services.authLimiter,
-        c.req.header("authorization"),
-        c.env?.incoming?.socket?.remoteAddress,
-      );
+      await verifyBearer(services, c.req.header("authorization"), c.env?.incoming?.socket?.remoteAddress);
       throw new SandpoolError("request.not_found", "no such route");
     });
   } else {

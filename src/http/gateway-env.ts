@@ -10,6 +10,8 @@ export interface GatewayEnv {
     log: Logger;
     /** The operation name used as the `route` metric label. */
     operation: string;
+    /** The contract operation's id (`sessions.exec`), once the call matched one. */
+    operationId?: string;
     principal: Principal;
     /**
      * Keeps the call counted in flight after its handler returns (a streamed answer); the

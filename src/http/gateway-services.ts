@@ -15,6 +15,7 @@ import type { PoolStatus } from "../pool/pool-status.js";
 import type { SessionLifecycle } from "../pool/session-lifecycle.js";
 import type { Admission } from "../quota/admission.js";
 import type { AdminAuditRepository } from "../store/sql/admin-audit-repository.js";
+import type { AuditRepository } from "../store/sql/audit-repository.js";
 import type { UsageSummaryRow } from "../store/sql/usage-event.js";
 
 export interface GatewayServices {
@@ -45,6 +46,8 @@ export interface GatewayServices {
   poolSizes?: RuntimePoolSizes;
   /** The audit trail of operators' actions outside policy (a session ended, a pool resized). */
   adminAudit?: AdminAuditRepository;
+  /** Every audit trail in one read: refused calls and operators' changes (admin API `GET /audit`). */
+  audit?: AuditRepository;
 }
 
 export type { PoolStatus } from "../pool/pool-status.js";

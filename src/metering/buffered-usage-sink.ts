@@ -7,7 +7,8 @@
  *
  * Calls and transfers of one session, tool and kind that happen while a record waits are
  * merged into it (quantity summed, `events` counted): a busy session writes a row per
- * flush, not a row per call.
+ * flush, not a row per call. So are identical refusals (`denied`: same session, operation,
+ * code and principal), so a client hammering a quota cannot flood the table.
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
@@ -40,9 +41,7 @@ export class BufferedUsageSink implements UsageSink {
   }
 
   record(event: UsageEventInput): void {
-    const mergeKey = MERGEABLE.has(event.kind)
-      ? JSON.stringify([event.workspace, event.sessionId, event.kind, event.tool ?? null])
-      : undefined;
+    const mergeKey = mergeKeyOf(event);
     const waiting = mergeKey === undefined ? undefined : this.open.get(mergeKey);
     if (waiting) {
       waiting.quantity = sanitizeQuantity(waiting.quantity + (event.quantity ?? 0));
@@ -108,6 +107,17 @@ export class BufferedUsageSink implements UsageSink {
     this.open.clear();
     this.log.error({ dropped: dropped.length }, "usage buffer full: oldest events dropped");
   }
+}
+
+/** The key of the waiting record an event merges into, or undefined when it stands alone. */
+function mergeKeyOf(event: UsageEventInput): string | undefined {
+  if (MERGEABLE.has(event.kind))
+    return JSON.stringify([event.workspace, event.sessionId, event.kind, event.tool ?? null]);
+  if (event.kind === "denied") {
+    const { operation, code, principal } = event.detail ?? {};
+    return JSON.stringify([event.workspace, event.sessionId, event.kind, operation, code, principal]);
+  }
+  return undefined;
 }
 
 /** Whole, finite, non-negative: one bad number must not make a whole batch unwritable. */

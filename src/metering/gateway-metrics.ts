@@ -53,6 +53,13 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
 
+  readonly authFailures = new Counter({
+    name: "sandpool_auth_failures_total",
+    help: "Credentials refused, by reason (src/auth/auth-refusal.ts); never by credential",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
+
   readonly execDuration = new Histogram({
     name: "sandpool_exec_duration_seconds",
     help: "Wall time of tool calls as the gateway measures it around the forwarded call, by tool kind",

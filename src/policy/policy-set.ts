@@ -5,7 +5,7 @@
  * true. Every problem of every entry is collected, so one refusal lists them all.
  */
 import { workspaceIdPattern } from "../auth/workspace-claim.js";
-import { SandpoolError } from "../contract/error-codes.js";
+import { malformed, SandpoolError } from "../contract/error-codes.js";
 import type { EditablePolicyFields } from "../store/sql/policy-row.js";
 import type { DeploymentPolicy } from "./deployment-policy.js";
 import { validatePolicyEdit } from "./workspace-policy-fields.js";
@@ -80,9 +80,9 @@ export function validatePolicySet(
       set.set(workspace, { ...NO_NARROWING, ...valid } as EditablePolicyFields);
     } catch (error) {
       if (!(error instanceof SandpoolError)) throw error;
-      for (const problem of error.message.split("; ")) problems.push(`${workspace}: ${problem}`);
+      for (const problem of error.problems ?? [error.message]) problems.push(`${workspace}: ${problem}`);
     }
   }
-  if (problems.length > 0) throw new SandpoolError("request.malformed", problems.join("; "));
+  if (problems.length > 0) throw malformed(problems);
   return new Map([...set.entries()].sort(([a], [b]) => a.localeCompare(b)));
 }

@@ -5,8 +5,8 @@
  * that is not.
  */
 import { z } from "zod";
-import { SandpoolError } from "../contract/error-codes.js";
-import { describeIssues, toolKinds } from "../contract/schemas.js";
+import { malformed } from "../contract/error-codes.js";
+import { issueProblems, toolKinds } from "../contract/schemas.js";
 import { cidrWithin, hostPatternWithin } from "../egress/egress-patterns.js";
 import { cidrSchema, hostPatternSchema } from "../egress/egress-schemas.js";
 import type { DeploymentPolicy } from "./deployment-policy.js";
@@ -54,7 +54,7 @@ export function validatePolicyEdit(
   resourceClasses: readonly string[],
 ): WorkspacePolicyFields {
   const parsed = workspacePolicyFieldsSchema.safeParse(input);
-  if (!parsed.success) throw new SandpoolError("request.malformed", describeIssues(parsed.error));
+  if (!parsed.success) throw malformed(issueProblems(parsed.error));
   const fields = parsed.data;
   const problems: string[] = [];
   for (const field of ceilingFields) {
@@ -85,7 +85,7 @@ export function validatePolicyEdit(
     problems.push("egressAllowed: the deployment does not allow egress");
   }
   problems.push(...egressListProblems(fields, deployment));
-  if (problems.length > 0) throw new SandpoolError("request.malformed", problems.join("; "));
+  if (problems.length > 0) throw malformed(problems);
   return fields;
 }
 

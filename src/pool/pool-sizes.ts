@@ -8,8 +8,8 @@
  */
 import type { Logger } from "pino";
 import { z } from "zod";
-import { SandpoolError } from "../contract/error-codes.js";
-import { describeIssues } from "../contract/schemas.js";
+import { malformed, SandpoolError } from "../contract/error-codes.js";
+import { issueProblems } from "../contract/schemas.js";
 import type { PoolSpec } from "../runtime/sandbox-runtime.js";
 import { announceCommitted } from "../store/coordination/announce.js";
 import type { CoordinationStore } from "../store/coordination/coordination-store.js";
@@ -122,7 +122,7 @@ export class RuntimePoolSizes {
   async resize(name: string, edit: unknown, actor: string): Promise<PoolSizesView> {
     const pool = this.pool(name);
     const parsed = resizeSchema.safeParse(edit);
-    if (!parsed.success) throw new SandpoolError("request.malformed", describeIssues(parsed.error));
+    if (!parsed.success) throw malformed(issueProblems(parsed.error));
     // Merged with the stored sizes under a row lock: two resizes at once (of minIdle on one
     // replica, maxTotal on another) both count, and minIdle <= maxTotal holds for the result.
     await this.repository.update(name, actor, (before) => {

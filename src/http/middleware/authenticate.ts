@@ -11,10 +11,13 @@
  * stale token must not lock the others out.
  */
 import type { MiddlewareHandler } from "hono";
+import { AuthRefusal, authFailureReason } from "../../auth/auth-refusal.js";
 import { credentialFingerprint, type FailedAuthLimiter } from "../../auth/failed-auth-limiter.js";
 import { type BearerAuthenticator, type Caller, scopedPrincipal } from "../../auth/principal.js";
 import { SandpoolError } from "../../contract/error-codes.js";
+import type { GatewayMetrics } from "../../metering/gateway-metrics.js";
 import type { GatewayEnv } from "../gateway-env.js";
+import type { GatewayServices } from "../gateway-services.js";
 import { passedAuthentication } from "./unauthenticated-gate.js";
 
 function rateLimited(retryAfterSeconds: number): SandpoolError {
@@ -28,6 +31,27 @@ function rateLimited(retryAfterSeconds: number): SandpoolError {
  * for, or the refusal (401, or 429 for a source that keeps failing).
  */
 export async function verifyBearer(
+  check: BearerCheck,
+  authorization: string | undefined,
+  address: string | undefined,
+): Promise<Caller> {
+  try {
+    return await verifyUnderLimits(check.authenticator, check.authLimiter, authorization, address);
+  } catch (error) {
+    countAuthFailure(check.metrics, error);
+    throw error;
+  }
+}
+
+/** What checking a bearer needs: the gateway's authenticator, its limiter and its metrics. */
+export type BearerCheck = Pick<GatewayServices, "authenticator" | "authLimiter" | "metrics">;
+
+/** Counts a refused credential by its reason (and never by the credential). */
+export function countAuthFailure(metrics: GatewayMetrics, error: unknown): void {
+  metrics.authFailures.inc({ reason: authFailureReason(error) });
+}
+
+async function verifyUnderLimits(
   authenticator: BearerAuthenticator,
   limiter: FailedAuthLimiter,
   authorization: string | undefined,
@@ -52,23 +76,22 @@ export async function verifyBearer(
   }
 }
 
-export function authenticate(
-  authenticator: BearerAuthenticator,
-  limiter: FailedAuthLimiter,
-): MiddlewareHandler<GatewayEnv> {
+export function authenticate(check: BearerCheck): MiddlewareHandler<GatewayEnv> {
   return async (c, next) => {
     const caller = await verifyBearer(
-      authenticator,
-      limiter,
+      check,
       c.req.header("authorization"),
       c.env?.incoming?.socket?.remoteAddress,
     );
     const principal = scopedPrincipal(caller);
     // A verified token, so not counted as a failed attempt: it is just not for this route.
     if (principal === undefined) {
-      throw new SandpoolError("auth.invalid", "invalid bearer token", {
-        cause: new Error("the token names no workspace (an admin token): contract routes need one"),
-      });
+      const refusal = new AuthRefusal(
+        "no_workspace",
+        "the token names no workspace (an admin token): contract routes need one",
+      );
+      countAuthFailure(check.metrics, refusal);
+      throw refusal;
     }
     c.set("principal", principal);
     passedAuthentication(c);

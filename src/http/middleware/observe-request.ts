@@ -1,6 +1,7 @@
 /**
  * Pipeline step 8 for every request, denied ones included: a request id (accepted from
  * `X-Request-Id` when it is sane, else generated) on the response and on every log line,
+ * the gateway's version (`X-Sandpool-Version`) on the response,
  * the request counter and latency histogram, and a count of each refusal by error code
  * (mapped onto the known codes: a sandbox's own are counted as `sandbox.other`).
  * Tokens and program output never reach the log.
@@ -12,6 +13,7 @@ import type { Logger } from "pino";
 import { errorCodeLabel } from "../../contract/error-codes.js";
 import { runInRequest } from "../../logging/request-context.js";
 import type { GatewayMetrics } from "../../metering/gateway-metrics.js";
+import { SANDPOOL_VERSION, VERSION_HEADER } from "../../version.js";
 import type { GatewayEnv } from "../gateway-env.js";
 
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -40,6 +42,7 @@ export function observeRequest(log: Logger, metrics: GatewayMetrics): Middleware
     // Before the response exists, so every response is built with it: adding a header to a
     // finished response makes Hono rebuild it as a stream (see forward-to-sandbox.ts).
     c.header("X-Request-Id", requestId);
+    c.header(VERSION_HEADER, SANDPOOL_VERSION);
     await runInRequest(requestId, next);
     const operation = c.get("operation");
     const status = c.res.status;

@@ -13,8 +13,8 @@ import { type Context, Hono } from "hono";
 import { z } from "zod";
 import type { Caller } from "../../auth/principal.js";
 import { workspaceIdPattern } from "../../auth/workspace-claim.js";
-import { SandpoolError } from "../../contract/error-codes.js";
-import { describeIssues } from "../../contract/schemas.js";
+import { malformed, SandpoolError } from "../../contract/error-codes.js";
+import { issueProblems } from "../../contract/schemas.js";
 import { jsonBodyLimit, readJsonBody } from "../common/read-json-body.js";
 import type { GatewayServices } from "../gateway-services.js";
 import type { AdminEnv } from "./admin-routes.js";
@@ -38,7 +38,7 @@ export function adminKeysRoutes(services: GatewayServices): Hono<AdminEnv> {
   routes.post("/", jsonBodyLimit(services.limits.maxJsonBodyBytes), async (c) => {
     c.set("operation", "AdminCreateKey");
     const parsed = createKeySchema.safeParse(await readJsonBody(c));
-    if (!parsed.success) throw new SandpoolError("request.malformed", describeIssues(parsed.error));
+    if (!parsed.success) throw malformed(issueProblems(parsed.error));
     const actor = actorOf(c.get("caller"));
     const created = await keys().create(parsed.data, actor);
     c.get("log").info({ workspace: created.workspace, prefix: created.prefix, actor }, "API key created");

@@ -44,19 +44,7 @@ export function adminPoliciesRoutes(services: GatewayServices, policyAdmin: Poli
     const dryRun = dryRunQuery === "true";
     const body = await readJsonBody(c);
     const actor = actorOf(c.get("caller"));
-    let changes: Awaited<ReturnType<PolicyAdmin["apply"]>>;
-    try {
-      changes = await policyAdmin.apply(body, actor, dryRun);
-    } catch (error) {
-      if (error instanceof SandpoolError && error.code === "request.malformed") {
-        // Every problem at once, one per entry, so an operator (or the CLI) lists them all.
-        return c.json(
-          { detail: { code: error.code, message: error.message, problems: error.message.split("; ") } },
-          422,
-        );
-      }
-      throw error;
-    }
+    const changes = await policyAdmin.apply(body, actor, dryRun);
     const changed = changes.filter((change) => change.action !== "unchanged");
     if (!dryRun && changed.length > 0)
       c.get("log").info(

@@ -35,18 +35,7 @@ export function adminPoolsRoutes(services: GatewayServices): Hono<AdminEnv> {
     const name = c.req.param("name");
     const edit = await readJsonBody(c);
     const actor = actorOf(c.get("caller"));
-    try {
-      await sizes.resize(name, edit, actor);
-    } catch (error) {
-      if (error instanceof SandpoolError && error.code === "request.malformed") {
-        // Every problem at once, as for policy edits, so the CLI lists them all.
-        return c.json(
-          { detail: { code: error.code, message: error.message, problems: error.message.split("; ") } },
-          422,
-        );
-      }
-      throw error;
-    }
+    await sizes.resize(name, edit, actor);
     const status = (await poolStatus()).find((pool) => pool.name === name);
     c.get("log").info(
       { pool: name, actor, minIdle: status?.minIdle, maxTotal: status?.maxTotal },

@@ -19,6 +19,7 @@
  *   GET    /pools, PATCH /pools/:name  (admin-pools-routes.ts)
  *   GET    /sessions, DELETE /sessions/:id  (admin-sessions-routes.ts)
  *   POST   /keys, GET /keys, DELETE /keys/:prefix  (admin-keys-routes.ts: workspace API keys)
+ *   GET    /audit?workspace=&kind=denied|admin  (admin-audit-routes.ts: refusals and admin changes)
  * PolicyView is { workspace, configured, row: PolicyRow | null, effective, sources }, where
  * `sources` names, per effective field, where its value comes from: "deployment" or "workspace".
  * Errors are the usual { detail: { code, message } }; a refused edit adds `problems: string[]`.
@@ -36,8 +37,9 @@ import type { PolicyAdmin } from "../../policy/policy-admin.js";
 import type { WorkspacePolicyRow } from "../../store/sql/policy-row.js";
 import { jsonBodyLimit, readJsonBody } from "../common/read-json-body.js";
 import type { GatewayServices } from "../gateway-services.js";
-import { verifyBearer } from "../middleware/authenticate.js";
+import { countAuthFailure, verifyBearer } from "../middleware/authenticate.js";
 import { passedAuthentication } from "../middleware/unauthenticated-gate.js";
+import { adminAuditRoutes } from "./admin-audit-routes.js";
 import { adminKeysRoutes } from "./admin-keys-routes.js";
 import { adminPoliciesRoutes } from "./admin-policies-routes.js";
 import { adminPoolsRoutes } from "./admin-pools-routes.js";
@@ -95,18 +97,7 @@ export function createAdminApp(services: GatewayServices, policyAdmin: PolicyAdm
     const workspace = workspaceParam(c);
     const edit = await readJsonBody(c);
     const caller = c.get("caller");
-    try {
-      await policyAdmin.put(workspace, edit, actorOf(caller));
-    } catch (error) {
-      if (error instanceof SandpoolError && error.code === "request.malformed") {
-        // Every problem at once, one per entry, so an operator (or the CLI) lists them all.
-        return c.json(
-          { detail: { code: error.code, message: error.message, problems: error.message.split("; ") } },
-          422,
-        );
-      }
-      throw error;
-    }
+    await policyAdmin.put(workspace, edit, actorOf(caller));
     c.get("log").info({ workspace, actor: actorOf(caller) }, "workspace policy edited");
     return c.json(await policyView(services, policyAdmin, workspace));
   });
@@ -145,6 +136,7 @@ export function createAdminApp(services: GatewayServices, policyAdmin: PolicyAdm
   admin.route("/sessions", adminSessionsRoutes(services));
 
   admin.route("/keys", adminKeysRoutes(services));
+  admin.route("/audit", adminAuditRoutes(services));
 
   // Nothing under /admin/v1 falls through to the contract routes (which would ask for a workspace).
   admin.all("*", () => {
@@ -157,13 +149,15 @@ export function createAdminApp(services: GatewayServices, policyAdmin: PolicyAdm
 function requireAdmin(services: GatewayServices): MiddlewareHandler<AdminEnv> {
   return async (c, next) => {
     const caller = await verifyBearer(
-      services.authenticator,
-      services.authLimiter,
+      services,
       c.req.header("authorization"),
       c.env?.incoming?.socket?.remoteAddress,
     );
-    if (caller.admin !== true)
-      throw new SandpoolError("auth.forbidden", "the admin API needs an admin token");
+    if (caller.admin !== true) {
+      const refusal = new SandpoolError("auth.forbidden", "the admin API needs an admin token");
+      countAuthFailure(services.metrics, refusal);
+      throw refusal;
+    }
     c.set("caller", caller);
     passedAuthentication(c);
     await next();
@@ -231,12 +225,30 @@ function sameValue(a: unknown, b: unknown): boolean {
   return a === b;
 }
 
-function integerQuery(value: string | undefined, name: string, min: number, max: number): number | undefined {
+export function integerQuery(
+  value: string | undefined,
+  name: string,
+  min: number,
+  max: number,
+): number | undefined {
   if (value === undefined || value === "") return undefined;
   const parsed = /^\d+$/.test(value) ? Number(value) : Number.NaN;
   if (!(parsed >= min && parsed <= max))
     throw new SandpoolError("request.malformed", `${name} must be a whole number from ${min} to ${max}`);
   return parsed;
+}
+
+/** The optional `?workspace=` of an operator's listing, checked like any workspace id. */
+export function workspaceQuery(c: Context<AdminEnv>): string | undefined {
+  const workspace = c.req.query("workspace");
+  if (workspace === undefined || workspace === "") return undefined;
+  if (!workspaceIdPattern.test(workspace)) {
+    throw new SandpoolError(
+      "request.malformed",
+      "workspace is not a valid workspace id (letters, digits, . _ : -; 128 at most, starting with a letter or digit)",
+    );
+  }
+  return workspace;
 }
 
 export function dateQuery(value: string | undefined, name: string): Date | undefined {

@@ -8,12 +8,11 @@
  *   DELETE /sessions/:id[?workspace=W]     200 { ended: SessionView }; 404 session.not_found
  * Without `workspace`, DELETE finds the session in any workspace (ids are 144 random bits).
  */
-import { type Context, Hono } from "hono";
-import { workspaceIdPattern } from "../../auth/workspace-claim.js";
+import { Hono } from "hono";
 import { SandpoolError } from "../../contract/error-codes.js";
 import { type Lease, leaseDeadline } from "../../store/coordination/records.js";
 import type { GatewayServices } from "../gateway-services.js";
-import { type AdminEnv, actorOf } from "./admin-routes.js";
+import { type AdminEnv, actorOf, workspaceQuery } from "./admin-routes.js";
 
 /** A running session as operators see it; dates are ISO 8601. */
 export interface SessionView {
@@ -83,18 +82,6 @@ export function adminSessionsRoutes(services: GatewayServices): Hono<AdminEnv> {
   });
 
   return routes;
-}
-
-function workspaceQuery(c: Context<AdminEnv>): string | undefined {
-  const workspace = c.req.query("workspace");
-  if (workspace === undefined || workspace === "") return undefined;
-  if (!workspaceIdPattern.test(workspace)) {
-    throw new SandpoolError(
-      "request.malformed",
-      "workspace is not a valid workspace id (letters, digits, . _ : -; 128 at most, starting with a letter or digit)",
-    );
-  }
-  return workspace;
 }
 
 function sessionView(lease: Lease): SessionView {

@@ -28,7 +28,6 @@ export function registerExecRoute(
   jsonLimit: MiddlewareHandler<GatewayEnv>,
 ): void {
   app.post("/sessions/:id/exec", jsonLimit, async (c) => {
-    c.set("operation", "Execute");
     const { key, lease, policy } = await openSessionCall(c, services);
     const body = await readJsonBody(c);
     const request = parseExecRequest(body);

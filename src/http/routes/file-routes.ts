@@ -61,7 +61,6 @@ export function registerFileRoutes(app: Hono<GatewayEnv>, services: GatewayServi
   const timeoutMs = services.limits.sandboxRequestTimeoutMs;
 
   app.get("/sessions/:id/files/list", async (c) => {
-    c.set("operation", "ListFiles");
     const { key, lease } = await openSessionCall(c, services);
     const answer = await services.sessions.whileBusy(key, timeoutMs, () =>
       forwardToSandbox(services, lease, {
@@ -75,7 +74,6 @@ export function registerFileRoutes(app: Hono<GatewayEnv>, services: GatewayServi
   });
 
   app.get("/sessions/:id/files", async (c) => {
-    c.set("operation", "GetFile");
     const { key, lease } = await openSessionCall(c, services);
     const end = await services.sessions.beginCall(key, TRANSFER_DEADLINE_MS);
     let answer: SandboxAnswer;
@@ -104,7 +102,6 @@ export function registerFileRoutes(app: Hono<GatewayEnv>, services: GatewayServi
   });
 
   app.post("/sessions/:id/files", async (c) => {
-    c.set("operation", "PutFile");
     const { key, lease, policy } = await openSessionCall(c, services);
     const declared = Number(c.req.header("content-length"));
     if (Number.isFinite(declared) && declared > policy.maxFileBytes + MULTIPART_OVERHEAD_BYTES) {

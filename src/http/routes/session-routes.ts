@@ -1,7 +1,7 @@
 /** CreateSession, GetSession (the handle with the values in force) and DestroySession. */
 import type { Context, Hono, MiddlewareHandler } from "hono";
-import { SandpoolError } from "../../contract/error-codes.js";
-import { createSessionRequest, describeIssues, type SessionHandle } from "../../contract/schemas.js";
+import { malformed } from "../../contract/error-codes.js";
+import { createSessionRequest, issueProblems, type SessionHandle } from "../../contract/schemas.js";
 import type { Lease } from "../../store/coordination/records.js";
 import { readJsonBody } from "../common/read-json-body.js";
 import type { GatewayEnv } from "../gateway-env.js";
@@ -28,20 +28,17 @@ export function registerSessionRoutes(
   jsonLimit: MiddlewareHandler<GatewayEnv>,
 ): void {
   app.post("/sessions", jsonLimit, async (c) => {
-    c.set("operation", "CreateSession");
     const parsed = createSessionRequest.safeParse(await readJsonBody(c, { optional: true }));
-    if (!parsed.success) throw new SandpoolError("request.malformed", describeIssues(parsed.error));
+    if (!parsed.success) throw malformed(issueProblems(parsed.error));
     const { lease } = await services.sessions.create(c.get("principal").workspace, parsed.data);
     return c.json(handleOf(lease), 201);
   });
 
   app.get("/sessions/:id", async (c) => {
-    c.set("operation", "GetSession");
     return c.json(handleOf(await services.sessions.resolve(sessionKey(c))));
   });
 
   app.delete("/sessions/:id", async (c) => {
-    c.set("operation", "DestroySession");
     // Unknown, already ended and other workspaces' ids all answer 204: the session is
     // gone either way, and the answer says nothing about whether it ever existed.
     await services.sessions.end(sessionKey(c), "destroyed");

@@ -5,21 +5,14 @@
  */
 import type { Context } from "hono";
 import { SandpoolError } from "../../contract/error-codes.js";
-
-const CONTRACT_PATHS: readonly (readonly [RegExp, string])[] = [
-  [/^\/sessions$/, "POST"],
-  [/^\/sessions\/[^/]+$/, "GET, DELETE"],
-  [/^\/sessions\/[^/]+\/exec$/, "POST"],
-  [/^\/sessions\/[^/]+\/files\/list$/, "GET"],
-  [/^\/sessions\/[^/]+\/files$/, "GET, POST"],
-];
+import { contractPaths } from "../contract-operations.js";
 
 export function unmatchedRoute(basePath: string | undefined) {
   return (c: Context): never => {
     let path = c.req.path;
     if (basePath && (path === basePath || path.startsWith(`${basePath}/`)))
       path = path.slice(basePath.length);
-    const allow = CONTRACT_PATHS.find(([pattern]) => pattern.test(path))?.[1];
+    const allow = contractPaths.find(([pattern]) => pattern.test(path))?.[1];
     if (allow) {
       throw new SandpoolError("request.method_not_allowed", `${c.req.method} is not allowed here`, {
         headers: { Allow: allow },

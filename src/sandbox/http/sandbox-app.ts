@@ -8,11 +8,11 @@ import { Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { Hono } from "hono";
 import type { Logger } from "pino";
-import { errorBody, SandpoolError } from "../../contract/error-codes.js";
+import { errorBody, malformed, SandpoolError } from "../../contract/error-codes.js";
 import { wantsEventStream } from "../../contract/exec-events.js";
 import { MAX_FILE_BYTES_HEADER } from "../../contract/headers.js";
 import { parseExecRequest } from "../../contract/parse-exec-request.js";
-import { createSessionRequest, describeIssues } from "../../contract/schemas.js";
+import { createSessionRequest, issueProblems } from "../../contract/schemas.js";
 import { errorResponse } from "../../http/common/error-response.js";
 import { jsonBodyLimit, readJsonBody } from "../../http/common/read-json-body.js";
 import { guardRequestTarget } from "../../http/common/request-target.js";
@@ -33,7 +33,7 @@ export function createSandboxApp(config: SandboxConfig, sessions: SessionRegistr
 
   app.post("/sessions", jsonLimit, async (c) => {
     const parsed = createSessionRequest.safeParse(await readJsonBody(c, { optional: true }));
-    if (!parsed.success) throw new SandpoolError("request.malformed", describeIssues(parsed.error));
+    if (!parsed.success) throw malformed(issueProblems(parsed.error));
     const session = await sessions.create(parsed.data);
     return c.json(session.handle(), 201);
   });

@@ -4,8 +4,8 @@
  * happen.
  */
 import { type Kysely, type Selectable, sql, type Transaction } from "kysely";
-import { SandpoolError } from "../../contract/error-codes.js";
-import { describeIssues } from "../../contract/schemas.js";
+import { malformed, SandpoolError } from "../../contract/error-codes.js";
+import { issueProblems } from "../../contract/schemas.js";
 import type { Database, PolicyAuditTable } from "./database-types.js";
 import { toColumns, toRow, toSnapshot } from "./policy-columns.js";
 import {
@@ -48,7 +48,7 @@ export class PolicyRepository {
     requireText("workspaceId", workspaceId);
     requireText("actor", actor);
     const parsed = editSchema.safeParse(fields);
-    if (!parsed.success) throw new SandpoolError("request.malformed", describeIssues(parsed.error));
+    if (!parsed.success) throw malformed(issueProblems(parsed.error));
     const columns = toColumns(parsed.data);
 
     return this.db.transaction().execute(async (tx) => {
@@ -121,7 +121,7 @@ export class PolicyRepository {
       requireText("workspaceId", workspaceId);
       const parsed = editablePolicyFieldsSchema.safeParse(fields);
       if (!parsed.success)
-        throw new SandpoolError("request.malformed", `${workspaceId}: ${describeIssues(parsed.error)}`);
+        throw malformed(issueProblems(parsed.error).map((problem) => `${workspaceId}: ${problem}`));
     }
     const changes: PolicySetChange[] = [];
     const apply = async (tx: Transaction<Database>) => {

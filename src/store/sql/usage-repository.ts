@@ -4,8 +4,8 @@
  * double-counting.
  */
 import type { Kysely } from "kysely";
-import { SandpoolError } from "../../contract/error-codes.js";
-import { describeIssues } from "../../contract/schemas.js";
+import { malformed } from "../../contract/error-codes.js";
+import { issueProblems } from "../../contract/schemas.js";
 import type { Database } from "./database-types.js";
 import { type UsageEvent, type UsageKind, type UsageSummaryRow, usageEventSchema } from "./usage-event.js";
 
@@ -23,7 +23,7 @@ export class UsageRepository {
    */
   async insert(events: readonly UsageEvent[]): Promise<number> {
     const parsed = usageEventSchema.array().safeParse(events);
-    if (!parsed.success) throw new SandpoolError("request.malformed", describeIssues(parsed.error));
+    if (!parsed.success) throw malformed(issueProblems(parsed.error));
     let inserted = 0;
     for (let start = 0; start < parsed.data.length; start += ROWS_PER_STATEMENT) {
       const rows = parsed.data.slice(start, start + ROWS_PER_STATEMENT).map((event) => ({

@@ -327,6 +327,7 @@ function everyRoute(): Route[] {
     { method: "POST", target: () => "/admin/v1/keys", admin: true, body: `{"workspace":"${WORKSPACE}"}` },
     { method: "GET", target: () => `/admin/v1/keys?workspace=${WORKSPACE}`, admin: true },
     { method: "DELETE", target: () => "/admin/v1/keys/0123456789ab", admin: true },
+    { method: "GET", target: () => `/admin/v1/audit?workspace=${WORKSPACE}&kind=denied`, admin: true },
   ];
 }
 
@@ -983,6 +984,7 @@ describe("gateway fuzz", () => {
         "report",
         "policies",
         "pools",
+        "trail",
         "unknown",
       ),
       method: fc.constantFrom("GET", "GET", "PUT", "DELETE", "POST", "PATCH"),
@@ -990,7 +992,7 @@ describe("gateway fuzz", () => {
       encoding: queryEncodings,
       query: fc.array(
         fc.tuple(
-          fc.constantFrom("limit", "from", "to", "x", "since", "until", "by"),
+          fc.constantFrom("limit", "from", "to", "x", "since", "until", "by", "kind"),
           queryValue,
           queryEncodings,
         ),
@@ -1011,6 +1013,7 @@ describe("gateway fuzz", () => {
         // A dry run only: random sets must not replace the policies the other properties rely on.
         policies: "/admin/v1/policies?dryRun=true",
         pools: "/admin/v1/pools",
+        trail: `/admin/v1/audit?workspace=${ws}`,
         unknown: `/admin/v1/${ws}`,
       }[r.route];
       const q = r.query.map(([name, value, enc]) => `${name}=${encodeForQuery(value, enc)}`).join("&");

@@ -55,7 +55,16 @@ async function api(
 
 function expectError(answer: Answer, status: number, code: string): void {
   expect(answer.status, answer.text).toBe(status);
-  expect(answer.body).toEqual({ detail: { code, message: expect.any(String) } });
+  const { message, problems } = (answer.body as { detail: { message: string; problems?: string[] } }).detail;
+  // A refused input lists its problems as well; nothing else rides along.
+  expect(answer.body).toEqual({
+    detail: {
+      code,
+      message: expect.any(String),
+      ...(code === "request.malformed" ? { problems: expect.any(Array) } : {}),
+    },
+  });
+  if (problems !== undefined) expect(problems.join("; ")).toBe(message);
 }
 
 const policyFields = [

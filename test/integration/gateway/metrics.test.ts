@@ -5,8 +5,9 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mintToken } from "../../../src/auth/dev-keys.js";
 import type { Answer } from "../../support/contract-client.js";
-import { startTestGateway, type TestGateway } from "../../support/gateway-harness.js";
+import { startTestGateway, TEST_SECRET, type TestGateway } from "../../support/gateway-harness.js";
 
 let harness: TestGateway;
 beforeAll(async () => {
@@ -121,6 +122,43 @@ describe("GET /metrics", () => {
     expect(refused.status).toBe(429);
     expect(sample((await scrape()).text, series)).toBe(before + 1);
     await client.destroy(id);
+  });
+
+  it("counts failed authentications by reason, never by credential", async () => {
+    const reasons = [
+      "missing",
+      "malformed",
+      "bad_signature",
+      "expired",
+      "no_workspace",
+      "not_admin",
+      "unknown_key",
+    ];
+    const series = (reason: string) => `sandpool_auth_failures_total{reason="${reason}"}`;
+    const before = await scrape();
+    const forged = await mintToken({ secret: "not-the-gateway-secret-but-32-bytes-long", workspace: "w" });
+    const expired = await mintToken({ secret: TEST_SECRET, workspace: "w", ttlSeconds: -60 });
+    const admin = await mintToken({ secret: TEST_SECRET, admin: true });
+    const attempts: [string, string | undefined][] = [
+      ["/sessions/x", undefined],
+      ["/sessions/x", "Basic dXNlcjpwYXNz"],
+      ["/sessions/x", `Bearer ${forged}`],
+      ["/sessions/x", `Bearer ${expired}`],
+      ["/sessions/x", `Bearer ${admin}`],
+      ["/admin/v1/pools", `Bearer ${await harness.token("w")}`],
+      ["/sessions/x", `Bearer sp_0123456789ab_${"x".repeat(43)}`],
+    ];
+    for (const [path, authorization] of attempts) {
+      const res = await fetch(`${harness.url}${path}`, { headers: authorization ? { authorization } : {} });
+      expect([401, 403]).toContain(res.status);
+    }
+    const { text } = await scrape();
+    for (const reason of reasons)
+      expect(sample(text, series(reason)), reason).toBe((sample(before.text, series(reason)) ?? 0) + 1);
+    // The label set is fixed: no token (nor any part of one) becomes a label value.
+    for (const line of text.split("\n").filter((l) => l.startsWith("sandpool_auth_failures_total{")))
+      expect(line).toMatch(/^sandpool_auth_failures_total\{reason="[a-z_]+"\} \d+$/);
+    expect(text).not.toContain(forged.slice(0, 20));
   });
 
   it("records execution time by tool", async () => {

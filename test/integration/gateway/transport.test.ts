@@ -7,6 +7,7 @@
  */
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SANDPOOL_VERSION } from "../../../src/version.js";
 import { assertContractResponse, assertSchema } from "../../support/contract.js";
 import type { ContractClient } from "../../support/contract-client.js";
 import { startTestGateway, type TestGateway } from "../../support/gateway-harness.js";
@@ -129,6 +130,22 @@ describe("request targets (pipeline step 0)", () => {
     "http://127.0.0.1/sessions",
     "*",
   ];
+
+  it("names its version on every answer (X-Sandpool-Version): success, refusal and health", async () => {
+    const answers = [
+      await fetch(`${harness.url}/healthz`),
+      await fetch(`${harness.url}/sessions/${session}`, { headers: { authorization: `Bearer ${token}` } }),
+      await fetch(`${harness.url}${BASE}/sessions/${session}`, {
+        headers: { authorization: `Bearer ${token}` },
+      }),
+      await fetch(`${harness.url}/sessions/unknown`),
+      await fetch(`${harness.url}/sessions/unknown`, { headers: { authorization: `Bearer ${token}` } }),
+      await fetch(`${harness.url}/a//b`),
+    ];
+    expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200, 401, 404, 400]);
+    for (const answer of answers) expect(answer.headers.get("x-sandpool-version")).toBe(SANDPOOL_VERSION);
+    expect(SANDPOOL_VERSION).toMatch(/^\d+\.\d+\.\d+/);
+  });
 
   it("refuses malformed targets with 400 request.bad_target, before authentication", async () => {
     for (const target of badTargets) {

@@ -307,4 +307,28 @@ describe("BufferedUsageSink", () => {
     await sink.flush();
     expect(db.stored.size).toBe(5);
   });
+
+  it("merges identical refusals waiting for the same flush, and only identical ones", async () => {
+    const db = fakeWriter();
+    const sink = open(db.writer, fakeLog().logger, 60_000);
+    const refusal = (code: string, principal: string | null = "alice") =>
+      sink.record({
+        workspace: "ws",
+        sessionId: "-",
+        kind: "denied",
+        detail: { operation: "sessions.create", code, status: 429, principal },
+      });
+    refusal("quota.session_rate");
+    refusal("quota.session_rate");
+    refusal("quota.session_rate");
+    refusal("quota.concurrent_sessions");
+    refusal("quota.session_rate", "bob");
+    await sink.flush();
+    const rows = [...db.stored.values()];
+    expect(rows.map((row) => [row.detail?.code, row.detail?.principal, row.events])).toEqual([
+      ["quota.session_rate", "alice", 3],
+      ["quota.concurrent_sessions", "alice", 1],
+      ["quota.session_rate", "bob", 1],
+    ]);
+  });
 });
