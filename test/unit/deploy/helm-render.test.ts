@@ -115,6 +115,15 @@ describe("helm/sandpool/ci: the shapes the chart supports", () => {
   });
 });
 
+describe("upgrades", () => {
+  it.each(ciFiles)("%s replaces the pod rather than run a second one beside it on another engine", (file) => {
+    const [deployment] = find(rendered.get(file)!, "Deployment");
+    expect((deployment as unknown as { spec: { strategy?: { type: string } } }).spec.strategy).toEqual({
+      type: "Recreate",
+    });
+  });
+});
+
 describe("the schema check itself", () => {
   const deployment = (replicas: unknown): KubeObject => ({
     apiVersion: "apps/v1",
