@@ -66,7 +66,7 @@ const EXEC_WARMUP = 20;
 const EXEC_CALLS = scale(300);
 const THROUGHPUT_CLIENTS = 8;
 const THROUGHPUT_MS = quick ? 1_000 : 3_000;
-const THROUGHPUT_ROUNDS = 2;
+const THROUGHPUT_ROUNDS = 3;
 const HOLD_SESSIONS = 1_000;
 const HOLD_WORKSPACES = 20;
 const WORKSPACES = 4;
@@ -195,6 +195,7 @@ async function main() {
       warm: serveLeases.warm,
       refill: serveLeases.refill,
       cold: serveCold,
+      restMb: serve.restMb,
     },
     dev: {
       minIdle: DEV_MIN_IDLE,

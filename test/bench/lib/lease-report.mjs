@@ -125,6 +125,7 @@ export function buildFigures(r) {
       },
     },
     memory: {
+      serveAtRestMb: round(r.serve.restMb, 1),
       gatewayHolding: {
         sessions: r.holding.sessions,
         restMb: round(r.holding.restMb, 1),
@@ -212,7 +213,11 @@ export function printReport(r, figures) {
   printTable(
     ["measure", "RSS"],
     [
-      ["serve-like gateway (Redis, Postgres, light runtime) at rest", mbText(h.restMb)],
+      [
+        `sandpool serve at rest (docker runtime, ${r.serve.minIdle} warm containers)`,
+        mbText(figures.memory.serveAtRestMb),
+      ],
+      ["serve's gateway with the bench's light runtime, at rest", mbText(h.restMb)],
       [`the same holding ${h.sessions} leased sessions (${h.perSessionKb} KB each)`, mbText(h.holdingMb)],
       [`dev at rest: gateway ${mbText(d.gatewayMb)} + PGlite ${mbText(d.databaseMb)}`, mbText(d.totalMb)],
       [

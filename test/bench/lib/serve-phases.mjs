@@ -4,7 +4,7 @@
  * end its cold leases (the pool's min_idle set to 0 through the admin API).
  */
 import { createClient, createSession, destroySession } from "./client.mjs";
-import { readMetrics } from "./gateway-metrics.mjs";
+import { readMetrics, waitForRefill } from "./gateway-metrics.mjs";
 import { measureCold, measureDuringRefill, measureWarm } from "./lease-measures.mjs";
 import { onCleanup } from "./process.mjs";
 import { createServeDeployment } from "./serve-deployment.mjs";
@@ -12,6 +12,7 @@ import { formatMs, nowMs, progress } from "./timing.mjs";
 
 export const SERVE_MIN_IDLE = 4;
 const WORKSPACES = 4;
+const REST_SETTLE_MS = 3_000;
 
 export async function openServe() {
   const deployment = await createServeDeployment(`
@@ -34,7 +35,13 @@ policy:
     Array.from({ length: WORKSPACES }, (_, i) => deployment.token(`bench-${i}`)),
   );
   const clients = tokens.map((token) => createClient(gateway.url, token));
+  // Its memory once the pool is full and the machine quiet: beside the light gateway's.
+  const metrics = createClient(gateway.url);
+  await waitForRefill(metrics, SERVE_MIN_IDLE).finally(() => metrics.close());
+  await new Promise((resolve) => setTimeout(resolve, REST_SETTLE_MS));
+  const restMb = await gateway.rss();
   return {
+    restMb,
     deployment,
     gateway,
     tokens,
