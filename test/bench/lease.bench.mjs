@@ -17,7 +17,8 @@
  *                (lib/light-gateway.mjs): its RSS at rest and holding 1,000 leased sessions.
  *
  * The issue's targets are printed beside the figures with PASS/FAIL. `--json` prints the
- * figures as one JSON object instead; `--quick` runs fewer iterations (a smoke run). Needs the
+ * figures as one JSON object instead (run the script itself: `npm run` and the build print
+ * on stdout too); `--quick` runs fewer iterations (a smoke run). Needs the
  * built CLI, Postgres (127.0.0.1:5432, db test), Redis (127.0.0.1:6379) and a Docker engine
  * with sandpool/sandbox:dev. Bounded loops; every child, container, key, database and temp dir
  * it made is removed (also on errors and Ctrl-C). Exits 0 when the measurements ran, whether
