@@ -40,16 +40,50 @@ function plainResult(result) {
   };
 }
 
+// Postgres' memory sized for dev mode's database (a few policy rows and usage records, one
+// session at a time) rather than for a server: the shared buffers (128 MB by default) and
+// the per-connection arrays are allocated, and touched, inside the WebAssembly memory at
+// start. work_mem and temp_buffers are caps, not allocations; maintenance_work_mem is capped
+// so a migration's index build stays small. The Node flags this process runs with are in
+// pglite-process.ts.
+const START_PARAMS = [
+  ...PGlite.defaultStartParams,
+  ...["shared_buffers=4MB", "max_connections=4", "maintenance_work_mem=16MB", "temp_buffers=2MB"].flatMap(
+    (setting) => ["-c", setting],
+  ),
+];
+
 let pglite;
 let closing;
 
 async function open({ dataDir, loadDataDir }) {
   try {
-    pglite = await PGlite.create(dataDir, loadDataDir ? { loadDataDir: new Blob([loadDataDir]) } : {});
+    pglite = await PGlite.create(dataDir, {
+      startParams: START_PARAMS,
+      ...(loadDataDir ? { loadDataDir: new Blob([loadDataDir]) } : {}),
+    });
     process.send({ ready: true });
   } catch (error) {
     process.send({ ready: false, error: describeError(error) });
     process.disconnect();
+  }
+}
+
+/**
+ * Creates a database (initdb) and exits. PGlite runs initdb in a second WebAssembly instance
+ * whose memory (~450 MB of RSS) this process would keep for its whole life, though the
+ * instance is closed: so a new database is made by a host of its own, and the host that
+ * serves it starts from what that one left (the data dir, or a dump when in memory).
+ */
+async function initdb({ dataDir }) {
+  try {
+    const fresh = await PGlite.create(dataDir, { startParams: START_PARAMS });
+    const dump = dataDir ? undefined : new Uint8Array(await (await fresh.dumpDataDir("none")).arrayBuffer());
+    await fresh.close();
+    // The dump is tens of MB: the channel closes once it has gone, not before.
+    process.send({ ready: true, dump }, () => process.disconnect());
+  } catch (error) {
+    process.send({ ready: false, error: describeError(error) }, () => process.disconnect());
   }
 }
 
@@ -76,7 +110,11 @@ async function answer({ id, op, sql, params }) {
 // gateway already hands that session to one holder at a time (transactions).
 let queue = Promise.resolve();
 process.on("message", (request) => {
-  queue = queue.then(() => (request.op === "open" ? open(request) : answer(request)));
+  queue = queue.then(() => {
+    if (request.op === "open") return open(request);
+    if (request.op === "initdb") return initdb(request);
+    return answer(request);
+  });
 });
 process.on("disconnect", () => {
   void queue.then(close).finally(() => process.exit(0));

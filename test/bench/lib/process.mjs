@@ -12,6 +12,8 @@ import { performance } from "node:perf_hooks";
 
 const children = new Set();
 const tempDirs = new Set();
+/** Clean-ups beyond children and temp dirs (a deployment's containers, keys, database). */
+const cleanups = new Set();
 let handlersInstalled = false;
 let interrupted = false;
 
@@ -153,8 +155,20 @@ export async function timeProcess(command, args, { timeoutMs = 30_000 } = {}) {
   return ms;
 }
 
-/** Stops every tracked child and removes every tracked temp dir. */
+/** Registers `fn` to run in cleanupAll (also on Ctrl-C); returns a function that unregisters it. */
+export function onCleanup(fn) {
+  cleanups.add(fn);
+  return () => cleanups.delete(fn);
+}
+
+/** Runs the registered clean-ups, stops every tracked child and removes every tracked temp dir. */
 export async function cleanupAll() {
+  for (const fn of [...cleanups]) {
+    cleanups.delete(fn);
+    await Promise.resolve()
+      .then(fn)
+      .catch((error) => process.stderr.write(`[bench] clean-up failed: ${error}\n`));
+  }
   await Promise.all([...children].map((child) => stopProcess(child, 3_000).catch(() => undefined)));
   await Promise.all([...tempDirs].map((dir) => removeTempDir(dir).catch(() => undefined)));
 }

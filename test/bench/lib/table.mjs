@@ -55,3 +55,15 @@ export function latencyTable(columns) {
     },
   };
 }
+
+/** A target "<= limit" on any figure: { label, pass, verdict }. */
+export function checkAtMost(value, limit, unit = "") {
+  const pass = Number.isFinite(value) && value <= limit;
+  return { label: `<= ${limit}${unit}`, pass, verdict: pass ? "PASS" : "FAIL" };
+}
+
+/** A target ">= limit" on any figure: { label, pass, verdict }. */
+export function checkAtLeast(value, limit, unit = "") {
+  const pass = Number.isFinite(value) && value >= limit;
+  return { label: `>= ${limit}${unit}`, pass, verdict: pass ? "PASS" : "FAIL" };
+}

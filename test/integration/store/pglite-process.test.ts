@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -63,6 +63,26 @@ describe("PgliteProcess lifecycle", () => {
     await db.close();
     await expect(db.query("select 1")).rejects.toThrow(/the database is closed/);
   });
+
+  it("serves a new database from a host that did not run initdb: its RSS stays small", async () => {
+    // initdb's WebAssembly instance would stay in the host's RSS (~450 MB more) for its whole
+    // life; a host of its own creates the database and exits. Both ways of making one.
+    const dir = await mkdtemp(path.join(tmpdir(), "sandpool-pglite-process-"));
+    try {
+      for (const dataDir of [path.join(dir, "data"), undefined]) {
+        const db = await PgliteProcess.open({ dataDir });
+        await db.exec("create table t (n int); insert into t select generate_series(1, 1000);");
+        expect((await db.query("select count(*)::int as c from t")).rows).toEqual([{ c: 1000 }]);
+        const status = await readFile(`/proc/${db.pid}/status`, "utf8");
+        const rssMb = Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1]) / 1024;
+        await db.close();
+        // On disk ~110 MB; in memory ~300 MB (the cluster's files and their dump live in the host).
+        expect(rssMb).toBeLessThan(dataDir ? 200 : 400);
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 
   it("keeps its data in dataDir across a close and a new process", async () => {
     const dir = await mkdtemp(path.join(tmpdir(), "sandpool-pglite-process-"));

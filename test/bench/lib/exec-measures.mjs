@@ -1,0 +1,84 @@
+/**
+ * Exec measures across paths (a path: a base URL, a token, a way to make a session there):
+ * the latency of `print(1)` one call at a time, rotated call by call across the paths so
+ * none always follows another, and the throughput of 8 concurrent clients, each with a
+ * session and a connection of its own, path after path in alternating order.
+ */
+import { createClient, createSession, destroySession, execPrintOne } from "./client.mjs";
+import { nowMs, progress } from "./timing.mjs";
+
+/** One client and one session per path; `calls` rounds of one call per path. */
+export async function measureExecLatency(paths, { warmup, calls }) {
+  const opened = [];
+  try {
+    for (const path of paths) {
+      const client = createClient(path.url, path.token);
+      opened.push({ path, client, sessionId: await (path.session ?? createSession)(client) });
+    }
+    for (let i = 0; i < warmup; i++) for (const o of opened) await execPrintOne(o.client, o.sessionId);
+    const samples = Object.fromEntries(paths.map((path) => [path.name, []]));
+    for (let i = 0; i < calls; i++) {
+      for (let k = 0; k < opened.length; k++) {
+        const o = opened[(i + k) % opened.length];
+        const start = nowMs();
+        await execPrintOne(o.client, o.sessionId);
+        samples[o.path.name].push(nowMs() - start);
+      }
+      if ((i + 1) % 100 === 0) progress(`exec latency: ${i + 1}/${calls} rounds`);
+    }
+    return samples;
+  } finally {
+    for (const o of opened) {
+      await destroySession(o.client, o.sessionId).catch(() => undefined);
+      await o.client.close();
+    }
+  }
+}
+
+/**
+ * `clients` concurrent clients per path, each calling as fast as it is answered for
+ * `durationMs` (at most `maxCallsPerClient` calls), in `rounds` rounds whose path order
+ * alternates. Returns exec/s per path over all its rounds.
+ */
+export async function measureThroughput(paths, { clients, durationMs, maxCallsPerClient, rounds }) {
+  const opened = [];
+  try {
+    for (const path of paths) {
+      const workers = [];
+      for (let i = 0; i < clients; i++) {
+        const client = createClient(path.url, path.token);
+        workers.push({ client, sessionId: await (path.session ?? createSession)(client) });
+      }
+      for (const w of workers) await execPrintOne(w.client, w.sessionId);
+      opened.push({ path, workers, calls: 0, ms: 0 });
+    }
+    for (let round = 0; round < rounds; round++) {
+      const order = round % 2 === 0 ? opened : [...opened].reverse();
+      for (const o of order) {
+        const start = nowMs();
+        const until = start + durationMs;
+        const counts = await Promise.all(
+          o.workers.map(async (w) => {
+            let n = 0;
+            while (n < maxCallsPerClient && nowMs() < until) {
+              await execPrintOne(w.client, w.sessionId);
+              n++;
+            }
+            return n;
+          }),
+        );
+        o.ms += nowMs() - start;
+        o.calls += counts.reduce((a, b) => a + b, 0);
+      }
+      progress(`exec throughput: round ${round + 1}/${rounds}`);
+    }
+    return Object.fromEntries(opened.map((o) => [o.path.name, (o.calls / o.ms) * 1000]));
+  } finally {
+    for (const o of opened) {
+      for (const w of o.workers) {
+        await destroySession(w.client, w.sessionId).catch(() => undefined);
+        await w.client.close();
+      }
+    }
+  }
+}

@@ -1,0 +1,245 @@
+/**
+ * The lease bench's figures: one object (printed as JSON with --json) and the text report,
+ * every figure beside its baseline and the issue's targets with pass/fail marks.
+ */
+import { summarize } from "./stats.mjs";
+import { checkAtLeast, checkAtMost, heading, latencyTable, printTable } from "./table.mjs";
+import { formatMs } from "./timing.mjs";
+
+const TARGETS = {
+  ownExecWorkP50Ms: 0.5,
+  throughputToRelay: 0.7,
+  refillCreateP99Ms: 25,
+  holdingRssMb: 150,
+  devRestMb: 250,
+  devWarmP50Ms: 5,
+  devWarmP99Ms: 25,
+  devColdRatio: 20,
+  dockerColdRatio: 50,
+};
+
+const round = (x, digits = 3) => (Number.isFinite(x) ? Number(x.toFixed(digits)) : null);
+const stats = (samples) =>
+  Object.fromEntries(Object.entries(summarize(samples)).map(([k, v]) => [k, k === "n" ? v : round(v)]));
+
+/** The figures as one plain object, with the targets' verdicts. */
+export function buildFigures(r) {
+  const lat = Object.fromEntries(Object.entries(r.exec.latency).map(([k, v]) => [k, summarize(v)]));
+  const added = (name) => lat[name].median - lat.direct.median;
+  const ownWork = (name) => added(name) - added("relay");
+  const ratio = (name) => r.exec.throughput[name] / r.exec.throughput.relay;
+  const refill = summarize(r.serve.refill.samples);
+  const serveWarm = summarize(r.serve.warm.samples);
+  const serveCold = summarize(r.serve.cold.samples);
+  const devWarm = summarize(r.dev.warm.samples);
+  const devCold = summarize(r.dev.cold.samples);
+  const targets = [
+    [
+      "serve: gateway's own exec work p50 (added latency minus the relay's)",
+      ownWork("serve"),
+      "ms",
+      checkAtMost(ownWork("serve"), TARGETS.ownExecWorkP50Ms, " ms"),
+    ],
+    [
+      "serve: exec throughput, 8 clients, x relay",
+      ratio("serve"),
+      "x",
+      checkAtLeast(ratio("serve"), TARGETS.throughputToRelay, "x"),
+    ],
+    [
+      "serve: warm CreateSession p99 while the pool refills",
+      refill.p99,
+      "ms",
+      checkAtMost(refill.p99, TARGETS.refillCreateP99Ms, " ms"),
+    ],
+    [
+      "gateway RSS holding 1,000 leased sessions",
+      r.holding.holdingMb,
+      "MB",
+      checkAtMost(r.holding.holdingMb, TARGETS.holdingRssMb, " MB"),
+    ],
+    [
+      "dev mode RSS at rest (gateway + PGlite)",
+      r.dev.restRss.totalMb,
+      "MB",
+      checkAtMost(r.dev.restRss.totalMb, TARGETS.devRestMb, " MB"),
+    ],
+    [
+      "dev: warm CreateSession p50 (single lease)",
+      devWarm.median,
+      "ms",
+      checkAtMost(devWarm.median, TARGETS.devWarmP50Ms, " ms"),
+    ],
+    [
+      "dev: warm CreateSession p99 (single lease)",
+      devWarm.p99,
+      "ms",
+      checkAtMost(devWarm.p99, TARGETS.devWarmP99Ms, " ms"),
+    ],
+    [
+      "dev: cold/warm median ratio",
+      devCold.median / devWarm.median,
+      "x",
+      checkAtLeast(devCold.median / devWarm.median, TARGETS.devColdRatio, "x"),
+    ],
+    [
+      "serve: docker cold/warm median ratio",
+      serveCold.median / serveWarm.median,
+      "x",
+      checkAtLeast(serveCold.median / serveWarm.median, TARGETS.dockerColdRatio, "x"),
+    ],
+  ].map(([name, value, unit, check]) => ({
+    name,
+    value: round(value),
+    unit,
+    limit: check.label,
+    pass: check.pass,
+  }));
+  return {
+    machine: r.machine,
+    createSession: {
+      serve: {
+        warmSingle: stats(r.serve.warm.samples),
+        warmWhileRefilling: { ...stats(r.serve.refill.samples), spacingMs: r.serve.spacingMs },
+        cold: stats(r.serve.cold.samples),
+        gatewayCounts: counts(r.serve),
+      },
+      dev: {
+        warmSingle: stats(r.dev.warm.samples),
+        warmBursts: stats(r.dev.bursts.samples),
+        cold: stats(r.dev.cold.samples),
+        gatewayCounts: counts(r.dev),
+      },
+    },
+    exec: {
+      latency: Object.fromEntries(Object.entries(r.exec.latency).map(([k, v]) => [k, stats(v)])),
+      addedP50Ms: { relay: round(added("relay")), serve: round(added("serve")), dev: round(added("dev")) },
+      ownWorkP50Ms: { serve: round(ownWork("serve")), dev: round(ownWork("dev")) },
+      throughputPerSecond: Object.fromEntries(
+        Object.entries(r.exec.throughput).map(([k, v]) => [k, round(v, 1)]),
+      ),
+      throughputToRelay: {
+        serve: round(ratio("serve")),
+        dev: round(ratio("dev")),
+        direct: round(ratio("direct")),
+      },
+    },
+    memory: {
+      serveAtRestMb: round(r.serve.restMb, 1),
+      gatewayHolding: {
+        sessions: r.holding.sessions,
+        restMb: round(r.holding.restMb, 1),
+        holdingMb: round(r.holding.holdingMb, 1),
+        perSessionKb: round(r.holding.perSessionKb, 1),
+      },
+      devAtRest: mb(r.dev.restRss),
+      devAtRestAfterWork: mb(r.dev.workedRss),
+    },
+    targets,
+  };
+}
+
+function counts(phase) {
+  const sum = (key) =>
+    Object.values(phase)
+      .filter((m) => m && typeof m === "object" && key in m)
+      .reduce((total, m) => total + m[key], 0);
+  return { warmLeases: sum("warmLeases"), coldLeases: sum("coldLeases") };
+}
+
+function mb(rss) {
+  return Object.fromEntries(Object.entries(rss).map(([k, v]) => [k, round(v, 1)]));
+}
+
+const { headers, row } = latencyTable(["n", "median", "p90", "p99", "min", "max"]);
+const mbText = (x) => (Number.isFinite(x) ? `${x.toFixed(0)} MB` : "-");
+
+export function printReport(r, figures) {
+  const m = r.machine;
+  process.stdout.write(
+    `sandpool lease bench  node ${m.node}  python ${m.python}\n` +
+      "serve: Redis + Postgres + docker runtime (image sandpool/sandbox:dev); dev: PGlite, memory store, process runtime.\n" +
+      `Loopback, HTTP keep-alive via undici. Machine: ${m.cpus} CPUs; load average at the start ${m.loadStart}, at the end ${m.loadEnd}\n`,
+  );
+  heading("CreateSession");
+  printTable(headers, [
+    row(`serve, warm, single lease on a full pool (min_idle ${r.serve.minIdle})`, r.serve.warm.samples),
+    row(
+      `serve, warm while the pool refills (one create every ${r.serve.spacingMs} ms)`,
+      r.serve.refill.samples,
+      target(figures, 2),
+    ),
+    row("serve, cold (every create starts a container)", r.serve.cold.samples),
+    row(
+      `dev, warm, single lease on a full pool (min_idle ${r.dev.minIdle})`,
+      r.dev.warm.samples,
+      target(figures, 5),
+    ),
+    row(`info: dev, warm, bursts of ${r.dev.burst}`, r.dev.bursts.samples),
+    row("dev, cold (every create starts a sandbox process)", r.dev.cold.samples),
+  ]);
+  const sc = figures.createSession.serve.gatewayCounts;
+  const dc = figures.createSession.dev.gatewayCounts;
+  process.stdout.write(
+    `gateway's counts: serve ${sc.warmLeases} warm, ${sc.coldLeases} cold; dev ${dc.warmLeases} warm, ${dc.coldLeases} cold\n`,
+  );
+
+  heading(`Exec "print(1)" (${r.exec.latency.direct.length} calls per path, rotated call by call)`);
+  printTable(headers, [
+    row("straight to a sandbox server (sandpool sandbox)", r.exec.latency.direct),
+    row("through a relay with no logic (baseline)", r.exec.latency.relay),
+    row("through sandpool serve (to a container)", r.exec.latency.serve),
+    row("through sandpool dev (to a sandbox process)", r.exec.latency.dev),
+  ]);
+  const e = figures.exec;
+  process.stdout.write(
+    `added to the direct p50: relay ${formatMs(e.addedP50Ms.relay)}, serve ${formatMs(e.addedP50Ms.serve)}, dev ${formatMs(e.addedP50Ms.dev)}; ` +
+      `the gateway's own work (added minus the relay's): serve ${formatMs(e.ownWorkP50Ms.serve)}, dev ${formatMs(e.ownWorkP50Ms.dev)}\n`,
+  );
+  heading(`Exec throughput, ${r.exec.clients} concurrent clients (a session and a connection each)`);
+  printTable(
+    ["path", "exec/s", "x relay"],
+    ["direct", "relay", "serve", "dev"].map((name) => [
+      name,
+      e.throughputPerSecond[name].toFixed(0),
+      name === "relay" ? "1.00" : e.throughputToRelay[name].toFixed(2),
+    ]),
+  );
+
+  heading("Memory (RSS, ps -o rss)");
+  const h = figures.memory.gatewayHolding;
+  const d = figures.memory.devAtRest;
+  const w = figures.memory.devAtRestAfterWork;
+  printTable(
+    ["measure", "RSS"],
+    [
+      [
+        `sandpool serve at rest (docker runtime, ${r.serve.minIdle} warm containers)`,
+        mbText(figures.memory.serveAtRestMb),
+      ],
+      ["serve's gateway with the bench's light runtime, at rest", mbText(h.restMb)],
+      [`the same holding ${h.sessions} leased sessions (${h.perSessionKb} KB each)`, mbText(h.holdingMb)],
+      [`dev at rest: gateway ${mbText(d.gatewayMb)} + PGlite ${mbText(d.databaseMb)}`, mbText(d.totalMb)],
+      [
+        `dev at rest after the dev phases: gateway ${mbText(w.gatewayMb)} + PGlite ${mbText(w.databaseMb)}`,
+        mbText(w.totalMb),
+      ],
+    ],
+  );
+
+  heading("Targets");
+  printTable(
+    ["target", "figure", "limit", "result"],
+    figures.targets.map((t) => [
+      t.name,
+      `${t.value}${t.unit === "x" ? "x" : ` ${t.unit}`}`,
+      t.limit,
+      t.pass ? "PASS" : "FAIL",
+    ]),
+  );
+}
+
+function target(figures, index) {
+  const t = figures.targets[index];
+  return { label: t.limit, verdict: t.pass ? "PASS" : "FAIL" };
+}
