@@ -10,18 +10,30 @@
  * ioredis reconnects on its own, so everything recovers when Redis returns.
  */
 import { randomBytes } from "node:crypto";
-import { Redis, type RedisOptions } from "ioredis";
 import { SandpoolError } from "../../../contract/error-codes.js";
 import type { CoordinationStore } from "../coordination-store.js";
 import { type CallMark, type Lease, type LeaseKey, leaseDeadline, type SandboxRecord } from "../records.js";
 import { type LuaScripts, loadLuaScripts } from "./lua-scripts.js";
+import {
+  connectRedis,
+  openRedis,
+  type RedisClient,
+  type RedisTarget,
+  redactUrl,
+} from "./redis-connection.js";
 import { RedisKeys } from "./redis-keys.js";
 
-export interface RedisStoreOptions {
-  url: string;
+export { redactUrl };
+
+/** Where Redis is: a standalone server's URL, or any target (Sentinel, Cluster). */
+export type RedisStoreOptions = ({ url: string } | { target: RedisTarget }) & {
   /** Namespace of every key: one per deployment. */
   prefix: string;
   commandTimeoutMs?: number;
+};
+
+function targetOf(options: RedisStoreOptions): RedisTarget {
+  return "target" in options ? options.target : { kind: "standalone", url: options.url };
 }
 
 const DAY_MS = 86_400_000;
@@ -29,8 +41,8 @@ const DAY_MS = 86_400_000;
 const LEASE_KEY_GRACE_MS = 10 * 60_000;
 
 export class RedisCoordinationStore implements CoordinationStore {
-  private readonly redis: Redis;
-  private subscriber: Redis | undefined;
+  private readonly redis: RedisClient;
+  private subscriber: RedisClient | undefined;
   private readonly keys: RedisKeys;
   private readonly handlers = new Map<string, ((message: string) => void)[]>();
 
@@ -39,7 +51,7 @@ export class RedisCoordinationStore implements CoordinationStore {
     private readonly scripts: LuaScripts,
   ) {
     this.keys = new RedisKeys(options.prefix);
-    this.redis = new Redis(options.url, connectionOptions(options));
+    this.redis = openRedis(targetOf(options), "commands", { commandTimeoutMs: options.commandTimeoutMs });
     this.redis.on("error", () => {}); // surfaced per command as store.unavailable
     scripts.defineOn(this.redis);
   }
@@ -47,12 +59,7 @@ export class RedisCoordinationStore implements CoordinationStore {
   /** Connects, failing with a clear error when Redis cannot be reached at start-up. */
   static async connect(options: RedisStoreOptions): Promise<RedisCoordinationStore> {
     const store = new RedisCoordinationStore(options, await loadLuaScripts());
-    try {
-      await store.redis.connect();
-    } catch (error) {
-      store.redis.disconnect();
-      throw new Error(`cannot reach Redis at ${redactUrl(options.url)}: ${(error as Error).message}`);
-    }
+    await connectRedis(store.redis, targetOf(options));
     return store;
   }
 
@@ -209,7 +216,7 @@ export class RedisCoordinationStore implements CoordinationStore {
     if (!this.subscriber) {
       // A subscribed connection can do nothing else, so it is a connection of its own,
       // with the offline queue on: subscriptions are replayed after a reconnect.
-      this.subscriber = new Redis(this.options.url, { lazyConnect: true, maxRetriesPerRequest: null });
+      this.subscriber = openRedis(targetOf(this.options), "subscriber");
       this.subscriber.on("error", () => {});
       this.subscriber.on("message", (fullChannel: string, message: string) => {
         for (const listener of this.handlers.get(fullChannel) ?? []) listener(message);
@@ -245,27 +252,4 @@ export class RedisCoordinationStore implements CoordinationStore {
       });
     }
   }
-}
-
-/** The URL without its password, for messages. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = "***";
-    return parsed.toString();
-  } catch {
-    return "(unparsable URL)";
-  }
-}
-
-function connectionOptions(options: RedisStoreOptions): RedisOptions {
-  return {
-    lazyConnect: true,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    commandTimeout: options.commandTimeoutMs ?? 1_000,
-    connectTimeout: 2_000,
-    // Keep trying forever, never more than a second apart: recovery needs no restart.
-    retryStrategy: (attempt) => Math.min(attempt * 100, 1_000),
-  };
 }

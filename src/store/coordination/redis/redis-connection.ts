@@ -1,0 +1,199 @@
+/**
+ * Where Redis is and how to open connections to it: one standalone server (a URL), a
+ * Sentinel-watched master, or a Redis Cluster. Everything else talks to a `RedisClient`,
+ * which is an ioredis `Redis` or `Cluster`: both run the same commands, scripts and pub/sub,
+ * and on a Cluster ioredis sends each command to the master of its key's slot (every key
+ * sandpool uses is hash-tagged so that a script's keys share one slot).
+ *
+ * Three kinds of connection are made, each with the settings its use needs:
+ * - `commands`: the coordination store's. Redis away must fail a request fast (503
+ *   `store.unavailable`), so the offline queue is off and every command has a timeout.
+ * - `subscriber`: a subscribed connection can do nothing else; its offline queue is on, so
+ *   subscriptions are replayed after a reconnect.
+ * - `jobs`: BullMQ's. Its blocking commands need retries without a cap.
+ */
+import { Cluster, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
+
+export interface HostPort {
+  host: string;
+  port: number;
+}
+
+export type RedisTarget =
+  | { kind: "standalone"; url: string }
+  | {
+      kind: "sentinel";
+      sentinels: HostPort[];
+      /** The master group name the sentinels watch. */
+      name: string;
+      sentinelPassword?: string;
+      username?: string;
+      password?: string;
+      tls: boolean;
+    }
+  | { kind: "cluster"; nodes: HostPort[]; username?: string; password?: string; tls: boolean };
+
+export type RedisClient = Redis | Cluster;
+export type RedisRole = "commands" | "subscriber" | "jobs";
+
+export interface RedisSettings {
+  /** A standalone server's URL (`redis://`, `rediss://` for TLS). */
+  redisUrl?: string;
+  redis?: {
+    sentinels?: string[];
+    sentinelName?: string;
+    sentinelPassword?: string;
+    cluster?: { nodes: string[] };
+    username?: string;
+    password?: string;
+    tls?: boolean;
+  };
+}
+
+/** The Redis the configuration points at, or undefined when it names none (dev mode). */
+export function redisTargetFrom(settings: RedisSettings): RedisTarget | undefined {
+  const { redisUrl, redis = {} } = settings;
+  const auth = { username: redis.username, password: redis.password, tls: redis.tls ?? false };
+  if (redis.cluster) return { kind: "cluster", nodes: redis.cluster.nodes.map(parseHostPort), ...auth };
+  if (redis.sentinels && redis.sentinels.length > 0) {
+    return {
+      kind: "sentinel",
+      sentinels: redis.sentinels.map(parseHostPort),
+      name: redis.sentinelName ?? "",
+      sentinelPassword: redis.sentinelPassword,
+      ...auth,
+    };
+  }
+  return redisUrl ? { kind: "standalone", url: redisUrl } : undefined;
+}
+
+/** `host:port` (or `[v6]:port`) -> its parts; throws on anything else. */
+export function parseHostPort(value: string): HostPort {
+  const match = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(value.trim());
+  const port = Number(match?.[3]);
+  if (!match || port < 1 || port > 65_535) throw new Error(`expected host:port, got '${value}'`);
+  return { host: (match[1] ?? match[2])!, port };
+}
+
+/** The target for messages and logs: never a password. */
+export function describeRedisTarget(target: RedisTarget): string {
+  const list = (nodes: HostPort[]) => nodes.map(({ host, port }) => `${host}:${port}`).join(",");
+  switch (target.kind) {
+    case "standalone":
+      return redactUrl(target.url);
+    case "sentinel":
+      return `sentinel master '${target.name}' via ${list(target.sentinels)}${target.tls ? " (TLS)" : ""}`;
+    case "cluster":
+      return `cluster via ${list(target.nodes)}${target.tls ? " (TLS)" : ""}`;
+  }
+}
+
+/** The URL without its password, for messages. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = "***";
+    return parsed.toString();
+  } catch {
+    return "(unparsable URL)";
+  }
+}
+
+export interface OpenOptions {
+  /** Per-command timeout of a `commands` connection. */
+  commandTimeoutMs?: number;
+}
+
+/** A new, not yet connected client for `role` (call `connectRedis`). */
+export function openRedis(target: RedisTarget, role: RedisRole, options: OpenOptions = {}): RedisClient {
+  const perNode = nodeOptions(role, options);
+  switch (target.kind) {
+    case "standalone":
+      return new Redis(target.url, { ...perNode, ...offlineQueue(role), ...retry });
+    case "sentinel":
+      return new Redis({
+        ...perNode,
+        ...offlineQueue(role),
+        ...retry,
+        ...credentials(target),
+        sentinels: target.sentinels,
+        name: target.name,
+        sentinelPassword: target.sentinelPassword,
+        ...(target.tls ? { tls: {}, enableTLSForSentinelMode: true, sentinelTLS: {} } : {}),
+        sentinelRetryStrategy: retry.retryStrategy,
+      });
+    case "cluster":
+      return new Cluster(target.nodes, {
+        lazyConnect: role !== "jobs",
+        ...offlineQueue(role),
+        // Keep trying forever, never more than a second apart, like the standalone client.
+        clusterRetryStrategy: retry.retryStrategy,
+        // Without it a node that restarts with the same slots (no MOVED follows) stays gone.
+        clusterNodeRetryStrategy: retry.retryStrategy,
+        ...(role === "commands" ? failFastOnCluster : {}),
+        redisOptions: { ...perNode, ...credentials(target), ...(target.tls ? { tls: {} } : {}) },
+      } satisfies ClusterOptions);
+  }
+}
+
+/** Connects `client`, rejecting with a message that names the target (never its password). */
+export async function connectRedis(client: RedisClient, target: RedisTarget): Promise<void> {
+  try {
+    await client.connect();
+  } catch (error) {
+    client.disconnect();
+    throw new Error(`cannot reach Redis at ${describeRedisTarget(target)}: ${(error as Error).message}`);
+  }
+}
+
+/**
+ * Every key matching `pattern`, from every master: SCAN walks one server's keyspace, and
+ * on a Cluster each master holds only its own slots.
+ */
+export async function scanKeys(client: RedisClient, pattern: string, count = 500): Promise<string[]> {
+  const servers = client instanceof Cluster ? client.nodes("master") : [client];
+  const keys: string[] = [];
+  for (const server of servers) {
+    let cursor = "0";
+    do {
+      const [next, batch] = await server.scan(cursor, "MATCH", pattern, "COUNT", count);
+      keys.push(...batch);
+      cursor = next;
+    } while (cursor !== "0");
+  }
+  return keys;
+}
+
+const retry = { retryStrategy: (attempt: number) => Math.min(attempt * 100, 1_000) };
+
+/**
+ * A Cluster retries a command whose node went away (every `retryDelayOnFailover` ms, up to
+ * `maxRedirections` times): few and short, so a lost cluster still fails within the
+ * command timeout's order, as a lost server does.
+ */
+const failFastOnCluster = {
+  retryDelayOnFailover: 100,
+  retryDelayOnClusterDown: 100,
+  retryDelayOnTryAgain: 100,
+  maxRedirections: 6,
+  slotsRefreshTimeout: 1_000,
+} satisfies ClusterOptions;
+
+function nodeOptions(role: RedisRole, options: OpenOptions): RedisOptions {
+  // BullMQ connects its connection itself, and waits for it to be ready.
+  const common: RedisOptions = { lazyConnect: role !== "jobs", connectTimeout: 2_000 };
+  if (role === "commands")
+    return { ...common, maxRetriesPerRequest: 1, commandTimeout: options.commandTimeoutMs ?? 1_000 };
+  return { ...common, maxRetriesPerRequest: null };
+}
+
+function offlineQueue(role: RedisRole): { enableOfflineQueue: boolean } {
+  return { enableOfflineQueue: role !== "commands" };
+}
+
+function credentials(target: { username?: string; password?: string }): RedisOptions {
+  return {
+    ...(target.username ? { username: target.username } : {}),
+    ...(target.password ? { password: target.password } : {}),
+  };
+}
