@@ -136,13 +136,39 @@ export function openRedis(target: RedisTarget, role: RedisRole, options: OpenOpt
   }
 }
 
-/** Connects `client`, rejecting with a message that names the target (never its password). */
-export async function connectRedis(client: RedisClient, target: RedisTarget): Promise<void> {
+/**
+ * Connects `client`, rejecting with a message that names the target (never its password)
+ * and the last error seen. Bounded in time: a client that retries on its own (through
+ * Sentinels, or over a Cluster's nodes) would otherwise wait forever at start-up.
+ */
+export async function connectRedis(
+  client: RedisClient,
+  target: RedisTarget,
+  timeoutMs = 10_000,
+): Promise<void> {
+  let lastError: Error | undefined;
+  const remember = (error: Error) => {
+    lastError = error;
+  };
+  client.on("error", remember);
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`${lastError?.message ?? "no answer"} (gave up after ${timeoutMs / 1_000} s)`)),
+      timeoutMs,
+    );
+  });
   try {
-    await client.connect();
+    await Promise.race([client.connect(), deadline]);
   } catch (error) {
     client.disconnect();
-    throw new Error(`cannot reach Redis at ${describeRedisTarget(target)}: ${(error as Error).message}`);
+    const message = (error as Error).message;
+    // "Connection is closed." says little; the error before it (WRONGPASS, say) says why.
+    const why = lastError && !message.includes(lastError.message) ? ` (${lastError.message})` : "";
+    throw new Error(`cannot reach Redis at ${describeRedisTarget(target)}: ${message}${why}`);
+  } finally {
+    clearTimeout(timer);
+    client.off("error", remember);
   }
 }
 

@@ -30,6 +30,8 @@ export type RedisStoreOptions = ({ url: string } | { target: RedisTarget }) & {
   /** Namespace of every key: one per deployment. */
   prefix: string;
   commandTimeoutMs?: number;
+  /** How long `connect` waits for Redis at start-up before it gives up (default 10 s). */
+  startupTimeoutMs?: number;
 };
 
 function targetOf(options: RedisStoreOptions): RedisTarget {
@@ -59,7 +61,7 @@ export class RedisCoordinationStore implements CoordinationStore {
   /** Connects, failing with a clear error when Redis cannot be reached at start-up. */
   static async connect(options: RedisStoreOptions): Promise<RedisCoordinationStore> {
     const store = new RedisCoordinationStore(options, await loadLuaScripts());
-    await connectRedis(store.redis, targetOf(options));
+    await connectRedis(store.redis, targetOf(options), options.startupTimeoutMs);
     return store;
   }
 
