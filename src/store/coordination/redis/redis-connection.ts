@@ -36,45 +36,6 @@ export type RedisTarget =
 export type RedisClient = Redis | Cluster;
 export type RedisRole = "commands" | "subscriber" | "jobs";
 
-export interface RedisSettings {
-  /** A standalone server's URL (`redis://`, `rediss://` for TLS). */
-  redisUrl?: string;
-  redis?: {
-    sentinels?: string[];
-    sentinelName?: string;
-    sentinelPassword?: string;
-    cluster?: { nodes: string[] };
-    username?: string;
-    password?: string;
-    tls?: boolean;
-  };
-}
-
-/** The Redis the configuration points at, or undefined when it names none (dev mode). */
-export function redisTargetFrom(settings: RedisSettings): RedisTarget | undefined {
-  const { redisUrl, redis = {} } = settings;
-  const auth = { username: redis.username, password: redis.password, tls: redis.tls ?? false };
-  if (redis.cluster) return { kind: "cluster", nodes: redis.cluster.nodes.map(parseHostPort), ...auth };
-  if (redis.sentinels && redis.sentinels.length > 0) {
-    return {
-      kind: "sentinel",
-      sentinels: redis.sentinels.map(parseHostPort),
-      name: redis.sentinelName ?? "",
-      sentinelPassword: redis.sentinelPassword,
-      ...auth,
-    };
-  }
-  return redisUrl ? { kind: "standalone", url: redisUrl } : undefined;
-}
-
-/** `host:port` (or `[v6]:port`) -> its parts; throws on anything else. */
-export function parseHostPort(value: string): HostPort {
-  const match = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(value.trim());
-  const port = Number(match?.[3]);
-  if (!match || port < 1 || port > 65_535) throw new Error(`expected host:port, got '${value}'`);
-  return { host: (match[1] ?? match[2])!, port };
-}
-
 /** The target for messages and logs: never a password. */
 export function describeRedisTarget(target: RedisTarget): string {
   const list = (nodes: HostPort[]) => nodes.map(({ host, port }) => `${host}:${port}`).join(",");
