@@ -56,7 +56,8 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle
   const nodes = ports.map((port) => ({ host: HOST, port }));
   const children = new Map<number, ChildProcess>();
   const killAll = () => {
-    for (const child of children.values()) if (child.exitCode === null) child.kill("SIGKILL");
+    for (const child of children.values())
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   };
   process.once("exit", killAll);
 
@@ -87,7 +88,7 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle
     },
     async kill() {
       const exits = [...children.values()]
-        .filter((child) => child.exitCode === null)
+        .filter((child) => child.exitCode === null && child.signalCode === null)
         .map((child) => new Promise((resolve) => child.once("exit", resolve)));
       killAll();
       await Promise.all(exits);

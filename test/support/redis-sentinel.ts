@@ -1,6 +1,7 @@
 /**
- * A throw-away Redis master watched by one Sentinel, both on free loopback ports, both
- * password-protected (so the credentials of each reach the right server). The servers die
+ * A throw-away Redis master and its replica, watched by one Sentinel, all on free loopback
+ * ports and password-protected (so the credentials of each reach the right server). Killing
+ * the master makes the Sentinel promote the replica within a few seconds. The servers die
  * with the test process (SIGKILL on exit) if `stop` is never reached.
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -17,21 +18,26 @@ export const SENTINEL_MASTER_NAME = "sandpool-test-master";
 
 export interface RedisSentinelHandle {
   target: Extract<RedisTarget, { kind: "sentinel" }>;
-  /** The master's own address (a direct client for checks). */
-  masterPort: number;
+  /** The current master's own port (a direct client for checks). */
+  masterPort(): Promise<number>;
   masterPassword: string;
+  /** Kills the current master (SIGKILL): the Sentinel then promotes the replica. */
+  killMaster(): Promise<void>;
   stop(): Promise<void>;
 }
 
 export async function startRedisSentinel(): Promise<RedisSentinelHandle> {
   const root = await mkdtemp(path.join(tmpdir(), "sandpool-redis-sentinel-"));
   const masterPort = await freePort();
+  const replicaPort = await freePort();
   const sentinelPort = await freePort();
   const masterPassword = `master-${process.pid}`;
   const sentinelPassword = `sentinel-${process.pid}`;
   const children: ChildProcess[] = [];
+  const servers = new Map<number, ChildProcess>();
   const killAll = () => {
-    for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
+    for (const child of children)
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   };
   process.once("exit", killAll);
 
@@ -44,11 +50,18 @@ export async function startRedisSentinel(): Promise<RedisSentinelHandle> {
       password: masterPassword,
       tls: false,
     },
-    masterPort,
+    masterPort: () => masterAddress(sentinelPort, sentinelPassword).then((address) => Number(address![1])),
     masterPassword,
+    async killMaster() {
+      const server = servers.get(await handle.masterPort());
+      if (!server || server.exitCode !== null || server.signalCode !== null) return;
+      const exited = new Promise((resolve) => server.once("exit", resolve));
+      server.kill("SIGKILL");
+      await exited;
+    },
     async stop() {
       const exits = children
-        .filter((child) => child.exitCode === null)
+        .filter((child) => child.exitCode === null && child.signalCode === null)
         .map((child) => new Promise((resolve) => child.once("exit", resolve)));
       killAll();
       await Promise.all(exits);
@@ -58,17 +71,21 @@ export async function startRedisSentinel(): Promise<RedisSentinelHandle> {
   };
 
   try {
-    children.push(
-      spawn(
+    for (const port of [masterPort, replicaPort]) {
+      const server = spawn(
         "redis-server",
         [
-          ...["--bind", HOST, "--port", String(masterPort), "--dir", root],
-          ...["--requirepass", masterPassword, "--save", "", "--appendonly", "no"],
+          ...["--bind", HOST, "--port", String(port), "--dir", root, "--dbfilename", `dump-${port}.rdb`],
+          ...["--requirepass", masterPassword, "--masterauth", masterPassword],
+          ...["--save", "", "--appendonly", "no"],
+          ...(port === replicaPort ? ["--replicaof", HOST, String(masterPort)] : []),
         ],
         { stdio: "ignore" },
-      ),
-    );
-    await waitFor(() => answers(masterPort, masterPassword), 10_000, "the Redis master");
+      );
+      children.push(server);
+      servers.set(port, server);
+      await waitFor(() => answers(port, masterPassword), 10_000, `the Redis server on port ${port}`);
+    }
     // Sentinel rewrites its configuration file, so it gets one of its own.
     const config = path.join(root, "sentinel.conf");
     await writeFile(
@@ -80,12 +97,19 @@ export async function startRedisSentinel(): Promise<RedisSentinelHandle> {
         `requirepass ${sentinelPassword}`,
         `sentinel monitor ${SENTINEL_MASTER_NAME} ${HOST} ${masterPort} 1`,
         `sentinel auth-pass ${SENTINEL_MASTER_NAME} ${masterPassword}`,
-        `sentinel down-after-milliseconds ${SENTINEL_MASTER_NAME} 5000`,
+        // Quick to call the master down and fail over, so a test can wait for it.
+        `sentinel down-after-milliseconds ${SENTINEL_MASTER_NAME} 1000`,
+        `sentinel failover-timeout ${SENTINEL_MASTER_NAME} 5000`,
         "",
       ].join("\n"),
     );
     children.push(spawn("redis-server", [config, "--sentinel"], { stdio: "ignore" }));
-    await waitFor(() => sentinelKnowsMaster(sentinelPort, sentinelPassword), 10_000, "the Sentinel");
+    // Ready once the Sentinel names the master and has found its replica.
+    await waitFor(
+      () => sentinelReady(sentinelPort, sentinelPassword),
+      15_000,
+      "the Sentinel and its replica",
+    );
   } catch (error) {
     await handle.stop();
     throw error;
@@ -113,7 +137,8 @@ async function answers(port: number, password: string): Promise<boolean> {
   }
 }
 
-async function sentinelKnowsMaster(port: number, password: string): Promise<boolean> {
+/** What the Sentinel on `port` asks of itself; undefined when it does not answer. */
+async function askSentinel(port: number, password: string, ...args: string[]): Promise<unknown> {
   const probe = new Redis({
     host: HOST,
     port,
@@ -125,15 +150,23 @@ async function sentinelKnowsMaster(port: number, password: string): Promise<bool
   probe.on("error", () => {});
   try {
     await probe.connect();
-    const address = (await probe.call("SENTINEL", "get-master-addr-by-name", SENTINEL_MASTER_NAME)) as
-      | string[]
-      | null;
-    return Array.isArray(address) && address.length === 2;
+    return await probe.call("SENTINEL", ...args);
   } catch {
-    return false;
+    return undefined;
   } finally {
     probe.disconnect();
   }
+}
+
+async function masterAddress(port: number, password: string): Promise<string[] | undefined> {
+  const address = await askSentinel(port, password, "get-master-addr-by-name", SENTINEL_MASTER_NAME);
+  return Array.isArray(address) && address.length === 2 ? (address as string[]) : undefined;
+}
+
+async function sentinelReady(port: number, password: string): Promise<boolean> {
+  if (!(await masterAddress(port, password))) return false;
+  const replicas = await askSentinel(port, password, "replicas", SENTINEL_MASTER_NAME);
+  return Array.isArray(replicas) && replicas.length === 1;
 }
 
 function freePort(): Promise<number> {

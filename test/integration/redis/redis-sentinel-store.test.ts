@@ -36,7 +36,7 @@ describe.skipIf(!available)("Redis coordination store through a Sentinel", () =>
     const store = await RedisCoordinationStore.connect({ target: sentinel.target, prefix });
     const master = new Redis({
       host: "127.0.0.1",
-      port: sentinel.masterPort,
+      port: await sentinel.masterPort(),
       password: sentinel.masterPassword,
     });
     try {
@@ -76,4 +76,28 @@ describe.skipIf(!available)("Redis coordination store through a Sentinel", () =>
       await runner.close();
     }
   });
+
+  // Last: it fails the master over to the replica.
+  it("follows a failover: fails fast while the master is gone, then works on the promoted replica", async () => {
+    const store = await RedisCoordinationStore.connect({ target: sentinel.target, prefix });
+    try {
+      const before = await sentinel.masterPort();
+      const now = Date.now();
+      expect(await store.acquireSlot("ws-failover", "a", 5, now + 60_000, now)).toBe(true);
+      await sentinel.killMaster();
+      await expect(store.acquireSlot("ws-failover", "b", 5, now + 60_000, now)).rejects.toMatchObject({
+        code: "store.unavailable",
+      });
+      await waitFor(
+        async () => (await sentinel.masterPort().catch(() => before)) !== before,
+        30_000,
+        "a new master",
+      );
+      await waitFor(() => store.ping(), 20_000, "the store on the new master");
+      expect(await store.acquireSlot("ws-failover", "c", 5, now + 60_000, now)).toBe(true);
+      expect(await sentinel.masterPort()).not.toBe(before);
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
 });
