@@ -151,6 +151,25 @@ export async function scanKeys(client: RedisClient, pattern: string, count = 500
   return keys;
 }
 
+/**
+ * The connection to PUBLISH on `channel` through. A Cluster sends a keyless command such as
+ * PUBLISH to any node, and messages published on different nodes reach a subscriber over
+ * different links of the cluster bus, out of order; so a channel's messages all go through
+ * one master, chosen by the channel's name.
+ */
+export function publisherFor(client: RedisClient, channel: string): RedisClient {
+  if (!(client instanceof Cluster)) return client;
+  const masters = client.nodes("master").sort((a, b) => nodeName(a).localeCompare(nodeName(b)));
+  if (masters.length === 0) return client; // not ready: the Cluster itself fails fast
+  let hash = 0;
+  for (const char of channel) hash = (hash * 31 + char.charCodeAt(0)) >>> 0;
+  return masters[hash % masters.length]!;
+}
+
+function nodeName(node: Redis): string {
+  return `${node.options.host}:${node.options.port}`;
+}
+
 const retry = { retryStrategy: (attempt: number) => Math.min(attempt * 100, 1_000) };
 
 /**

@@ -17,6 +17,7 @@ import { type LuaScripts, loadLuaScripts } from "./lua-scripts.js";
 import {
   connectRedis,
   openRedis,
+  publisherFor,
   type RedisClient,
   type RedisTarget,
   redactUrl,
@@ -211,7 +212,8 @@ export class RedisCoordinationStore implements CoordinationStore {
   }
 
   async publish(channel: string, message: string) {
-    await this.call(() => this.redis.publish(this.keys.channel(channel), message));
+    const fullChannel = this.keys.channel(channel);
+    await this.call(() => publisherFor(this.redis, fullChannel).publish(fullChannel, message));
   }
 
   async subscribe(channel: string, handler: (message: string) => void) {
