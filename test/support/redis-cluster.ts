@@ -5,18 +5,20 @@
  * process (SIGKILL on exit) if `stop` is never reached.
  *
  *   const available = await redisClusterToolsAvailable();   // CI=true: must be there
- *   const cluster = await startRedisCluster();
+ *   const cluster = await startRedisCluster();            // or { tls } for TLS only
  *   ... cluster.target (a RedisTarget for the store and BullMQ), cluster.admin() ...
  *   await cluster.stop();
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { Cluster, Redis } from "ioredis";
+import { Cluster, Redis, type RedisOptions } from "ioredis";
 import type { HostPort, RedisTarget } from "../../src/store/coordination/redis/redis-connection.js";
+import { type TlsFiles, tlsServerFlags } from "./redis-tls.js";
 import { requireService } from "./require-service.js";
 import { waitFor } from "./wait-for.js";
 
@@ -50,9 +52,18 @@ export function redisClusterToolsAvailable(): Promise<boolean> {
   );
 }
 
-export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle> {
+export interface RedisClusterOptions {
+  masters?: number;
+  /** Serve TLS only (clients, and the cluster bus between nodes). */
+  tls?: TlsFiles;
+}
+
+export async function startRedisCluster(options: RedisClusterOptions = {}): Promise<RedisClusterHandle> {
+  const { masters = 3, tls } = options;
   const root = await mkdtemp(path.join(tmpdir(), "sandpool-redis-cluster-"));
   const ports = await freeClusterPorts(masters);
+  // The harness's own clients trust the test CA directly; sandpool's code is given none.
+  const clientTls: RedisOptions = tls ? { tls: { ca: readFileSync(tls.caFile) } } : {};
   const nodes = ports.map((port) => ({ host: HOST, port }));
   const children = new Map<number, ChildProcess>();
   const killAll = () => {
@@ -66,7 +77,8 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle
       const child = spawn(
         "redis-server",
         [
-          ...["--bind", HOST, "--port", String(port), "--dir", path.join(root)],
+          ...["--bind", HOST, "--dir", path.join(root)],
+          ...(tls ? [...tlsServerFlags(tls, port), "--tls-cluster", "yes"] : ["--port", String(port)]),
           ...["--cluster-enabled", "yes", "--cluster-config-file", `nodes-${port}.conf`],
           ...["--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no"],
         ],
@@ -74,15 +86,17 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle
       );
       children.set(port, child);
     }
-    for (const port of ports) await waitFor(() => answers(port), 10_000, `redis-server on port ${port}`);
+    for (const port of ports)
+      await waitFor(() => answers(port, clientTls), 10_000, `redis-server on port ${port}`);
   };
-  const clusterOk = () => Promise.all(ports.map(clusterStateOk)).then((all) => all.every(Boolean));
+  const clusterOk = () =>
+    Promise.all(ports.map((port) => clusterStateOk(port, clientTls))).then((all) => all.every(Boolean));
 
   const handle: RedisClusterHandle = {
     nodes,
-    target: { kind: "cluster", nodes, tls: false },
+    target: { kind: "cluster", nodes, tls: tls !== undefined },
     admin() {
-      const admin = new Cluster(nodes, { redisOptions: { connectTimeout: 2_000 } });
+      const admin = new Cluster(nodes, { redisOptions: { connectTimeout: 2_000, ...clientTls } });
       admin.on("error", () => {});
       return admin;
     },
@@ -109,12 +123,9 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle
     await run(
       "redis-cli",
       [
-        "--cluster",
-        "create",
-        ...ports.map((port) => `${HOST}:${port}`),
-        "--cluster-replicas",
-        "0",
-        "--cluster-yes",
+        ...(tls ? ["--tls", "--cacert", tls.caFile] : []),
+        ...["--cluster", "create", ...ports.map((port) => `${HOST}:${port}`)],
+        ...["--cluster-replicas", "0", "--cluster-yes"],
       ],
       { timeout: 30_000, killSignal: "SIGKILL" },
     );
@@ -127,42 +138,35 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle
 }
 
 /** The server on `port` answers PING. */
-async function answers(port: number): Promise<boolean> {
-  const probe = new Redis({
-    host: HOST,
-    port,
-    lazyConnect: true,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-  });
-  probe.on("error", () => {});
-  try {
-    await probe.connect();
-    return (await probe.ping()) === "PONG";
-  } catch {
-    return false;
-  } finally {
-    probe.disconnect();
-  }
+function answers(port: number, tls: RedisOptions): Promise<boolean> {
+  return probe(port, tls, async (client) => (await client.ping()) === "PONG");
 }
 
-async function clusterStateOk(port: number): Promise<boolean> {
-  const probe = new Redis({
+function clusterStateOk(port: number, tls: RedisOptions): Promise<boolean> {
+  return probe(port, tls, async (client) => {
+    const info = String(await client.cluster("INFO"));
+    return /cluster_state:ok/.test(info) && /cluster_slots_assigned:16384/.test(info);
+  });
+}
+
+/** `check` on a one-shot client of the server on `port`; false when it cannot connect. */
+async function probe(port: number, tls: RedisOptions, check: (client: Redis) => Promise<boolean>) {
+  const client = new Redis({
     host: HOST,
     port,
+    ...tls,
     lazyConnect: true,
     maxRetriesPerRequest: 0,
     retryStrategy: () => null,
   });
-  probe.on("error", () => {});
+  client.on("error", () => {});
   try {
-    await probe.connect();
-    const info = String(await probe.cluster("INFO"));
-    return /cluster_state:ok/.test(info) && /cluster_slots_assigned:16384/.test(info);
+    await client.connect();
+    return await check(client);
   } catch {
     return false;
   } finally {
-    probe.disconnect();
+    client.disconnect();
   }
 }
 

@@ -108,10 +108,15 @@ export async function connectRedis(
   timeoutMs = 10_000,
 ): Promise<void> {
   let lastError: Error | undefined;
+  let lastNodeError: Error | undefined; // a Cluster reports its nodes' errors apart
   const remember = (error: Error) => {
     lastError = error;
   };
+  const rememberNode = (error: Error) => {
+    lastNodeError = error;
+  };
   client.on("error", remember);
+  client.on("node error", rememberNode);
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(
@@ -124,12 +129,15 @@ export async function connectRedis(
   } catch (error) {
     client.disconnect();
     const message = (error as Error).message;
-    // "Connection is closed." says little; the error before it (WRONGPASS, say) says why.
-    const why = lastError && !message.includes(lastError.message) ? ` (${lastError.message})` : "";
+    // "Connection is closed." or a Cluster's "None of startup nodes is available" says
+    // little; the error behind it (WRONGPASS, a certificate refused) says why.
+    const behind = lastNodeError ?? lastError;
+    const why = behind && !message.includes(behind.message) ? ` (${behind.message})` : "";
     throw new Error(`cannot reach Redis at ${describeRedisTarget(target)}: ${message}${why}`);
   } finally {
     clearTimeout(timer);
     client.off("error", remember);
+    client.off("node error", rememberNode);
   }
 }
 
