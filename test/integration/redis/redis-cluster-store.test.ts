@@ -89,7 +89,11 @@ describe.skipIf(!available)("Redis coordination store on a Redis Cluster", () =>
   // Last: it takes the whole cluster down and back up (empty).
   it("fails fast with store.unavailable while the cluster is away, and recovers by itself", async () => {
     const store = await connect();
+    const listener = await connect();
     try {
+      const channel = freshName("channel");
+      const received: string[] = [];
+      await listener.subscribe(channel, (message) => received.push(message));
       const now = Date.now();
       expect(await store.acquireSlot("w-away", "a", 5, now + 60_000, now)).toBe(true);
       await cluster.kill();
@@ -103,8 +107,18 @@ describe.skipIf(!available)("Redis coordination store on a Redis Cluster", () =>
       await cluster.start();
       await waitFor(() => store.ping(), 20_000, "the store to see the cluster again");
       expect(await store.acquireSlot("w-away", "c", 5, now + 60_000, now)).toBe(true);
+      // The subscription is back too: announcements reach a replica after the outage.
+      await waitFor(
+        async () => {
+          await store.publish(channel, "after");
+          return received.includes("after");
+        },
+        20_000,
+        "a message on the subscription made before the outage",
+      );
     } finally {
       await store.close();
+      await listener.close();
     }
   });
 });
