@@ -65,7 +65,10 @@ export interface OpenOptions {
   commandTimeoutMs?: number;
 }
 
-/** A new, not yet connected client for `role` (call `connectRedis`). */
+/**
+ * A new client for `role`: the `jobs` one connects by itself, as BullMQ expects; the others
+ * wait for `connectRedis` (or, for the subscriber, its first command).
+ */
 export function openRedis(target: RedisTarget, role: RedisRole, options: OpenOptions = {}): RedisClient {
   const perNode = nodeOptions(role, options);
   switch (target.kind) {
