@@ -56,14 +56,26 @@ export interface RedisClusterOptions {
   masters?: number;
   /** Serve TLS only (clients, and the cluster bus between nodes). */
   tls?: TlsFiles;
+  /** The one ACL user clients may log in as (the default user is off). */
+  user?: { username: string; password: string };
 }
 
 export async function startRedisCluster(options: RedisClusterOptions = {}): Promise<RedisClusterHandle> {
-  const { masters = 3, tls } = options;
+  const { masters = 3, tls, user } = options;
   const root = await mkdtemp(path.join(tmpdir(), "sandpool-redis-cluster-"));
   const ports = await freeClusterPorts(masters);
-  // The harness's own clients trust the test CA directly; sandpool's code is given none.
-  const clientTls: RedisOptions = tls ? { tls: { ca: readFileSync(tls.caFile) } } : {};
+  // The harness's own clients: the test CA trusted directly (sandpool's code is given none), the user.
+  const clientOptions: RedisOptions = {
+    ...(tls ? { tls: { ca: readFileSync(tls.caFile) } } : {}),
+    ...(user ? { username: user.username, password: user.password } : {}),
+  };
+  // One argument per word: redis-server reads an argument with spaces as one quoted word.
+  const userFlags = user
+    ? [
+        ...["--user", "default", "off"],
+        ...["--user", user.username, "on", `>${user.password}`, "~*", "&*", "+@all"],
+      ]
+    : [];
   const nodes = ports.map((port) => ({ host: HOST, port }));
   const children = new Map<number, ChildProcess>();
   const killAll = () => {
@@ -79,6 +91,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
         [
           ...["--bind", HOST, "--dir", path.join(root)],
           ...(tls ? [...tlsServerFlags(tls, port), "--tls-cluster", "yes"] : ["--port", String(port)]),
+          ...userFlags,
           ...["--cluster-enabled", "yes", "--cluster-config-file", `nodes-${port}.conf`],
           ...["--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no"],
         ],
@@ -87,16 +100,16 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
       children.set(port, child);
     }
     for (const port of ports)
-      await waitFor(() => answers(port, clientTls), 10_000, `redis-server on port ${port}`);
+      await waitFor(() => answers(port, clientOptions), 10_000, `redis-server on port ${port}`);
   };
   const clusterOk = () =>
-    Promise.all(ports.map((port) => clusterStateOk(port, clientTls))).then((all) => all.every(Boolean));
+    Promise.all(ports.map((port) => clusterStateOk(port, clientOptions))).then((all) => all.every(Boolean));
 
   const handle: RedisClusterHandle = {
     nodes,
-    target: { kind: "cluster", nodes, tls: tls !== undefined },
+    target: { kind: "cluster", nodes, tls: tls !== undefined, ...user },
     admin() {
-      const admin = new Cluster(nodes, { redisOptions: { connectTimeout: 2_000, ...clientTls } });
+      const admin = new Cluster(nodes, { redisOptions: { connectTimeout: 2_000, ...clientOptions } });
       admin.on("error", () => {});
       return admin;
     },
@@ -124,6 +137,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
       "redis-cli",
       [
         ...(tls ? ["--tls", "--cacert", tls.caFile] : []),
+        ...(user ? ["--user", user.username, "--pass", user.password] : []),
         ...["--cluster", "create", ...ports.map((port) => `${HOST}:${port}`)],
         ...["--cluster-replicas", "0", "--cluster-yes"],
       ],

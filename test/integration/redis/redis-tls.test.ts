@@ -1,6 +1,7 @@
 /**
  * Redis over TLS, against servers this file starts with a private test CA: one server
- * (`rediss://`) and a Cluster (`redis.tls`, TLS on the cluster bus too). The store runs in a
+ * (`rediss://`) and a Cluster (`redis.tls`, TLS on the cluster bus too, an ACL user of its
+ * own and the default user off, so `redis.username` and `redis.password` reach every node). The store runs in a
  * child process of the built CLI's code, given the CA through NODE_EXTRA_CA_CERTS as an
  * operator would; without it the same connection is refused: certificates are verified.
  * (The child runs dist/: `npm run build` first, as `npm test` does.)
@@ -76,7 +77,7 @@ describe.skipIf(!available)("Redis over TLS", () => {
       10_000,
       "the TLS server",
     );
-    cluster = await startRedisCluster({ tls });
+    cluster = await startRedisCluster({ tls, user: { username: "sandpool-app", password: "app-secret" } });
   });
   afterAll(async () => {
     server?.kill("SIGKILL");
@@ -92,9 +93,12 @@ describe.skipIf(!available)("Redis over TLS", () => {
     );
   });
 
-  it("reaches a Cluster with redis.tls, verifying every node's certificate", async () => {
+  it("reaches a Cluster with redis.tls, verifying every node's certificate, as its ACL user", async () => {
     expect(cluster!.target.tls).toBe(true);
     expect(await probe(cluster!.target, tls.caFile)).toEqual({ acquired: true });
+    const wrongPassword = await probe({ ...cluster!.target, password: "not-it" }, tls.caFile);
+    expect(wrongPassword.error).toMatch(/cannot reach Redis at cluster via/);
+    expect(wrongPassword.error).not.toMatch(/not-it/);
     // (ioredis does not pass a Cluster node's TLS error on: the message ends "Connection is closed.")
     expect((await probe(cluster!.target)).error).toMatch(
       /cannot reach Redis at cluster via 127\.0\.0\.1.*\(TLS\)/,
