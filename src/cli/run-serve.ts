@@ -14,7 +14,9 @@ import { startGateway } from "../gateway/start-gateway.js";
 import { BullmqJobRunner } from "../jobs/bullmq-job-runner.js";
 import { createLogger } from "../logging/create-logger.js";
 import { DockerRuntime } from "../runtime/docker/docker-runtime.js";
-import { RedisCoordinationStore, redactUrl } from "../store/coordination/redis/redis-store.js";
+import { redisTargetFrom } from "../store/coordination/redis/redis-config.js";
+import { describeRedisTarget } from "../store/coordination/redis/redis-connection.js";
+import { RedisCoordinationStore } from "../store/coordination/redis/redis-store.js";
 import { assertSchemaCurrent, migrateToLatest } from "../store/sql/migrate.js";
 import { openPostgres } from "../store/sql/open-database.js";
 import { onShutdown } from "./on-shutdown.js";
@@ -27,12 +29,17 @@ export interface ServeOptions {
 }
 
 /** Everything `serve` cannot run without, said in one message. */
-export function missingForServe(config: Pick<GatewayConfig, "databaseUrl" | "redisUrl">): string[] {
+export function missingForServe(what: { databaseUrl?: string; redisConfigured: boolean }): string[] {
   const missing: string[] = [];
-  if (!config.databaseUrl) missing.push("DATABASE_URL (Postgres, for policy and usage)");
-  if (!config.redisUrl) missing.push("REDIS_URL (Redis, for the shared pool, quotas and jobs)");
+  if (!what.databaseUrl) missing.push("DATABASE_URL (Postgres, for policy and usage)");
+  if (!what.redisConfigured)
+    missing.push(
+      "REDIS_URL (Redis, for the shared pool, quotas and jobs; or SANDPOOL_REDIS_SENTINELS, or SANDPOOL_REDIS_CLUSTER_NODES)",
+    );
   return missing;
 }
+
+const REDIS_VARIABLES = ["REDIS_URL", "SANDPOOL_REDIS_SENTINELS", "SANDPOOL_REDIS_CLUSTER_NODES"];
 
 /** The docker runtime: the only one serve runs (refusedForServe has refused any other). */
 function createRuntime(config: GatewayConfig, log: Logger, egress: GatewayEgress | undefined): DockerRuntime {
@@ -59,8 +66,14 @@ function loadServeConfig(options: ServeOptions): GatewayConfig {
     problems.push(...error.problems);
   }
   const missing = config
-    ? missingForServe(config)
-    : missingForServe({ databaseUrl: process.env.DATABASE_URL, redisUrl: process.env.REDIS_URL });
+    ? missingForServe({
+        databaseUrl: config.databaseUrl,
+        redisConfigured: redisTargetFrom(config) !== undefined,
+      })
+    : missingForServe({
+        databaseUrl: process.env.DATABASE_URL,
+        redisConfigured: REDIS_VARIABLES.some((name) => process.env[name]),
+      });
   if (options.config && !config) missing.length = 0; // the file may set them: its problems come first
   problems.push(...missing.map((what) => `missing ${what}`));
   if (config) problems.push(...refusedForServe(config));
@@ -94,11 +107,12 @@ export async function runServe(options: ServeOptions): Promise<void> {
   } else {
     await assertSchemaCurrent(db);
   }
+  const redis = redisTargetFrom(config)!; // missingForServe made sure there is one
   const store = await RedisCoordinationStore.connect({
-    url: config.redisUrl!,
+    target: redis,
     prefix: `sandpool:${config.deployment}:`,
   });
-  const jobs = new BullmqJobRunner({ redisUrl: config.redisUrl!, queueName: config.deployment }, log);
+  const jobs = new BullmqJobRunner({ target: redis, queueName: config.deployment }, log);
   const gateway = await startGateway(config, { store, db, runtime, jobs, egress }, log, {
     ready: () => store.ping(),
   });
@@ -106,7 +120,7 @@ export async function runServe(options: ServeOptions): Promise<void> {
     {
       url: gateway.url,
       runtime: runtime.kind,
-      redis: redactUrl(config.redisUrl!),
+      redis: describeRedisTarget(redis),
       pools: config.pools.length,
     },
     "sandpool serving",

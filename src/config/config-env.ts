@@ -162,7 +162,28 @@ function poolSetting(name: string, key: "minIdle" | "maxTotal", description: str
 
 const bindings: readonly EnvBinding[] = [
   scalar("DATABASE_URL", "databaseUrl", "Postgres connection URL (required by `sandpool serve`)"),
-  scalar("REDIS_URL", "redisUrl", "Redis connection URL (required by `sandpool serve`)"),
+  scalar(
+    "REDIS_URL",
+    "redisUrl",
+    "Redis URL of one server, rediss:// for TLS (serve needs this, or Sentinels, or a Cluster)",
+  ),
+  scalar(
+    "SANDPOOL_REDIS_SENTINELS",
+    "redis.sentinels",
+    "Redis Sentinels to find the master through, host:port comma-separated",
+    commaList,
+  ),
+  scalar("SANDPOOL_REDIS_SENTINEL_NAME", "redis.sentinelName", "master name the Sentinels monitor"),
+  scalar("SANDPOOL_REDIS_SENTINEL_PASSWORD", "redis.sentinelPassword", "password of the Sentinels"),
+  scalar(
+    "SANDPOOL_REDIS_CLUSTER_NODES",
+    "redis.cluster.nodes",
+    "Redis Cluster seed nodes, host:port comma-separated",
+    commaList,
+  ),
+  scalar("SANDPOOL_REDIS_USERNAME", "redis.username", "ACL user of the Sentinel master or the Cluster nodes"),
+  scalar("SANDPOOL_REDIS_PASSWORD", "redis.password", "password of the Sentinel master or the Cluster nodes"),
+  scalar("SANDPOOL_REDIS_TLS", "redis.tls", "TLS to the Sentinels and nodes (true/false)", flag),
   scalar("SANDPOOL_HOST", "host", "address to listen on"),
   scalar("SANDPOOL_PORT", "port", "port to listen on (a whole number)", wholeNumber),
   scalar(

@@ -256,9 +256,37 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
     example: "postgres://sandpool:change-me@postgres:5432/sandpool",
   },
   redisUrl: {
-    comment: "Redis URL for coordination and jobs; required by sandpool serve (dev mode keeps it in memory).",
+    comment:
+      "Redis URL of one server for coordination and jobs (rediss:// for TLS); sandpool serve needs this or redis.sentinels or redis.cluster (dev mode keeps state in memory).",
     example: "redis://redis:6379",
   },
+  redis: {
+    comment:
+      "Redis through Sentinel (sentinels, sentinelName) or as a Cluster (cluster.nodes) instead of redisUrl; set one of the three.",
+  },
+  "redis.sentinels": {
+    comment: "Sentinels to ask where the master is (host:port); failovers are followed.",
+    example: ["sentinel-1:26379", "sentinel-2:26379", "sentinel-3:26379"],
+  },
+  "redis.sentinelName": { comment: "Master name the Sentinels monitor.", example: "mymaster" },
+  "redis.sentinelPassword": {
+    comment: "Password of the Sentinels themselves, when they require one.",
+    example: "change-me",
+  },
+  "redis.cluster": { comment: "A Redis Cluster: sandpool's keys are hash-tagged per workspace or pool." },
+  "redis.cluster.nodes": {
+    comment: "Seed nodes (host:port); the others are discovered.",
+    example: ["redis-0:6379", "redis-1:6379", "redis-2:6379"],
+  },
+  "redis.username": {
+    comment: "ACL user of the Sentinel master or of every Cluster node.",
+    example: "sandpool",
+  },
+  "redis.password": {
+    comment: "Password of the Sentinel master or of every Cluster node.",
+    example: "change-me",
+  },
+  "redis.tls": { comment: "TLS to every Sentinel and node.", example: false },
   runtime: { comment: "Where sandboxes run." },
   "runtime.kind": {
     comment: "docker (isolated containers) or process (child processes, dev only, NOT isolated).",

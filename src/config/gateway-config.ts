@@ -11,6 +11,7 @@ import {
   cleartextEngineIssues,
   dockerRuntimeSettingsSchema,
 } from "../runtime/docker/docker-runtime-options.js";
+import { redisSettingsIssues, redisSettingsSchema } from "../store/coordination/redis/redis-config.js";
 
 const positive = z.number().int().min(1);
 
@@ -140,6 +141,8 @@ export const gatewayConfigSchema = z
     databaseUrl: z.string().min(1).optional(),
     /** Redis for coordination and jobs; `sandpool serve` requires it, dev mode keeps state in memory. */
     redisUrl: z.string().min(1).optional(),
+    /** Redis through Sentinel or as a Cluster, instead of redisUrl's one server. */
+    redis: redisSettingsSchema.optional(),
     runtime: z
       .strictObject({
         kind: z.enum(["docker", "process"]).default("docker"),
@@ -161,6 +164,8 @@ export const gatewayConfigSchema = z
         ctx.addIssue({ code: "custom", message: `pool '${pool.name}' is defined twice`, path: ["pools"] });
       names.add(pool.name);
     }
+    for (const issue of redisSettingsIssues(config.redisUrl, config.redis))
+      ctx.addIssue({ code: "custom", ...issue });
     if (config.runtime.kind === "docker" && config.runtime.docker) {
       for (const issue of cleartextEngineIssues(config.runtime.docker))
         ctx.addIssue({ ...issue, path: ["runtime", "docker", ...issue.path] });

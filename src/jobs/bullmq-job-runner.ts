@@ -6,32 +6,45 @@
  * the sandbox: another replica's worker runs it.
  */
 import { type Job, Queue, Worker } from "bullmq";
-import { Redis } from "ioredis";
 import type { Logger } from "pino";
+import {
+  openRedis,
+  type RedisClient,
+  type RedisTarget,
+} from "../store/coordination/redis/redis-connection.js";
 import { JobRegistry } from "./job-registry.js";
 import type { JobRunner } from "./job-runner.js";
 
-export interface BullmqJobRunnerOptions {
-  redisUrl: string;
-  /** One queue per deployment; braces keep its keys in one Redis Cluster slot. */
+/** Where Redis is: a standalone server's URL, or any target (Sentinel, Cluster). */
+export type BullmqJobRunnerOptions = ({ redisUrl: string } | { target: RedisTarget }) & {
+  /** One queue per deployment, under the prefix `{sandpool-jobs}`, see below. */
   queueName: string;
   concurrency?: number;
-}
+};
+
+/**
+ * Every key of every queue starts with this prefix; its braces are a Cluster hash tag, so a
+ * queue's keys share one slot, as BullMQ's multi-key scripts need on a Redis Cluster.
+ */
+export const JOB_QUEUE_PREFIX = "{sandpool-jobs}";
 
 export class BullmqJobRunner extends JobRegistry implements JobRunner {
-  private readonly connection: Redis;
+  private readonly target: RedisTarget;
+  private readonly connection: RedisClient;
   private readonly queue: Queue;
   private worker: Worker | undefined;
+  private workerConnection: RedisClient | undefined;
 
   constructor(
     private readonly options: BullmqJobRunnerOptions,
     private readonly log: Logger,
   ) {
     super();
+    this.target = "target" in options ? options.target : { kind: "standalone", url: options.redisUrl };
     // BullMQ's blocking commands need retries without a cap on this connection.
-    this.connection = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
+    this.connection = openRedis(this.target, "jobs");
     this.connection.on("error", (error) => log.warn({ err: error }, "job queue connection error"));
-    this.queue = new Queue(options.queueName, { connection: this.connection, prefix: "{sandpool-jobs}" });
+    this.queue = new Queue(options.queueName, { connection: this.connection, prefix: JOB_QUEUE_PREFIX });
   }
 
   async enqueue<T>(name: string, payload: T): Promise<void> {
@@ -54,9 +67,14 @@ export class BullmqJobRunner extends JobRegistry implements JobRunner {
         { name, opts: { removeOnComplete: true, removeOnFail: 100 } },
       );
     }
+    // The worker blocks on its connection: one of its own.
+    this.workerConnection = openRedis(this.target, "jobs");
+    this.workerConnection.on("error", (error) =>
+      this.log.warn({ err: error }, "job worker connection error"),
+    );
     this.worker = new Worker(this.options.queueName, (job) => this.process(job), {
-      connection: this.connection.duplicate(),
-      prefix: "{sandpool-jobs}",
+      connection: this.workerConnection,
+      prefix: JOB_QUEUE_PREFIX,
       concurrency: this.options.concurrency ?? 4,
     });
     this.worker.on("failed", (job, error) =>
@@ -68,6 +86,7 @@ export class BullmqJobRunner extends JobRegistry implements JobRunner {
   async close(): Promise<void> {
     await this.worker?.close();
     await this.queue.close();
+    this.workerConnection?.disconnect();
     this.connection.disconnect();
   }
 

@@ -9,10 +9,14 @@ import { rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { Redis } from "ioredis";
 import pg from "pg";
 import { mintToken } from "../../src/auth/dev-keys.js";
 import { DEFAULT_SOCKET_DIR } from "../../src/runtime/docker/docker-runtime-options.js";
+import {
+  openRedis,
+  type RedisTarget,
+  scanKeys,
+} from "../../src/store/coordination/redis/redis-connection.js";
 import { RedisCoordinationStore } from "../../src/store/coordination/redis/redis-store.js";
 import { type CliServer, runCli, startCliServer } from "./cli.js";
 import { ContractClient } from "./contract-client.js";
@@ -38,7 +42,35 @@ export interface ServeDeployment {
   close(): Promise<void>;
 }
 
-export async function createServeDeployment(yaml = ""): Promise<ServeDeployment> {
+/** The variables that point `sandpool serve` at `target`, as an operator would set them. */
+function redisEnvironment(target: RedisTarget): NodeJS.ProcessEnv {
+  const list = (nodes: { host: string; port: number }[]) =>
+    nodes.map(({ host, port }) => `${host}:${port}`).join(",");
+  switch (target.kind) {
+    case "standalone":
+      return { REDIS_URL: target.url };
+    case "cluster":
+      return { SANDPOOL_REDIS_CLUSTER_NODES: list(target.nodes), SANDPOOL_REDIS_PASSWORD: target.password };
+    case "sentinel":
+      return {
+        SANDPOOL_REDIS_SENTINELS: list(target.sentinels),
+        SANDPOOL_REDIS_SENTINEL_NAME: target.name,
+        SANDPOOL_REDIS_SENTINEL_PASSWORD: target.sentinelPassword,
+        SANDPOOL_REDIS_PASSWORD: target.password,
+      };
+  }
+}
+
+export interface ServeDeploymentOptions {
+  /** The Redis the replicas use: the shared server unless a test brings a Cluster or Sentinel. */
+  redis?: RedisTarget;
+}
+
+export async function createServeDeployment(
+  yaml = "",
+  options: ServeDeploymentOptions = {},
+): Promise<ServeDeployment> {
+  const redis: RedisTarget = options.redis ?? { kind: "standalone", url: redisUrl };
   const name = `t${randomBytes(5).toString("hex")}`;
   const database = `sandpool_${name}`;
   await withAdmin((client) => client.query(`create database ${database}`));
@@ -48,7 +80,7 @@ export async function createServeDeployment(yaml = ""): Promise<ServeDeployment>
   await writeFile(configFile, yaml);
   const env: NodeJS.ProcessEnv = {
     DATABASE_URL: databaseUrl.toString(),
-    REDIS_URL: redisUrl,
+    ...redisEnvironment(redis),
     SANDPOOL_JWT_SECRET: SERVE_SECRET,
     SANDPOOL_JWT_AUDIENCE: SERVE_AUDIENCE,
     SANDPOOL_DEFAULT_IMAGE: "sandpool/sandbox:dev",
@@ -81,7 +113,7 @@ export async function createServeDeployment(yaml = ""): Promise<ServeDeployment>
       );
     },
     async store() {
-      const store = await RedisCoordinationStore.connect({ url: redisUrl, prefix: `sandpool:${name}:` });
+      const store = await RedisCoordinationStore.connect({ target: redis, prefix: `sandpool:${name}:` });
       stores.push(store);
       return store;
     },
@@ -109,12 +141,14 @@ export async function createServeDeployment(yaml = ""): Promise<ServeDeployment>
       const ids = stdout.split("\n").filter(Boolean);
       if (ids.length > 0) await run("docker", ["rm", "-f", ...ids]);
       await rm(path.join(DEFAULT_SOCKET_DIR, name), { recursive: true, force: true });
-      const redis = new Redis(redisUrl);
+      const admin = openRedis(redis, "jobs");
+      admin.on("error", () => {});
+      await admin.ping(); // connected (a Cluster's nodes are known) before scanning them
       for (const pattern of [`sandpool:${name}:*`, `{sandpool-jobs}:${name}:*`]) {
-        const keys = await redis.keys(pattern);
-        if (keys.length > 0) await redis.del(...keys);
+        // One at a time: on a Cluster the keys are in many slots.
+        for (const key of await scanKeys(admin, pattern)) await admin.del(key);
       }
-      redis.disconnect();
+      admin.disconnect();
       await withAdmin((client) => client.query(`drop database if exists ${database} with (force)`));
     },
   };

@@ -5,7 +5,8 @@ export function serveCommand(): Command {
   return new Command("serve")
     .summary("run the gateway with Postgres, Redis, BullMQ and Docker")
     .description(
-      "Run the gateway with its production backends: Postgres (DATABASE_URL), Redis (REDIS_URL),\n" +
+      "Run the gateway with its production backends: Postgres (DATABASE_URL), Redis (REDIS_URL;\n" +
+        "or through Sentinel, SANDPOOL_REDIS_SENTINELS; or a Cluster, SANDPOOL_REDIS_CLUSTER_NODES),\n" +
         "BullMQ jobs and the docker runtime (DOCKER_HOST). Refuses to start, naming what is missing,\n" +
         "and refuses the process runtime and tokens without an audience check (auth.audience, or\n" +
         "auth.anyAudience: true).\n" +

@@ -1,39 +1,90 @@
+/**
+ * The BullMQ job runner against the shared standalone Redis and against a Redis Cluster this
+ * file starts: every queue's keys are under the hash-tagged prefix, so BullMQ's multi-key
+ * scripts run on one Cluster slot.
+ */
 import { randomBytes } from "node:crypto";
-import { Redis } from "ioredis";
 import { pino } from "pino";
-import { afterEach, describe, expect, it } from "vitest";
-import { BullmqJobRunner } from "../../../src/jobs/bullmq-job-runner.js";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { BullmqJobRunner, JOB_QUEUE_PREFIX } from "../../../src/jobs/bullmq-job-runner.js";
+import {
+  openRedis,
+  type RedisTarget,
+  scanKeys,
+} from "../../../src/store/coordination/redis/redis-connection.js";
 import { redisAvailable, redisUrl } from "../../support/redis.js";
+import {
+  type RedisClusterHandle,
+  redisClusterToolsAvailable,
+  startRedisCluster,
+} from "../../support/redis-cluster.js";
 import { waitFor } from "../../support/wait-for.js";
 
-const available = await redisAvailable();
 const log = pino({ level: "silent" });
-const runners: BullmqJobRunner[] = [];
-const queues: string[] = [];
+const standaloneAvailable = await redisAvailable();
+const clusterAvailable = await redisClusterToolsAvailable();
 
-function runner(queueName: string): BullmqJobRunner {
-  const created = new BullmqJobRunner({ redisUrl, queueName }, log);
-  runners.push(created);
-  return created;
-}
-
-function freshQueue(): string {
-  const name = `test-${randomBytes(5).toString("hex")}`;
-  queues.push(name);
-  return name;
-}
-
-afterEach(async () => {
-  for (const created of runners.splice(0)) await created.close();
-  const admin = new Redis(redisUrl);
-  for (const queue of queues.splice(0)) {
-    const keys = await admin.keys(`{sandpool-jobs}:${queue}:*`);
-    if (keys.length > 0) await admin.del(...keys);
-  }
-  admin.disconnect();
+describe.skipIf(!standaloneAvailable)("BullMQ job runner on one Redis server", () => {
+  describeJobRunner(() => ({ kind: "standalone", url: redisUrl }));
 });
 
-describe.skipIf(!available)("BullMQ job runner", () => {
+describe.skipIf(!clusterAvailable)("BullMQ job runner on a Redis Cluster", () => {
+  let cluster: RedisClusterHandle;
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+  });
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+  describeJobRunner(() => cluster.target);
+
+  it("keeps every key of the queue in the hash-tagged slot", async () => {
+    const queueName = `test-${randomBytes(5).toString("hex")}`;
+    const created = new BullmqJobRunner({ target: cluster.target, queueName }, log);
+    created.register("noop", async () => undefined);
+    await created.enqueue("noop", {});
+    await created.close();
+    const admin = cluster.admin();
+    try {
+      await waitFor(() => admin.status === "ready", 10_000, "the admin client");
+      const keys = await scanKeys(admin, `*${queueName}*`);
+      expect(keys.length).toBeGreaterThan(0);
+      for (const key of keys) expect(key.startsWith(`${JOB_QUEUE_PREFIX}:${queueName}:`)).toBe(true);
+    } finally {
+      admin.disconnect();
+    }
+  });
+});
+
+function describeJobRunner(target: () => RedisTarget): void {
+  const runners: BullmqJobRunner[] = [];
+  const queues: string[] = [];
+
+  function runner(queueName: string): BullmqJobRunner {
+    const created = new BullmqJobRunner({ target: target(), queueName }, log);
+    runners.push(created);
+    return created;
+  }
+
+  function freshQueue(): string {
+    const name = `test-${randomBytes(5).toString("hex")}`;
+    queues.push(name);
+    return name;
+  }
+
+  afterEach(async () => {
+    for (const created of runners.splice(0)) await created.close();
+    const admin = openRedis(target(), "jobs");
+    admin.on("error", () => {});
+    await waitFor(() => admin.status === "ready", 10_000, "the cleanup client");
+    for (const queue of queues.splice(0)) {
+      // One slot (the prefix's tag), so one DEL may take them all, on a Cluster too.
+      const keys = await scanKeys(admin, `${JOB_QUEUE_PREFIX}:${queue}:*`);
+      if (keys.length > 0) await admin.del(...keys);
+    }
+    admin.disconnect();
+  });
+
   it("fires a schedule once across replicas, not once per replica", async () => {
     const queue = freshQueue();
     const runs: number[] = [];
@@ -84,4 +135,4 @@ describe.skipIf(!available)("BullMQ job runner", () => {
     await waitFor(() => seen.length === 1, 10_000, "the job to run on the other replica");
     expect(seen).toEqual([{ sandboxId: "sbx-1" }]);
   });
-});
+}

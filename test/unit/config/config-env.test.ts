@@ -33,6 +33,10 @@ const introspectionEnv = {
   SANDPOOL_INTROSPECTION_CLIENT_SECRET: "s3cret",
 };
 
+/** A Sentinel and a Cluster deployment, for the variables that refine one. */
+const redisSentinelEnv = { SANDPOOL_REDIS_SENTINELS: "s-1:26379", SANDPOOL_REDIS_SENTINEL_NAME: "mymaster" };
+const redisClusterEnv = { SANDPOOL_REDIS_CLUSTER_NODES: "redis-0:6379" };
+
 /** One case per variable: a value and what it must become (`with`: other variables it needs). */
 const cases: Record<
   string,
@@ -43,6 +47,40 @@ const cases: Record<
     expect: (c) => expect(c.databaseUrl).toBe("postgres://u:p@db:5432/sandpool"),
   },
   REDIS_URL: { value: "redis://redis:6379", expect: (c) => expect(c.redisUrl).toBe("redis://redis:6379") },
+  SANDPOOL_REDIS_SENTINELS: {
+    value: "s-1:26379, s-2:26379",
+    with: { SANDPOOL_REDIS_SENTINEL_NAME: "mymaster" },
+    expect: (c) => expect(c.redis?.sentinels).toEqual(["s-1:26379", "s-2:26379"]),
+  },
+  SANDPOOL_REDIS_SENTINEL_NAME: {
+    value: "primary",
+    with: redisSentinelEnv,
+    expect: (c) => expect(c.redis?.sentinelName).toBe("primary"),
+  },
+  SANDPOOL_REDIS_SENTINEL_PASSWORD: {
+    value: "s3ntinel",
+    with: redisSentinelEnv,
+    expect: (c) => expect(c.redis?.sentinelPassword).toBe("s3ntinel"),
+  },
+  SANDPOOL_REDIS_CLUSTER_NODES: {
+    value: "redis-0:6379,[fd00::1]:6379",
+    expect: (c) => expect(c.redis?.cluster?.nodes).toEqual(["redis-0:6379", "[fd00::1]:6379"]),
+  },
+  SANDPOOL_REDIS_USERNAME: {
+    value: "sandpool",
+    with: redisClusterEnv,
+    expect: (c) => expect(c.redis?.username).toBe("sandpool"),
+  },
+  SANDPOOL_REDIS_PASSWORD: {
+    value: "pa55",
+    with: redisClusterEnv,
+    expect: (c) => expect(c.redis?.password).toBe("pa55"),
+  },
+  SANDPOOL_REDIS_TLS: {
+    value: "true",
+    with: redisClusterEnv,
+    expect: (c) => expect(c.redis?.tls).toBe(true),
+  },
   SANDPOOL_HOST: { value: "0.0.0.0", expect: (c) => expect(c.host).toBe("0.0.0.0") },
   SANDPOOL_PORT: { value: "9000", expect: (c) => expect(c.port).toBe(9000) },
   SANDPOOL_BASE_PATH: { value: "/v1/sandbox", expect: (c) => expect(c.basePath).toBe("/v1/sandbox") },

@@ -18,15 +18,24 @@ function loadText(text: string, name: string) {
   return loadGatewayConfig({ file, env: {} });
 }
 
-/** Turns every commented-out setting into an active one; prose comments stay. */
+/**
+ * Turns every commented-out setting into an active one; prose comments stay, and so do the
+ * settings named in `except` with everything nested below them.
+ */
 function uncomment(text: string, except: readonly string[]): string {
+  let keptBelow: number | undefined; // the indent of an excepted block being kept
   return text
     .split("\n")
     .map((line) => {
+      const indent = /^\s*/.exec(line)![0].length;
+      if (keptBelow !== undefined && indent > keptBelow) return line;
+      keptBelow = undefined;
       const match = /^(\s*)# ([A-Za-z]\w*:(?: .*)?)$/.exec(line);
       if (!match) return line;
       const key = match[2]!.slice(0, match[2]!.indexOf(":"));
-      return except.includes(key) ? line : `${match[1]}${match[2]}`;
+      if (!except.includes(key)) return `${match[1]}${match[2]}`;
+      keptBelow = indent;
+      return line;
     })
     .join("\n");
 }
@@ -64,7 +73,7 @@ describe("configExample", () => {
 
   it("shows the true default of every commented-out setting", () => {
     const asIs = loadText(text, "as-is-2.yaml");
-    const everything = loadText(uncomment(text, ["jwtSecret", "jwtPublicKey"]), "uncommented.yaml");
+    const everything = loadText(uncomment(text, ["jwtSecret", "jwtPublicKey", "redis"]), "uncommented.yaml");
     expect(everything.databaseUrl).toMatch(/^postgres:\/\//);
     expect(everything.redisUrl).toMatch(/^redis:\/\//);
     expect(everything.auth.issuer).toBeDefined();
@@ -85,11 +94,25 @@ describe("configExample", () => {
     expect(strip(everything)).toEqual(strip(asIs));
   });
 
+  it("offers Sentinel and Cluster as commented alternatives to redisUrl, each loading on its own", () => {
+    const keep = ["jwtSecret", "jwtPublicKey", "redisUrl"];
+    const sentinel = loadText(uncomment(text, [...keep, "cluster"]), "sentinel.yaml");
+    expect(sentinel.redis).toMatchObject({ sentinelName: "mymaster", sentinels: expect.any(Array) });
+    const cluster = loadText(
+      uncomment(text, [...keep, "sentinels", "sentinelName", "sentinelPassword"]),
+      "cluster.yaml",
+    );
+    expect(cluster.redis?.cluster?.nodes).toEqual(["redis-0:6379", "redis-1:6379", "redis-2:6379"]);
+  });
+
   it("offers each auth key source as a commented alternative", () => {
     expect(text).toMatch(/^ {2}# jwtSecret: \S+$/m);
     expect(text).toMatch(/^ {2}# jwtPublicKey: /m);
     expect(text).toMatch(/^ {2}jwksUrl: https:\/\/issuer\.example\/\.well-known\/jwks\.json$/m);
-    const secretOnly = uncomment(text, ["jwtPublicKey", "algorithms"]).replace(/^ {2}jwksUrl: .*$/m, "");
+    const secretOnly = uncomment(text, ["jwtPublicKey", "algorithms", "redis"]).replace(
+      /^ {2}jwksUrl: .*$/m,
+      "",
+    );
     expect(loadText(secretOnly, "secret.yaml").auth.algorithms).toEqual(["HS256"]);
   });
 

@@ -31,6 +31,21 @@ describe("redactConfig", () => {
     });
   });
 
+  it("hides the Sentinel and Cluster passwords", () => {
+    expect(
+      redactConfig({
+        redis: { sentinels: ["s:26379"], sentinelName: "m", sentinelPassword: "sp", password: "p" },
+      }),
+    ).toEqual({
+      redis: {
+        sentinels: ["s:26379"],
+        sentinelName: "m",
+        sentinelPassword: "<redacted>",
+        password: "<redacted>",
+      },
+    });
+  });
+
   it("does not change its input", () => {
     const input = { auth: { jwtSecret: "s".repeat(32) } };
     redactConfig(input);

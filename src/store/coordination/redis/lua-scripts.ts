@@ -1,9 +1,14 @@
 /**
  * Loads the Lua scripts beside this module (`name-<numKeys>.lua`) and registers each as an
- * ioredis command, which runs it by SHA and re-sends the source only when Redis lost it.
+ * ioredis command, which runs it by SHA and re-sends the source only when Redis lost it
+ * (on a Cluster, to the master of the keys' slot, which loads it on first use).
+ *
+ * A script's keys must share one hash tag: on a Cluster keys of different slots in one
+ * script fail with CROSSSLOT. Checking it on every run makes a standalone Redis (and so
+ * every test) refuse such a script too, instead of only a production Cluster.
  */
 import { readdir, readFile } from "node:fs/promises";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./redis-connection.js";
 
 const scriptsFolder = new URL("./lua/", import.meta.url);
 const SCRIPT_NAME = /^([a-z][a-z-]*)-(\d+)\.lua$/;
@@ -11,18 +16,19 @@ const SCRIPT_NAME = /^([a-z][a-z-]*)-(\d+)\.lua$/;
 type Command = (...args: (string | number)[]) => Promise<unknown>;
 
 export interface LuaScripts {
-  defineOn(redis: Redis): void;
-  run(redis: Redis, name: string, keys: string[], args: (string | number)[]): Promise<unknown>;
+  defineOn(redis: RedisClient): void;
+  run(redis: RedisClient, name: string, keys: string[], args: (string | number)[]): Promise<unknown>;
 }
 
-export async function loadLuaScripts(): Promise<LuaScripts> {
+/** The scripts of `folder` (the ./lua beside this module unless a test names another). */
+export async function loadLuaScripts(folder: URL = scriptsFolder): Promise<LuaScripts> {
   const scripts = new Map<string, { numberOfKeys: number; lua: string }>();
-  for (const file of await readdir(scriptsFolder)) {
+  for (const file of await readdir(folder)) {
     const match = SCRIPT_NAME.exec(file);
     if (!match) continue;
     scripts.set(match[1]!, {
       numberOfKeys: Number(match[2]),
-      lua: await readFile(new URL(file, scriptsFolder), "utf8"),
+      lua: await readFile(new URL(file, folder), "utf8"),
     });
   }
   return {
@@ -33,6 +39,9 @@ export async function loadLuaScripts(): Promise<LuaScripts> {
       const script = scripts.get(name);
       if (!script) throw new Error(`no Lua script named '${name}'`);
       if (keys.length !== script.numberOfKeys) throw new Error(`'${name}' takes ${script.numberOfKeys} keys`);
+      const tags = new Set(keys.map(hashTag));
+      if (tags.size > 1)
+        throw new Error(`'${name}' got keys of different hash tags: ${[...tags].join(", ")}`);
       const command = (redis as unknown as Record<string, Command>)[commandName(name)]!;
       return command.call(redis, ...keys, ...args);
     },
@@ -42,4 +51,15 @@ export async function loadLuaScripts(): Promise<LuaScripts> {
 /** `take-idle` -> `sandpoolTakeIdle`: a method name that cannot clash with a Redis command. */
 function commandName(name: string): string {
   return `sandpool${name.replace(/(^|-)([a-z])/g, (_, __, letter: string) => letter.toUpperCase())}`;
+}
+
+/**
+ * The part of a key Redis Cluster hashes: the text between the first `{` and the next `}`
+ * when that is not empty, else the whole key. Keys with one tag always share a slot.
+ */
+export function hashTag(key: string): string {
+  const open = key.indexOf("{");
+  if (open === -1) return key;
+  const close = key.indexOf("}", open + 1);
+  return close > open + 1 ? key.slice(open + 1, close) : key;
 }

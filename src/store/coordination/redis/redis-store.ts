@@ -10,18 +10,33 @@
  * ioredis reconnects on its own, so everything recovers when Redis returns.
  */
 import { randomBytes } from "node:crypto";
-import { Redis, type RedisOptions } from "ioredis";
 import { SandpoolError } from "../../../contract/error-codes.js";
 import type { CoordinationStore } from "../coordination-store.js";
 import { type CallMark, type Lease, type LeaseKey, leaseDeadline, type SandboxRecord } from "../records.js";
 import { type LuaScripts, loadLuaScripts } from "./lua-scripts.js";
+import {
+  connectRedis,
+  openRedis,
+  publisherFor,
+  type RedisClient,
+  type RedisTarget,
+  redactUrl,
+} from "./redis-connection.js";
 import { RedisKeys } from "./redis-keys.js";
 
-export interface RedisStoreOptions {
-  url: string;
+export { redactUrl };
+
+/** Where Redis is: a standalone server's URL, or any target (Sentinel, Cluster). */
+export type RedisStoreOptions = ({ url: string } | { target: RedisTarget }) & {
   /** Namespace of every key: one per deployment. */
   prefix: string;
   commandTimeoutMs?: number;
+  /** How long `connect` waits for Redis at start-up before it gives up (default 10 s). */
+  startupTimeoutMs?: number;
+};
+
+function targetOf(options: RedisStoreOptions): RedisTarget {
+  return "target" in options ? options.target : { kind: "standalone", url: options.url };
 }
 
 const DAY_MS = 86_400_000;
@@ -29,8 +44,8 @@ const DAY_MS = 86_400_000;
 const LEASE_KEY_GRACE_MS = 10 * 60_000;
 
 export class RedisCoordinationStore implements CoordinationStore {
-  private readonly redis: Redis;
-  private subscriber: Redis | undefined;
+  private readonly redis: RedisClient;
+  private subscriber: RedisClient | undefined;
   private readonly keys: RedisKeys;
   private readonly handlers = new Map<string, ((message: string) => void)[]>();
 
@@ -39,7 +54,7 @@ export class RedisCoordinationStore implements CoordinationStore {
     private readonly scripts: LuaScripts,
   ) {
     this.keys = new RedisKeys(options.prefix);
-    this.redis = new Redis(options.url, connectionOptions(options));
+    this.redis = openRedis(targetOf(options), "commands", { commandTimeoutMs: options.commandTimeoutMs });
     this.redis.on("error", () => {}); // surfaced per command as store.unavailable
     scripts.defineOn(this.redis);
   }
@@ -47,12 +62,7 @@ export class RedisCoordinationStore implements CoordinationStore {
   /** Connects, failing with a clear error when Redis cannot be reached at start-up. */
   static async connect(options: RedisStoreOptions): Promise<RedisCoordinationStore> {
     const store = new RedisCoordinationStore(options, await loadLuaScripts());
-    try {
-      await store.redis.connect();
-    } catch (error) {
-      store.redis.disconnect();
-      throw new Error(`cannot reach Redis at ${redactUrl(options.url)}: ${(error as Error).message}`);
-    }
+    await connectRedis(store.redis, targetOf(options), options.startupTimeoutMs);
     return store;
   }
 
@@ -202,14 +212,15 @@ export class RedisCoordinationStore implements CoordinationStore {
   }
 
   async publish(channel: string, message: string) {
-    await this.call(() => this.redis.publish(this.keys.channel(channel), message));
+    const fullChannel = this.keys.channel(channel);
+    await this.call(() => publisherFor(this.redis, fullChannel).publish(fullChannel, message));
   }
 
   async subscribe(channel: string, handler: (message: string) => void) {
     if (!this.subscriber) {
       // A subscribed connection can do nothing else, so it is a connection of its own,
       // with the offline queue on: subscriptions are replayed after a reconnect.
-      this.subscriber = new Redis(this.options.url, { lazyConnect: true, maxRetriesPerRequest: null });
+      this.subscriber = openRedis(targetOf(this.options), "subscriber");
       this.subscriber.on("error", () => {});
       this.subscriber.on("message", (fullChannel: string, message: string) => {
         for (const listener of this.handlers.get(fullChannel) ?? []) listener(message);
@@ -245,27 +256,4 @@ export class RedisCoordinationStore implements CoordinationStore {
       });
     }
   }
-}
-
-/** The URL without its password, for messages. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = "***";
-    return parsed.toString();
-  } catch {
-    return "(unparsable URL)";
-  }
-}
-
-function connectionOptions(options: RedisStoreOptions): RedisOptions {
-  return {
-    lazyConnect: true,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    commandTimeout: options.commandTimeoutMs ?? 1_000,
-    connectTimeout: 2_000,
-    // Keep trying forever, never more than a second apart: recovery needs no restart.
-    retryStrategy: (attempt) => Math.min(attempt * 100, 1_000),
-  };
 }
