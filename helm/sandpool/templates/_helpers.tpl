@@ -86,7 +86,10 @@ sandboxes, and each would take the others' sessions for lost).
 {{- end -}}
 {{- if not .Values.secrets.existingSecret -}}
 {{- $_ := required "secrets.databaseUrl is required (or secrets.existingSecret)" .Values.secrets.databaseUrl -}}
-{{- $_ := required "secrets.redisUrl is required (or secrets.existingSecret)" .Values.secrets.redisUrl -}}
+{{- $redis := .Values.config.redis | default dict -}}
+{{- if not (or $redis.sentinels $redis.cluster) -}}
+{{- $_ := required "secrets.redisUrl is required (or config.redis.sentinels / config.redis.cluster, or secrets.existingSecret)" .Values.secrets.redisUrl -}}
+{{- end -}}
 {{- $sources := 0 -}}
 {{- range (list .Values.secrets.jwtSecret .Values.secrets.jwtPublicKey .Values.secrets.jwksUrl) -}}
 {{- if . -}}{{- $sources = add1 $sources -}}{{- end -}}

@@ -93,6 +93,7 @@ describe("helm/sandpool/ci: the shapes the chart supports", () => {
       "host-socket-values.yaml",
       "ingress-tls-values.yaml",
       "monitoring-values.yaml",
+      "redis-sentinel-values.yaml",
     ]);
   });
 
@@ -112,6 +113,34 @@ describe("helm/sandpool/ci: the shapes the chart supports", () => {
     expect(config.host).toBe("0.0.0.0");
     for (const image of config.policy.allowedImages)
       expect(config.pools.map((pool) => pool.image)).toContain(image);
+  });
+});
+
+describe("the Redis Sentinel shape", () => {
+  const objects = () => rendered.get("redis-sentinel-values.yaml")!;
+
+  it("keeps both passwords in the Secret, none in the ConfigMap, and sets no REDIS_URL", () => {
+    const [secret] = find(objects(), "Secret", "sandpool");
+    const data = (secret as unknown as { stringData: Record<string, string> }).stringData;
+    expect(data).toMatchObject({
+      SANDPOOL_REDIS_PASSWORD: "redis-secret",
+      SANDPOOL_REDIS_SENTINEL_PASSWORD: "sentinel-secret",
+    });
+    expect(data).not.toHaveProperty("REDIS_URL");
+    const [configMap] = find(objects(), "ConfigMap", "sandpool");
+    const file = (configMap as unknown as { data: Record<string, string> }).data["sandpool.yaml"]!;
+    expect(file).not.toContain("secret");
+  });
+
+  it("gives the gateway the Sentinels, the master's name and both passwords", () => {
+    const config = gatewayConfigOf(objects(), "redis-sentinel");
+    expect(config.redis).toMatchObject({
+      sentinels: expect.arrayContaining(["redis-sentinel-0.redis-sentinel.data.svc:26379"]),
+      sentinelName: "sandpool",
+      password: "redis-secret",
+      sentinelPassword: "sentinel-secret",
+    });
+    expect(config.redisUrl).toBeUndefined();
   });
 });
 

@@ -49,6 +49,8 @@ function gatewayConfigJsonSchema(): Schema {
   const auth = properties.auth!.properties!;
   for (const key of ["jwtSecret", "jwtPublicKey", "jwksUrl"]) delete auth[key];
   delete auth.introspection!.properties!.clientSecret;
+  const redis = properties.redis!.properties!;
+  for (const key of ["password", "sentinelPassword"]) delete redis[key];
   const stripFormats = (node: unknown): void => {
     if (Array.isArray(node)) node.forEach(stripFormats);
     else if (typeof node === "object" && node !== null) {
