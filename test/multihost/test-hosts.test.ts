@@ -236,6 +236,21 @@ describe.skipIf(!available)("test hosts: Docker engines in network namespaces", 
     );
   });
 
+  it("restarts an engine killed with SIGKILL: a container it ran is found stopped, not running on", async () => {
+    const [, b] = hosts.hosts;
+    const id = (
+      await b!.docker(["run", "-d", "--network", "none", "--entrypoint", "sleep", SANDBOX_IMAGE, "600"])
+    ).trim();
+    await b!.stopEngine("SIGKILL");
+    await b!.startEngine();
+    await waitFor(
+      async () => (await b!.docker(["inspect", "--format", "{{.State.Running}}", id])).trim() === "false",
+      30_000,
+      "the container stopped after its engine's restart",
+    );
+    await b!.docker(["rm", "-f", id]);
+  });
+
   it("a second start sweeps what an unclosed run left, and finds the images cached", async () => {
     const first = hosts;
     const stray = first.hosts[1]!.spawn("sleep", ["600"]);

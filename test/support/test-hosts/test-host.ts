@@ -2,7 +2,8 @@
  * One test host: a network namespace on the test network with its own Docker engine. The
  * API another test builds on (see test-hosts.ts for how to get some).
  */
-import { rm } from "node:fs/promises";
+import { readFile, rm } from "node:fs/promises";
+import path from "node:path";
 import type Dockerode from "dockerode";
 import { engineClient, engineSocket, removeAllContainers, startEngine } from "./engine.js";
 import { describeExit, HostProcess, type SpawnOptions, stopHostProcesses } from "./host-process.js";
@@ -129,13 +130,24 @@ export class TestHost {
   }
 
   /**
-   * Stops the host's dockerd: SIGTERM (it stops its containers first) or SIGKILL (an engine
-   * that dies: its containers keep running, as on a real host, until it is started again).
+   * Stops the host's engine: SIGTERM (dockerd stops its containers and its containerd) or
+   * SIGKILL (an engine that dies: dockerd and its containerd are killed, the containers'
+   * shims and processes live on; a dockerd started again stops them, as after a crash).
    */
   async stopEngine(signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
     const dockerd = this.dockerd;
     if (!dockerd?.running) return;
+    const pidFile = path.join(this.runDir, "exec", "containerd", "containerd.pid");
+    const containerd = await readFile(pidFile, "utf8")
+      .then((text) => Number.parseInt(text, 10))
+      .catch(() => Number.NaN);
     const exit = await dockerd.kill(signal, 20_000);
+    if (signal === "SIGKILL" && Number.isInteger(containerd)) {
+      // An orphaned containerd keeps its database locked, and a dockerd that finds its pid
+      // file waits for it instead of starting one: kill it and forget it.
+      await killAll([containerd]);
+      await rm(pidFile, { force: true });
+    }
     if (signal === "SIGTERM" && exit.code !== 0 && exit.signal === null) {
       throw new Error(`${this.name}: dockerd exited with ${describeExit(exit)}:\n${dockerd.tail()}`);
     }
