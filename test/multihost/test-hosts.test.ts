@@ -157,7 +157,7 @@ describe.skipIf(!available)("test hosts: Docker engines in network namespaces", 
   });
 
   it("reaches a server on host A's address from the root namespace and from host B, not one on A's loopback", async () => {
-    const [a, b] = hosts.hosts as [TestHosts["hosts"][0], TestHosts["hosts"][0]];
+    const [a, b] = [hosts.host(0), hosts.host(1)];
     expect(a.address).not.toBe(b.address);
     expect(await probeTcp(a.address, PUBLIC_PORT)).toBe("connected");
     expect(await b.probe(a.address, PUBLIC_PORT)).toBe("connected");
@@ -199,7 +199,7 @@ describe.skipIf(!available)("test hosts: Docker engines in network namespaces", 
   });
 
   it("cut() partitions host A (its engine still runs) and restore() brings it back", async () => {
-    const [a, b] = hosts.hosts as [TestHosts["hosts"][0], TestHosts["hosts"][0]];
+    const [a, b] = [hosts.host(0), hosts.host(1)];
     await a.cut();
     expect(a.connected).toBe(false);
     expect(await probeTcp(a.address, PUBLIC_PORT, 1_500)).not.toBe("connected");

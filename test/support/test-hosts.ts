@@ -3,7 +3,7 @@
  * network namespace on a private test network with a Docker engine of its own:
  *
  *   const hosts = await startTestHosts(2);          // sweeps a killed run's leftovers first
- *   const [a, b] = hosts.hosts;
+ *   const [a, b] = [hosts.host(0), hosts.host(1)];
  *   new DockerRuntime({ hosts: [a.dockerHost], ... }); // or a.engine (dockerode), a.docker([...])
  *   const node = a.spawn(process.execPath, ["dist/cli/main.js", "serve", ...], { env });
  *   await node.waitForOutput(/listening/);
@@ -93,6 +93,8 @@ export interface TestHosts {
   /** A short random id in every name this run creates. */
   readonly run: string;
   readonly hosts: TestHost[];
+  /** hosts[index], or an error naming the count (no `!` needed under noUncheckedIndexedAccess). */
+  host(index: number): TestHost;
   /** The root namespace's address on the test network: where a test host reaches the test process. */
   readonly rootAddress: string;
   readonly timings: TestHostsTimings;
@@ -218,6 +220,11 @@ export async function startTestHosts(count: number, options: TestHostsOptions = 
     return {
       run: layout.run,
       hosts,
+      host: (index) => {
+        const host = hosts[index];
+        if (!host) throw new Error(`test hosts: no host ${index} (there are ${hosts.length})`);
+        return host;
+      },
       rootAddress: rootAddress(layout),
       timings,
       relayLoopback: async (port, listenPort) => {
