@@ -19,6 +19,13 @@
  * roots live in /var/lib/sandpool-test-hosts/<i> and keep their images between runs; the
  * images are copied from the main engine (docker save | docker load) only when their id
  * differs. One run at a time per machine (a lock in /run/sandpool-test-hosts). Needs root.
+ *
+ * Only the network is per host: the hosts share this machine's filesystem and processes, so
+ * a node in host A and A's engine see a sandbox's socket directory (runtime.docker.socketDir)
+ * at the same path. Put it below `a.runDir` (short: a Unix socket's path is at most 107
+ * bytes) and close() removes it. A process in a host reaches the root namespace's loopback
+ * services (Redis, Postgres) only through relayLoopback(), and the test process reaches a
+ * host's processes only at `host.address`.
  */
 import { randomBytes } from "node:crypto";
 import { mkdir } from "node:fs/promises";
