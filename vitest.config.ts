@@ -1,6 +1,6 @@
 import { defineConfig } from "vitest/config";
 
-// Three suites by kind (DESIGN.md section 6). Integration and e2e suites talk to real
+// Four suites by kind (DESIGN.md section 6). Integration and e2e suites talk to real
 // services and spawn real processes, so they get longer timeouts and run files one at a time
 // where they share a machine-wide resource (ports, the Docker engine).
 export default defineConfig({
@@ -29,6 +29,18 @@ export default defineConfig({
           include: ["test/e2e/**/*.test.ts"],
           testTimeout: 60_000,
           hookTimeout: 120_000,
+        },
+      },
+      {
+        // Several Docker engines in network namespaces on this machine (test/support/test-hosts.ts):
+        // needs root; one file at a time, since every file starts the machine's test hosts.
+        test: {
+          name: "multihost",
+          include: ["test/multihost/**/*.test.ts"],
+          testTimeout: 300_000,
+          hookTimeout: 900_000,
+          fileParallelism: false,
+          maxWorkers: 1,
         },
       },
     ],
