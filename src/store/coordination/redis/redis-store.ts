@@ -51,7 +51,8 @@ const MAX_REMEMBERED = 10_000;
 /** Commands sent at once by the listings (one per workspace). */
 const LIST_CONCURRENCY = 16;
 
-const leaseEnd = (lease: Lease) => lease.createdAt + lease.maxLifetimeSeconds * 1000 + LEASE_KEY_GRACE_MS;
+const lifetimeEnd = (lease: Lease) => lease.createdAt + lease.maxLifetimeSeconds * 1000;
+const leaseEnd = (lease: Lease) => lifetimeEnd(lease) + LEASE_KEY_GRACE_MS;
 
 export class RedisCoordinationStore implements CoordinationStore {
   private readonly redis: Redis;
@@ -236,7 +237,8 @@ export class RedisCoordinationStore implements CoordinationStore {
     const now = Date.now();
     // Findable by the reaper: its workspace is among its pool's holders (a lease made by
     // CreateSession is: leaseIdle or holdMember recorded it a moment ago, on this replica).
-    if (!this.holdCovers(lease.pool, lease.workspace, leaseEnd(lease), now)) {
+    // Held past the lease's last deadline is enough: by then the reaper has ended it.
+    if (!this.holdCovers(lease.pool, lease.workspace, lifetimeEnd(lease), now)) {
       await this.rememberPool(lease.pool, now);
       const hold = { workspace: lease.workspace, until: leaseEnd(lease), now };
       await this.call(() =>
