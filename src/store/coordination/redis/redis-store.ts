@@ -47,6 +47,8 @@ const DAY_MS = 86_400_000;
 const LEASE_KEY_GRACE_MS = 10 * 60_000;
 /** How long this replica trusts what it wrote itself (a pool's name, a workspace's hold). */
 const REMEMBERED_MS = 60_000;
+/** A pool's name is written with every sandbox it starts: trusted longer. */
+const POOL_REMEMBERED_MS = 10 * 60_000;
 const MAX_REMEMBERED = 10_000;
 /** Commands sent at once by the listings (one per workspace). */
 const LIST_CONCURRENCY = 16;
@@ -165,7 +167,7 @@ export class RedisCoordinationStore implements CoordinationStore {
   }
 
   async addMember(pool: string, sandboxId: string, maxTotal: number, expiresAt: number, now: number) {
-    await this.rememberPool(pool, now);
+    await this.rememberPool(pool, now, true);
     return this.addUnderLimit(this.keys.members(pool), sandboxId, maxTotal, expiresAt, now);
   }
 
@@ -237,9 +239,9 @@ export class RedisCoordinationStore implements CoordinationStore {
     const now = Date.now();
     // Findable by the reaper: its workspace is among its pool's holders (a lease made by
     // CreateSession is: leaseIdle or holdMember recorded it a moment ago, on this replica).
+    await this.rememberPool(lease.pool, now);
     // Held past the lease's last deadline is enough: by then the reaper has ended it.
     if (!this.holdCovers(lease.pool, lease.workspace, lifetimeEnd(lease), now)) {
-      await this.rememberPool(lease.pool, now);
       const hold = { workspace: lease.workspace, until: leaseEnd(lease), now };
       await this.call(() =>
         this.scripts.run(
@@ -462,10 +464,10 @@ export class RedisCoordinationStore implements CoordinationStore {
     });
   }
 
-  /** Adds the pool to the pools set, unless this replica did so lately. */
-  private async rememberPool(pool: string, now: number): Promise<void> {
+  /** Adds the pool to the pools set, unless this replica did so lately (or `always`). */
+  private async rememberPool(pool: string, now: number, always = false): Promise<void> {
     const at = this.knownPools.get(pool);
-    if (at !== undefined && now - at < REMEMBERED_MS) return;
+    if (!always && at !== undefined && now - at < POOL_REMEMBERED_MS) return;
     await this.call(() => this.redis.sadd(this.keys.pools(), pool));
     this.knownPools.set(pool, now);
   }
