@@ -91,4 +91,45 @@ describe.skipIf(!available)("Redis coordination store", () => {
       await server.stop();
     }
   });
+
+  it("tries a read once more when Redis answers late, but never a write", async () => {
+    // A private Redis, paused a little longer than the command timeout: the first try of a
+    // read times out, the second is answered once the pause ends; a script fails.
+    const server = await startPrivateRedis();
+    const store = await RedisCoordinationStore.connect({ url: server.url, prefix, commandTimeoutMs: 500 });
+    const admin = new Redis(server.url);
+    try {
+      const now = Date.now();
+      const l = {
+        sessionId: "s-late",
+        workspace: "w-late",
+        pool: "default",
+        image: "sandpool/sandbox:dev",
+        sandbox: {
+          sandboxId: "sb",
+          pool: "default",
+          endpoint: "http://127.0.0.1:1",
+          runtimeId: "rt",
+          innerSessionId: "in",
+          createdAt: now,
+        },
+        createdAt: now,
+        lastActivityAt: now,
+        idleTimeoutSeconds: 60,
+        maxLifetimeSeconds: 600,
+      };
+      await store.putLease(l);
+      await admin.client("PAUSE", 700, "ALL");
+      const [read, written] = await Promise.allSettled([
+        store.getLease({ workspace: "w-late", sessionId: "s-late" }),
+        store.acquireSlot("w-late", "a", 5, now + 60_000, now),
+      ]);
+      expect(read).toMatchObject({ status: "fulfilled", value: l });
+      expect(written).toMatchObject({ status: "rejected", reason: { code: "store.unavailable" } });
+    } finally {
+      admin.disconnect();
+      await store.close();
+      await server.stop();
+    }
+  });
 });

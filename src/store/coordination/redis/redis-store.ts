@@ -539,7 +539,10 @@ function connectionOptions(options: RedisStoreOptions): RedisOptions {
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
-    commandTimeout: options.commandTimeoutMs ?? 1_000,
+    // Long enough for a reply held up by this process's own stall (a busy loop, a GC pause:
+    // see sandpool_event_loop_delay_seconds), short enough that a hung Redis fails calls
+    // fast. A Redis that is gone fails them at once (no offline queue).
+    commandTimeout: options.commandTimeoutMs ?? 2_000,
     connectTimeout: 2_000,
     // Keep trying forever, never more than a second apart: recovery needs no restart.
     retryStrategy: (attempt) => Math.min(attempt * 100, 1_000),
