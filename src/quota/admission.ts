@@ -90,7 +90,11 @@ export class Admission {
     return budgetSpent(policy, this.now());
   }
 
-  /** Reserves a call's time against the day's budget before it runs (see `execRequest`). */
+  /**
+   * Reserves a call's time against the day's budget before it runs (see `execRequest`), on
+   * its own. A call on a session reserves with its begin instead (SessionLifecycle.beginCall),
+   * under the same rules, in the same round trip.
+   */
   async reserveExec(policy: EffectivePolicy, requestedMs: number): Promise<ExecReservation> {
     const request = this.execRequest(policy, requestedMs);
     const grantedMs = await this.store.reserveBudget(

@@ -58,6 +58,7 @@ export class RedisKeys {
     return `${this.prefix}{leases}:deadlines`;
   }
 
+  /** A lease's member in the legacy index. */
   indexMember(key: LeaseKey): string {
     return JSON.stringify([key.workspace, key.sessionId]);
   }

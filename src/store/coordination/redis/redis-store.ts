@@ -336,8 +336,7 @@ export class RedisCoordinationStore implements CoordinationStore {
       ),
     );
     if (this.legacyIndexInUse) {
-      const member = JSON.stringify([key.workspace, key.sessionId]);
-      await this.call(() => this.redis.zrem(this.keys.legacyLeaseIndex(), member));
+      await this.call(() => this.redis.zrem(this.keys.legacyLeaseIndex(), this.keys.indexMember(key)));
     }
     return typeof raw === "string" ? (JSON.parse(raw) as Lease) : undefined;
   }
@@ -458,10 +457,7 @@ export class RedisCoordinationStore implements CoordinationStore {
     if (members.length === 0 && (await this.read(() => this.redis.zcard(index))) === 0) {
       this.legacyIndexInUse = false; // nothing writes it any more: it stays empty
     }
-    return members.map((member) => {
-      const [workspace, sessionId] = JSON.parse(member) as [string, string];
-      return { workspace, sessionId };
-    });
+    return members.map((member) => this.keys.parseIndexMember(member));
   }
 
   /** Adds the pool to the pools set, unless this replica did so lately (or `always`). */
