@@ -16,24 +16,28 @@ export interface LuaScripts {
 }
 
 export async function loadLuaScripts(): Promise<LuaScripts> {
-  const scripts = new Map<string, { numberOfKeys: number; lua: string }>();
+  const scripts = new Map<string, { numberOfKeys: number; lua: string; command: string }>();
   for (const file of await readdir(scriptsFolder)) {
     const match = SCRIPT_NAME.exec(file);
     if (!match) continue;
     scripts.set(match[1]!, {
+      command: commandName(match[1]!),
       numberOfKeys: Number(match[2]),
       lua: await readFile(new URL(file, scriptsFolder), "utf8"),
     });
   }
   return {
     defineOn(redis) {
-      for (const [name, script] of scripts) redis.defineCommand(commandName(name), script);
+      for (const script of scripts.values()) {
+        redis.defineCommand(script.command, { numberOfKeys: script.numberOfKeys, lua: script.lua });
+      }
     },
     run(redis, name, keys, args) {
       const script = scripts.get(name);
       if (!script) throw new Error(`no Lua script named '${name}'`);
       if (keys.length !== script.numberOfKeys) throw new Error(`'${name}' takes ${script.numberOfKeys} keys`);
-      const command = (redis as unknown as Record<string, Command>)[commandName(name)]!;
+      // The method's name is made once, at load: this runs on every call of the hot path.
+      const command = (redis as unknown as Record<string, Command>)[script.command]!;
       return command.call(redis, ...keys, ...args);
     },
   };
