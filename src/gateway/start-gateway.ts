@@ -226,6 +226,7 @@ export async function startGateway(
       await usage.close();
       await authentication.close();
       await sandboxes.close();
+      metrics.close();
     },
   };
 }

@@ -3,6 +3,7 @@
  * one, so two gateways in one test process do not collide).
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { type EventLoopDelay, recordEventLoopDelay } from "./event-loop-delay.js";
 
 export type PoolState = "idle" | "leased" | "starting";
 
@@ -75,8 +76,15 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
 
+  private readonly eventLoopDelay: EventLoopDelay = recordEventLoopDelay(this.registry);
+
   constructor(options: { processMetrics?: boolean } = {}) {
     if (options.processMetrics ?? true)
       collectDefaultMetrics({ register: this.registry, prefix: "sandpool_" });
+  }
+
+  /** Stops sampling the event loop (the gateway has stopped). */
+  close(): void {
+    this.eventLoopDelay.stop();
   }
 }

@@ -13,7 +13,7 @@ import type { SandboxClient } from "../forward/sandbox-client.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { PoolSpec, SandboxRuntime, SandboxUsage } from "../runtime/sandbox-runtime.js";
 import type { CoordinationStore } from "../store/coordination/coordination-store.js";
-import type { SandboxRecord } from "../store/coordination/records.js";
+import type { MemberHold, SandboxRecord } from "../store/coordination/records.js";
 import type { PoolSizes } from "./pool-sizes.js";
 import { StartBackoff } from "./start-backoff.js";
 
@@ -89,10 +89,13 @@ export class PoolManager {
     return egressAllowed ? (candidates.find((pool) => pool.egress) ?? isolated) : isolated;
   }
 
-  /** A ready sandbox for one session: warm from the pool, else cold-started, else 503. */
-  async lease(pool: PoolSpec): Promise<LeasedSandbox> {
+  /**
+   * A ready sandbox for one session: warm from the pool (its place held for `hold` in the
+   * same step), else cold-started (the caller then holds it: `holdMembership`), else 503.
+   */
+  async lease(pool: PoolSpec, hold: MemberHold): Promise<LeasedSandbox> {
     const started = process.hrtime.bigint();
-    const idle = await this.deps.store.popIdle(pool.name);
+    const idle = await this.deps.store.leaseIdle(pool.name, hold);
     let leased: LeasedSandbox;
     if (idle) {
       leased = { record: idle, warm: true };
@@ -115,9 +118,9 @@ export class PoolManager {
     return leased;
   }
 
-  /** Keeps a leased sandbox counted against its pool until `until`. */
-  holdMembership(record: SandboxRecord, until: number): Promise<void> {
-    return this.deps.store.renewMember(record.pool, record.sandboxId, until);
+  /** Keeps a leased sandbox counted against its pool for `hold`'s workspace until `hold.until`. */
+  holdMembership(record: SandboxRecord, hold: MemberHold): Promise<void> {
+    return this.deps.store.holdMember(record.pool, record.sandboxId, hold);
   }
 
   /**

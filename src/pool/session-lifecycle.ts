@@ -14,7 +14,7 @@ import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { UsageSink } from "../metering/usage-sink.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
 import type { PolicyService } from "../policy/policy-service.js";
-import type { Admission } from "../quota/admission.js";
+import { type Admission, settlement } from "../quota/admission.js";
 import type { SandboxUsage } from "../runtime/sandbox-runtime.js";
 import type { CoordinationStore } from "../store/coordination/coordination-store.js";
 import { type Lease, type LeaseKey, leaseDeadline } from "../store/coordination/records.js";
@@ -38,6 +38,26 @@ export interface SessionLifecycleDeps {
   usage: UsageSink;
   log: Logger;
   now?: () => number;
+}
+
+export interface CallOptions {
+  /** How long the call may take: it holds the session off idling out that long at most. */
+  deadlineMs: number;
+  /** Execution time to reserve against the workspace's day (Execute). */
+  budget?: { policy: EffectivePolicy; requestedMs: number };
+}
+
+/** A call begun on a session (`SessionLifecycle.beginCall`). */
+export interface OpenCall {
+  lease: Lease;
+  /** Execution time granted: what was asked, or what remained of the day; 0 without a budget. */
+  grantedMs: number;
+  /**
+   * Ends the call (once; later calls do nothing): records the activity, counts it out, and
+   * settles the reservation with the wall time the gateway measured. Never throws. Returns
+   * the milliseconds charged.
+   */
+  end(measuredMs?: number): Promise<number>;
 }
 
 export interface CreatedSession {
@@ -91,7 +111,8 @@ export class SessionLifecycle {
     await this.deps.admission.admitSession(policy, sessionId, holdUntil);
     let leased: Awaited<ReturnType<PoolManager["lease"]>> | undefined;
     try {
-      leased = await this.deps.pools.lease(pool);
+      // A warm lease takes the sandbox and holds its pool place in the same step.
+      leased = await this.deps.pools.lease(pool, { workspace, until: holdUntil, now: this.now() });
       // The session's clock starts when it is usable, not when it was asked for.
       const createdAt = this.now();
       const lease: Lease = {
@@ -105,7 +126,9 @@ export class SessionLifecycle {
         idleTimeoutSeconds,
         maxLifetimeSeconds,
       };
-      await this.deps.pools.holdMembership(leased.record, holdUntil);
+      if (!leased.warm) {
+        await this.deps.pools.holdMembership(leased.record, { workspace, until: holdUntil, now: this.now() });
+      }
       await this.deps.store.putLease(lease);
       this.deps.usage.record({
         workspace,
@@ -149,29 +172,57 @@ export class SessionLifecycle {
   }
 
   /**
-   * Runs `call` as activity on the session: while it runs (up to `deadlineMs`) the session
-   * cannot idle out, however many other calls start and end meanwhile.
+   * Begins a call on the caller's live session, in one step of the store: the lease is
+   * resolved (the same 404 as `resolve`), the budget asked for reserved (429 when none
+   * remains), and the session marked busy so it cannot idle out while the call runs (up to
+   * `deadlineMs`), however many other calls start and end meanwhile. The call must be ended
+   * (`OpenCall.end`), once, whatever happens.
    */
-  async whileBusy<T>(key: LeaseKey, deadlineMs: number, call: () => Promise<T>): Promise<T> {
-    const end = await this.beginCall(key, deadlineMs);
-    try {
-      return await call();
-    } finally {
-      await end();
+  async beginCall(key: LeaseKey, options: CallOptions): Promise<OpenCall> {
+    const now = this.now();
+    const { budget } = options;
+    const request = budget && this.deps.admission.execRequest(budget.policy, budget.requestedMs, now);
+    const started = await this.deps.store.beginCall(key, {
+      now,
+      busyUntil: now + options.deadlineMs,
+      budget: request,
+    });
+    if (started.outcome === "expired") {
+      await this.end(key, "expired");
+      throw notFound();
     }
-  }
-
-  /** Marks a call as started; the returned function (safe to call twice) marks it ended. */
-  async beginCall(key: LeaseKey, deadlineMs: number): Promise<() => Promise<void>> {
-    await this.deps.store.touchLease(key, this.now(), { begin: this.now() + deadlineMs });
+    if (started.outcome === "gone") throw notFound();
+    if (started.outcome === "budget_spent") throw this.deps.admission.budgetSpent(budget!.policy);
+    if (started.outcome !== "started") throw notFound();
+    const reservation = request && {
+      workspace: key.workspace,
+      day: request.day,
+      grantedMs: started.grantedMs,
+    };
     let ended = false;
-    return async () => {
-      if (ended) return;
-      ended = true;
-      await this.deps.store.touchLease(key, this.now(), { end: true }).catch((error) => {
-        // busyUntil still bounds how long the session counts as busy.
-        this.deps.log.warn({ err: error, session: key.sessionId }, "could not record the end of a call");
-      });
+    return {
+      lease: started.lease,
+      grantedMs: started.grantedMs,
+      end: async (measuredMs = 0) => {
+        if (ended) return 0;
+        ended = true;
+        const settled = reservation ? settlement(reservation, measuredMs) : { chargedMs: 0, refundMs: 0 };
+        try {
+          await this.deps.store.endCall(key, {
+            now: this.now(),
+            refund:
+              reservation && settled.refundMs > 0
+                ? { day: reservation.day, milliseconds: settled.refundMs }
+                : undefined,
+          });
+          return settled.chargedMs;
+        } catch (error) {
+          // busyUntil still bounds how long the session counts as busy; the reservation
+          // stays charged in full, the safe side.
+          this.deps.log.warn({ err: error, session: key.sessionId }, "could not record the end of a call");
+          return reservation?.grantedMs ?? 0;
+        }
+      },
     };
   }
 

@@ -27,35 +27,37 @@ export class Admission {
   ) {}
 
   /**
-   * Admits a new session or throws a 429. The slot is held until `slotExpiresAt` at the
-   * latest (the session's maximum lifetime), so a gateway that dies cannot leak it.
+   * Admits a new session or throws a 429, in one atomic step of the store: the day's budget
+   * is not spent, a slot is free (then held until `slotExpiresAt` at the latest, the
+   * session's maximum lifetime, so a gateway that dies cannot leak it), and the session
+   * rate allows one more. A refusal takes nothing.
    */
   async admitSession(policy: EffectivePolicy, sessionId: string, slotExpiresAt: number): Promise<void> {
-    await this.checkExecBudget(policy);
     const now = this.now();
-    const admitted = await this.store.acquireSlot(
-      policy.workspace,
-      sessionId,
-      policy.maxConcurrentSessions,
+    const verdict = await this.store.admitSession(policy.workspace, {
+      token: sessionId,
+      slotLimit: policy.maxConcurrentSessions,
       slotExpiresAt,
       now,
-    );
-    if (!admitted) {
+      ratePerWindow: policy.sessionsPerMinute,
+      rateWindowMs: MINUTE_MS,
+      budgetDay: budgetDay(now),
+      budgetLimitMs: policy.execSecondsPerDay * 1000,
+    });
+    if (verdict.admitted) return;
+    if (verdict.refused === "exec_budget") throw budgetSpent(policy, now);
+    if (verdict.refused === "concurrent_sessions") {
       throw new SandpoolError(
         "quota.concurrent_sessions",
         `the workspace already has ${policy.maxConcurrentSessions} sessions open`,
         { retryAfterSeconds: 1 },
       );
     }
-    const waitMs = await this.store.takeRate(policy.workspace, policy.sessionsPerMinute, MINUTE_MS, now);
-    if (waitMs > 0) {
-      await this.store.releaseSlot(policy.workspace, sessionId);
-      throw new SandpoolError(
-        "quota.session_rate",
-        `the workspace may create ${policy.sessionsPerMinute} sessions a minute`,
-        { retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) },
-      );
-    }
+    throw new SandpoolError(
+      "quota.session_rate",
+      `the workspace may create ${policy.sessionsPerMinute} sessions a minute`,
+      { retryAfterSeconds: Math.max(1, Math.ceil(verdict.waitMs / 1000)) },
+    );
   }
 
   releaseSession(workspace: string, sessionId: string): Promise<void> {
@@ -70,35 +72,67 @@ export class Admission {
   }
 
   /**
-   * Reserves a call's time against the day's budget before it runs: all of `requestedMs`
-   * while that much remains, else what remains; refused (429) when nothing does. Parallel
-   * calls each reserve atomically, so together they cannot be granted more than the budget.
+   * What a call asks of the day's budget before it runs: all of `requestedMs` while that much
+   * remains, else what remains, refused when nothing does. The store reserves it atomically
+   * (`reserveBudget`, or with the call's begin, `beginCall`), so parallel calls together
+   * cannot be granted more than the budget.
    */
-  async reserveExec(policy: EffectivePolicy, requestedMs: number): Promise<ExecReservation> {
-    const now = this.now();
-    const day = budgetDay(now);
-    const grantedMs = await this.store.reserveBudget(
-      policy.workspace,
-      day,
-      Math.max(1, Math.ceil(requestedMs)),
-      policy.execSecondsPerDay * 1000,
-    );
-    if (grantedMs <= 0) throw budgetSpent(policy, now);
-    return { workspace: policy.workspace, day, grantedMs };
+  execRequest(policy: EffectivePolicy, requestedMs: number, now = this.now()): ExecRequest {
+    return {
+      day: budgetDay(now),
+      requestedMs: Math.max(1, Math.ceil(requestedMs)),
+      limitMs: policy.execSecondsPerDay * 1000,
+    };
+  }
+
+  /** The 429 of a call that found the day's budget spent. */
+  budgetSpent(policy: EffectivePolicy): SandpoolError {
+    return budgetSpent(policy, this.now());
   }
 
   /**
-   * Settles a reservation once the call is over: the call is charged the wall time it took,
-   * at most what was granted, and the rest goes back to the day it was reserved on. Returns
-   * the milliseconds charged. (A gateway that dies before settling leaves the whole
-   * reservation charged: it fails safe.)
+   * Reserves a call's time against the day's budget before it runs (see `execRequest`), on
+   * its own. A call on a session reserves with its begin instead (SessionLifecycle.beginCall),
+   * under the same rules, in the same round trip.
    */
+  async reserveExec(policy: EffectivePolicy, requestedMs: number): Promise<ExecReservation> {
+    const request = this.execRequest(policy, requestedMs);
+    const grantedMs = await this.store.reserveBudget(
+      policy.workspace,
+      request.day,
+      request.requestedMs,
+      request.limitMs,
+    );
+    if (grantedMs <= 0) throw this.budgetSpent(policy);
+    return { workspace: policy.workspace, day: request.day, grantedMs };
+  }
+
+  /** Settles a reservation made by `reserveExec` (see `settlement`); returns the ms charged. */
   async settleExec(reservation: ExecReservation, measuredMs: number): Promise<number> {
-    const chargedMs = Math.min(reservation.grantedMs, Math.max(0, Math.ceil(measuredMs)));
-    const refundMs = reservation.grantedMs - chargedMs;
+    const { chargedMs, refundMs } = settlement(reservation, measuredMs);
     if (refundMs > 0) await this.store.refundBudget(reservation.workspace, reservation.day, refundMs);
     return chargedMs;
   }
+}
+
+/** What a call asks to reserve against its workspace's budget of `day`. */
+export interface ExecRequest {
+  day: string;
+  requestedMs: number;
+  limitMs: number;
+}
+
+/**
+ * How a reservation is settled once the call is over: the call is charged the wall time it
+ * took, at most what was granted, and the rest goes back to the day it was reserved on. (A
+ * gateway that dies before settling leaves the whole reservation charged: it fails safe.)
+ */
+export function settlement(
+  reservation: ExecReservation,
+  measuredMs: number,
+): { chargedMs: number; refundMs: number } {
+  const chargedMs = Math.min(reservation.grantedMs, Math.max(0, Math.ceil(measuredMs)));
+  return { chargedMs, refundMs: reservation.grantedMs - chargedMs };
 }
 
 /** Time reserved for one call: settled with `settleExec` when the call is over. */

@@ -453,6 +453,124 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
       });
     });
 
+    describe("session admission in one step", () => {
+      const admission = (
+        token: string,
+        overrides: Partial<Parameters<CoordinationStore["admitSession"]>[1]> = {},
+      ) => ({
+        token,
+        slotLimit: 2,
+        slotExpiresAt: t0 + HOUR,
+        now: t0,
+        ratePerWindow: 10,
+        rateWindowMs: MINUTE,
+        budgetDay: "2026-12-01",
+        budgetLimitMs: 10 * SECOND,
+        ...overrides,
+      });
+
+      it("takes a slot and counts the rate; refuses past the slot limit, taking nothing", async () => {
+        const ws = freshName("ws");
+        expect(await store.admitSession(ws, admission("a"))).toEqual({ admitted: true });
+        expect(await store.admitSession(ws, admission("b"))).toEqual({ admitted: true });
+        expect(await store.admitSession(ws, admission("c"))).toEqual({
+          admitted: false,
+          refused: "concurrent_sessions",
+        });
+        expect(await store.countSlots(ws, t0)).toBe(2);
+        // Two sessions counted in the window, not three: 8 more fit.
+        expect(await store.takeRate(ws, 10, MINUTE, t0)).toBe(0);
+        for (let i = 0; i < 7; i++) await store.takeRate(ws, 10, MINUTE, t0);
+        expect(await store.takeRate(ws, 10, MINUTE, t0)).toBeGreaterThan(0);
+      });
+
+      it("refuses past the rate with the wait, and then holds no slot", async () => {
+        const ws = freshName("ws");
+        expect(await store.admitSession(ws, admission("a", { ratePerWindow: 1 }))).toEqual({
+          admitted: true,
+        });
+        await store.releaseSlot(ws, "a");
+        const refused = await store.admitSession(
+          ws,
+          admission("b", { ratePerWindow: 1, now: t0 + 20 * SECOND }),
+        );
+        expect(refused).toEqual({ admitted: false, refused: "session_rate", waitMs: 40 * SECOND });
+        expect(await store.countSlots(ws, t0 + 20 * SECOND)).toBe(0);
+      });
+
+      it("refuses once the day's budget is spent, taking nothing", async () => {
+        const ws = freshName("ws");
+        await store.reserveBudget(ws, "2026-12-01", 10 * SECOND, 10 * SECOND);
+        expect(await store.admitSession(ws, admission("a"))).toEqual({
+          admitted: false,
+          refused: "exec_budget",
+        });
+        expect(await store.countSlots(ws, t0)).toBe(0);
+        expect(await store.admitSession(ws, admission("a", { budgetDay: "2026-12-02" }))).toEqual({
+          admitted: true,
+        });
+      });
+
+      it("an expired slot is free again", async () => {
+        const ws = freshName("ws");
+        await store.admitSession(ws, admission("a", { slotLimit: 1, slotExpiresAt: t0 + MINUTE }));
+        expect((await store.admitSession(ws, admission("b", { slotLimit: 1 }))).admitted).toBe(false);
+        expect(await store.admitSession(ws, admission("b", { slotLimit: 1, now: t0 + MINUTE }))).toEqual({
+          admitted: true,
+        });
+      });
+    });
+
+    describe("idle lease and member hold in one step", () => {
+      it("leases the oldest idle sandbox and holds its membership until the session's end", async () => {
+        const pool = freshName("pool");
+        const [r1, r2] = [record(pool), record(pool)];
+        for (const r of [r1!, r2!]) {
+          await store.addMember(pool, r.sandboxId, 5, t0 + MINUTE, t0);
+          await store.pushIdle(r);
+        }
+        const hold = { workspace: freshName("ws"), until: t0 + HOUR, now: t0 };
+        expect(await store.leaseIdle(pool, hold)).toEqual(r1);
+        expect(await store.listIdle(pool)).toEqual([r2]);
+        // The leased one still counts after the idle membership's minute; the idle one not.
+        expect(await store.listMembers(pool, t0 + 2 * MINUTE)).toEqual([r1!.sandboxId]);
+        expect(await store.leaseIdle(pool, hold)).toEqual(r2);
+        expect(await store.leaseIdle(pool, hold)).toBeUndefined();
+      });
+
+      it("of concurrent idle leases, each sandbox goes to one", async () => {
+        const pool = freshName("pool");
+        const records = [record(pool), record(pool), record(pool)];
+        for (const r of records) await store.pushIdle(r);
+        const hold = { workspace: freshName("ws"), until: t0 + HOUR, now: t0 };
+        const leased = await Promise.all(Array.from({ length: 6 }, () => store.leaseIdle(pool, hold)));
+        const ids = leased.filter((r) => r !== undefined).map((r) => r!.sandboxId);
+        expect(ids.sort()).toEqual(records.map((r) => r.sandboxId).sort());
+      });
+
+      it("holds a cold-started member until the session's end; a non-member stays out", async () => {
+        const pool = freshName("pool");
+        const r = record(pool);
+        await store.addMember(pool, r.sandboxId, 5, t0 + MINUTE, t0);
+        const hold = { workspace: freshName("ws"), until: t0 + HOUR, now: t0 };
+        await store.holdMember(pool, r.sandboxId, hold);
+        await store.holdMember(pool, "ghost", hold);
+        expect(await store.listMembers(pool, t0 + 2 * MINUTE)).toEqual([r.sandboxId]);
+      });
+
+      it("a lease of a held sandbox is due and listed like any other", async () => {
+        const pool = freshName("pool");
+        const ws = freshName("ws");
+        const r = record(pool);
+        await store.pushIdle(r);
+        const leased = (await store.leaseIdle(pool, { workspace: ws, until: t0 + HOUR, now: t0 }))!;
+        const l = lease(ws, { pool, sandbox: leased, idleTimeoutSeconds: 60 });
+        await store.putLease(l);
+        expect((await store.listLeases()).filter((x) => x.workspace === ws)).toEqual([l]);
+        expect(await dueIn(ws, t0 + MINUTE)).toEqual([l.sessionId]);
+      });
+    });
+
     describe("leases", () => {
       it("stores a lease and finds it by (workspace, session id)", async () => {
         const ws = freshName("ws");
@@ -682,6 +800,148 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
           await store.putLease(l);
           await store.dueLeases(t0 + HOUR, 10_000);
           expect(await store.getLease(keyOf(l))).toEqual(l);
+        });
+      });
+
+      describe("calls in one step (beginCall, endCall)", () => {
+        const budgetOf = (requestedMs: number, limitMs = 10 * SECOND) => ({
+          day: "2026-12-01",
+          requestedMs,
+          limitMs,
+        });
+
+        it("begins a call: the lease, marked busy and touched, and the budget granted", async () => {
+          const ws = freshName("ws");
+          const l = lease(ws, { idleTimeoutSeconds: 60 });
+          await store.putLease(l);
+          const started = await store.beginCall(keyOf(l), {
+            now: t0 + SECOND,
+            busyUntil: t0 + 5 * MINUTE,
+            budget: budgetOf(3 * SECOND),
+          });
+          expect(started).toEqual({
+            outcome: "started",
+            grantedMs: 3 * SECOND,
+            lease: { ...l, lastActivityAt: t0 + SECOND, activeCalls: 1, busyUntil: t0 + 5 * MINUTE },
+          });
+          expect(await store.readBudget(ws, "2026-12-01")).toBe(3 * SECOND);
+          // Busy: not due at its idle deadline, due at the call's.
+          expect(await dueIn(ws, t0 + 2 * MINUTE)).toEqual([]);
+          expect(await dueIn(ws, t0 + 5 * MINUTE)).toEqual([l.sessionId]);
+        });
+
+        it("cuts the reservation to what remains, and refuses (changing nothing) when nothing does", async () => {
+          const ws = freshName("ws");
+          const l = lease(ws);
+          await store.putLease(l);
+          const start = (requestedMs: number) =>
+            store.beginCall(keyOf(l), {
+              now: t0 + SECOND,
+              busyUntil: t0 + MINUTE,
+              budget: budgetOf(requestedMs, 5 * SECOND),
+            });
+          expect(await start(4 * SECOND)).toMatchObject({ outcome: "started", grantedMs: 4 * SECOND });
+          expect(await start(4 * SECOND)).toMatchObject({ outcome: "started", grantedMs: SECOND });
+          expect(await start(1)).toEqual({ outcome: "budget_spent" });
+          expect(await store.readBudget(ws, "2026-12-01")).toBe(5 * SECOND);
+          expect((await store.getLease(keyOf(l)))?.activeCalls).toBe(2);
+        });
+
+        it("a call without a budget reserves nothing", async () => {
+          const ws = freshName("ws");
+          const l = lease(ws);
+          await store.putLease(l);
+          const started = await store.beginCall(keyOf(l), { now: t0 + SECOND, busyUntil: t0 + MINUTE });
+          expect(started).toMatchObject({ outcome: "started", grantedMs: 0 });
+          expect(await store.readBudget(ws, "2026-12-01")).toBe(0);
+        });
+
+        it("finds nothing for an unknown or another workspace's session, and changes nothing", async () => {
+          const [owner, other] = [freshName("ws"), freshName("ws")];
+          const l = lease(owner);
+          await store.putLease(l);
+          for (const key of [
+            { workspace: other, sessionId: l.sessionId },
+            { workspace: owner, sessionId: freshName("sess") },
+          ]) {
+            expect(
+              await store.beginCall(key, { now: t0, busyUntil: t0 + HOUR, budget: budgetOf(SECOND) }),
+            ).toEqual({ outcome: "gone" });
+            expect(await store.readBudget(key.workspace, "2026-12-01")).toBe(0);
+            expect(await store.endCall(key, { now: t0 })).toBe(false);
+          }
+          expect(await store.getLease(keyOf(l))).toEqual(l);
+          expect(await dueIn(other, t0 + 10 * HOUR)).toEqual([]);
+        });
+
+        it("says a session past its deadline is expired, reserving nothing", async () => {
+          const ws = freshName("ws");
+          const l = lease(ws, { idleTimeoutSeconds: 60 });
+          await store.putLease(l);
+          expect(
+            await store.beginCall(keyOf(l), {
+              now: t0 + MINUTE,
+              busyUntil: t0 + HOUR,
+              budget: budgetOf(SECOND),
+            }),
+          ).toEqual({ outcome: "expired" });
+          expect(await store.readBudget(ws, "2026-12-01")).toBe(0);
+          expect(await store.getLease(keyOf(l))).toEqual(l);
+        });
+
+        it("ends a call: refunds the unused time, touches, and frees the session once the last call ends", async () => {
+          const ws = freshName("ws");
+          const l = lease(ws, { idleTimeoutSeconds: 60 });
+          await store.putLease(l);
+          const begin = () =>
+            store.beginCall(keyOf(l), {
+              now: t0 + SECOND,
+              busyUntil: t0 + 5 * MINUTE,
+              budget: budgetOf(2 * SECOND),
+            });
+          await begin();
+          await begin();
+          const refund = { day: "2026-12-01", milliseconds: 1_500 };
+          expect(await store.endCall(keyOf(l), { now: t0 + 2 * SECOND, refund })).toBe(true);
+          expect(await store.readBudget(ws, "2026-12-01")).toBe(2_500);
+          expect(await store.getLease(keyOf(l))).toMatchObject({
+            activeCalls: 1,
+            busyUntil: t0 + 5 * MINUTE,
+          });
+          expect(await store.endCall(keyOf(l), { now: t0 + 3 * SECOND })).toBe(true);
+          const ended = (await store.getLease(keyOf(l)))!;
+          expect(ended).toMatchObject({ activeCalls: 0, lastActivityAt: t0 + 3 * SECOND });
+          expect(ended.busyUntil).toBeUndefined();
+          // Idle again: due a minute after the last activity.
+          expect(await dueIn(ws, t0 + 3 * SECOND + MINUTE - 1)).toEqual([]);
+          expect(await dueIn(ws, t0 + 3 * SECOND + MINUTE)).toEqual([l.sessionId]);
+        });
+
+        it("a refund never takes the day below zero, and is made even when the lease is gone", async () => {
+          const ws = freshName("ws");
+          const l = lease(ws);
+          await store.putLease(l);
+          await store.beginCall(keyOf(l), { now: t0, busyUntil: t0 + MINUTE, budget: budgetOf(SECOND) });
+          await store.takeLease(keyOf(l));
+          const refund = { day: "2026-12-01", milliseconds: 5 * SECOND };
+          expect(await store.endCall(keyOf(l), { now: t0 + SECOND, refund })).toBe(false);
+          expect(await store.readBudget(ws, "2026-12-01")).toBe(0);
+          expect(await store.getLease(keyOf(l))).toBeUndefined();
+        });
+
+        it("parallel begins together are granted no more than the budget", async () => {
+          const ws = freshName("ws");
+          const l = lease(ws);
+          await store.putLease(l);
+          const results = await Promise.all(
+            Array.from({ length: 10 }, () =>
+              store.beginCall(keyOf(l), { now: t0, busyUntil: t0 + MINUTE, budget: budgetOf(SECOND, 3_500) }),
+            ),
+          );
+          const granted = results.map((r) => (r.outcome === "started" ? r.grantedMs : 0));
+          expect(granted.reduce((a, b) => a + b, 0)).toBe(3_500);
+          expect(results.filter((r) => r.outcome === "budget_spent")).toHaveLength(6);
+          expect((await store.getLease(keyOf(l)))?.activeCalls).toBe(4);
         });
       });
 

@@ -31,7 +31,36 @@ function methodLabel(method: string): string {
   return METHODS.includes(method) ? method : "other";
 }
 
+/**
+ * The labelled children of the request metrics, looked up once per label set: a lookup by
+ * label object hashes the labels on every call. The label sets are few (fixed values only).
+ */
+function labelledMetrics(metrics: GatewayMetrics) {
+  const counters = new Map<string, { inc(): void }>();
+  const durations = new Map<string, { observe(value: number): void }>();
+  return {
+    count(route: string, method: string, status: string): void {
+      const id = `${route} ${method} ${status}`;
+      let counter = counters.get(id);
+      if (!counter) {
+        counter = metrics.requests.labels(route, method, status);
+        counters.set(id, counter);
+      }
+      counter.inc();
+    },
+    observe(route: string, seconds: number): void {
+      let duration = durations.get(route);
+      if (!duration) {
+        duration = metrics.requestDuration.labels(route);
+        durations.set(route, duration);
+      }
+      duration.observe(seconds);
+    },
+  };
+}
+
 export function observeRequest(log: Logger, metrics: GatewayMetrics): MiddlewareHandler<GatewayEnv> {
+  const labelled = labelledMetrics(metrics);
   return async (c, next) => {
     const started = process.hrtime.bigint();
     const offered = c.req.header("x-request-id");
@@ -46,12 +75,8 @@ export function observeRequest(log: Logger, metrics: GatewayMetrics): Middleware
     await runInRequest(requestId, next);
     const operation = c.get("operation");
     const status = c.res.status;
-    metrics.requests.inc({
-      route: operation,
-      method: methodLabel(c.req.method),
-      status: statusLabel(status),
-    });
-    metrics.requestDuration.observe({ route: operation }, Number(process.hrtime.bigint() - started) / 1e9);
+    labelled.count(operation, methodLabel(c.req.method), statusLabel(status));
+    labelled.observe(operation, Number(process.hrtime.bigint() - started) / 1e9);
     if (REFUSAL_STATUSES.has(status) && c.res.headers.get("content-type")?.includes("application/json")) {
       const code = await c.res
         .clone()

@@ -1,10 +1,13 @@
 /**
  * Execute through the pipeline: resolve the session (404) -> validate (400 unknown tool,
  * 422 malformed) -> policy (403 tool not allowed) -> reserve the call's time against the
- * day's budget (429 when none remains) -> forward with `timeout_seconds` clamped to the
+ * day's budget (429 when none remains) and mark the session busy, the last two with the
+ * resolution in one store round trip (a refusal of the body resolves the session first, so
+ * the 404 still comes first) -> forward with `timeout_seconds` clamped to the
  * ceiling in force and to the time granted, and a client deadline of that plus a buffer ->
  * settle the reservation with the wall time the gateway measured around the forwarded call
- * (never what the sandbox reports: a sandbox's answers are not trusted). The sandbox's
+ * (never what the sandbox reports: a sandbox's answers are not trusted), with the call's
+ * end in one more round trip. The sandbox's
  * answer is returned byte for byte. With `Accept: text/event-stream` the same steps hold,
  * the answer streams (exec-stream.ts) and the wall time runs to the end of the stream.
  */
@@ -20,7 +23,7 @@ import type { GatewayServices } from "../gateway-services.js";
 import { streamExecution } from "./exec-stream.js";
 import { forwardToSandbox, toResponse } from "./forward-to-sandbox.js";
 import { meterExecution } from "./meter-execution.js";
-import { openSessionCall } from "./open-session-call.js";
+import { refuseInOrder, sessionCallPolicy } from "./open-session-call.js";
 
 export function registerExecRoute(
   app: Hono<GatewayEnv>,
@@ -28,48 +31,58 @@ export function registerExecRoute(
   jsonLimit: MiddlewareHandler<GatewayEnv>,
 ): void {
   app.post("/sessions/:id/exec", jsonLimit, async (c) => {
-    const { key, lease, policy } = await openSessionCall(c, services);
-    const body = await readJsonBody(c);
-    const request = parseExecRequest(body);
-    const tool = request.tool;
-
-    if (!policy.allowedTools.includes(tool)) {
-      throw new SandpoolError(
-        "policy.tool_not_allowed",
-        `the tool '${tool}' is not allowed for this workspace`,
-      );
+    const { key, policy } = await sessionCallPolicy(c, services);
+    let body: unknown;
+    let request: ReturnType<typeof parseExecRequest>;
+    try {
+      body = await readJsonBody(c);
+      request = parseExecRequest(body);
+      if (!policy.allowedTools.includes(request.tool)) {
+        throw new SandpoolError(
+          "policy.tool_not_allowed",
+          `the tool '${request.tool}' is not allowed for this workspace`,
+        );
+      }
+    } catch (error) {
+      return refuseInOrder(services, key, error);
     }
+    const tool = request.tool;
     const requestedSeconds = Math.min(
       request.timeout_seconds ?? policy.defaultExecTimeoutSeconds,
       policy.execTimeoutCeilingSeconds,
     );
-    const reservation = await services.admission.reserveExec(policy, requestedSeconds * 1000);
+    const bufferMs = services.limits.execDeadlineBufferMs;
+    // One round trip: the session resolved, the time reserved, the session marked busy until
+    // the longest the call may take (the time granted can only shorten it).
+    const call = await services.sessions.beginCall(key, {
+      deadlineMs: requestedSeconds * 1000 + bufferMs,
+      budget: { policy, requestedMs: requestedSeconds * 1000 },
+    });
+    const { lease } = call;
     // Whole seconds, rounded down so the call cannot outrun what was granted (below one
     // second granted, one second: the last call of a day may overrun that little).
-    const timeoutSeconds = Math.max(1, Math.min(requestedSeconds, Math.floor(reservation.grantedMs / 1000)));
-    const deadlineMs = timeoutSeconds * 1000 + services.limits.execDeadlineBufferMs;
+    const timeoutSeconds = Math.max(1, Math.min(requestedSeconds, Math.floor(call.grantedMs / 1000)));
+    const deadlineMs = timeoutSeconds * 1000 + bufferMs;
     // Unknown request fields travel on to the sandbox; only the timeout is rewritten.
     const forwarded = JSON.stringify({ ...(body as object), timeout_seconds: timeoutSeconds });
     if (wantsEventStream(c.req.header("accept"))) {
-      return streamExecution(c, services, { key, lease, tool, reservation, deadlineMs, forwarded });
+      return streamExecution(c, services, { key, lease, tool, call, deadlineMs, forwarded });
     }
     let started: number | undefined;
     try {
-      const answer = await services.sessions.whileBusy(key, deadlineMs, () => {
-        started = performance.now();
-        return forwardToSandbox(services, lease, {
-          method: "POST",
-          subPath: "/exec",
-          headers: { "content-type": "application/json" },
-          body: forwarded,
-          timeoutMs: deadlineMs,
-          buffer: true,
-        });
+      started = performance.now();
+      const answer = await forwardToSandbox(services, lease, {
+        method: "POST",
+        subPath: "/exec",
+        headers: { "content-type": "application/json" },
+        body: forwarded,
+        timeoutMs: deadlineMs,
+        buffer: true,
       });
       return toResponse(c, answer);
     } finally {
       const wallMs = started === undefined ? 0 : performance.now() - started;
-      await meterExecution(services, key, tool, reservation, wallMs);
+      await meterExecution(services, key, tool, call, wallMs);
     }
   });
 }

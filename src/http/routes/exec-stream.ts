@@ -1,7 +1,7 @@
 /**
  * A streamed Execute through the gateway (`Accept: text/event-stream`, the extension in
- * src/contract/exec-events.ts). Admission, policy and the budget reservation have run in
- * exec-route.ts; this keeps every limit of a buffered call until the stream ends, not
+ * src/contract/exec-events.ts). Admission, policy, the budget reservation and the busy mark
+ * have run in exec-route.ts; this keeps every limit of a buffered call until the stream ends, not
  * until the handler returns: the session is marked busy, the call keeps its place among
  * the workspace's calls in flight, and the reservation is settled with the wall time from
  * the forward to the end of the stream. An error before the stream starts (the sandbox's
@@ -13,7 +13,7 @@ import type { Context } from "hono";
 import { EVENT_STREAM_HEADERS, EVENT_STREAM_TYPE, formatEvent } from "../../contract/exec-events.js";
 import { relayExecEvents, reserialized } from "../../forward/exec-event-relay.js";
 import { oversizedExecAnswer } from "../../forward/oversized-exec-answer.js";
-import type { ExecReservation } from "../../quota/admission.js";
+import type { OpenCall } from "../../pool/session-lifecycle.js";
 import type { Lease, LeaseKey } from "../../store/coordination/records.js";
 import type { GatewayEnv } from "../gateway-env.js";
 import type { GatewayServices } from "../gateway-services.js";
@@ -33,7 +33,8 @@ export interface StreamedCall {
   key: LeaseKey;
   lease: Lease;
   tool: string;
-  reservation: ExecReservation;
+  /** The call begun (session busy, time reserved): ended with the stream. */
+  call: OpenCall;
   deadlineMs: number;
   /** The request body sent on to the sandbox. */
   forwarded: string;
@@ -46,22 +47,19 @@ export async function streamExecution(
 ): Promise<Response> {
   const releaseSlot = c.get("holdCallInFlight")?.();
   let started: number | undefined;
-  let endCall: (() => Promise<void>) | undefined;
   let finished = false;
   const finish = async () => {
     if (finished) return;
     finished = true;
     const wallMs = started === undefined ? 0 : performance.now() - started;
     try {
-      await endCall?.();
-      await meterExecution(services, call.key, call.tool, call.reservation, wallMs);
+      await meterExecution(services, call.key, call.tool, call.call, wallMs);
     } finally {
       releaseSlot?.();
     }
   };
 
   try {
-    endCall = await services.sessions.beginCall(call.key, call.deadlineMs);
     started = performance.now();
     const answer = await forwardToSandbox(services, call.lease, {
       method: "POST",

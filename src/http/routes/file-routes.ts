@@ -3,7 +3,8 @@
  * download is never held in the gateway's memory, and neither is an upload. The
  * workspace's file-size cap is checked on Content-Length before anything is read, and
  * handed to the sandbox, which enforces it exactly while it writes. A transfer counts as
- * a call in flight until its last byte, so a slow one is never reaped as idle. Downloads
+ * a call in flight until its last byte, so a slow one is never reaped as idle. Each call is
+ * one store round trip as it begins (resolve and mark busy) and one as it ends. Downloads
  * are always attachments, never sniffed (`downloadHeaders`).
  */
 import { Readable } from "node:stream";
@@ -15,7 +16,7 @@ import { attachmentDisposition, fileNameOf } from "../common/content-disposition
 import type { GatewayEnv } from "../gateway-env.js";
 import type { GatewayServices } from "../gateway-services.js";
 import { forwardToSandbox, type SandboxAnswer, toResponse } from "./forward-to-sandbox.js";
-import { openSessionCall } from "./open-session-call.js";
+import { openSessionCall, refuseInOrder, sessionCallPolicy } from "./open-session-call.js";
 
 /** Room for multipart boundaries and part headers on top of the file itself. */
 const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
@@ -61,24 +62,26 @@ export function registerFileRoutes(app: Hono<GatewayEnv>, services: GatewayServi
   const timeoutMs = services.limits.sandboxRequestTimeoutMs;
 
   app.get("/sessions/:id/files/list", async (c) => {
-    const { key, lease } = await openSessionCall(c, services);
-    const answer = await services.sessions.whileBusy(key, timeoutMs, () =>
-      forwardToSandbox(services, lease, {
+    const { call } = await openSessionCall(c, services, { deadlineMs: timeoutMs });
+    try {
+      const answer = await forwardToSandbox(services, call.lease, {
         method: "GET",
         subPath: "/files/list",
         query: rawQuery(c),
         timeoutMs,
-      }),
-    );
-    return toResponse(c, answer);
+      });
+      return toResponse(c, answer);
+    } finally {
+      await call.end();
+    }
   });
 
   app.get("/sessions/:id/files", async (c) => {
-    const { key, lease } = await openSessionCall(c, services);
-    const end = await services.sessions.beginCall(key, TRANSFER_DEADLINE_MS);
+    const { key, call } = await openSessionCall(c, services, { deadlineMs: TRANSFER_DEADLINE_MS });
+    const end = () => call.end().then(() => undefined);
     let answer: SandboxAnswer;
     try {
-      answer = await forwardToSandbox(services, lease, {
+      answer = await forwardToSandbox(services, call.lease, {
         method: "GET",
         subPath: "/files",
         query: rawQuery(c),
@@ -102,23 +105,32 @@ export function registerFileRoutes(app: Hono<GatewayEnv>, services: GatewayServi
   });
 
   app.post("/sessions/:id/files", async (c) => {
-    const { key, lease, policy } = await openSessionCall(c, services);
+    const { key, policy } = await sessionCallPolicy(c, services);
     const declared = Number(c.req.header("content-length"));
     if (Number.isFinite(declared) && declared > policy.maxFileBytes + MULTIPART_OVERHEAD_BYTES) {
-      throw new SandpoolError(
-        "file.too_large",
-        `the file is larger than the ${policy.maxFileBytes}-byte cap`,
+      await refuseInOrder(
+        services,
+        key,
+        new SandpoolError("file.too_large", `the file is larger than the ${policy.maxFileBytes}-byte cap`),
       );
     }
     const raw = c.req.raw.body;
-    if (!raw) throw new SandpoolError("request.malformed", "PutFile needs a multipart body");
+    if (!raw) {
+      await refuseInOrder(
+        services,
+        key,
+        new SandpoolError("request.malformed", "PutFile needs a multipart body"),
+      );
+    }
     const headers: Record<string, string> = {
       "content-type": c.req.header("content-type") ?? "application/octet-stream",
       [MAX_FILE_BYTES_HEADER]: String(policy.maxFileBytes),
     };
     if (Number.isFinite(declared)) headers["content-length"] = String(declared);
-    const answer = await services.sessions.whileBusy(key, TRANSFER_DEADLINE_MS, () =>
-      forwardToSandbox(services, lease, {
+    const call = await services.sessions.beginCall(key, { deadlineMs: TRANSFER_DEADLINE_MS });
+    let answer: SandboxAnswer;
+    try {
+      answer = await forwardToSandbox(services, call.lease, {
         method: "POST",
         subPath: "/files",
         headers,
@@ -126,8 +138,10 @@ export function registerFileRoutes(app: Hono<GatewayEnv>, services: GatewayServi
         // The upload streams through before the sandbox answers: allow for a slow sender.
         timeoutMs: TRANSFER_DEADLINE_MS,
         buffer: true,
-      }),
-    );
+      });
+    } finally {
+      await call.end();
+    }
     if (answer.status === 201) {
       const stored = JSON.parse((answer.body as Buffer).toString("utf8")) as { size_bytes?: number };
       services.usage.record({

@@ -6,7 +6,18 @@
  * Everything with an owner is kept with an expiry (slots, pool members, leases), so a
  * holder that crashes ages out instead of leaking capacity.
  */
-import type { CallMark, Lease, LeaseKey, SandboxRecord } from "./records.js";
+import type {
+  AdmissionVerdict,
+  CallEnd,
+  CallMark,
+  CallStart,
+  CallStarted,
+  Lease,
+  LeaseKey,
+  MemberHold,
+  SandboxRecord,
+  SessionAdmission,
+} from "./records.js";
 
 export interface CoordinationStore {
   // Admission: concurrent-session slots, session rate, execution budget.
@@ -19,6 +30,12 @@ export interface CoordinationStore {
     now: number,
   ): Promise<boolean>;
   releaseSlot(workspace: string, token: string): Promise<void>;
+  /**
+   * Admits a new session in one atomic step (CreateSession's admission, one round trip):
+   * refused when the day's budget is spent, else takes a slot under the limit, else counts
+   * the session in the rate window. A refusal takes nothing.
+   */
+  admitSession(workspace: string, admission: SessionAdmission): Promise<AdmissionVerdict>;
   countSlots(workspace: string, now: number): Promise<number>;
   /** Records one event in a sliding window; 0 if allowed, else milliseconds until one would be. */
   takeRate(workspace: string, limit: number, windowMs: number, now: number): Promise<number>;
@@ -54,6 +71,17 @@ export interface CoordinationStore {
   pushIdle(record: SandboxRecord): Promise<void>;
   /** Atomically takes the oldest idle sandbox of the pool, if any. */
   popIdle(pool: string): Promise<SandboxRecord | undefined>;
+  /**
+   * Leases the oldest idle sandbox of the pool in one atomic step: popped, its membership
+   * held until `hold.until` (as `holdMember`), its workspace recorded as a holder.
+   */
+  leaseIdle(pool: string, hold: MemberHold): Promise<SandboxRecord | undefined>;
+  /**
+   * Keeps a leased sandbox counted against its pool until `hold.until` (a member only: as
+   * `renewMember`) and records its workspace among the pool's holders, which is how the
+   * Redis store finds the workspaces whose leases it lists and reaps.
+   */
+  holdMember(pool: string, sandboxId: string, hold: MemberHold): Promise<void>;
   /** Atomically takes one particular idle sandbox (for draining or reconciliation). */
   takeIdle(pool: string, sandboxId: string): Promise<SandboxRecord | undefined>;
   listIdle(pool: string): Promise<SandboxRecord[]>;
@@ -67,6 +95,19 @@ export interface CoordinationStore {
    * Returns the lease, or undefined if it is gone.
    */
   touchLease(key: LeaseKey, now: number, call?: CallMark): Promise<Lease | undefined>;
+  /**
+   * Begins a call in one atomic step (one round trip on the hot path): resolves the lease,
+   * refuses one past its deadline, reserves the budget asked for (cut to what remains,
+   * `budget_spent` when nothing does), and marks the session busy (as `touchLease` with
+   * `{ begin: busyUntil }`). Only `started` changes anything.
+   */
+  beginCall(key: LeaseKey, start: CallStart): Promise<CallStarted>;
+  /**
+   * Ends a call in one atomic step: gives `refund` back to its day's budget (as
+   * `refundBudget`) and records the activity and the call's end (as `touchLease` with
+   * `{ end: true }`). False when the lease is gone (the refund is made anyway).
+   */
+  endCall(key: LeaseKey, end: CallEnd): Promise<boolean>;
   /** Atomically removes the lease: of several callers, exactly one gets it and ends the session. */
   takeLease(key: LeaseKey): Promise<Lease | undefined>;
   /** Leases whose idle or lifetime deadline has passed. */

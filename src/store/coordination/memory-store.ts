@@ -4,7 +4,19 @@
  * network; every method is trivially atomic because nothing awaits inside it.
  */
 import type { CoordinationStore } from "./coordination-store.js";
-import { type CallMark, type Lease, type LeaseKey, leaseDeadline, type SandboxRecord } from "./records.js";
+import {
+  type AdmissionVerdict,
+  type CallEnd,
+  type CallMark,
+  type CallStart,
+  type CallStarted,
+  type Lease,
+  type LeaseKey,
+  leaseDeadline,
+  type MemberHold,
+  type SandboxRecord,
+  type SessionAdmission,
+} from "./records.js";
 
 /** token -> expiry, with expired entries dropped whenever the set is read. */
 class ExpiringSet {
@@ -24,6 +36,11 @@ class ExpiringSet {
     if (live >= limit) return false;
     this.entries.set(token, expiresAt);
     return true;
+  }
+
+  has(token: string, now: number): boolean {
+    const expiresAt = this.entries.get(token);
+    return expiresAt !== undefined && expiresAt > now;
   }
 
   renew(token: string, expiresAt: number): void {
@@ -63,6 +80,21 @@ export class MemoryCoordinationStore implements CoordinationStore {
     return getOrCreate(this.slots, workspace, () => new ExpiringSet()).add(token, limit, expiresAt, now);
   }
 
+  async admitSession(workspace: string, a: SessionAdmission): Promise<AdmissionVerdict> {
+    if ((this.budgets.get(`${workspace}\u0000${a.budgetDay}`) ?? 0) >= a.budgetLimitMs) {
+      return { admitted: false, refused: "exec_budget" };
+    }
+    const slots = getOrCreate(this.slots, workspace, () => new ExpiringSet());
+    if (!slots.has(a.token, a.now) && slots.live(a.now) >= a.slotLimit) {
+      return { admitted: false, refused: "concurrent_sessions" };
+    }
+    const waitMs = this.waitForRate(workspace, a.ratePerWindow, a.rateWindowMs, a.now);
+    if (waitMs > 0) return { admitted: false, refused: "session_rate", waitMs };
+    this.rates.get(workspace)!.push(a.now);
+    slots.add(a.token, Number.MAX_SAFE_INTEGER, a.slotExpiresAt, a.now);
+    return { admitted: true };
+  }
+
   async releaseSlot(workspace: string, token: string) {
     this.slots.get(workspace)?.delete(token);
   }
@@ -72,11 +104,16 @@ export class MemoryCoordinationStore implements CoordinationStore {
   }
 
   async takeRate(workspace: string, limit: number, windowMs: number, now: number) {
+    const waitMs = this.waitForRate(workspace, limit, windowMs, now);
+    if (waitMs === 0) this.rates.get(workspace)!.push(now);
+    return waitMs;
+  }
+
+  /** 0 when the window has room for one more event, else the milliseconds until it will. */
+  private waitForRate(workspace: string, limit: number, windowMs: number, now: number): number {
     const events = getOrCreate(this.rates, workspace, () => []);
     while (events.length > 0 && events[0]! <= now - windowMs) events.shift();
-    if (events.length >= limit) return events[0]! + windowMs - now;
-    events.push(now);
-    return 0;
+    return events.length >= limit ? Math.max(1, events[0]! + windowMs - now) : 0;
   }
 
   async reserveBudget(workspace: string, day: string, requestedMs: number, limitMs: number) {
@@ -131,6 +168,17 @@ export class MemoryCoordinationStore implements CoordinationStore {
     return this.idle.get(pool)?.shift();
   }
 
+  async leaseIdle(pool: string, hold: MemberHold) {
+    const record = this.idle.get(pool)?.shift();
+    if (record) this.members.get(pool)?.renew(record.sandboxId, hold.until);
+    return record;
+  }
+
+  // Every lease is in one map here: no holders to record for the reaper.
+  async holdMember(pool: string, sandboxId: string, hold: MemberHold) {
+    this.members.get(pool)?.renew(sandboxId, hold.until);
+  }
+
   async takeIdle(pool: string, sandboxId: string) {
     const records = this.idle.get(pool) ?? [];
     const index = records.findIndex((record) => record.sandboxId === sandboxId);
@@ -162,6 +210,27 @@ export class MemoryCoordinationStore implements CoordinationStore {
       if (lease.activeCalls === 0) delete lease.busyUntil;
     }
     return structuredClone(lease);
+  }
+
+  async beginCall(key: LeaseKey, start: CallStart): Promise<CallStarted> {
+    const lease = this.leases.get(leaseId(key));
+    if (!lease) return { outcome: "gone" };
+    if (leaseDeadline(lease) <= start.now) return { outcome: "expired" };
+    let grantedMs = 0;
+    if (start.budget) {
+      const { day, requestedMs, limitMs } = start.budget;
+      grantedMs = await this.reserveBudget(key.workspace, day, Math.max(1, Math.ceil(requestedMs)), limitMs);
+      if (grantedMs <= 0) return { outcome: "budget_spent" };
+    }
+    const marked = (await this.touchLease(key, start.now, { begin: start.busyUntil }))!;
+    return { outcome: "started", lease: marked, grantedMs };
+  }
+
+  async endCall(key: LeaseKey, end: CallEnd) {
+    if (end.refund && end.refund.milliseconds > 0) {
+      await this.refundBudget(key.workspace, end.refund.day, Math.floor(end.refund.milliseconds));
+    }
+    return (await this.touchLease(key, end.now, { end: true })) !== undefined;
   }
 
   async takeLease(key: LeaseKey) {

@@ -46,3 +46,53 @@ export interface LeaseKey {
   workspace: string;
   sessionId: string;
 }
+
+/** A call starting on a session (CoordinationStore.beginCall). */
+export interface CallStart {
+  now: number;
+  /** The call's deadline (epoch ms): how long it may hold the session off idling out. */
+  busyUntil: number;
+  /** Execution time to reserve against the workspace's budget of `day` (Execute only). */
+  budget?: { day: string; requestedMs: number; limitMs: number };
+}
+
+/**
+ * What beginning a call found: the lease, marked busy, with the budget granted (0 without a
+ * budget); or nothing changed because the session is gone (unknown, ended, another
+ * workspace's), past its deadline (the caller ends it), or the budget is spent.
+ */
+export type CallStarted =
+  | { outcome: "started"; lease: Lease; grantedMs: number }
+  | { outcome: "gone" | "expired" | "budget_spent" };
+
+/** A call ending (CoordinationStore.endCall): its activity, and what goes back to the budget. */
+export interface CallEnd {
+  now: number;
+  refund?: { day: string; milliseconds: number };
+}
+
+/** A new session's admission (CoordinationStore.admitSession): budget, slot and rate at once. */
+export interface SessionAdmission {
+  /** The slot's token: the session id. */
+  token: string;
+  slotLimit: number;
+  slotExpiresAt: number;
+  now: number;
+  ratePerWindow: number;
+  rateWindowMs: number;
+  budgetDay: string;
+  budgetLimitMs: number;
+}
+
+export type AdmissionVerdict =
+  | { admitted: true }
+  | { admitted: false; refused: "exec_budget" }
+  | { admitted: false; refused: "concurrent_sessions" }
+  | { admitted: false; refused: "session_rate"; waitMs: number };
+
+/** Who holds a leased sandbox and until when (its session's slot expiry). */
+export interface MemberHold {
+  workspace: string;
+  until: number;
+  now: number;
+}

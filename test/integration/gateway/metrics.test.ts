@@ -55,6 +55,24 @@ describe("GET /metrics", () => {
     expect(withBadToken.status).toBe(200);
   });
 
+  it("exports the event loop's delay as a histogram, a stall included", async () => {
+    const before = (await scrape()).text;
+    const stalled = (text: string) =>
+      sample(text, "sandpool_event_loop_delay_seconds_count")! -
+      sample(text, 'sandpool_event_loop_delay_seconds_bucket{le="0.25"}')!;
+    const until = Date.now() + 300;
+    while (Date.now() < until) {
+      // A synchronous stretch: the loop runs nothing else meanwhile.
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const after = (await scrape()).text;
+    expect(after).toContain("# TYPE sandpool_event_loop_delay_seconds histogram");
+    expect(stalled(after) - stalled(before)).toBe(1);
+    // The loop is sampled all along: a few samples a tenth of a second.
+    const count = (text: string) => sample(text, "sandpool_event_loop_delay_seconds_count")!;
+    expect(count(after) - count(before)).toBeGreaterThanOrEqual(3);
+  });
+
   it("counts requests by route, method and status", async () => {
     const client = await harness.client(freshWorkspace("routes"));
     const id = sessionIdOf(await client.createSession());

@@ -253,7 +253,9 @@ describe("a pool whose image cannot start", () => {
   it("refuses a cold start with 503 capacity.exhausted and Retry-After, counting it", async () => {
     const pool = brokenPool();
     await pool.tickUntil(0);
-    const error = await pool.pools.lease(spec).catch((e: unknown) => e);
+    const error = await pool.pools
+      .lease(spec, { workspace: "w", until: 3_600_000, now: 0 })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SandpoolError);
     expect((error as SandpoolError).code).toBe("capacity.exhausted");
     expect((error as SandpoolError).retryAfterSeconds).toBeGreaterThanOrEqual(1);
@@ -316,8 +318,10 @@ describe("a pool whose idle sandboxes sit for a long time", () => {
       now: () => clock,
     });
     const lease = async () => {
-      const leased = await pools.lease(spec);
-      await pools.holdMembership(leased.record, clock + 3_600_000 + 60_000);
+      const hold = { workspace: "w", until: clock + 3_600_000 + 60_000, now: clock };
+      // A warm lease holds its pool place as it pops; a cold one is held afterwards.
+      const leased = await pools.lease(spec, hold);
+      if (!leased.warm) await pools.holdMembership(leased.record, hold);
       await pools.warm(spec);
       return leased;
     };

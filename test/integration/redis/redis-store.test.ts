@@ -91,4 +91,86 @@ describe.skipIf(!available)("Redis coordination store", () => {
       await server.stop();
     }
   });
+
+  it("tries a read once more when Redis answers late, but never a write", async () => {
+    // A private Redis, paused a little longer than the command timeout: the first try of a
+    // read times out, the second is answered once the pause ends; a script fails.
+    const server = await startPrivateRedis();
+    const store = await RedisCoordinationStore.connect({ url: server.url, prefix, commandTimeoutMs: 500 });
+    const admin = new Redis(server.url);
+    try {
+      const now = Date.now();
+      const l = {
+        sessionId: "s-late",
+        workspace: "w-late",
+        pool: "default",
+        image: "sandpool/sandbox:dev",
+        sandbox: {
+          sandboxId: "sb",
+          pool: "default",
+          endpoint: "http://127.0.0.1:1",
+          runtimeId: "rt",
+          innerSessionId: "in",
+          createdAt: now,
+        },
+        createdAt: now,
+        lastActivityAt: now,
+        idleTimeoutSeconds: 60,
+        maxLifetimeSeconds: 600,
+      };
+      await store.putLease(l);
+      await admin.client("PAUSE", 700, "ALL");
+      const [read, written] = await Promise.allSettled([
+        store.getLease({ workspace: "w-late", sessionId: "s-late" }),
+        store.acquireSlot("w-late", "a", 5, now + 60_000, now),
+      ]);
+      expect(read).toMatchObject({ status: "fulfilled", value: l });
+      expect(written).toMatchObject({ status: "rejected", reason: { code: "store.unavailable" } });
+    } finally {
+      admin.disconnect();
+      await store.close();
+      await server.stop();
+    }
+  });
+
+  it("still reaps, lists and cleans leases an earlier version indexed in its one global set", async () => {
+    const legacyPrefix = `${prefix}legacy-${randomBytes(3).toString("hex")}:`;
+    const store = await RedisCoordinationStore.connect({ url: redisUrl, prefix: legacyPrefix });
+    const admin = new Redis(redisUrl);
+    try {
+      const now = Date.now();
+      const lease = {
+        sessionId: "old-session",
+        workspace: "old-ws",
+        pool: "default",
+        image: "sandpool/sandbox:dev",
+        sandbox: {
+          sandboxId: "sb-old",
+          pool: "default",
+          endpoint: "http://127.0.0.1:1",
+          runtimeId: "rt",
+          innerSessionId: "in",
+          createdAt: now - 120_000,
+        },
+        createdAt: now - 120_000,
+        lastActivityAt: now - 120_000,
+        idleTimeoutSeconds: 60,
+        maxLifetimeSeconds: 600,
+      };
+      // As the previous version wrote it: the lease key, and a member in {leases}:deadlines.
+      await admin.set(`${legacyPrefix}{ws:old-ws}:lease:old-session`, JSON.stringify(lease), "PX", 600_000);
+      const member = JSON.stringify(["old-ws", "old-session"]);
+      await admin.zadd(`${legacyPrefix}{leases}:deadlines`, now - 60_000, member);
+      expect(await store.dueLeases(now, 10)).toEqual([{ workspace: "old-ws", sessionId: "old-session" }]);
+      expect(await store.listLeases()).toEqual([lease]);
+      expect(await store.takeLease({ workspace: "old-ws", sessionId: "old-session" })).toEqual(lease);
+      expect(await admin.zcard(`${legacyPrefix}{leases}:deadlines`)).toBe(0);
+      expect(await store.dueLeases(now, 10)).toEqual([]);
+    } finally {
+      const keys = await admin.keys(`${legacyPrefix}*`);
+      if (keys.length > 0) await admin.del(...keys);
+      admin.disconnect();
+      await store.close();
+    }
+  });
 });

@@ -22,18 +22,21 @@ export interface LuaScripts {
 
 /** The scripts of `folder` (the ./lua beside this module unless a test names another). */
 export async function loadLuaScripts(folder: URL = scriptsFolder): Promise<LuaScripts> {
-  const scripts = new Map<string, { numberOfKeys: number; lua: string }>();
+  const scripts = new Map<string, { numberOfKeys: number; lua: string; command: string }>();
   for (const file of await readdir(folder)) {
     const match = SCRIPT_NAME.exec(file);
     if (!match) continue;
     scripts.set(match[1]!, {
+      command: commandName(match[1]!),
       numberOfKeys: Number(match[2]),
       lua: await readFile(new URL(file, folder), "utf8"),
     });
   }
   return {
     defineOn(redis) {
-      for (const [name, script] of scripts) redis.defineCommand(commandName(name), script);
+      for (const script of scripts.values()) {
+        redis.defineCommand(script.command, { numberOfKeys: script.numberOfKeys, lua: script.lua });
+      }
     },
     run(redis, name, keys, args) {
       const script = scripts.get(name);
@@ -42,7 +45,8 @@ export async function loadLuaScripts(folder: URL = scriptsFolder): Promise<LuaSc
       const tags = new Set(keys.map(hashTag));
       if (tags.size > 1)
         throw new Error(`'${name}' got keys of different hash tags: ${[...tags].join(", ")}`);
-      const command = (redis as unknown as Record<string, Command>)[commandName(name)]!;
+      // The method's name is made once, at load: this runs on every call of the hot path.
+      const command = (redis as unknown as Record<string, Command>)[script.command]!;
       return command.call(redis, ...keys, ...args);
     },
   };

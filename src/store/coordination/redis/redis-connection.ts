@@ -199,8 +199,11 @@ const failFastOnCluster = {
 function nodeOptions(role: RedisRole, options: OpenOptions): RedisOptions {
   // BullMQ connects its connection itself, and waits for it to be ready.
   const common: RedisOptions = { lazyConnect: role !== "jobs", connectTimeout: 2_000 };
+  // The command timeout is long enough for a reply held up by this process's own stall (a busy
+  // loop, a GC pause: see sandpool_event_loop_delay_seconds), short enough that a hung Redis
+  // fails calls fast. A Redis that is gone fails them at once (no offline queue).
   if (role === "commands")
-    return { ...common, maxRetriesPerRequest: 1, commandTimeout: options.commandTimeoutMs ?? 1_000 };
+    return { ...common, maxRetriesPerRequest: 1, commandTimeout: options.commandTimeoutMs ?? 2_000 };
   return { ...common, maxRetriesPerRequest: null };
 }
 

@@ -32,11 +32,33 @@ export class RedisKeys {
     return `${this.prefix}{pool:${pool}}:idle`;
   }
 
-  /** Every lease, scored by its deadline: what the reaper scans. */
-  leaseIndex(): string {
+  /**
+   * A workspace's leases, session id -> deadline: what the reaper scans. Under the
+   * workspace's tag, so the scripts of a call move it in the same step as the lease.
+   */
+  deadlines(workspace: string): string {
+    return `${this.prefix}{ws:${workspace}}:deadlines`;
+  }
+
+  /** The workspaces holding sandboxes of a pool, workspace -> until (the reaper's way in). */
+  holders(pool: string): string {
+    return `${this.prefix}{pool:${pool}}:holders`;
+  }
+
+  /** The names of the pools that ever started a sandbox. */
+  pools(): string {
+    return `${this.prefix}pools`;
+  }
+
+  /**
+   * The deadline index of earlier versions (every lease in one set, outside any workspace's
+   * slot): read by the reaper and the listings, never written, until its leases are gone.
+   */
+  legacyLeaseIndex(): string {
     return `${this.prefix}{leases}:deadlines`;
   }
 
+  /** A lease's member in the legacy index. */
   indexMember(key: LeaseKey): string {
     return JSON.stringify([key.workspace, key.sessionId]);
   }

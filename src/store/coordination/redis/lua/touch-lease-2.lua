@@ -1,9 +1,12 @@
 -- Records activity on a lease: last activity never moves backwards; a call that begins
--- counts in and raises busyUntil to its deadline, the last call that ends clears it.
+-- counts in and raises busyUntil to its deadline, the last call that ends clears it. The
+-- lease's new deadline goes into its workspace's deadline index (what the reaper reads).
 -- KEYS[1]  the lease (JSON string)
+-- KEYS[2]  the workspace's deadline index: session id -> deadline (epoch ms)
 -- ARGV[1]  now (epoch ms)
 -- ARGV[2]  "begin", "end", or "" for plain activity
 -- ARGV[3]  with "begin": the call's deadline (epoch ms)
+-- ARGV[4]  the session id (its member in the index)
 -- Returns  the updated lease JSON, or false when the lease is gone
 local raw = redis.call("GET", KEYS[1])
 if not raw then
@@ -22,4 +25,8 @@ elseif ARGV[2] == "end" then
 end
 local updated = cjson.encode(lease)
 redis.call("SET", KEYS[1], updated, "KEEPTTL")
+-- The same deadline as leaseDeadline() in records.ts.
+local idle = math.max(lease.lastActivityAt + lease.idleTimeoutSeconds * 1000, lease.busyUntil or 0)
+local deadline = math.min(idle, lease.createdAt + lease.maxLifetimeSeconds * 1000)
+redis.call("ZADD", KEYS[2], deadline, ARGV[4])
 return updated

@@ -1,0 +1,29 @@
+-- Leases the oldest idle sandbox of a pool, in one step: takes it off the idle list, keeps
+-- it counted against the pool until `until`, and records the leasing workspace among the
+-- pool's holders (how the reaper finds the workspaces that have sessions).
+-- KEYS[1]  the pool's idle list of JSON sandbox records (pushed left, popped right)
+-- KEYS[2]  the pool's members: sandbox id -> expiry (epoch ms)
+-- KEYS[3]  the pool's holders: workspace -> until when it may hold a session (epoch ms)
+-- ARGV[1]  until (epoch ms): the session's slot expiry
+-- ARGV[2]  the workspace
+-- ARGV[3]  now (epoch ms)
+-- Returns  the record's JSON, or false when the pool has no idle sandbox
+local raw = redis.call("RPOP", KEYS[1])
+if not raw then
+  return false
+end
+local until_ms, now = tonumber(ARGV[1]), tonumber(ARGV[3])
+-- A key's expiry follows its longest-held entry (a set whose expiry passed is gone).
+local function keep_until(key, at)
+  local ttl = redis.call("PTTL", key)
+  if ttl == -1 or (ttl >= 0 and now + ttl < at + 1000) then
+    redis.call("PEXPIREAT", key, math.floor(at) + 1000)
+  end
+end
+if redis.call("ZADD", KEYS[2], "XX", "CH", until_ms, cjson.decode(raw).sandboxId) == 1 then
+  keep_until(KEYS[2], until_ms)
+end
+redis.call("ZREMRANGEBYSCORE", KEYS[3], "-inf", now)
+redis.call("ZADD", KEYS[3], "GT", until_ms, ARGV[2])
+keep_until(KEYS[3], until_ms)
+return raw

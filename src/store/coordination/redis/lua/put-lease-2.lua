@@ -1,0 +1,11 @@
+-- Stores a lease and its deadline in its workspace's deadline index, together.
+-- KEYS[1]  the lease (JSON string)
+-- KEYS[2]  the workspace's deadline index: session id -> deadline (epoch ms)
+-- ARGV[1]  the lease JSON
+-- ARGV[2]  when the key expires (epoch ms): past the session's maximum lifetime
+-- ARGV[3]  the lease's deadline (epoch ms)
+-- ARGV[4]  the session id (its member in the index)
+-- Returns  1
+redis.call("SET", KEYS[1], ARGV[1], "PXAT", ARGV[2])
+redis.call("ZADD", KEYS[2], ARGV[3], ARGV[4])
+return 1
