@@ -32,6 +32,16 @@ export class RedisKeys {
     return `${this.prefix}{pool:${pool}}:idle`;
   }
 
+  /** Every replica's lease and start counts of a pool, summed (src/pool/pool-demand-sync.ts). */
+  demand(pool: string): string {
+    return `${this.prefix}{pool:${pool}}:demand`;
+  }
+
+  /** A pool's recent refill times, newest first. */
+  refills(pool: string): string {
+    return `${this.prefix}{pool:${pool}}:refills`;
+  }
+
   /** Every lease, scored by its deadline: what the reaper scans. */
   leaseIndex(): string {
     return `${this.prefix}{leases}:deadlines`;

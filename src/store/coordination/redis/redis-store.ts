@@ -13,6 +13,12 @@ import { randomBytes } from "node:crypto";
 import { Redis, type RedisOptions } from "ioredis";
 import { SandpoolError } from "../../../contract/error-codes.js";
 import type { CoordinationStore } from "../coordination-store.js";
+import {
+  POOL_DEMAND_TTL_MS,
+  type PoolDemandDelta,
+  type PoolDemandTotals,
+  type PoolStartFailure,
+} from "../pool-demand-exchange.js";
 import { type CallMark, type Lease, type LeaseKey, leaseDeadline, type SandboxRecord } from "../records.js";
 import { type LuaScripts, loadLuaScripts } from "./lua-scripts.js";
 import { RedisKeys } from "./redis-keys.js";
@@ -149,6 +155,31 @@ export class RedisCoordinationStore implements CoordinationStore {
     return raws.reverse().map((raw) => JSON.parse(raw) as SandboxRecord);
   }
 
+  async exchangePoolDemand(pool: string, delta: PoolDemandDelta, window: number) {
+    const failure = delta.startFailure;
+    const raw = (await this.call(() =>
+      this.scripts.run(
+        this.redis,
+        "exchange-pool-demand",
+        [this.keys.demand(pool), this.keys.refills(pool)],
+        [
+          delta.warmLeases,
+          delta.coldLeases,
+          delta.warmupFailures,
+          window,
+          POOL_DEMAND_TTL_MS,
+          failure?.at ?? "",
+          failure?.message ?? "",
+          failure?.nextAttemptAt ?? "",
+          failure?.consecutiveFailures ?? "",
+          delta.startSucceededAt ?? "",
+          ...delta.refillMs.map((ms) => Math.round(ms)),
+        ],
+      ),
+    )) as (string | null | string[])[];
+    return demandTotals(raw);
+  }
+
   async putLease(lease: Lease) {
     const expireAt = lease.createdAt + lease.maxLifetimeSeconds * 1000 + LEASE_KEY_GRACE_MS;
     await this.call(() =>
@@ -245,6 +276,28 @@ export class RedisCoordinationStore implements CoordinationStore {
       });
     }
   }
+}
+
+/** The exchange script's answer as totals (see exchange-pool-demand-2.lua for its shape). */
+function demandTotals(raw: (string | null | string[])[]): PoolDemandTotals {
+  const [warm, cold, failures, failureAt, message, nextAttemptAt, consecutive, succeededAt, refills] = raw;
+  const count = (value: unknown) => Number(value ?? 0);
+  let startFailure: PoolStartFailure | null = null;
+  if (typeof failureAt === "string" && Number(failureAt) > count(succeededAt)) {
+    startFailure = {
+      message: String(message ?? ""),
+      at: Number(failureAt),
+      nextAttemptAt: count(nextAttemptAt),
+      consecutiveFailures: count(consecutive),
+    };
+  }
+  return {
+    warmLeases: count(warm),
+    coldLeases: count(cold),
+    warmupFailures: count(failures),
+    refillMs: Array.isArray(refills) ? refills.map(Number) : [],
+    startFailure,
+  };
 }
 
 /** The URL without its password, for messages. */
