@@ -67,7 +67,8 @@ export class PoolManager {
   /** The deployment's counts as last read from the store. */
   private readonly deployment = new Map<string, PoolDemandTotals>();
   private readonly warming = new Map<string, Promise<void>>();
-  private readonly warmAgain = new Set<string>();
+  /** Wakes a pool's running warm-up to look at its shortfall again. */
+  private readonly wakeUp = new Map<string, { again: boolean; resolve?: () => void }>();
   private readonly renewedIdleAt = new Map<string, number>();
   private readonly limiter: WarmupLimiter;
   private readonly now: () => number;
@@ -226,57 +227,77 @@ export class PoolManager {
   /**
    * Tops one pool up. One warm-up per pool at a time on a replica: a tick and a lease's
    * refill running together would each count the same shortfall and start it twice. A call
-   * made meanwhile runs the warm-up once more when the current one ends, and waits for it.
+   * made meanwhile wakes the running one (a lease just took an idle sandbox) and waits for it.
    */
   warm(pool: PoolSpec): Promise<void> {
     const running = this.warming.get(pool.name);
     if (running) {
-      this.warmAgain.add(pool.name);
+      const wake = this.wakeUp.get(pool.name);
+      if (wake) {
+        wake.again = true;
+        wake.resolve?.();
+      }
       return running;
     }
-    const run = (async () => {
-      try {
-        do {
-          this.warmAgain.delete(pool.name);
-          await this.warmOnce(pool);
-        } while (this.warmAgain.has(pool.name));
-      } finally {
-        this.warming.delete(pool.name);
-      }
-    })();
+    const run = this.warmUntilFull(pool).finally(() => {
+      this.warming.delete(pool.name);
+      this.wakeUp.delete(pool.name);
+    });
     this.warming.set(pool.name, run);
     return run;
   }
 
-  private async warmOnce(pool: PoolSpec): Promise<void> {
+  /**
+   * Starts what the pool lacks, as places free up: each start that ends (or a wake-up) is a
+   * fresh look at the shortfall, so one slow start does not hold the others back. Returns
+   * when nothing is starting and nothing more is wanted, or a start failed (at capacity, or
+   * failing: the next tick tries again).
+   */
+  private async warmUntilFull(pool: PoolSpec): Promise<void> {
+    const wake: { again: boolean; resolve?: () => void } = { again: false };
+    this.wakeUp.set(pool.name, wake);
     await this.renewIdleMemberships(pool);
+    const inFlight = new Set<Promise<void>>();
+    let stopped = false;
     for (;;) {
-      if (!this.mayWarm(pool)) return;
-      const idle = (await this.deps.store.listIdle(pool.name)).length;
-      const starting = this.starting.get(pool.name) ?? 0;
-      const wanted = Math.min(
-        this.effectiveMinIdle(pool) - idle - starting,
-        pool.warmupConcurrency - starting,
-      );
-      if (wanted <= 0) return;
-      // What the machine can take now; the rest waits for the next tick.
-      const granted = this.limiter.tryAcquire(wanted);
-      if (granted === 0) return;
-      const results = await Promise.all(
-        Array.from({ length: granted }, async () => {
-          try {
-            const record = await this.startSandbox(pool).catch(() => undefined);
-            if (!record) return false;
-            await this.deps.store.renewMember(pool.name, record.sandboxId, this.now() + IDLE_MEMBERSHIP_MS);
-            await this.deps.store.pushIdle(record);
-            return true;
-          } finally {
-            this.limiter.release();
-          }
-        }),
-      );
-      if (!results.every(Boolean)) return; // at capacity, or failing: try again on the next tick
+      wake.again = false;
+      if (!stopped && this.mayWarm(pool)) {
+        const idle = (await this.deps.store.listIdle(pool.name)).length;
+        const wanted = Math.min(
+          this.effectiveMinIdle(pool) - idle - inFlight.size,
+          pool.warmupConcurrency - inFlight.size,
+        );
+        // What the machine can take now; the rest waits for a place or the next tick.
+        const granted = wanted > 0 ? this.limiter.tryAcquire(wanted) : 0;
+        for (let i = 0; i < granted; i++) {
+          const start: Promise<void> = this.warmOne(pool)
+            .then((ok) => {
+              if (!ok) stopped = true;
+            })
+            .finally(() => {
+              this.limiter.release();
+              inFlight.delete(start);
+            });
+          inFlight.add(start);
+        }
+      }
+      if (wake.again) continue; // called meanwhile: look again before waiting or ending
+      if (inFlight.size === 0) return;
+      const woken = new Promise<void>((resolve) => {
+        wake.resolve = resolve;
+      });
+      await Promise.race([...inFlight, woken]);
+      wake.resolve = undefined;
     }
+  }
+
+  /** One warm-up start: true when a sandbox joined the idle list. */
+  private async warmOne(pool: PoolSpec): Promise<boolean> {
+    const record = await this.startSandbox(pool).catch(() => undefined);
+    if (!record) return false;
+    await this.deps.store.renewMember(pool.name, record.sandboxId, this.now() + IDLE_MEMBERSHIP_MS);
+    await this.deps.store.pushIdle(record);
+    return true;
   }
 
   /** Idle sandboxes keep counting against the pool's cap for as long as they wait. */

@@ -1,7 +1,8 @@
 /**
  * Warm-up around a stand-in runtime that counts starts in flight: the machine's cap holds
  * across pools (each pool's warmupConcurrency on top), cold starts never wait for it, one
- * warm-up per pool at a time, demand raises the top-up (never above maxTotal), and a failing
+ * warm-up per pool at a time that refills as each start ends (a slow one holds nothing back)
+ * and is woken by a lease, demand raises the top-up (never above maxTotal), and a failing
  * image is logged once per back-off step with its reason kept for the pool view.
  */
 import { pino } from "pino";
@@ -57,6 +58,11 @@ function gatedRuntime() {
         while (waiting.length > 0) waiting.shift()!();
         await new Promise((resolve) => setImmediate(resolve));
       }
+    },
+    /** Lets the oldest start in flight finish, and only it. */
+    async releaseOne() {
+      waiting.shift()?.();
+      for (let round = 0; round < 20; round++) await new Promise((resolve) => setImmediate(resolve));
     },
     async settle() {
       for (let round = 0; round < 20; round++) await new Promise((resolve) => setImmediate(resolve));
@@ -147,6 +153,52 @@ describe("warm-up concurrency", () => {
     await Promise.all(calls);
     expect(gate.counts.started).toBe(2);
     expect(await store.listIdle(pool.name)).toHaveLength(2);
+  });
+});
+
+describe("refilling as places free up", () => {
+  it("starts the next sandbox as soon as one start ends, however slow the other is", async () => {
+    const gate = gatedRuntime();
+    const pool = spec("a", { minIdle: 4, warmupConcurrency: 2 });
+    const { manager, store } = poolManager([pool], gate.runtime, 8);
+    const warming = manager.warm(pool);
+    await gate.settle();
+    expect(gate.counts.inFlight).toBe(2);
+    // The first start ends; the second is still slow: a third starts at once.
+    await gate.releaseOne();
+    expect(await store.listIdle(pool.name)).toHaveLength(1);
+    expect(gate.counts.inFlight).toBe(2);
+    await gate.releaseOne();
+    await gate.releaseOne();
+    expect(gate.counts.inFlight).toBe(1); // 3 idle, the fourth starting
+    await gate.release();
+    await warming;
+    expect(await store.listIdle(pool.name)).toHaveLength(4);
+    expect(gate.counts.most).toBe(2);
+  });
+
+  it("a lease during a warm-up is refilled by the running warm-up, not a second one", async () => {
+    const gate = gatedRuntime();
+    const pool = spec("a", { minIdle: 2, warmupConcurrency: 3 });
+    const { manager, store } = poolManager([pool], gate.runtime, 8);
+    const first = manager.warm(pool);
+    await gate.release();
+    await first;
+    expect(await store.listIdle(pool.name)).toHaveLength(2);
+    // A slow refill is running (one lease taken) when a second lease takes the other idle one.
+    await manager.lease(pool);
+    const refilling = manager.warm(pool);
+    await gate.settle();
+    expect(gate.counts.inFlight).toBe(1);
+    await manager.lease(pool);
+    const again = manager.warm(pool);
+    expect(again).toBe(refilling);
+    await gate.settle();
+    expect(gate.counts.inFlight).toBe(2); // woken: the second shortfall started too
+    await gate.release();
+    await refilling;
+    expect(await store.listIdle(pool.name)).toHaveLength(2);
+    expect(gate.counts.started).toBe(4);
   });
 });
 
