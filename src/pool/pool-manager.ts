@@ -227,17 +227,17 @@ export class PoolManager {
   /**
    * Tops one pool up. One warm-up per pool at a time on a replica: a tick and a lease's
    * refill running together would each count the same shortfall and start it twice. A call
-   * made meanwhile wakes the running one (a lease just took an idle sandbox) and waits for it.
+   * made meanwhile wakes the running one (a lease just took an idle sandbox) and returns at
+   * once: a scheduled job must not hold a worker for a warm-up another call runs.
    */
   warm(pool: PoolSpec): Promise<void> {
-    const running = this.warming.get(pool.name);
-    if (running) {
+    if (this.warming.has(pool.name)) {
       const wake = this.wakeUp.get(pool.name);
       if (wake) {
         wake.again = true;
         wake.resolve?.();
       }
-      return running;
+      return Promise.resolve();
     }
     const run = this.warmUntilFull(pool).finally(() => {
       this.warming.delete(pool.name);
