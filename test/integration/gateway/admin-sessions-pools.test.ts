@@ -208,6 +208,13 @@ describe("admin pools", () => {
       warmupFailures: 0,
     });
     expect(pool!.lastStartError).toBeNull();
+    // The same figures on /metrics, as of the exchange the answer made.
+    const metrics = await (await fetch(`${harness.url}/metrics`)).text();
+    const gauge = (name: string) =>
+      Number(metrics.match(new RegExp(`^${name}\\{pool="default"\\} (\\S+)$`, "m"))?.[1]);
+    expect(gauge("sandpool_pool_effective_min_idle")).toBe(pool!.effectiveMinIdle);
+    expect(gauge("sandpool_pool_warm_hit_ratio")).toBeCloseTo(pool!.warmHitRate!, 6);
+    expect(gauge("sandpool_pool_lease_rate")).toBeGreaterThanOrEqual(0);
     await api("DELETE", `/sessions/${id}`);
   });
 
