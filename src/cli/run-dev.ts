@@ -27,6 +27,14 @@ function envInteger(name: string): number | undefined {
   return Number(value);
 }
 
+function envFlag(name: string): boolean | undefined {
+  const value = process.env[name]?.trim().toLowerCase();
+  if (value === undefined || value === "") return undefined;
+  if (["true", "1", "yes", "on"].includes(value)) return true;
+  if (["false", "0", "no", "off"].includes(value)) return false;
+  throw new Error(`${name} must be true or false, got '${value}'`);
+}
+
 export async function runDev(options: Record<string, unknown>): Promise<void> {
   const log = createLogger("sandpool-dev");
   const dataDir = path.resolve(options.dataDir as string);
@@ -37,6 +45,9 @@ export async function runDev(options: Record<string, unknown>): Promise<void> {
     minIdle,
     (options.maxTotal as number | undefined) ?? envInteger("SANDPOOL_MAX_TOTAL") ?? 10,
   );
+  // As in serve: demand may keep more than minIdle warm; warm-up starts capped per machine.
+  const demand = envFlag("SANDPOOL_POOL_DEMAND") ?? true;
+  const maxWarmupStarts = envInteger("SANDPOOL_MAX_WARMUP_STARTS");
   // A data-science sandbox is heavier to keep warm: one is enough to make a lease instant.
   const dataScienceMinIdle = Math.min(minIdle, 1);
   const devConfig = (dataScience: boolean) =>
@@ -45,14 +56,23 @@ export async function runDev(options: Record<string, unknown>): Promise<void> {
       port: (options.port as number | undefined) ?? envInteger("SANDPOOL_PORT") ?? 8080,
       basePath: (options.basePath as string | undefined) ?? process.env.SANDPOOL_BASE_PATH ?? "",
       auth: { jwtSecret: secret },
+      limits: maxWarmupStarts === undefined ? {} : { maxWarmupStarts },
       policy: {
         allowedImages: dataScience ? [DEV_IMAGE, DEV_DATASCIENCE_IMAGE] : [DEV_IMAGE],
         defaultImage: DEV_IMAGE,
       },
       pools: [
-        { name: "default", image: DEV_IMAGE, minIdle, maxTotal },
+        { name: "default", image: DEV_IMAGE, minIdle, maxTotal, demand },
         ...(dataScience
-          ? [{ name: "datascience", image: DEV_DATASCIENCE_IMAGE, minIdle: dataScienceMinIdle, maxTotal }]
+          ? [
+              {
+                name: "datascience",
+                image: DEV_DATASCIENCE_IMAGE,
+                minIdle: dataScienceMinIdle,
+                maxTotal,
+                demand,
+              },
+            ]
           : []),
       ],
     });

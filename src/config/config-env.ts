@@ -146,15 +146,20 @@ function defaultPool(config: RawConfig): { pool: RawConfig; index: number } {
   return { pool: (config.pools as RawConfig[])[index]!, index };
 }
 
-function poolSetting(name: string, key: "minIdle" | "maxTotal", description: string): EnvBinding {
+function poolSetting(
+  name: string,
+  key: "minIdle" | "maxTotal" | "demand",
+  description: string,
+  convert: (value: string) => unknown = wholeNumber,
+): EnvBinding {
   return {
     name,
     path: `pools[default].${key}`,
     description,
     apply: (config, value, sources) => {
-      const number = wholeNumber(value);
+      const converted = convert(value);
       const { pool, index } = defaultPool(config);
-      pool[key] = number;
+      pool[key] = converted;
       sources.set(formatKeyPath(["pools", index, key]), name);
     },
   };
@@ -292,6 +297,18 @@ const bindings: readonly EnvBinding[] = [
   },
   poolSetting("SANDPOOL_MIN_IDLE", "minIdle", "warm containers of the default image's pool"),
   poolSetting("SANDPOOL_MAX_TOTAL", "maxTotal", "most containers of the default image's pool"),
+  poolSetting(
+    "SANDPOOL_POOL_DEMAND",
+    "demand",
+    "the default image's pool keeps more than minIdle warm under demand (true/false)",
+    flag,
+  ),
+  scalar(
+    "SANDPOOL_MAX_WARMUP_STARTS",
+    "limits.maxWarmupStarts",
+    "warm-up sandbox starts at once per replica, all pools together (default: CPU count)",
+    wholeNumber,
+  ),
   scalar(
     "SANDPOOL_SHUTDOWN_GRACE_MS",
     "shutdownGraceMs",

@@ -168,6 +168,10 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
     comment:
       "Sandboxes with egress through the gateway's filtering proxy (egress.*), leased only where policy allows it.",
   },
+  "pools[].demand": {
+    comment:
+      "Keep more than minIdle ready while the deployment leases faster than the pool refills (lease rate x p95 refill time, up to maxTotal).",
+  },
   limits: { comment: "Request limits." },
   "limits.maxJsonBodyBytes": { comment: "Largest JSON request body; larger ones get 413." },
   "limits.execDeadlineBufferMs": {
@@ -200,6 +204,11 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   "limits.writeStallTimeoutMs": {
     comment:
       "A client whose answer stays unread this long (writes backed up) is cut off, and the answer's memory freed.",
+  },
+  "limits.maxWarmupStarts": {
+    comment:
+      "Warm-up sandbox starts in flight at once per replica, all pools together; unset: the machine's CPU count. Cold starts never wait for it.",
+    example: 4,
   },
   "limits.maxCallsInFlightPerWorkspace": {
     comment:

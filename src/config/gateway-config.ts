@@ -37,6 +37,11 @@ export const poolSpecSchema = z
     coldStartTimeoutMs: positive.default(30_000),
     /** Sandboxes with network egress, for workspaces whose policy allows it (egressAllowed). */
     egress: z.boolean().default(false),
+    /**
+     * Warm-up keeps more than minIdle ready when the deployment leases faster than it
+     * refills (lease rate x p95 refill time, up to maxTotal; src/pool/pool-demand.ts).
+     */
+    demand: z.boolean().default(true),
   })
   .refine((pool) => pool.minIdle <= pool.maxTotal, { message: "minIdle cannot exceed maxTotal" });
 
@@ -90,6 +95,11 @@ export const gatewayConfigSchema = z
         maxSandboxErrorBytes: positive.default(64 * 1024),
         /** Sandbox answers being read into memory at once, all calls together; more wait their turn. */
         maxBufferedAnswerBytes: positive.default(128 * 1024 * 1024),
+        /**
+         * Warm-up sandbox starts in flight at once on one replica, all pools together (on top
+         * of each pool's warmupConcurrency). Unset: the machine's CPU count.
+         */
+        maxWarmupStarts: positive.optional(),
       })
       .prefault({}),
     /** Which Host and Origin headers the gateway answers (DNS rebinding, browser pages). */

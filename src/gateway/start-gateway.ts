@@ -20,11 +20,13 @@ import { UsageReports } from "../metering/usage-report.js";
 import { runRetention, USAGE_RETENTION_JOB } from "../metering/usage-retention.js";
 import { POLICY_CHANNEL, PolicyAdmin } from "../policy/policy-admin.js";
 import { PolicyService } from "../policy/policy-service.js";
+import { PoolDemandSync } from "../pool/pool-demand-sync.js";
 import { PoolManager } from "../pool/pool-manager.js";
 import { RuntimePoolSizes } from "../pool/pool-sizes.js";
 import { poolStatus } from "../pool/pool-status.js";
 import { type ReconcileReport, reconcile } from "../pool/reconcile.js";
 import { DESTROY_SANDBOX_JOB, SessionLifecycle } from "../pool/session-lifecycle.js";
+import { defaultWarmupStarts, WarmupLimiter } from "../pool/warmup-limiter.js";
 import { Admission } from "../quota/admission.js";
 import type { SandboxRuntime } from "../runtime/sandbox-runtime.js";
 import type { CoordinationStore } from "../store/coordination/coordination-store.js";
@@ -88,7 +90,11 @@ export async function startGateway(
     metrics,
     log,
     sizes: poolSizes,
+    warmupLimiter: new WarmupLimiter(config.limits.maxWarmupStarts ?? defaultWarmupStarts()),
   });
+  // Every replica's lease and start counts, shared without a command on the request path.
+  const demandSync = new PoolDemandSync(pools, store, metrics, log);
+  await demandSync.start();
   // A resize made here: warm that pool at once rather than on the next tick.
   await poolSizes.start((name) => {
     const pool = pools.list().find((candidate) => candidate.name === name);
@@ -160,7 +166,11 @@ export async function startGateway(
       return usageRepository.summary(workspace, from, to);
     },
     usageReports: new UsageReports(usageDaily, () => usage.flush()),
-    poolStatus: () => poolStatus(pools, poolSizes, store),
+    poolStatus: async () => {
+      // This replica's counts first, so what an operator just did shows up.
+      await demandSync.syncNow().catch((error) => log.warn({ err: error }, "could not share pool counts"));
+      return poolStatus(pools, poolSizes, store);
+    },
     poolSizes,
     adminAudit: new AdminAuditRepository(db),
     audit: new AuditRepository(db),
@@ -220,6 +230,7 @@ export async function startGateway(
       }
       await jobs.close();
       poolSizes.stop();
+      await demandSync.stop();
       await closing;
       // Egress sandboxes left to other replicas: their reconciliation takes the sockets over.
       await backends.egress?.closeAll();

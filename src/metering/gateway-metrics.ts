@@ -47,6 +47,28 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
 
+  /** The deployment's warm leases / all leases (every replica's, src/pool/pool-demand-sync.ts). */
+  readonly poolWarmHitRatio = new Gauge({
+    name: "sandpool_pool_warm_hit_ratio",
+    help: "Share of the deployment's leases served from the warm pool, by pool (all replicas, since the counts began)",
+    labelNames: ["pool"] as const,
+    registers: [this.registry],
+  });
+
+  readonly poolEffectiveMinIdle = new Gauge({
+    name: "sandpool_pool_effective_min_idle",
+    help: "Idle sandboxes warm-up keeps: minIdle raised by demand (lease rate x p95 refill time), up to maxTotal",
+    labelNames: ["pool"] as const,
+    registers: [this.registry],
+  });
+
+  readonly poolLeaseRate = new Gauge({
+    name: "sandpool_pool_lease_rate",
+    help: "The deployment's leases per second, by pool (an exponentially weighted moving average)",
+    labelNames: ["pool"] as const,
+    registers: [this.registry],
+  });
+
   readonly rejections = new Counter({
     name: "sandpool_rejections_total",
     help: "Requests refused by policy, quota, capacity or authentication, by error code",

@@ -5,6 +5,9 @@
  * the store caps a pool's size across replicas. A pool whose starts keep failing backs off
  * exponentially, so an image that cannot start does not spin. Sizes are read through
  * `sizes` on every warm-up and start, so an operator's resize is obeyed without a restart.
+ * Warm-up tops a pool up to its effective minIdle, which follows the deployment's lease
+ * rate (src/pool/pool-demand.ts), a few starts at a time and no more than the machine's
+ * share (src/pool/warmup-limiter.ts) across all pools.
  */
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
@@ -13,14 +16,19 @@ import type { SandboxClient } from "../forward/sandbox-client.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { PoolSpec, SandboxRuntime, SandboxUsage } from "../runtime/sandbox-runtime.js";
 import type { CoordinationStore } from "../store/coordination/coordination-store.js";
+import type { PoolDemandDelta, PoolDemandTotals } from "../store/coordination/pool-demand-exchange.js";
 import type { MemberHold, SandboxRecord } from "../store/coordination/records.js";
+import { PoolDemand, type PoolDemandView, REFILL_WINDOW } from "./pool-demand.js";
 import type { PoolSizes } from "./pool-sizes.js";
 import { StartBackoff } from "./start-backoff.js";
+import { WarmupLimiter } from "./warmup-limiter.js";
 
 /** How long an idle sandbox counts against its pool before it must be confirmed again. */
 export const IDLE_MEMBERSHIP_MS = 10 * 60_000;
 /** How long ending a session waits for a sandbox's usage before it goes on without it. */
 const USAGE_TIMEOUT_MS = 5_000;
+/** Idle memberships are renewed this often (not on every warm-up): well within their expiry. */
+const RENEW_IDLE_EVERY_MS = IDLE_MEMBERSHIP_MS / 10;
 
 export interface PoolManagerDeps {
   pools: PoolSpec[];
@@ -31,6 +39,8 @@ export interface PoolManagerDeps {
   log: Logger;
   /** The sizes in force (they may change at run time); the configured ones without it. */
   sizes?: { sizeOf(pool: PoolSpec): PoolSizes };
+  /** Warm-up starts in flight on this replica, all pools together (default: the CPU count). */
+  warmupLimiter?: WarmupLimiter;
   now?: () => number;
 }
 
@@ -51,14 +61,27 @@ export class PoolManager {
   private readonly starting = new Map<string, number>();
   private readonly backoff = new Map<string, StartBackoff>();
   private readonly counters = new Map<string, PoolCounters>();
+  private readonly demand = new Map<string, PoolDemand>();
+  /** Refill times measured here and not yet shared (src/pool/pool-demand-sync.ts). */
+  private readonly refills = new Map<string, number[]>();
+  /** The deployment's counts as last read from the store. */
+  private readonly deployment = new Map<string, PoolDemandTotals>();
+  private readonly warming = new Map<string, Promise<void>>();
+  /** Wakes a pool's running warm-up to look at its shortfall again. */
+  private readonly wakeUp = new Map<string, { again: boolean; resolve?: () => void }>();
+  private readonly renewedIdleAt = new Map<string, number>();
+  private readonly limiter: WarmupLimiter;
   private readonly now: () => number;
 
   constructor(private readonly deps: PoolManagerDeps) {
     this.pools = new Map(deps.pools.map((pool) => [pool.name, pool]));
     this.now = deps.now ?? Date.now;
+    this.limiter = deps.warmupLimiter ?? new WarmupLimiter();
     for (const pool of deps.pools) {
       this.backoff.set(pool.name, new StartBackoff());
       this.counters.set(pool.name, { warmLeases: 0, coldLeases: 0, warmupFailures: 0 });
+      this.demand.set(pool.name, new PoolDemand(pool.demand ?? true));
+      this.refills.set(pool.name, []);
     }
   }
 
@@ -70,6 +93,56 @@ export class PoolManager {
   /** Leases and failed starts of a pool on this replica since it started. */
   countersOf(name: string): PoolCounters {
     return { ...(this.counters.get(name) ?? { warmLeases: 0, coldLeases: 0, warmupFailures: 0 }) };
+  }
+
+  /** The minIdle warm-up keeps: the size in force, raised by the deployment's demand. */
+  effectiveMinIdle(pool: PoolSpec): number {
+    const sizes = this.sizeOf(pool);
+    return this.demand.get(pool.name)?.effectiveMinIdle(sizes) ?? sizes.minIdle;
+  }
+
+  /** The pool's demand (lease rate, p95 refill time) as this replica last computed it. */
+  demandOf(name: string): PoolDemandView | undefined {
+    return this.demand.get(name)?.view();
+  }
+
+  /**
+   * What this replica has to add to the deployment's counts: its counters (the caller
+   * subtracts what it already sent), the refill times measured since the last call (taken:
+   * give them back with `returnRefills` if the exchange fails), and its start failure or
+   * success, which the store keeps only when newer than what it holds.
+   */
+  takeDemandDelta(name: string, alreadySent: PoolCounters): PoolDemandDelta {
+    const counters = this.countersOf(name);
+    const refillMs = this.refills.get(name) ?? [];
+    this.refills.set(name, []);
+    const backoff = this.backoff.get(name);
+    const failure = backoff?.lastFailure;
+    return {
+      warmLeases: counters.warmLeases - alreadySent.warmLeases,
+      coldLeases: counters.coldLeases - alreadySent.coldLeases,
+      warmupFailures: counters.warmupFailures - alreadySent.warmupFailures,
+      refillMs,
+      ...(failure ? { startFailure: failure } : {}),
+      ...(backoff?.lastSuccessAt !== undefined ? { startSucceededAt: backoff.lastSuccessAt } : {}),
+    };
+  }
+
+  returnRefills(name: string, refillMs: number[]): void {
+    const pending = this.refills.get(name);
+    if (pending) pending.unshift(...refillMs.slice(-REFILL_WINDOW));
+  }
+
+  /** Takes in the deployment's counts of a pool, as the store answered them at `at`. */
+  observeDeployment(name: string, totals: PoolDemandTotals, at: number): void {
+    this.deployment.set(name, totals);
+    this.demand.get(name)?.observe(totals, at);
+  }
+
+  /** The deployment's counts of a pool as last read, undefined before the first exchange. */
+  deploymentOf(name: string): PoolDemandTotals | undefined {
+    const totals = this.deployment.get(name);
+    return totals ? structuredClone(totals) : undefined;
   }
 
   list(): PoolSpec[] {
@@ -149,34 +222,117 @@ export class PoolManager {
     await this.deps.store.removeMember(record.pool, record.sandboxId);
   }
 
-  /** Tops every pool up to its `minIdle`, a few starts at a time. */
+  /** Tops every pool up to its effective `minIdle`, a few starts at a time. */
   async warmAll(): Promise<void> {
     await Promise.all(this.list().map((pool) => this.warm(pool)));
   }
 
-  async warm(pool: PoolSpec): Promise<void> {
-    const backoff = this.backoff.get(pool.name)!;
-    // Idle sandboxes keep counting against the pool's cap for as long as they wait.
-    for (const idle of await this.deps.store.listIdle(pool.name)) {
-      await this.deps.store.renewMember(pool.name, idle.sandboxId, this.now() + IDLE_MEMBERSHIP_MS);
+  /**
+   * Tops one pool up. One warm-up per pool at a time on a replica: a tick and a lease's
+   * refill running together would each count the same shortfall and start it twice. A call
+   * made meanwhile wakes the running one (a lease just took an idle sandbox) and returns at
+   * once: a scheduled job must not hold a worker for a warm-up another call runs.
+   */
+  warm(pool: PoolSpec): Promise<void> {
+    if (this.warming.has(pool.name)) {
+      const wake = this.wakeUp.get(pool.name);
+      if (wake) {
+        wake.again = true;
+        wake.resolve?.();
+      }
+      return Promise.resolve();
     }
+    const run = this.warmUntilFull(pool).finally(() => {
+      this.warming.delete(pool.name);
+      this.wakeUp.delete(pool.name);
+    });
+    this.warming.set(pool.name, run);
+    return run;
+  }
+
+  /**
+   * Starts what the pool lacks, as places free up: each start that ends (or a wake-up) is a
+   * fresh look at the shortfall, so one slow start does not hold the others back. Returns
+   * when nothing is starting and nothing more is wanted, or a start failed (at capacity, or
+   * failing: the next tick tries again).
+   */
+  private async warmUntilFull(pool: PoolSpec): Promise<void> {
+    const wake: { again: boolean; resolve?: () => void } = { again: false };
+    this.wakeUp.set(pool.name, wake);
+    await this.renewIdleMemberships(pool);
+    const inFlight = new Set<Promise<void>>();
+    let stopped = false;
     for (;;) {
-      if (!backoff.mayStart(this.now())) return;
-      const idle = (await this.deps.store.listIdle(pool.name)).length;
-      const starting = this.starting.get(pool.name) ?? 0;
-      const wanted = Math.min(this.sizeOf(pool).minIdle - idle - starting, pool.warmupConcurrency - starting);
-      if (wanted <= 0) return;
-      const results = await Promise.all(
-        Array.from({ length: wanted }, async () => {
-          const record = await this.startSandbox(pool).catch(() => undefined);
-          if (!record) return false;
-          await this.deps.store.renewMember(pool.name, record.sandboxId, this.now() + IDLE_MEMBERSHIP_MS);
-          await this.deps.store.pushIdle(record);
-          return true;
-        }),
-      );
-      if (!results.every(Boolean)) return; // at capacity, or failing: try again on the next tick
+      wake.again = false;
+      if (!stopped && this.mayWarm(pool)) {
+        const idle = (await this.deps.store.listIdle(pool.name)).length;
+        const wanted = Math.min(
+          this.effectiveMinIdle(pool) - idle - inFlight.size,
+          pool.warmupConcurrency - inFlight.size,
+        );
+        // What the machine can take now; the rest waits for a place or the next tick.
+        const granted = wanted > 0 ? this.limiter.tryAcquire(wanted) : 0;
+        for (let i = 0; i < granted; i++) {
+          const start: Promise<void> = this.warmOne(pool)
+            .then((ok) => {
+              if (!ok) stopped = true;
+            })
+            .finally(() => {
+              this.limiter.release();
+              inFlight.delete(start);
+            });
+          inFlight.add(start);
+        }
+      }
+      if (wake.again) continue; // called meanwhile: look again before waiting or ending
+      if (inFlight.size === 0) return;
+      const woken = new Promise<void>((resolve) => {
+        wake.resolve = resolve;
+      });
+      await Promise.race([...inFlight, woken]);
+      wake.resolve = undefined;
     }
+  }
+
+  /** One warm-up start: true when a sandbox joined the idle list. */
+  private async warmOne(pool: PoolSpec): Promise<boolean> {
+    const record = await this.startSandbox(pool).catch(() => undefined);
+    if (!record) return false;
+    await this.deps.store.renewMember(pool.name, record.sandboxId, this.now() + IDLE_MEMBERSHIP_MS);
+    await this.deps.store.pushIdle(record);
+    return true;
+  }
+
+  /** Idle sandboxes keep counting against the pool's cap for as long as they wait. */
+  private async renewIdleMemberships(pool: PoolSpec): Promise<void> {
+    const now = this.now();
+    const last = this.renewedIdleAt.get(pool.name);
+    if (last !== undefined && now - last < RENEW_IDLE_EVERY_MS && now >= last) return;
+    this.renewedIdleAt.set(pool.name, now);
+    for (const idle of await this.deps.store.listIdle(pool.name)) {
+      await this.deps.store.renewMember(pool.name, idle.sandboxId, now + IDLE_MEMBERSHIP_MS);
+    }
+  }
+
+  /**
+   * Whether warm-up may start sandboxes of the pool now: not while this replica backs off,
+   * nor while another replica's last failed start says to wait (a failing image is tried at
+   * the pace of one back-off, not one per replica).
+   */
+  private mayWarm(pool: PoolSpec): boolean {
+    const now = this.now();
+    if (!this.backoff.get(pool.name)!.mayStart(now)) return false;
+    const shared = this.deployment.get(pool.name)?.startFailure;
+    return !shared || now >= shared.nextAttemptAt;
+  }
+
+  /** The failed start a pool is backing off from, this replica's or the deployment's, newest. */
+  startFailureOf(name: string) {
+    const local = this.backoff.get(name)?.lastFailure;
+    const shared = this.deployment.get(name)?.startFailure ?? undefined;
+    if (!local) return shared;
+    if (!shared) return local;
+    return shared.at > local.at ? shared : local;
   }
 
   /** Counts for the pool gauges: idle and starting here, leased from the store's membership. */
@@ -192,6 +348,13 @@ export class PoolManager {
         Math.max(0, members - idle - starting),
       );
     }
+  }
+
+  private recordRefill(name: string, ms: number): void {
+    const pending = this.refills.get(name);
+    if (!pending) return;
+    pending.push(ms);
+    if (pending.length > REFILL_WINDOW) pending.splice(0, pending.length - REFILL_WINDOW);
   }
 
   /**
@@ -211,6 +374,7 @@ export class PoolManager {
     if (!counted) return undefined;
     this.starting.set(pool.name, (this.starting.get(pool.name) ?? 0) + 1);
     let runtimeId: string | undefined;
+    const began = process.hrtime.bigint();
     try {
       const started = await this.deps.runtime.start({ sandboxId, pool, deadline });
       runtimeId = started.runtimeId;
@@ -218,7 +382,8 @@ export class PoolManager {
         started.endpoint,
         Math.max(1, deadline - this.now()),
       );
-      this.backoff.get(pool.name)!.succeeded();
+      this.backoff.get(pool.name)!.succeeded(this.now());
+      this.recordRefill(pool.name, Number(process.hrtime.bigint() - began) / 1e6);
       return {
         sandboxId,
         pool: pool.name,
@@ -231,8 +396,17 @@ export class PoolManager {
       this.deps.metrics.warmupFailures.inc({ pool: pool.name });
       const counters = this.counters.get(pool.name);
       if (counters) counters.warmupFailures++;
-      const delayMs = this.backoff.get(pool.name)!.failed(this.now());
-      this.deps.log.error({ err: error, pool: pool.name, retryInMs: delayMs }, "sandbox start failed");
+      const reason = error instanceof Error ? error.message : String(error);
+      const { delayMs, newStep } = this.backoff.get(pool.name)!.failed(this.now(), reason);
+      // Once per back-off step: starts failing together, or during the wait, are one story.
+      if (newStep) {
+        this.deps.log.error(
+          { err: error, pool: pool.name, retryInMs: delayMs },
+          "sandbox start failed; warm-up backs off",
+        );
+      } else {
+        this.deps.log.debug({ err: error, pool: pool.name }, "sandbox start failed during the back-off");
+      }
       if (runtimeId) await this.deps.runtime.destroy(runtimeId).catch(() => undefined);
       await this.deps.store.removeMember(pool.name, sandboxId);
       throw new SandpoolError(

@@ -1,19 +1,34 @@
 /**
  * A pool as operators see it (`GET /admin/v1/pools`): its spec, the sizes in force and as
- * configured, and what it holds right now across replicas (from the coordination store),
- * with the lease and start counts of the replica that answers.
+ * configured, the effective minIdle that demand raises it to, what it holds right now across
+ * replicas (from the coordination store), the deployment's lease and start counts (every
+ * replica's, shared by src/pool/pool-demand-sync.ts) and, while its starts fail, why.
  */
 import type { PoolSpec } from "../runtime/sandbox-runtime.js";
 import type { CoordinationStore } from "../store/coordination/coordination-store.js";
 import type { PoolSizeOverride } from "../store/sql/pool-size-repository.js";
-import type { PoolManager } from "./pool-manager.js";
+import type { PoolDemandView } from "./pool-demand.js";
+import type { PoolCounters, PoolManager } from "./pool-manager.js";
 import type { PoolSizes, RuntimePoolSizes } from "./pool-sizes.js";
+
+/** The failed start a pool backs off from, with ISO times. */
+export interface PoolStartErrorView {
+  message: string;
+  at: string;
+  /** When warm-up tries the pool again. */
+  nextAttemptAt: string;
+  consecutiveFailures: number;
+}
 
 export interface PoolStatus extends PoolSpec {
   /** `minIdle` and `maxTotal` (from PoolSpec) are the sizes in force; these are the configuration's. */
   configured: PoolSizes;
   /** The run-time resize in force (null sizes: as configured), or null. */
   override: PoolSizeOverride | null;
+  /** What warm-up keeps idle: minIdle raised by demand, never above maxTotal. */
+  effectiveMinIdle: number;
+  /** Whether demand raises minIdle (`demand` of the spec) and the demand measured now. */
+  leaseDemand: PoolDemandView;
   /** Started sandboxes waiting for a session (every replica's). */
   idle: number;
   /** Sandboxes serving a session (every replica's). */
@@ -22,12 +37,16 @@ export interface PoolStatus extends PoolSpec {
   starting: number;
   /** Sandboxes counted against `maxTotal`: idle, leased and starting, across replicas. */
   members: number;
-  /** Counted by the replica that answers, since it started. */
+  /** The deployment's counts: every replica's, since the counts began. */
   warmLeases: number;
   coldLeases: number;
   warmupFailures: number;
   /** warmLeases / (warmLeases + coldLeases), null before the first lease. */
   warmHitRate: number | null;
+  /** The counts of the replica that answers, since it started. */
+  thisReplica: PoolCounters;
+  /** Why the pool's starts fail and when warm-up tries again; null while it starts fine. */
+  lastStartError: PoolStartErrorView | null;
 }
 
 export async function poolStatus(
@@ -42,20 +61,37 @@ export async function poolStatus(
       const idle = (await store.listIdle(pool.name)).length;
       const members = await store.countMembers(pool.name, now);
       const leased = leases.filter((lease) => lease.pool === pool.name).length;
-      const counters = pools.countersOf(pool.name);
-      const leasesSeen = counters.warmLeases + counters.coldLeases;
+      const local = pools.countersOf(pool.name);
+      // The deployment's counts; this replica's own before the first exchange.
+      const counts = pools.deploymentOf(pool.name) ?? local;
+      const leasesSeen = counts.warmLeases + counts.coldLeases;
       const view = sizes?.view(pool.name);
+      const failure = pools.startFailureOf(pool.name);
       return {
         ...pool,
         ...pools.sizeOf(pool),
         configured: { minIdle: pool.minIdle, maxTotal: pool.maxTotal },
         override: view?.override ?? null,
+        effectiveMinIdle: pools.effectiveMinIdle(pool),
+        demand: pool.demand ?? true,
+        leaseDemand: pools.demandOf(pool.name) ?? { leasesPerSecond: 0, refillSecondsP95: null },
         idle,
         leased,
         starting: Math.max(0, members - idle - leased),
         members,
-        ...counters,
-        warmHitRate: leasesSeen === 0 ? null : counters.warmLeases / leasesSeen,
+        warmLeases: counts.warmLeases,
+        coldLeases: counts.coldLeases,
+        warmupFailures: counts.warmupFailures,
+        warmHitRate: leasesSeen === 0 ? null : counts.warmLeases / leasesSeen,
+        thisReplica: local,
+        lastStartError: failure
+          ? {
+              message: failure.message,
+              at: new Date(failure.at).toISOString(),
+              nextAttemptAt: new Date(failure.nextAttemptAt).toISOString(),
+              consecutiveFailures: failure.consecutiveFailures,
+            }
+          : null,
       };
     }),
   );

@@ -16,6 +16,8 @@ export interface PoolSpec {
   coldStartTimeoutMs: number;
   /** Sandboxes with network egress: leased only to workspaces whose policy allows it. */
   egress?: boolean;
+  /** False: keep minIdle warm, whatever the lease rate (src/pool/pool-demand.ts). Default true. */
+  demand?: boolean;
 }
 
 export interface StartRequest {

@@ -1,7 +1,8 @@
 /**
  * `sandpool config example` and `sandpool config check` as a user runs them: the example is a
  * file the check accepts, the environment wins over the file, secrets never reach the output,
- * and every problem is listed with exit code 2. Needs `npm run build` first.
+ * and every problem is listed with exit code 2; --json gives programs the same as objects.
+ * Needs `npm run build` first.
  */
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -47,7 +48,9 @@ describe("sandpool config --help", () => {
     const result = await config(["--help"]);
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^Usage: sandpool config \[options\] \[command\]/m);
-    expect(result.stdout).toMatch(/^\s+example\s+Print a complete, commented configuration file/m);
+    expect(result.stdout).toMatch(
+      /^\s+example \[options\]\s+Print a complete, commented configuration file/m,
+    );
     expect(result.stdout).toMatch(
       /^\s+check \[options\]\s+Check a configuration and print the effective one/m,
     );
@@ -79,8 +82,7 @@ describe("sandpool config example", () => {
   });
 });
 
-describe("sandpool config check", () => {
-  const valid = `
+const valid = `
 auth:
   jwtSecret: ${SECRET}
 policy:
@@ -92,6 +94,7 @@ pools:
 port: 1234
 `;
 
+describe("sandpool config check", () => {
   it("prints the effective configuration, environment over the file, secrets redacted", async () => {
     const result = await config(["check", "--config", await file("valid.yaml", valid)], {
       SANDPOOL_PORT: "9000",
@@ -152,5 +155,61 @@ port: 1234
     const result = await config(["check", "--config", missing]);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain(`${missing}: cannot be read (ENOENT)`);
+  });
+});
+
+describe("sandpool config --json", () => {
+  it("check prints the effective configuration as an object, secrets redacted", async () => {
+    const result = await config(["check", "--config", await file("json.yaml", valid), "--json"], {
+      SANDPOOL_PORT: "9001",
+      SANDPOOL_POOL_DEMAND: "false",
+    });
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    const answer = JSON.parse(result.stdout);
+    expect(answer).toMatchObject({
+      ok: true,
+      file: expect.stringMatching(/json\.yaml$/),
+      environment: ["SANDPOOL_PORT", "SANDPOOL_POOL_DEMAND"],
+    });
+    expect(answer.config.port).toBe(9001);
+    expect(answer.config.pools[0]).toMatchObject({ name: "a", demand: false });
+    expect(answer.config.auth.jwtSecret).toBe("<redacted>");
+    expect(result.stdout).not.toContain(SECRET);
+  });
+
+  it("check lists the problems as an object too, with their lines on stderr and exit code 2", async () => {
+    const broken = valid.replace("    image: img/a", "    image: img/a\n    minIdel: 1");
+    const result = await config(["check", "--config", await file("json-broken.yaml", broken), "--json"], {
+      SANDPOOL_MAX_WARMUP_STARTS: "many",
+    });
+    expect(result.code).toBe(2);
+    const answer = JSON.parse(result.stdout);
+    expect(answer.ok).toBe(false);
+    expect(answer.problems).toEqual(
+      expect.arrayContaining([
+        "SANDPOOL_MAX_WARMUP_STARTS: expected a whole number, got 'many'",
+        expect.stringMatching(/^pools\[0\]\.minIdel: unknown key, did you mean 'minIdle'\?$/),
+      ]),
+    );
+    expect(result.stderr).toMatch(/^invalid configuration \(/);
+  });
+
+  it("example prints the example file, its settings and the environment variables", async () => {
+    const result = await config(["example", "--json"]);
+    expect(result.code, result.stderr).toBe(0);
+    const answer = JSON.parse(result.stdout) as {
+      yaml: string;
+      config: Record<string, unknown>;
+      environment: { name: string; path: string }[];
+    };
+    expect(answer.yaml).toBe((await config(["example"])).stdout);
+    expect(answer.config).toEqual(parse(answer.yaml));
+    expect(answer.environment.map((variable) => variable.name)).toEqual(
+      configEnvVariables.map((variable) => variable.name),
+    );
+    expect(answer.environment).toContainEqual(
+      expect.objectContaining({ name: "SANDPOOL_MAX_WARMUP_STARTS", path: "limits.maxWarmupStarts" }),
+    );
   });
 });

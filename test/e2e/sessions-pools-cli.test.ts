@@ -98,24 +98,34 @@ describe("sandpool pools", () => {
     const table = await sandpool(["pools", "list"]);
     expect(table.code, table.stderr).toBe(0);
     expect(table.stdout).toMatch(
-      /^POOL\s+IMAGE\s+CLASS\s+MIN IDLE\s+MAX TOTAL\s+IDLE\s+LEASED\s+STARTING\s+FAILURES\s+WARM HITS$/m,
+      /^POOL\s+IMAGE\s+CLASS\s+MIN IDLE\s+EFFECTIVE\s+MAX TOTAL\s+IDLE\s+LEASED\s+STARTING\s+FAILURES\s+WARM HITS$/m,
     );
-    expect(table.stdout).toMatch(
-      new RegExp(`^default\\s+${TEST_IMAGE.replace(/[.]/g, "\\.")}\\s+standard\\s+1\\s+5\\s`, "m"),
-    );
-
     const json = await sandpool(["pools", "list", "--json"]);
     const items = (
-      JSON.parse(json.stdout) as { items: { name: string; minIdle: number; maxTotal: number }[] }
+      JSON.parse(json.stdout) as {
+        items: { name: string; minIdle: number; maxTotal: number; effectiveMinIdle: number }[];
+      }
     ).items;
-    expect(items).toEqual([expect.objectContaining({ name: "default", minIdle: 1, maxTotal: 5 })]);
+    expect(items).toEqual([
+      expect.objectContaining({ name: "default", minIdle: 1, maxTotal: 5, lastStartError: null }),
+    ]);
+    // The effective minimum beside the configured one, in the table as in the JSON.
+    const effective = items[0]!.effectiveMinIdle;
+    expect(effective).toBeGreaterThanOrEqual(1);
+    expect(table.stdout).toMatch(
+      new RegExp(
+        `^default\\s+${TEST_IMAGE.replace(/[.]/g, "\\.")}\\s+standard\\s+1\\s+${effective}\\s+5\\s`,
+        "m",
+      ),
+    );
+    expect(table.stdout).toContain("EFFECTIVE is what warm-up keeps idle");
   });
 
   it("resizes a pool, shows the configured size beside the new one, and resets it", async () => {
     const resized = await sandpool(["pools", "resize", "default", "--min-idle", "2", "--max-total", "4"]);
     expect(resized.code, resized.stderr).toBe(0);
     expect(resized.stdout).toContain("resized the default pool: minIdle 2, maxTotal 4");
-    expect(resized.stdout).toMatch(/^default\s+\S+\s+standard\s+2 \(1\)\s+4 \(5\)\s/m);
+    expect(resized.stdout).toMatch(/^default\s+\S+\s+standard\s+2 \(1\)\s+\d+\s+4 \(5\)\s/m);
     expect(harness.gateway.services.pools.sizeOf(harness.gateway.services.pools.list()[0]!)).toEqual({
       minIdle: 2,
       maxTotal: 4,

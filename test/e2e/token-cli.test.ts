@@ -38,4 +38,42 @@ describe("sandpool token", () => {
     expect(none.code).toBe(1);
     expect(none.stderr).toContain("--workspace");
   });
+
+  it("prints an object with --json: the token and what it carries", async () => {
+    const before = Date.now();
+    const result = await runCli([
+      "token",
+      "--workspace",
+      "team-j",
+      "--ttl",
+      "120",
+      "--json",
+      "--data-dir",
+      dataDir,
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    const answer = JSON.parse(result.stdout) as {
+      token: string;
+      workspace: string | null;
+      admin: boolean;
+      subject: string;
+      expiresAt: string;
+    };
+    expect(answer).toMatchObject({ workspace: "team-j", admin: false, subject: "dev-user" });
+    expect(await verify(answer.token)).toMatchObject({ workspace: "team-j" });
+    const expires = Date.parse(answer.expiresAt);
+    expect(expires).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000 + 120_000);
+    expect(expires).toBeLessThanOrEqual(Date.now() + 120_000);
+
+    const admin = JSON.parse((await runCli(["token", "--admin", "--json", "--data-dir", dataDir])).stdout);
+    expect(admin).toMatchObject({ workspace: null, admin: true });
+  });
+
+  it("with --json, still refuses with a one-line reason and exit code 1", async () => {
+    const bad = await runCli(["token", "--workspace", "not ok!", "--json", "--data-dir", dataDir]);
+    expect(bad.code).toBe(1);
+    expect(bad.stdout).toBe("");
+    expect(bad.stderr.trim().split("\n")).toHaveLength(1);
+    expect(bad.stderr).toContain("is not a valid workspace id");
+  });
 });

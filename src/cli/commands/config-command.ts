@@ -2,8 +2,10 @@
  * `sandpool config`: print a complete example configuration, or check one the way the gateway
  * loads it (the YAML file, then environment variables over it) and show the effective result
  * with secrets redacted. Problems exit with code 2, the code for a usage/configuration error.
+ * With --json, each prints an object instead (problems too, besides their lines on stderr).
  */
 import { Command } from "commander";
+import { printJson } from "../admin/admin-render.js";
 
 export const CONFIG_ERROR_EXIT_CODE = 2;
 const REDACTED = "<redacted>";
@@ -60,10 +62,21 @@ function exampleCommand(): Command {
         "(optional ones commented out), and the environment variables that override it. It loads as " +
         "it is; replace the placeholders (auth.jwksUrl, the images) before use.",
     )
-    .addHelpText("after", "\nExample:\n  npx sandpool config example > sandpool.yaml\n")
-    .action(async () => {
+    .option("--json", "print an object: the example as YAML text, its settings, the environment variables")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  npx sandpool config example > sandpool.yaml\n  npx sandpool config example --json\n",
+    )
+    .action(async (options: { json?: boolean }) => {
       const { configExample } = await import("../../config/config-example.js");
-      process.stdout.write(configExample());
+      const text = configExample();
+      if (!options.json) {
+        process.stdout.write(text);
+        return;
+      }
+      const { parse } = await import("yaml");
+      const { configEnvVariables } = await import("../../config/config-env.js");
+      printJson({ yaml: text, config: parse(text) as unknown, environment: configEnvVariables });
     });
 }
 
@@ -76,13 +89,15 @@ function checkCommand(): Command {
         `On a problem, print every one with its path and exit with code ${CONFIG_ERROR_EXIT_CODE}.`,
     )
     .option("--config <file>", "YAML configuration file; without one, the environment alone")
+    .option("--json", "print an object: ok, the sources, the effective configuration or the problems")
     .addHelpText(
       "after",
       "\nExamples:\n" +
         "  npx sandpool config check --config sandpool.yaml\n" +
+        "  npx sandpool config check --config sandpool.yaml --json\n" +
         "  SANDPOOL_PORT=9000 npx sandpool config check --config sandpool.yaml   # env wins over the file\n",
     )
-    .action(async (options: { config?: string }) => {
+    .action(async (options: { config?: string; json?: boolean }) => {
       const { ConfigError, loadGatewayConfigWithSources } = await import("../../config/load-config.js");
       const { stringify } = await import("yaml");
       try {
@@ -90,6 +105,15 @@ function checkCommand(): Command {
           file: options.config,
           env: process.env,
         });
+        if (options.json) {
+          printJson({
+            ok: true,
+            file: options.config ?? null,
+            environment: fromEnvironment,
+            config: redactConfig(config),
+          });
+          return;
+        }
         const origin = [
           options.config === undefined ? "no file" : `file ${options.config}`,
           fromEnvironment.length === 0
@@ -105,6 +129,7 @@ function checkCommand(): Command {
       } catch (error) {
         if (!(error instanceof ConfigError)) throw error;
         process.stderr.write(`${error.message}\n`);
+        if (options.json) printJson({ ok: false, file: options.config ?? null, problems: error.problems });
         process.exitCode = CONFIG_ERROR_EXIT_CODE;
       }
     });

@@ -1,5 +1,9 @@
-/** `sandpool migrate`: applies pending SQL migrations to the production database. */
+/**
+ * `sandpool migrate`: applies pending SQL migrations to the production database; with
+ * --json, an object saying what was pending and what was applied.
+ */
 import { Command } from "commander";
+import { printJson } from "../admin/admin-render.js";
 
 export function migrateCommand(): Command {
   return new Command("migrate")
@@ -10,7 +14,12 @@ export function migrateCommand(): Command {
     )
     .option("--database-url <url>", "Postgres connection URL (default: env DATABASE_URL)")
     .option("--dry-run", "only list the migrations that would be applied")
-    .action(async (options: { databaseUrl?: string; dryRun?: boolean }) => {
+    .option("--json", "print an object: pending (before), applied, dryRun")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  DATABASE_URL=postgres://... sandpool migrate --dry-run\n  sandpool migrate --json\n",
+    )
+    .action(async (options: { databaseUrl?: string; dryRun?: boolean; json?: boolean }) => {
       const url = options.databaseUrl ?? process.env.DATABASE_URL;
       if (!url) throw new Error("no database: set DATABASE_URL or pass --database-url");
       const { openPostgres } = await import("../../store/sql/open-database.js");
@@ -18,7 +27,10 @@ export function migrateCommand(): Command {
       const db = openPostgres(url);
       try {
         const pending = await pendingMigrations(db);
-        if (pending.length === 0) {
+        if (options.json) {
+          const applied = options.dryRun || pending.length === 0 ? [] : (await migrateToLatest(db)).applied;
+          printJson({ pending, applied, dryRun: options.dryRun === true });
+        } else if (pending.length === 0) {
           process.stdout.write("The schema is current: nothing to apply.\n");
         } else if (options.dryRun) {
           process.stdout.write(`Pending migrations:\n${pending.map((name) => `  ${name}\n`).join("")}`);

@@ -1,6 +1,7 @@
 /**
- * `sandpool pools`: operators see every pool (sizes in force and as configured, what it holds
- * now, warm-up failures and warm hit rate) and resize one without a restart, through the
+ * `sandpool pools`: operators see every pool (sizes in force and as configured, the effective
+ * minIdle demand raises it to, what it holds now, the deployment's warm-up failures and warm
+ * hit rate, and why a failing pool's starts fail) and resize one without a restart, through the
  * gateway's admin API. A resize is validated by the gateway, persisted, audited and in force
  * on every replica within a second. Exit codes: 0 done, 1 refused or unreachable, 2 bad usage.
  */
@@ -26,11 +27,14 @@ interface PoolItem {
   minIdle: number;
   maxTotal: number;
   configured: { minIdle: number; maxTotal: number };
+  /** Older gateways do not send it. */
+  effectiveMinIdle?: number;
   idle: number;
   leased: number;
   starting: number;
   warmupFailures: number;
   warmHitRate: number | null;
+  lastStartError?: { message: string; at: string; nextAttemptAt: string; consecutiveFailures: number } | null;
 }
 
 /**
@@ -59,12 +63,13 @@ function rate(value: number | null): string {
 }
 
 export function renderPools(pools: PoolItem[]): string {
-  return table(
+  const rows = table(
     [
       "POOL",
       "IMAGE",
       "CLASS",
       "MIN IDLE",
+      "EFFECTIVE",
       "MAX TOTAL",
       "IDLE",
       "LEASED",
@@ -77,6 +82,7 @@ export function renderPools(pools: PoolItem[]): string {
       pool.image,
       pool.resourceClass,
       size(pool.minIdle, pool.configured.minIdle),
+      String(pool.effectiveMinIdle ?? pool.minIdle),
       size(pool.maxTotal, pool.configured.maxTotal),
       String(pool.idle),
       String(pool.leased),
@@ -85,20 +91,32 @@ export function renderPools(pools: PoolItem[]): string {
       rate(pool.warmHitRate),
     ]),
   );
+  const failing = pools.flatMap((pool) =>
+    pool.lastStartError
+      ? [
+          `${pool.name}: starts failing (${pool.lastStartError.consecutiveFailures} in a row, last at ` +
+            `${pool.lastStartError.at}; next attempt at ${pool.lastStartError.nextAttemptAt}): ` +
+            pool.lastStartError.message,
+        ]
+      : [],
+  );
+  return failing.length === 0 ? rows : `${rows}\n\n${failing.join("\n")}`;
 }
 
 const FOOTNOTE =
-  "\nSizes in force; the configured one in parentheses where a resize changed it. " +
-  "Failures and warm hits are counted by the replica that answered, since it started.";
+  "\nSizes in force; the configured one in parentheses where a resize changed it. EFFECTIVE is " +
+  "what warm-up keeps idle: MIN IDLE raised by demand (lease rate x p95 refill time), up to MAX TOTAL. " +
+  "Failures and warm hits are the deployment's, every replica's leases and starts counted.";
 
 function listCommand(): Command {
   return withConnection(
     new Command("list")
-      .summary("show every pool: sizes, what it holds now, failures, warm hit rate")
+      .summary("show every pool: sizes, effective minimum, what it holds now, failures, warm hit rate")
       .description(
-        "Show every pool: its sizes in force (and as configured, where a resize changed them), its " +
-          "idle, leased and starting sandboxes across replicas, warm-up failures and the share of " +
-          "sessions served warm.",
+        "Show every pool: its sizes in force (and as configured, where a resize changed them), the " +
+          "effective minIdle the deployment's demand raises it to, its idle, leased and starting " +
+          "sandboxes across replicas, the deployment's warm-up failures and share of sessions served " +
+          "warm, and, for a pool whose starts fail, the reason and when warm-up tries again.",
       )
       .addHelpText("after", examples("sandpool pools list", "sandpool pools list --json")),
   ).action(

@@ -1,5 +1,9 @@
-/** `sandpool token`: mints a dev-mode bearer token for any workspace, or an admin token. */
+/**
+ * `sandpool token`: mints a dev-mode bearer token for any workspace, or an admin token; with
+ * --json, an object a program reads (the token and what it carries).
+ */
 import { Command } from "commander";
+import { printJson } from "../admin/admin-render.js";
 import { integerOption } from "../parse-number.js";
 
 interface TokenOptions {
@@ -8,6 +12,7 @@ interface TokenOptions {
   dataDir: string;
   ttl: number;
   subject: string;
+  json?: boolean;
 }
 
 export function tokenCommand(): Command {
@@ -22,9 +27,11 @@ export function tokenCommand(): Command {
     .option("--data-dir <dir>", "the dev data directory", ".sandpool/dev")
     .option("--ttl <seconds>", "lifetime of the token", integerOption(60), 86_400)
     .option("--subject <sub>", "the token's subject", "dev-user")
+    .option("--json", "print an object: token, workspace, admin, subject, expiresAt")
     .addHelpText(
       "after",
-      "\nExamples:\n  sandpool token --workspace team-a\n  sandpool token --admin --subject ops@example.com\n",
+      "\nExamples:\n  sandpool token --workspace team-a\n  sandpool token --admin --subject ops@example.com\n" +
+        "  sandpool token --workspace team-a --json\n",
     )
     .action(async (options: TokenOptions) => {
       const { loadOrCreateDevKey, mintToken } = await import("../../auth/dev-keys.js");
@@ -45,6 +52,18 @@ export function tokenCommand(): Command {
         ttlSeconds: options.ttl,
         subject: options.subject,
       });
-      process.stdout.write(`${token}\n`);
+      if (!options.json) {
+        process.stdout.write(`${token}\n`);
+        return;
+      }
+      const { decodeJwt } = await import("jose");
+      const { exp } = decodeJwt(token);
+      printJson({
+        token,
+        workspace: options.workspace ?? null,
+        admin: options.admin === true,
+        subject: options.subject,
+        expiresAt: exp === undefined ? null : new Date(exp * 1000).toISOString(),
+      });
     });
 }

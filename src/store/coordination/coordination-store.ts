@@ -6,6 +6,7 @@
  * Everything with an owner is kept with an expiry (slots, pool members, leases), so a
  * holder that crashes ages out instead of leaking capacity.
  */
+import type { PoolDemandExchange } from "./pool-demand-exchange.js";
 import type {
   AdmissionVerdict,
   CallEnd,
@@ -19,7 +20,8 @@ import type {
   SessionAdmission,
 } from "./records.js";
 
-export interface CoordinationStore {
+/** Pools' shared lease and start counts come from PoolDemandExchange (pool-demand-exchange.ts). */
+export interface CoordinationStore extends PoolDemandExchange {
   // Admission: concurrent-session slots, session rate, execution budget.
   /** Takes a slot for `token` if fewer than `limit` unexpired slots are held. */
   acquireSlot(

@@ -4,6 +4,8 @@
  * network; every method is trivially atomic because nothing awaits inside it.
  */
 import type { CoordinationStore } from "./coordination-store.js";
+import { MemoryPoolDemand } from "./memory-pool-demand.js";
+import type { PoolDemandDelta } from "./pool-demand-exchange.js";
 import {
   type AdmissionVerdict,
   type CallEnd,
@@ -75,6 +77,7 @@ export class MemoryCoordinationStore implements CoordinationStore {
   private readonly idle = new Map<string, SandboxRecord[]>();
   private readonly leases = new Map<string, Lease>();
   private readonly subscribers = new Map<string, ((message: string) => void)[]>();
+  private readonly demand = new MemoryPoolDemand();
 
   async acquireSlot(workspace: string, token: string, limit: number, expiresAt: number, now: number) {
     return getOrCreate(this.slots, workspace, () => new ExpiringSet()).add(token, limit, expiresAt, now);
@@ -250,6 +253,10 @@ export class MemoryCoordinationStore implements CoordinationStore {
 
   async listLeases() {
     return [...this.leases.values()].map((lease) => structuredClone(lease));
+  }
+
+  async exchangePoolDemand(pool: string, delta: PoolDemandDelta, window: number) {
+    return this.demand.exchange(pool, delta, window);
   }
 
   async publish(channel: string, message: string) {

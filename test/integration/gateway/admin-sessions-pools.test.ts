@@ -3,7 +3,9 @@
  * sessions (all, or one workspace's, never another's), ending one (sandbox destroyed, slot
  * freed, usage closed, audited), 404 for unknown sessions and pools, pool status with the
  * sizes in force, resizes validated (422), persisted, audited and obeyed by the next start,
- * and every route refused to a workspace token (403) and to no token (401).
+ * the effective minIdle beside the configured one, the deployment's counts and a failing
+ * pool's last start error, and every route refused to a workspace token (403) and to no
+ * token (401).
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -166,6 +168,11 @@ interface PoolItem {
   warmLeases: number;
   coldLeases: number;
   warmHitRate: number | null;
+  effectiveMinIdle: number;
+  demand: boolean;
+  leaseDemand: { leasesPerSecond: number; refillSecondsP95: number | null };
+  thisReplica: { warmLeases: number; coldLeases: number; warmupFailures: number };
+  lastStartError: { message: string; at: string; nextAttemptAt: string; consecutiveFailures: number } | null;
 }
 
 describe("admin pools", () => {
@@ -187,6 +194,27 @@ describe("admin pools", () => {
     expect(pool!.idle + pool!.leased + pool!.starting).toBe(pool!.members);
     expect(pool!.warmLeases + pool!.coldLeases).toBeGreaterThanOrEqual(1);
     expect(pool!.warmHitRate).toBe(pool!.warmLeases / (pool!.warmLeases + pool!.coldLeases));
+    // The effective minimum beside the configured one: demand may raise it, within the sizes.
+    expect(pool!.demand).toBe(true);
+    expect(pool!.effectiveMinIdle).toBeGreaterThanOrEqual(pool!.minIdle);
+    expect(pool!.effectiveMinIdle).toBeLessThanOrEqual(pool!.maxTotal);
+    expect(pool!.leaseDemand.leasesPerSecond).toBeGreaterThanOrEqual(0);
+    // A sandbox was started (the warm-up at least): its refill time is measured.
+    expect(pool!.leaseDemand.refillSecondsP95).toBeGreaterThan(0);
+    // The counts are the deployment's (here one replica's, exchanged before answering).
+    expect(pool!.thisReplica).toEqual({
+      warmLeases: pool!.warmLeases,
+      coldLeases: pool!.coldLeases,
+      warmupFailures: 0,
+    });
+    expect(pool!.lastStartError).toBeNull();
+    // The same figures on /metrics, as of the exchange the answer made.
+    const metrics = await (await fetch(`${harness.url}/metrics`)).text();
+    const gauge = (name: string) =>
+      Number(metrics.match(new RegExp(`^${name}\\{pool="default"\\} (\\S+)$`, "m"))?.[1]);
+    expect(gauge("sandpool_pool_effective_min_idle")).toBe(pool!.effectiveMinIdle);
+    expect(gauge("sandpool_pool_warm_hit_ratio")).toBeCloseTo(pool!.warmHitRate!, 6);
+    expect(gauge("sandpool_pool_lease_rate")).toBeGreaterThanOrEqual(0);
     await api("DELETE", `/sessions/${id}`);
   });
 
@@ -270,6 +298,51 @@ describe("admin pools", () => {
       const [pool] = items<PoolItem>(await api("GET", "/pools"));
       return pool!.starting === 0 && pool!.idle >= 1 && pool!.leased === 0;
     }, 10_000);
+  });
+});
+
+describe("admin pools: a pool whose sandboxes cannot start", () => {
+  let broken: TestGateway;
+  beforeAll(async () => {
+    broken = await startTestGateway({
+      pools: [
+        { name: "default", image: TEST_IMAGE, minIdle: 0, maxTotal: 2 },
+        // No sandbox listens within 1 ms: every start fails, and warm-up backs off.
+        {
+          name: "broken",
+          image: TEST_IMAGE,
+          resourceClass: "tiny",
+          minIdle: 1,
+          maxTotal: 2,
+          coldStartTimeoutMs: 1,
+        },
+      ],
+    });
+  });
+  afterAll(() => broken?.close());
+
+  it("says why, when it tries again, and how many starts failed", async () => {
+    const list = async () => {
+      const res = await fetch(`${broken.url}/admin/v1/pools`, {
+        headers: { authorization: `Bearer ${adminToken}` },
+      });
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { items: PoolItem[] }).items;
+    };
+    let pool: PoolItem | undefined;
+    await waitFor(async () => {
+      pool = (await list()).find((item) => item.name === "broken");
+      return pool?.lastStartError !== null;
+    }, 10_000);
+    const error = pool!.lastStartError!;
+    expect(error.message).toMatch(/\S/);
+    expect(error.consecutiveFailures).toBeGreaterThanOrEqual(1);
+    expect(Date.parse(error.nextAttemptAt)).toBeGreaterThan(Date.parse(error.at));
+    expect(error.at).toMatch(isoDate);
+    expect(pool!.warmupFailures).toBeGreaterThanOrEqual(1);
+    expect(pool).toMatchObject({ idle: 0, effectiveMinIdle: 1 });
+    // The healthy pool says nothing.
+    expect((await list()).find((item) => item.name === "default")?.lastStartError).toBeNull();
   });
 });
 

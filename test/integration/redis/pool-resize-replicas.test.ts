@@ -2,7 +2,8 @@
  * A pool resize through one replica is obeyed by the other: two gateways in this process,
  * sharing one Redis (a prefix of their own) and one Postgres schema, and one process runtime
  * (so neither replica's reconciliation takes the other's sandboxes for orphans). A third
- * replica started afterwards reads the resize back from the database.
+ * replica started afterwards reads the resize back from the database. Every replica's pool
+ * view shows the deployment's lease counts: the sum of each replica's own.
  */
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -38,10 +39,18 @@ const config = gatewayConfigSchema.parse({
   intervals: { warmMs: 100, reapMs: 100, reconcileMs: 600_000 },
 });
 
-interface PoolItem {
+interface Counts {
+  warmLeases: number;
+  coldLeases: number;
+  warmupFailures: number;
+}
+interface PoolItem extends Counts {
   name: string;
   minIdle: number;
   maxTotal: number;
+  effectiveMinIdle: number;
+  warmHitRate: number | null;
+  thisReplica: Counts;
 }
 
 describe.skipIf(!available)("pool resizes across replicas", () => {
@@ -150,5 +159,42 @@ describe.skipIf(!available)("pool resizes across replicas", () => {
     expect((await admin(one, "PATCH", "/pools/default", { minIdle: 1 })).status).toBe(200);
     const three = await replica();
     expect(await poolOn(three)).toMatchObject({ minIdle: 1, maxTotal: 2 });
+  });
+
+  it("shows every replica the deployment's lease counts, the sum of each replica's own", async () => {
+    expect(replicas.length).toBe(3);
+    const [one, two, three] = replicas.map((r) => r.gateway) as [
+      RunningGateway,
+      RunningGateway,
+      RunningGateway,
+    ];
+    const workspace = `count-${randomBytes(3).toString("hex")}`;
+    // Sessions need room: maxTotal 2 and minIdle 1 were left by the test before.
+    expect((await admin(one, "PATCH", "/pools/default", { minIdle: 0, maxTotal: 6 })).status).toBe(200);
+    for (const replica of [one, three, three]) {
+      const created = await openSession(replica, workspace);
+      expect(created.status).toBe(201);
+    }
+    const views = async () => Promise.all([one, two, three].map(poolOn));
+    const sum = (items: PoolItem[], key: keyof Counts) =>
+      items.reduce((n, item) => n + item.thisReplica[key], 0);
+    // Each replica exchanges its counts every second: within two, all agree.
+    await waitFor(
+      async () => {
+        const items = await views();
+        const leases = sum(items, "warmLeases") + sum(items, "coldLeases");
+        return items.every((item) => item.warmLeases + item.coldLeases === leases);
+      },
+      3_000,
+      "every replica shows the deployment's leases",
+    );
+    const items = await views();
+    expect(sum(items, "warmLeases") + sum(items, "coldLeases")).toBeGreaterThanOrEqual(5);
+    for (const item of items) {
+      expect(item.warmLeases).toBe(sum(items, "warmLeases"));
+      expect(item.coldLeases).toBe(sum(items, "coldLeases"));
+      expect(item.effectiveMinIdle).toBeGreaterThanOrEqual(item.minIdle);
+      expect(item.warmHitRate).toBe(item.warmLeases / (item.warmLeases + item.coldLeases));
+    }
   });
 });

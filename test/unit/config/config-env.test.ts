@@ -179,6 +179,8 @@ const cases: Record<
   },
   SANDPOOL_MIN_IDLE: { value: "5", expect: (c) => expect(c.pools[0]!.minIdle).toBe(5) },
   SANDPOOL_MAX_TOTAL: { value: "50", expect: (c) => expect(c.pools[0]!.maxTotal).toBe(50) },
+  SANDPOOL_POOL_DEMAND: { value: "off", expect: (c) => expect(c.pools[0]!.demand).toBe(false) },
+  SANDPOOL_MAX_WARMUP_STARTS: { value: "3", expect: (c) => expect(c.limits.maxWarmupStarts).toBe(3) },
   SANDPOOL_SHUTDOWN_GRACE_MS: { value: "5000", expect: (c) => expect(c.shutdownGraceMs).toBe(5000) },
   SANDPOOL_MIGRATE_ON_START: { value: "true", expect: (c) => expect(c.migrateOnStart).toBe(true) },
   SANDPOOL_RETENTION_USAGE_EVENTS_DAYS: {
@@ -452,6 +454,7 @@ describe("default image and its pool", () => {
         minIdle: 0,
         maxTotal: 4,
         warmupConcurrency: 2,
+        demand: true,
         coldStartTimeoutMs: 30_000,
         egress: false,
       },

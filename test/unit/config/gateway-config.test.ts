@@ -44,6 +44,7 @@ describe("gatewayConfigSchema", () => {
       minIdle: 2,
       maxTotal: 20,
       warmupConcurrency: 2,
+      demand: true,
       coldStartTimeoutMs: 30_000,
       egress: false,
     });

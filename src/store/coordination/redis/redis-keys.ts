@@ -32,6 +32,16 @@ export class RedisKeys {
     return `${this.prefix}{pool:${pool}}:idle`;
   }
 
+  /** Every replica's lease and start counts of a pool, summed (src/pool/pool-demand-sync.ts). */
+  demand(pool: string): string {
+    return `${this.prefix}{pool:${pool}}:demand`;
+  }
+
+  /** A pool's recent refill times, newest first. */
+  refills(pool: string): string {
+    return `${this.prefix}{pool:${pool}}:refills`;
+  }
+
   /**
    * A workspace's leases, session id -> deadline: what the reaper scans. Under the
    * workspace's tag, so the scripts of a call move it in the same step as the lease.

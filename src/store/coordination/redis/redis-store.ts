@@ -19,6 +19,12 @@ import { randomBytes } from "node:crypto";
 import { SandpoolError } from "../../../contract/error-codes.js";
 import type { CoordinationStore } from "../coordination-store.js";
 import {
+  POOL_DEMAND_TTL_MS,
+  type PoolDemandDelta,
+  type PoolDemandTotals,
+  type PoolStartFailure,
+} from "../pool-demand-exchange.js";
+import {
   type AdmissionVerdict,
   type CallEnd,
   type CallMark,
@@ -243,6 +249,31 @@ export class RedisCoordinationStore implements CoordinationStore {
     const raws = await this.read(() => this.redis.lrange(this.keys.idle(pool), 0, -1));
     // The list is pushed on the left and popped on the right: oldest last.
     return raws.reverse().map((raw) => JSON.parse(raw) as SandboxRecord);
+  }
+
+  async exchangePoolDemand(pool: string, delta: PoolDemandDelta, window: number) {
+    const failure = delta.startFailure;
+    const raw = (await this.call(() =>
+      this.scripts.run(
+        this.redis,
+        "exchange-pool-demand",
+        [this.keys.demand(pool), this.keys.refills(pool)],
+        [
+          delta.warmLeases,
+          delta.coldLeases,
+          delta.warmupFailures,
+          window,
+          POOL_DEMAND_TTL_MS,
+          failure?.at ?? "",
+          failure?.message ?? "",
+          failure?.nextAttemptAt ?? "",
+          failure?.consecutiveFailures ?? "",
+          delta.startSucceededAt ?? "",
+          ...delta.refillMs.map((ms) => Math.round(ms)),
+        ],
+      ),
+    )) as (string | null | string[])[];
+    return demandTotals(raw);
   }
 
   async putLease(lease: Lease) {
@@ -528,4 +559,26 @@ function unavailable(cause: unknown): SandpoolError {
     retryAfterSeconds: 1,
     cause,
   });
+}
+
+/** The exchange script's answer as totals (see exchange-pool-demand-2.lua for its shape). */
+function demandTotals(raw: (string | null | string[])[]): PoolDemandTotals {
+  const [warm, cold, failures, failureAt, message, nextAttemptAt, consecutive, succeededAt, refills] = raw;
+  const count = (value: unknown) => Number(value ?? 0);
+  let startFailure: PoolStartFailure | null = null;
+  if (typeof failureAt === "string" && Number(failureAt) > count(succeededAt)) {
+    startFailure = {
+      message: String(message ?? ""),
+      at: Number(failureAt),
+      nextAttemptAt: count(nextAttemptAt),
+      consecutiveFailures: count(consecutive),
+    };
+  }
+  return {
+    warmLeases: count(warm),
+    coldLeases: count(cold),
+    warmupFailures: count(failures),
+    refillMs: Array.isArray(refills) ? refills.map(Number) : [],
+    startFailure,
+  };
 }
