@@ -20,12 +20,14 @@ import { RedisCoordinationStore } from "../store/coordination/redis/redis-store.
 import { assertSchemaCurrent, migrateToLatest } from "../store/sql/migrate.js";
 import { openPostgres } from "../store/sql/open-database.js";
 import { onShutdown } from "./on-shutdown.js";
+import { printReady } from "./ready-line.js";
 import { assertIsolationHolds, assertIsolationPossible } from "./serve-isolation.js";
 import { refusedForServe } from "./serve-refusals.js";
 
 export interface ServeOptions {
   config?: string;
   migrate?: boolean;
+  json?: boolean;
 }
 
 /** Everything `serve` cannot run without, said in one message. */
@@ -125,8 +127,14 @@ export async function runServe(options: ServeOptions): Promise<void> {
     },
     "sandpool serving",
   );
-  process.stdout.write(`sandpool serve listening on ${gateway.url}\n`);
-  if (gateway.admin) process.stdout.write(`sandpool serve admin API on ${gateway.admin.url}/admin/v1\n`);
+  printReady(
+    options.json === true,
+    [
+      `sandpool serve listening on ${gateway.url}`,
+      ...(gateway.admin ? [`sandpool serve admin API on ${gateway.admin.url}/admin/v1`] : []),
+    ],
+    { url: gateway.url, ...(gateway.admin ? { adminUrl: `${gateway.admin.url}/admin/v1` } : {}) },
+  );
 
   // Leased sandboxes stay: the other replicas serve their sessions.
   onShutdown(
