@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mintToken } from "../../../src/auth/dev-keys.js";
 import { type AdminRequestOptions, adminRequest } from "../../support/admin-api.js";
-import { type Answer, ContractClient } from "../../support/contract-client.js";
+import { ContractClient } from "../../support/contract-client.js";
 import { startTestGateway, TEST_SECRET, type TestGateway } from "../../support/gateway-harness.js";
 
 let harness: TestGateway;

@@ -8,7 +8,6 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mintToken } from "../../../src/auth/dev-keys.js";
 import { type AdminRequestOptions, adminRequest } from "../../support/admin-api.js";
-import type { Answer } from "../../support/contract-client.js";
 import {
   startTestGateway,
   TEST_IMAGE,
