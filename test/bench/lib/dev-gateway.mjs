@@ -9,27 +9,32 @@ import { nowMs, progress } from "./timing.mjs";
 export const cliPath = fileURLToPath(new URL("../../../dist/cli/main.js", import.meta.url));
 const TOKEN_LINE = /^SANDPOOL_TOKEN=(\S+)/;
 
+/** A dev gateway whose pool keeps a fixed minimum (no demand): its cold leases stay cold. */
 export async function startDev({ dataDir, python, minIdle, maxTotal, timeoutMs, runtime = "process" }) {
   const port = await freePort();
   const started = nowMs();
-  const child = spawnTracked(process.execPath, [
-    cliPath,
-    "dev",
-    "--host",
-    "127.0.0.1",
-    "--port",
-    String(port),
-    "--data-dir",
-    dataDir,
-    "--python",
-    python,
-    "--min-idle",
-    String(minIdle),
-    "--max-total",
-    String(maxTotal),
-    "--runtime",
-    runtime,
-  ]);
+  const child = spawnTracked(
+    process.execPath,
+    [
+      cliPath,
+      "dev",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--data-dir",
+      dataDir,
+      "--python",
+      python,
+      "--min-idle",
+      String(minIdle),
+      "--max-total",
+      String(maxTotal),
+      "--runtime",
+      runtime,
+    ],
+    { env: { ...process.env, SANDPOOL_POOL_DEMAND: "false" } },
+  );
   const log = tailOf(child);
   const match = await waitForLine(child, TOKEN_LINE, timeoutMs);
   child.stdout.resume();

@@ -22,6 +22,9 @@ pools:
     minIdle: ${SERVE_MIN_IDLE}
     maxTotal: 24
     coldStartTimeoutMs: 60000
+    # A fixed minimum: the refill and cold phases measure a pool that does not follow demand
+    # (with it, the cold phase's leases would keep the pool warm).
+    demand: false
 policy:
   maxConcurrentSessions: 20
   sessionsPerMinute: 1000
