@@ -21,11 +21,13 @@ import { assertSchemaCurrent, migrateToLatest } from "../store/sql/migrate.js";
 import { openPostgres } from "../store/sql/open-database.js";
 import { onShutdown } from "./on-shutdown.js";
 import { assertIsolationHolds, assertIsolationPossible } from "./serve-isolation.js";
-import { refusedForServe } from "./serve-refusals.js";
+import { noticesForServe, refusedForServe } from "./serve-refusals.js";
 
 export interface ServeOptions {
   config?: string;
   migrate?: boolean;
+  /** `--role`: wins over the file and SANDPOOL_ROLE. */
+  role?: string;
 }
 
 /** Everything `serve` cannot run without, said in one message. */
@@ -60,7 +62,8 @@ function loadServeConfig(options: ServeOptions): GatewayConfig {
   let config: GatewayConfig | undefined;
   const problems: string[] = [];
   try {
-    config = loadGatewayConfig({ file: options.config, env: process.env });
+    const env = options.role === undefined ? process.env : { ...process.env, SANDPOOL_ROLE: options.role };
+    config = loadGatewayConfig({ file: options.config, env });
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     problems.push(...error.problems);
@@ -86,6 +89,10 @@ function loadServeConfig(options: ServeOptions): GatewayConfig {
 export async function runServe(options: ServeOptions): Promise<void> {
   const config = loadServeConfig(options);
   const log = createLogger("sandpool");
+  for (const notice of noticesForServe(config)) log.warn(notice);
+  if (config.role !== "all") {
+    throw new ConfigError([`role ${config.role} is not served by this build yet`], "serve");
+  }
   // Egress pools' only way out: the filtering proxy, served by this process.
   const egress = config.pools.some((pool) => pool.egress) ? new GatewayEgress(config.egress, log) : undefined;
   const runtime = createRuntime(config, log, egress);
