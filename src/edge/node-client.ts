@@ -8,7 +8,12 @@
 import type { Readable } from "node:stream";
 import { Agent, type Dispatcher, request } from "undici";
 import { type ErrorCode, errorStatus, SandpoolError } from "../contract/error-codes.js";
-import { type ForwardRequest, mapTransportError, SandboxClient } from "../forward/sandbox-client.js";
+import {
+  type ForwardRequest,
+  mapTransportError,
+  outlivedBySession,
+  SandboxClient,
+} from "../forward/sandbox-client.js";
 import { NODE_ERROR_HEADER, NODE_TIMEOUT_HEADER } from "../node/node-api.js";
 import { type NodeSecrets, SIGNATURE_HEADERS, STREAMED_BODY } from "../nodes/node-signature.js";
 import type { NodeDirectory } from "./node-directory.js";
@@ -79,7 +84,8 @@ export class NodeClient extends SandboxClient {
       });
     } catch (error) {
       this.onRoutingError("node_unreachable");
-      throw mapTransportError(error);
+      // Whether the node is lost is the registry's to say: its sessions end then, node_lost.
+      throw outlivedBySession(mapTransportError(error));
     }
     const answer = response.headers[SIGNATURE_HEADERS.answer];
     if (!this.secrets.verifyAnswer(signed[SIGNATURE_HEADERS.nonce]!, response.statusCode, answer as string)) {

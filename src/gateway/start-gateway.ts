@@ -184,6 +184,7 @@ export async function startGateway(
       return poolStatus(pools, poolSizes, store);
     },
     poolSizes,
+    nodes: backends.nodes,
     adminAudit: new AdminAuditRepository(db),
     audit: new AuditRepository(db),
   };

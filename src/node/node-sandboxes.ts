@@ -27,11 +27,14 @@ export interface NodeSandboxesDeps {
 export class NodeSandboxes {
   private readonly warm = new Map<string, NodeWarmPool>();
   private readonly leased = new Map<string, SandboxRecord>();
+  /** When each was leased (or adopted): a lease is recorded by the edge just after. */
+  private readonly leasedAt = new Map<string, number>();
   draining = false;
 
   constructor(private readonly deps: NodeSandboxesDeps) {
     for (const pool of deps.pools) {
-      this.warm.set(pool.name, new NodeWarmPool(pool, poolShare(pool, 1, 0), deps));
+      // Nothing is started before the first reconciliation and heartbeat size the share.
+      this.warm.set(pool.name, new NodeWarmPool(pool, { min: 0, max: poolShare(pool, 1, 0).max }, deps));
     }
   }
 
@@ -41,6 +44,11 @@ export class NodeSandboxes {
       const share = poolShare(pool.spec, readyNodes, rank);
       // A draining node keeps no warm sandboxes: its leased ones finish, then it is empty.
       pool.resize(this.draining ? { min: 0, max: share.max } : share);
+      if (this.draining && pool.free > 0) {
+        pool
+          .destroyIdle()
+          .catch((error) => this.deps.log.warn({ err: error }, "could not empty a draining pool"));
+      }
     }
   }
 
@@ -52,6 +60,7 @@ export class NodeSandboxes {
     if (!pool) throw new SandpoolError("capacity.exhausted", `this node serves no pool '${poolName}'`);
     const leased = await pool.acquire();
     this.leased.set(leased.record.sandboxId, leased.record);
+    this.leasedAt.set(leased.record.sandboxId, Date.now());
     return leased;
   }
 
@@ -63,6 +72,7 @@ export class NodeSandboxes {
     const record = this.leased.get(sandboxId);
     if (!record) return;
     this.leased.delete(sandboxId);
+    this.leasedAt.delete(sandboxId);
     const pool = this.warm.get(record.pool);
     await (pool ? pool.destroy(record) : this.deps.runtime.destroy(record.runtimeId));
   }
@@ -82,26 +92,25 @@ export class NodeSandboxes {
     const leases = (await this.deps.store.listLeases()).filter((lease) => lease.node === this.deps.nodeId);
     const bySandbox = new Map(leases.map((lease) => [lease.sandbox.sandboxId, lease.sandbox]));
     const warmIds = new Set<string>();
-    for (const pool of this.warm.values()) for (const id of pool.idleIds()) warmIds.add(id);
+    for (const pool of this.warm.values()) for (const id of pool.knownIds()) warmIds.add(id);
     let adopted = 0;
     let destroyed = 0;
-    const cutoff = Date.now() - Math.max(...this.deps.pools.map((pool) => pool.coldStartTimeoutMs)) - 5_000;
     for (const sandbox of await this.deps.runtime.list()) {
       if (warmIds.has(sandbox.sandboxId) || this.leased.has(sandbox.sandboxId)) continue;
       const record = bySandbox.get(sandbox.sandboxId);
       if (record && sandbox.running !== false) {
         this.leased.set(record.sandboxId, record);
+        this.leasedAt.set(record.sandboxId, Date.now());
         adopted++;
         continue;
       }
-      // One being started by a warm pool is not listed yet among its idle ones.
-      if ((sandbox.createdAt ?? 0) > cutoff && !record) continue;
       await this.deps.runtime.destroy(sandbox.runtimeId).catch(() => undefined);
       destroyed++;
     }
     // Held sandboxes whose lease is gone (ended while this node was away) go too.
-    for (const [sandboxId, record] of this.leased) {
-      if (!bySandbox.has(sandboxId) && Date.now() - record.createdAt > 60_000) {
+    // (A minute's grace: an edge records the lease just after the node answers it.)
+    for (const sandboxId of this.leased.keys()) {
+      if (!bySandbox.has(sandboxId) && Date.now() - (this.leasedAt.get(sandboxId) ?? 0) > 60_000) {
         await this.destroy(sandboxId);
         destroyed++;
       }

@@ -37,6 +37,8 @@ interface InternalPool {
 
 export class NodeWarmPool {
   private readonly pool: Pool<SandboxRecord>;
+  /** Sandboxes being started: reconciliation must not take them for leftovers. */
+  private readonly starting = new Set<string>();
 
   constructor(
     readonly spec: PoolSpec,
@@ -96,10 +98,18 @@ export class NodeWarmPool {
     else await this.deps.runtime.destroy(record.runtimeId);
   }
 
-  /** Sandbox ids of the idle warm sandboxes (reconciliation leaves them alone). */
-  idleIds(): string[] {
+  /** Destroys every idle warm sandbox (a draining node keeps none). */
+  async destroyIdle(): Promise<void> {
+    for (let left = this.pool.available; left > 0 && this.pool.available > 0; left--) {
+      const record = await this.pool.acquire();
+      await this.pool.destroy(record);
+    }
+  }
+
+  /** Sandbox ids of the idle warm sandboxes and of those being started (reconciliation leaves them alone). */
+  knownIds(): string[] {
     const idle = (this.pool as unknown as { _availableObjects: { obj: SandboxRecord }[] })._availableObjects;
-    return [...idle].map((item) => item.obj.sandboxId);
+    return [...[...idle].map((item) => item.obj.sandboxId), ...this.starting];
   }
 
   get free(): number {
@@ -125,7 +135,14 @@ export class NodeWarmPool {
   private async start(): Promise<SandboxRecord> {
     const sandboxId = randomBytes(12).toString("hex");
     const deadline = Date.now() + this.spec.coldStartTimeoutMs;
-    const started = await this.deps.runtime.start({ sandboxId, pool: this.spec, deadline });
+    this.starting.add(sandboxId);
+    let started: Awaited<ReturnType<SandboxRuntime["start"]>>;
+    try {
+      started = await this.deps.runtime.start({ sandboxId, pool: this.spec, deadline });
+    } catch (error) {
+      this.starting.delete(sandboxId);
+      throw error;
+    }
     try {
       const innerSessionId = await this.deps.client.createInnerSession(
         started.endpoint,
@@ -143,6 +160,8 @@ export class NodeWarmPool {
     } catch (error) {
       await this.deps.runtime.destroy(started.runtimeId).catch(() => undefined);
       throw error;
+    } finally {
+      this.starting.delete(sandboxId);
     }
   }
 
