@@ -1,0 +1,67 @@
+import { describe, expect, it } from "vitest";
+import { placementOrder } from "../../../src/edge/placement.js";
+import { poolShare } from "../../../src/node/pool-share.js";
+import type { NodeView } from "../../../src/nodes/node-registry.js";
+
+const IMAGE = "sandpool/sandbox:dev";
+const pool = { name: "default", image: IMAGE };
+
+function node(id: string, extra: Partial<NodeView> = {}): NodeView {
+  return {
+    id,
+    url: `http://${id}:8091`,
+    capacity: { default: 4 },
+    images: [IMAGE],
+    freeWarm: { default: 0 },
+    leased: 0,
+    state: "ready",
+    draining: false,
+    heartbeatAt: 0,
+    ...extra,
+  };
+}
+
+describe("placementOrder", () => {
+  it("puts the node with the most free warm sandboxes first, then cold starts by load", () => {
+    const order = placementOrder(
+      [
+        node("a", { freeWarm: { default: 1 } }),
+        node("b", { freeWarm: { default: 3 } }),
+        node("c", { leased: 3 }),
+        node("d", { leased: 1 }),
+      ],
+      pool,
+    );
+    expect(order.map((n) => n.id)).toEqual(["b", "a", "d", "c"]);
+  });
+
+  it("never places on a draining or lost node, nor cold-starts where the image is missing", () => {
+    const order = placementOrder(
+      [
+        node("drained", { state: "draining", draining: true, freeWarm: { default: 5 } }),
+        node("lost", { state: "lost", freeWarm: { default: 5 } }),
+        node("no-image", { images: [] }),
+        node("no-pool", { capacity: {} }),
+        node("ok"),
+      ],
+      pool,
+    );
+    expect(order.map((n) => n.id)).toEqual(["ok"]);
+  });
+});
+
+describe("poolShare", () => {
+  it("spreads minIdle and maxTotal over the ready nodes, adding up exactly", () => {
+    const shares = [0, 1, 2].map((rank) => poolShare({ minIdle: 5, maxTotal: 20 }, 3, rank));
+    expect(shares).toEqual([
+      { min: 2, max: 7 },
+      { min: 2, max: 7 },
+      { min: 1, max: 6 },
+    ]);
+    expect(poolShare({ minIdle: 2, maxTotal: 8 }, 1, 0)).toEqual({ min: 2, max: 8 });
+  });
+
+  it("lets every node start one sandbox even when the pool is smaller than the node count", () => {
+    expect(poolShare({ minIdle: 0, maxTotal: 2 }, 3, 2)).toEqual({ min: 0, max: 1 });
+  });
+});
