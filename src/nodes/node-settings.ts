@@ -30,7 +30,11 @@ export const nodeSettingsSchema = z
     /** Requests signed further from the verifier's clock than this are refused. */
     clockWindowMs: z.number().int().min(1_000).default(30_000),
   })
-  .prefault({});
+  .prefault({})
+  .refine((node) => node.lostAfterMs >= node.heartbeatMs * 2, {
+    message: "lostAfterMs must be at least twice heartbeatMs: one late heartbeat must not lose a node",
+    path: ["lostAfterMs"],
+  });
 
 export type NodeSettings = z.output<typeof nodeSettingsSchema>;
 

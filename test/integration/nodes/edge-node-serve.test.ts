@@ -5,6 +5,7 @@
  * through the other. (Two nodes need two engines: test/multihost.)
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { NodeSecrets, SIGNATURE_HEADERS } from "../../../src/nodes/node-signature.js";
 import { type CliServer, startCliServer } from "../../support/cli.js";
 import { freePort } from "../../support/dev-cli-gateway.js";
 import { redisAvailable } from "../../support/redis.js";
@@ -81,6 +82,22 @@ describe.skipIf(!available)("sandpool serve --role edge and --role node", () => 
       body: '{"pool":"default"}',
     });
     expect(unsigned.status).toBe(401);
+  });
+
+  it("answers a signed request once, signing its answer; refuses its replay and another secret", async () => {
+    const target = "/node/v1/sandboxes/00ff/usage";
+    const headers = new NodeSecrets([SECRET]).sign({ nodeId: "node-one", method: "GET", target });
+    const first = await fetch(`${node.url}${target}`, { headers });
+    expect(first.status).toBe(204);
+    const answer = first.headers.get(SIGNATURE_HEADERS.answer) ?? undefined;
+    expect(new NodeSecrets([SECRET]).verifyAnswer(headers[SIGNATURE_HEADERS.nonce]!, 204, answer)).toBe(true);
+    expect((await fetch(`${node.url}${target}`, { headers })).status).toBe(401);
+    const other = new NodeSecrets(["another-secret-of-at-least-32-bytes-long"]).sign({
+      nodeId: "node-one",
+      method: "GET",
+      target,
+    });
+    expect((await fetch(`${node.url}${target}`, { headers: other })).status).toBe(401);
   });
 
   it("places a session on the node and serves it through either edge", async () => {

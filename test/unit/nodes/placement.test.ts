@@ -1,4 +1,9 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { renderNodes } from "../../../src/cli/commands/nodes-command.js";
+import { loadGatewayConfig } from "../../../src/config/load-config.js";
 import { placementOrder } from "../../../src/edge/placement.js";
 import { poolShare } from "../../../src/node/pool-share.js";
 import type { NodeView } from "../../../src/nodes/node-registry.js";
@@ -63,5 +68,33 @@ describe("poolShare", () => {
 
   it("lets every node start one sandbox even when the pool is smaller than the node count", () => {
     expect(poolShare({ minIdle: 0, maxTotal: 2 }, 3, 2)).toEqual({ min: 0, max: 1 });
+  });
+});
+
+describe("renderNodes", () => {
+  it("shows each node's state, leased count, warm over capacity per pool and heartbeat age", () => {
+    const text = renderNodes(
+      [node("a", { freeWarm: { default: 2 }, leased: 1, heartbeatAt: 10_000 })],
+      13_000,
+    );
+    expect(text).toMatch(/^NODE\s+STATE\s+URL\s+LEASED\s+WARM\/CAPACITY\s+HEARTBEAT/);
+    expect(text).toMatch(/a\s+ready\s+http:\/\/a:8091\s+1\s+default 2\/4\s+3s ago/);
+    expect(renderNodes([])).toMatch(/^no nodes/);
+  });
+});
+
+describe("node settings", () => {
+  const env = { SANDPOOL_JWT_SECRET: "x".repeat(40), SANDPOOL_DEFAULT_IMAGE: IMAGE };
+  it("refuses a loss timeout shorter than two heartbeats", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "sandpool-node-settings-"));
+    try {
+      const file = path.join(dir, "config.yaml");
+      writeFileSync(file, "node:\n  heartbeatMs: 2000\n  lostAfterMs: 3000\n");
+      expect(() => loadGatewayConfig({ file, env })).toThrow(/node\.lostAfterMs.*at least twice heartbeatMs/);
+      writeFileSync(file, "node:\n  heartbeatMs: 500\n  lostAfterMs: 3000\n");
+      expect(loadGatewayConfig({ file, env }).node).toMatchObject({ heartbeatMs: 500, lostAfterMs: 3000 });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
