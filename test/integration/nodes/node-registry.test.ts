@@ -4,9 +4,20 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type NodeAdvert, NodeRegistry } from "../../../src/nodes/node-registry.js";
 import { loadLuaScripts } from "../../../src/store/coordination/redis/lua-scripts.js";
+import {
+  connectRedis,
+  openRedis,
+  type RedisClient,
+} from "../../../src/store/coordination/redis/redis-connection.js";
 import { redisAvailable, redisUrl } from "../../support/redis.js";
+import {
+  type RedisClusterHandle,
+  redisClusterToolsAvailable,
+  startRedisCluster,
+} from "../../support/redis-cluster.js";
 
 const available = await redisAvailable();
+const clusterAvailable = await redisClusterToolsAvailable();
 const LOST_AFTER = 10_000;
 const T = 1_800_000_000_000;
 
@@ -22,23 +33,24 @@ function advert(id: string, extra: Partial<NodeAdvert> = {}): NodeAdvert {
   };
 }
 
-describe.skipIf(!available)("node registry (Redis)", () => {
-  let redis: Redis;
+function registrySuite(open: () => Promise<{ redis: RedisClient; close: () => Promise<void> }>) {
+  let redis: RedisClient;
+  let close: () => Promise<void>;
   let registry: NodeRegistry;
   let other: NodeRegistry;
   const prefix = `sandpool-test:${randomUUID()}:`;
 
   beforeAll(async () => {
-    redis = new Redis(redisUrl);
+    ({ redis, close } = await open());
     const scripts = await loadLuaScripts();
     registry = new NodeRegistry(redis, scripts, { prefix, lostAfterMs: LOST_AFTER });
     other = new NodeRegistry(redis, scripts, { prefix, lostAfterMs: LOST_AFTER });
   });
   afterAll(async () => {
-    const keys = await redis.keys(`${prefix}*`);
-    if (keys.length > 0) await redis.del(...keys);
-    redis.disconnect();
-  });
+    await registry.forget("node-a");
+    await registry.forget("node-c");
+    await close();
+  }, 60_000);
 
   it("lists what each node advertised, ready until it stops heart-beating", async () => {
     expect(await registry.heartbeat(advert("node-a"), T)).toEqual({ draining: false });
@@ -79,5 +91,29 @@ describe.skipIf(!available)("node registry (Redis)", () => {
   it("forgets a node entirely", async () => {
     await registry.forget("node-b");
     expect((await other.list(T)).map((node) => node.id)).not.toContain("node-b");
+  });
+}
+
+describe.skipIf(!available)("node registry (Redis)", () => {
+  registrySuite(async () => {
+    const redis = new Redis(redisUrl);
+    return { redis, close: async () => redis.disconnect() };
+  });
+});
+
+// Every key of the registry shares the {nodes} tag: one slot, so MULTI and the script work.
+describe.skipIf(!clusterAvailable)("node registry (Redis Cluster)", () => {
+  let cluster: RedisClusterHandle;
+  registrySuite(async () => {
+    cluster = await startRedisCluster();
+    const redis = openRedis(cluster.target, "commands");
+    await connectRedis(redis, cluster.target);
+    return {
+      redis,
+      close: async () => {
+        redis.disconnect();
+        await cluster.stop();
+      },
+    };
   });
 });
