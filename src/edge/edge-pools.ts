@@ -75,6 +75,7 @@ export class EdgePools extends PoolManager {
           node: node.id,
           endpoint: nodeEndpoint(node.id, leased.record.sandboxId),
         };
+        this.edge.directory.noteLease(node.id, pool.name, leased.warm);
         this.edge.metrics.leaseDuration.observe(
           { pool: pool.name, start: leased.warm ? "warm" : "cold" },
           Number(process.hrtime.bigint() - started) / 1e9,

@@ -53,6 +53,17 @@ export class NodeDirectory {
     return this.nodes;
   }
 
+  /**
+   * Counts a lease this edge just made against its view of the node until the next read:
+   * sessions created between two reads must not all go to the node that looked best.
+   */
+  noteLease(id: string, pool: string, warm: boolean): void {
+    const node = this.get(id);
+    if (!node) return;
+    if (warm) node.freeWarm = { ...node.freeWarm, [pool]: Math.max(0, (node.freeWarm[pool] ?? 0) - 1) };
+    node.leased += 1;
+  }
+
   get(id: string): NodeView | undefined {
     return this.nodes.find((node) => node.id === id);
   }

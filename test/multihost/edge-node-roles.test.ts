@@ -19,7 +19,7 @@ import type { RedisCoordinationStore } from "../../src/store/coordination/redis/
 import { openPostgres } from "../../src/store/sql/open-database.js";
 import { postgresAvailable } from "../integration/store/databases.js";
 import { adminApi } from "../support/admin-api.js";
-import { type CliServer, cliPath, startCliServer } from "../support/cli.js";
+import { type CliServer, cliPath, runCli, startCliServer } from "../support/cli.js";
 import type { ContractClient } from "../support/contract-client.js";
 import { redisAvailable } from "../support/redis.js";
 import {
@@ -163,6 +163,14 @@ describe.skipIf(!available)("edges and nodes across test hosts", () => {
       expect((await one.run(id, "bash_code_execution", { command: "echo -n on-$((1+1))" })).stdout).toBe(
         "on-2",
       );
+      const edited = await one.exec(id, {
+        tool: "text_editor_code_execution",
+        input: { command: "create", path: "notes.txt", file_text: "on a node\n" },
+      });
+      expect(edited.status).toBe(200);
+      expect((await one.run(id, "bash_code_execution", { command: "cat notes.txt" })).stdout).toBe(
+        "on a node\n",
+      );
       expect((await one.putFile(id, "abc", { path: "data/in.txt" })).status).toBe(201);
       expect((await one.listFiles(id, "data")).status).toBe(200);
       expect((await one.getFile(id, "data/in.txt")).text).toBe("abc");
@@ -182,11 +190,16 @@ describe.skipIf(!available)("edges and nodes across test hosts", () => {
   }, 60_000);
 
   it("places no new lease on a drained node, and does again once it is undrained", async () => {
-    const admin = adminApi(
-      edges[1]!.url,
-      await mintToken({ secret: SERVE_SECRET, audience: SERVE_AUDIENCE, admin: true }),
-    );
-    expect((await admin("POST", "/nodes/node-1/drain")).status).toBe(200);
+    const token = await mintToken({ secret: SERVE_SECRET, audience: SERVE_AUDIENCE, admin: true });
+    const admin = adminApi(edges[1]!.url, token);
+    const cli = (args: string[]) =>
+      runCli([...args, "--url", edges[1]!.url, "--token", token], {
+        env: { PATH: process.env.PATH },
+        timeoutMs: 30_000,
+      });
+    const drained = await cli(["nodes", "drain", "node-1"]);
+    expect(drained.code).toBe(0);
+    expect(drained.stdout).toMatch(/draining node node-1/);
     expect((await admin("POST", "/nodes/no-such-node/drain")).status).toBe(404);
     // The edges see the drain at their next read of the registry.
     await waitFor(
@@ -210,6 +223,9 @@ describe.skipIf(!available)("edges and nodes across test hosts", () => {
       expect(await nodeOf("team-drain", id)).toBe("node-0");
     }
     for (const id of ids) expect((await one.destroy(id)).status).toBe(204);
+    const listed = await cli(["nodes", "list"]);
+    expect(listed.stdout).toMatch(/node-0\s+ready/);
+    expect(listed.stdout).toMatch(/node-1\s+draining/);
     expect((await admin("POST", "/nodes/node-1/undrain")).status).toBe(200);
     await waitFor(
       async () => {

@@ -1,12 +1,14 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { renderNodes } from "../../../src/cli/commands/nodes-command.js";
 import { loadGatewayConfig } from "../../../src/config/load-config.js";
+import { NodeDirectory } from "../../../src/edge/node-directory.js";
 import { placementOrder } from "../../../src/edge/placement.js";
 import { poolShare } from "../../../src/node/pool-share.js";
-import type { NodeView } from "../../../src/nodes/node-registry.js";
+import type { NodeRegistry, NodeView } from "../../../src/nodes/node-registry.js";
 
 const IMAGE = "sandpool/sandbox:dev";
 const pool = { name: "default", image: IMAGE };
@@ -96,5 +98,25 @@ describe("node settings", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("NodeDirectory.noteLease", () => {
+  it("counts this edge's leases against its view until the next read, so placements spread", async () => {
+    const listed = [node("a", { freeWarm: { default: 2 } }), node("b", { freeWarm: { default: 2 } })];
+    const registry = { list: async () => structuredClone(listed), claimLost: async () => false };
+    const directory = new NodeDirectory(registry as unknown as NodeRegistry, {
+      refreshMs: 60_000,
+      log: pino({ level: "silent" }),
+      onLost: async () => {},
+    });
+    await directory.refresh();
+    const first = placementOrder(directory.list(), pool)[0]!;
+    directory.noteLease(first.id, "default", true);
+    const second = placementOrder(directory.list(), pool)[0]!;
+    expect(new Set([first.id, second.id])).toEqual(new Set(["a", "b"]));
+    expect(directory.get(first.id)).toMatchObject({ freeWarm: { default: 1 }, leased: 1 });
+    await directory.refresh();
+    expect(directory.get(first.id)).toMatchObject({ freeWarm: { default: 2 }, leased: 0 });
   });
 });
