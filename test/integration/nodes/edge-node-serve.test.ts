@@ -5,12 +5,20 @@
  * through the other. (Two nodes need two engines: test/multihost.)
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mintToken } from "../../../src/auth/dev-keys.js";
 import { NodeSecrets, SIGNATURE_HEADERS } from "../../../src/nodes/node-signature.js";
 import { type CliServer, startCliServer } from "../../support/cli.js";
+import { assertContractResponse } from "../../support/contract.js";
 import { freePort } from "../../support/dev-cli-gateway.js";
+import { streamExec, streamedText } from "../../support/exec-event-stream.js";
 import { redisAvailable } from "../../support/redis.js";
 import { dockerAvailable, dockerImageAvailable, requireService } from "../../support/require-service.js";
-import { createServeDeployment, type ServeDeployment } from "../../support/serve-deployment.js";
+import {
+  createServeDeployment,
+  SERVE_AUDIENCE,
+  SERVE_SECRET,
+  type ServeDeployment,
+} from "../../support/serve-deployment.js";
 import { waitFor } from "../../support/wait-for.js";
 import { postgresAvailable } from "../store/databases.js";
 
@@ -115,6 +123,22 @@ describe.skipIf(!available)("sandpool serve --role edge and --role node", () => 
     expect(
       (await two.run(id, "bash_code_execution", { command: "echo -n hi > f.txt; cat f.txt" })).stdout,
     ).toBe("hi");
+    // Exec event streams pass through the node as they come: the first delta before the end.
+    const token = await mintToken({ secret: SERVE_SECRET, audience: SERVE_AUDIENCE, workspace: "team-a" });
+    const streamed = await streamExec(
+      edges[1]!.url,
+      id,
+      {
+        tool: "code_execution",
+        input: { code: "import time\nprint('first', flush=True)\ntime.sleep(1)\nprint('second')" },
+      },
+      token,
+    );
+    expect(streamed.status).toBe(200);
+    expect(streamed.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    expect(streamed.endedAtMs - streamed.events[0]!.atMs).toBeGreaterThan(700);
+    expect(streamedText(streamed.events, "stdout")).toBe("first\nsecond\n");
+    assertContractResponse("Execute", 200, JSON.parse(streamed.events.at(-1)!.data));
     const put = await one.putFile(id, "payload", { path: "up.txt" });
     expect(put.status).toBe(201);
     const got = await two.getFile(id, "up.txt");
