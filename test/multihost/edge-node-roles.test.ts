@@ -250,6 +250,13 @@ describe.skipIf(!available)("edges and nodes across test hosts", () => {
     }
     expect(id).toBeDefined();
     const sandboxId = (await store.getLease({ workspace: "team-lost", sessionId: id! }))!.sandbox.sandboxId;
+    const before = await adminApi(
+      edges[0]!.url,
+      await mintToken({ secret: SERVE_SECRET, audience: SERVE_AUDIENCE, admin: true }),
+    )("GET", "/nodes");
+    expect(
+      (before.body as { items: { capacity: { default?: number } }[] }).items.map((n) => n.capacity.default),
+    ).toEqual([4, 4]);
     const inFlight = one.exec(id!, { tool: "bash_code_execution", input: { command: "sleep 20" } });
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     await nodes[1]!.kill("SIGKILL");
@@ -263,6 +270,26 @@ describe.skipIf(!available)("edges and nodes across test hosts", () => {
     );
     expect(await store.getLease({ workspace: "team-lost", sessionId: id! })).toBeUndefined();
     expect(await store.countSlots("team-lost", Date.now())).toBe(0);
+
+    // Its share of the pool moves to the node left: maxTotal 8 and minIdle 2 over one ready node
+    // (it was 4 and 1 of them with two nodes), and that node warms it.
+    const admin = adminApi(
+      edges[0]!.url,
+      await mintToken({ secret: SERVE_SECRET, audience: SERVE_AUDIENCE, admin: true }),
+    );
+    await waitFor(
+      async () => {
+        const { body } = await admin("GET", "/nodes");
+        const items = (body as { items: { id: string; state: string; freeWarm: { default?: number } }[] })
+          .items;
+        return (
+          items.some((n) => n.id === "node-1" && n.state === "lost") &&
+          items.some((n) => n.id === "node-0" && (n.freeWarm.default ?? 0) >= 2)
+        );
+      },
+      60_000,
+      "node-1 lost and node-0 warming the whole pool",
+    );
 
     // The node returns: its reconciliation destroys the sandbox no live lease holds.
     nodes[1] = await startNode(1);
