@@ -14,6 +14,7 @@ import { createLogger } from "../logging/create-logger.js";
 import { openPglite } from "../store/sql/open-database.js";
 import { chooseDevRuntime, type DevRuntimeChoice } from "./choose-dev-runtime.js";
 import { onShutdown } from "./on-shutdown.js";
+import { printReady } from "./ready-line.js";
 
 export const DEV_IMAGE = "sandpool/sandbox:dev";
 /** numpy, pandas, matplotlib...: pooled too (smaller) when the engine has it. */
@@ -129,7 +130,27 @@ export async function runDev(options: Record<string, unknown>): Promise<void> {
     `  npx sandpool policy get ${DEV_WORKSPACE}   # the policy in force, and where each value comes from`,
     "",
   ];
-  process.stdout.write(`${lines.join("\n")}\n`);
+  printReady(options.json === true, lines, {
+    mode: "dev",
+    url: base,
+    ...(normalizeBasePath(config.basePath) ? { basePath: normalizeBasePath(config.basePath) } : {}),
+    metricsUrl: `${base}/metrics`,
+    adminUrl: `${base}/admin/v1`,
+    workspace: DEV_WORKSPACE,
+    token,
+    adminToken,
+    runtime: { kind: runtime.isolated ? "docker" : "process", isolated: runtime.isolated, why },
+    dataDir,
+    pools: await Promise.all(
+      config.pools.map(async (pool) => ({
+        name: pool.name,
+        image: pool.image,
+        warm: (await store.listIdle(pool.name)).length,
+        minIdle: pool.minIdle,
+        maxTotal: pool.maxTotal,
+      })),
+    ),
+  });
 
   // Nobody else will serve dev mode's sessions: they end, and their sandboxes go.
   onShutdown(log, close);

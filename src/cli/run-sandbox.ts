@@ -2,6 +2,7 @@
 import { createLogger } from "../logging/create-logger.js";
 import { startSandboxServer } from "../sandbox/start-sandbox-server.js";
 import { onShutdown } from "./on-shutdown.js";
+import { printReady } from "./ready-line.js";
 
 export async function runSandbox(options: Record<string, unknown>): Promise<void> {
   const log = createLogger("sandbox");
@@ -36,6 +37,6 @@ export async function runSandbox(options: Record<string, unknown>): Promise<void
     process.stdin.resume();
   }
   // Only now that shutdown is handled: whoever waits for this line may signal at once.
-  process.stdout.write(`sandpool sandbox listening on ${server.url}\n`);
+  printReady(options.json === true, [`sandpool sandbox listening on ${server.url}`], { url: server.url });
   log.info({ url: server.url }, "sandbox server ready");
 }

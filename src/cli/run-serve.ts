@@ -29,6 +29,7 @@ import { RedisCoordinationStore } from "../store/coordination/redis/redis-store.
 import { assertSchemaCurrent, migrateToLatest } from "../store/sql/migrate.js";
 import { openPostgres } from "../store/sql/open-database.js";
 import { onShutdown } from "./on-shutdown.js";
+import { printReady } from "./ready-line.js";
 import { assertIsolationHolds, assertIsolationPossible } from "./serve-isolation.js";
 import { noticesForServe, refusedForServe } from "./serve-refusals.js";
 
@@ -37,6 +38,7 @@ export interface ServeOptions {
   migrate?: boolean;
   /** `--role`: wins over the file and SANDPOOL_ROLE. */
   role?: string;
+  json?: boolean;
 }
 
 /** Everything `serve` cannot run without, said in one message. */
@@ -115,7 +117,10 @@ async function runNodeRole(config: GatewayConfig, options: ServeOptions, log: Lo
     { node: nodeIdOf(config.node), url: node.api.url, advertised: config.node.advertiseUrl },
     "sandpool node serving",
   );
-  process.stdout.write(`sandpool node ${nodeIdOf(config.node)} listening on ${node.api.url}\n`);
+  printReady(options.json === true, [`sandpool node ${nodeIdOf(config.node)} listening on ${node.api.url}`], {
+    url: node.api.url,
+    node: nodeIdOf(config.node),
+  });
   onShutdown(
     log,
     async () => {
@@ -149,8 +154,14 @@ async function runEdgeRole(config: GatewayConfig, options: ServeOptions, log: Lo
     ready: () => store.ping(),
   });
   log.info({ url: gateway.url, redis: describeRedisTarget(redis) }, "sandpool edge serving");
-  process.stdout.write(`sandpool edge listening on ${gateway.url}\n`);
-  if (gateway.admin) process.stdout.write(`sandpool edge admin API on ${gateway.admin.url}/admin/v1\n`);
+  printReady(
+    options.json === true,
+    [
+      `sandpool edge listening on ${gateway.url}`,
+      ...(gateway.admin ? [`sandpool edge admin API on ${gateway.admin.url}/admin/v1`] : []),
+    ],
+    { url: gateway.url, ...(gateway.admin ? { adminUrl: `${gateway.admin.url}/admin/v1` } : {}) },
+  );
   onShutdown(
     log,
     async () => {
@@ -218,8 +229,14 @@ export async function runServe(options: ServeOptions): Promise<void> {
     },
     "sandpool serving",
   );
-  process.stdout.write(`sandpool serve listening on ${gateway.url}\n`);
-  if (gateway.admin) process.stdout.write(`sandpool serve admin API on ${gateway.admin.url}/admin/v1\n`);
+  printReady(
+    options.json === true,
+    [
+      `sandpool serve listening on ${gateway.url}`,
+      ...(gateway.admin ? [`sandpool serve admin API on ${gateway.admin.url}/admin/v1`] : []),
+    ],
+    { url: gateway.url, ...(gateway.admin ? { adminUrl: `${gateway.admin.url}/admin/v1` } : {}) },
+  );
 
   // Leased sandboxes stay: the other replicas serve their sessions.
   onShutdown(

@@ -12,6 +12,7 @@ import { createEdgeRouting } from "../edge/edge-routing.js";
 import type { GatewayEgress } from "../egress/gateway-egress.js";
 import { SandboxClient } from "../forward/sandbox-client.js";
 import { listen, type RunningServer } from "../http/common/listen.js";
+import { pendingWorkOf } from "../http/common/pending-work.js";
 import { createGatewayApp } from "../http/gateway-app.js";
 import type { GatewayServices } from "../http/gateway-services.js";
 import type { JobRunner } from "../jobs/job-runner.js";
@@ -246,6 +247,8 @@ export async function startGateway(
       poolSizes.stop();
       await demandSync.stop();
       await closing;
+      // Settlements of calls already answered: before the usage sink and the store close.
+      await pendingWorkOf(services).drained();
       // Egress sandboxes left to other replicas: their reconciliation takes the sockets over.
       await backends.egress?.closeAll();
       await usage.close();

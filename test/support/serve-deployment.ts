@@ -18,9 +18,11 @@ import {
   scanKeys,
 } from "../../src/store/coordination/redis/redis-connection.js";
 import { RedisCoordinationStore } from "../../src/store/coordination/redis/redis-store.js";
+import { postgresAvailable } from "../integration/store/databases.js";
 import { type CliServer, runCli, startCliServer } from "./cli.js";
 import { ContractClient } from "./contract-client.js";
-import { redisUrl } from "./redis.js";
+import { redisAvailable, redisUrl } from "./redis.js";
+import { dockerAvailable, dockerImageAvailable, requireService } from "./require-service.js";
 
 const run = promisify(execFile);
 export const SERVE_SECRET = "serve-test-secret-0123456789-abcdefghij";
@@ -64,6 +66,22 @@ function redisEnvironment(target: RedisTarget): NodeJS.ProcessEnv {
 export interface ServeDeploymentOptions {
   /** The Redis the replicas use: the shared server unless a test brings a Cluster or Sentinel. */
   redis?: RedisTarget;
+}
+
+/**
+ * Whether what `sandpool serve` needs is here: Postgres, Redis (unless the test brings its
+ * own), a Docker engine and the sandbox image. Each missing one is a loud skip, or a failure
+ * under CI=true (require-service.ts).
+ */
+export async function serveStackAvailable(options: { redis?: boolean } = {}): Promise<boolean> {
+  return (
+    postgresAvailable &&
+    (options.redis === false || (await redisAvailable())) &&
+    (await requireService("Docker", dockerAvailable, { start: "bash scripts/start-docker.sh" })) &&
+    (await requireService("the sandbox image", () => dockerImageAvailable("sandpool/sandbox:dev"), {
+      start: "npm run build:sandbox-image",
+    }))
+  );
 }
 
 export async function createServeDeployment(

@@ -97,6 +97,22 @@ export function sinceOption(value: string): string {
   return instantOption(value, "a duration (30m, 24h, 7d), ");
 }
 
+/** `--since`: a duration ago, a date (UTC) or a date-time with a zone (sinceOption). */
+export function sinceFlag(): Option {
+  return new Option(
+    "--since <when>",
+    "start: a duration ago (30m, 24h, 7d), a date (UTC) or a date-time with Z or an offset (default 24h)",
+  ).argParser(sinceOption);
+}
+
+/** `--until`: a date (UTC) or a date-time with a zone (instantOption). */
+export function untilFlag(): Option {
+  return new Option(
+    "--until <when>",
+    "end: a date (UTC) or a date-time with Z or an offset (default now)",
+  ).argParser((value: string) => instantOption(value));
+}
+
 /** A date (a UTC day) or a date-time with Z or an offset, as an ISO string; else exit 2. */
 export function instantOption(value: string, alternatives = ""): string {
   const parsed = parseIsoInstant(value);

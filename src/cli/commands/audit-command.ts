@@ -10,9 +10,10 @@ import type { AuditItem } from "../../store/sql/audit-repository.js";
 import { adminCall, adminConnection, type ConnectionOptions } from "../admin/admin-client.js";
 import {
   examples,
-  instantOption,
   runAdmin,
+  sinceFlag,
   sinceOption,
+  untilFlag,
   usageExits,
   withConnection,
   workspaceArgument,
@@ -68,16 +69,8 @@ export function auditCommand(): Command {
             "admin",
           ]),
         )
-        .option(
-          "--since <when>",
-          "start: a duration ago (30m, 24h, 7d), a date (UTC) or a date-time with Z or an offset (default 24h)",
-          sinceOption,
-        )
-        .option(
-          "--until <when>",
-          "end: a date (UTC) or a date-time with Z or an offset (default now)",
-          (value: string) => instantOption(value),
-        )
+        .addOption(sinceFlag())
+        .addOption(untilFlag())
         .option("--limit <n>", "at most this many records (1-1000, default 100)", integerOption(1, 1000))
         .addHelpText(
           "after",

@@ -27,6 +27,7 @@ export function devCommand(): Command {
         .default("auto"),
     )
     .option("--python <path>", "Python interpreter of the process runtime's sandboxes", "python3")
+    .option("--json", "once ready, print one JSON line (url, tokens, runtime, pools) instead of the banner")
     .addHelpText(
       "after",
       "\nExample:\n  npx sandpool dev --port 8080\n  npx sandpool token --workspace team-a   # a token for another workspace\n",

@@ -23,6 +23,7 @@ export function sandboxCommand(): Command {
     .option("--max-lifetime <s>", "lifetime when the client sends none", integerOption(1), 3600)
     .option("--max-lifetime-ceiling <s>", "ceiling for a client's lifetime hint", integerOption(1), 86_400)
     .option("--exec-timeout <s>", "timeout_seconds when a call sends none", integerOption(1), 60)
+    .option("--json", 'once listening, print one JSON line ({"url"}) instead of the text')
     .option(
       "--max-exec-timeout <s>",
       "ceiling for timeout_seconds (larger values are clamped)",

@@ -19,13 +19,14 @@ export function serveCommand(): Command {
       "all (one host, the default), edge (stateless front) or node (one per sandbox host); wins over SANDPOOL_ROLE",
     )
     .option("--migrate", "apply pending database migrations before serving (else: refuse an old schema)")
+    .option("--json", 'once listening, print one JSON line ({"url", "adminUrl"}) instead of the text')
     .addHelpText(
       "after",
       "\nExample:\n  DATABASE_URL=postgres://... REDIS_URL=redis://... SANDPOOL_JWKS_URL=https://.../jwks.json \\\n" +
         "    SANDPOOL_JWT_AUDIENCE=sandpool \\\n" +
         "    sandpool serve --config sandpool.yaml\n",
     )
-    .action(async (options: { config?: string; migrate?: boolean; role?: string }) => {
+    .action(async (options: { config?: string; migrate?: boolean; json?: boolean; role?: string }) => {
       const { runServe } = await import("../run-serve.js");
       await runServe(options);
     });

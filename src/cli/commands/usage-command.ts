@@ -15,9 +15,9 @@ import {
 } from "../admin/admin-client.js";
 import {
   examples,
-  instantOption,
   runAdmin,
-  sinceOption,
+  sinceFlag,
+  untilFlag,
   withConnection,
   workspaceArgument,
 } from "../admin/admin-command-kit.js";
@@ -165,16 +165,8 @@ export function usageCommand(): Command {
           "Exit codes: 0 done, 1 refused by the gateway or unreachable, 2 bad usage.",
       )
       .requiredOption("--workspace <id>", "the workspace", workspaceArgument)
-      .option(
-        "--since <when>",
-        "start: a duration ago (30m, 24h, 7d), a date (UTC) or a date-time with Z or an offset (default 24h)",
-        sinceOption,
-      )
-      .option(
-        "--until <when>",
-        "end: a date (UTC) or a date-time with Z or an offset (default now)",
-        (value: string) => instantOption(value),
-      )
+      .addOption(sinceFlag())
+      .addOption(untilFlag())
       .addOption(new Option("--by <size>", "bucket size").choices(["hour", "day"]).default("day"))
       .option("--csv", "print CSV: one row per bucket and dimension (total, tool, image)")
       .addHelpText(

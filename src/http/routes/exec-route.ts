@@ -7,7 +7,7 @@
  * ceiling in force and to the time granted, and a client deadline of that plus a buffer ->
  * settle the reservation with the wall time the gateway measured around the forwarded call
  * (never what the sandbox reports: a sandbox's answers are not trusted), with the call's
- * end in one more round trip. The sandbox's
+ * end in one more round trip, which the answer does not wait for. The sandbox's
  * answer is returned byte for byte. With `Accept: text/event-stream` the same steps hold,
  * the answer streams (exec-stream.ts) and the wall time runs to the end of the stream.
  */
@@ -17,6 +17,7 @@ import type { Hono, MiddlewareHandler } from "hono";
 import { SandpoolError } from "../../contract/error-codes.js";
 import { wantsEventStream } from "../../contract/exec-events.js";
 import { parseExecRequest } from "../../contract/parse-exec-request.js";
+import { pendingWorkOf } from "../common/pending-work.js";
 import { readJsonBody } from "../common/read-json-body.js";
 import type { GatewayEnv } from "../gateway-env.js";
 import type { GatewayServices } from "../gateway-services.js";
@@ -82,7 +83,11 @@ export function registerExecRoute(
       return toResponse(c, answer);
     } finally {
       const wallMs = started === undefined ? 0 : performance.now() - started;
-      await meterExecution(services, key, tool, call, wallMs);
+      // The call's end is sent now, before the answer is written (so this replica's next
+      // command for the session queues behind it on the connection), but the answer does not
+      // wait for its reply: one store round trip less on every Execute. It cannot fail the
+      // call (a store failure leaves the reservation charged in full, and is logged).
+      pendingWorkOf(services).track(meterExecution(services, key, tool, call, wallMs));
     }
   });
 }

@@ -4,6 +4,7 @@
  */
 import http from "node:http";
 import https from "node:https";
+import { inspect } from "node:util";
 import Dockerode from "dockerode";
 import { dockerMessageOf, dockerStatusOf, isEngineUnreachable } from "./docker-api-errors.js";
 import { type DockerTlsFiles, parseDockerHost } from "./docker-runtime-options.js";
@@ -33,6 +34,11 @@ export class DockerEngine {
     this.agent = material
       ? new https.Agent({ ...pool, ...material, rejectUnauthorized: true })
       : new http.Agent(pool);
+    // docker-modem formats every request's options for its debug log whether or not that log
+    // is on (util.inspect, all depths, hidden properties): through the agent, every socket it
+    // holds. That is ~2 ms of the event loop per API call, taken from the leases served
+    // meanwhile; the agent shown as a name costs nothing.
+    Object.defineProperty(this.agent, inspect.custom, { value: () => `[Docker agent ${host}]` });
     const common = {
       timeout: requestTimeoutMs,
       agent: this.agent,

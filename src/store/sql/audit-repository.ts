@@ -92,11 +92,7 @@ export class AuditRepository {
     const select = this.db
       .selectFrom("policy_audit")
       .select(["workspace_id", "actor", "at", "before", "after"]);
-    const rows = await matching(select, "at", query)
-      .orderBy("at", "desc")
-      .orderBy("id", "desc")
-      .limit(query.limit)
-      .execute();
+    const rows = await newestFirst(select, query);
     return rows.map((row) => ({
       kind: "admin",
       at: row.at.toISOString(),
@@ -112,11 +108,7 @@ export class AuditRepository {
     const select = this.db
       .selectFrom("api_key_audit")
       .select(["key_id", "workspace_id", "action", "actor", "at"]);
-    const rows = await matching(select, "at", query)
-      .orderBy("at", "desc")
-      .orderBy("id", "desc")
-      .limit(query.limit)
-      .execute();
+    const rows = await newestFirst(select, query);
     return rows.map((row) => ({
       kind: "admin",
       at: row.at.toISOString(),
@@ -132,11 +124,7 @@ export class AuditRepository {
     const select = this.db
       .selectFrom("admin_audit")
       .select(["actor", "at", "action", "target", "workspace_id", "detail"]);
-    const rows = await matching(select, "at", query)
-      .orderBy("at", "desc")
-      .orderBy("id", "desc")
-      .limit(query.limit)
-      .execute();
+    const rows = await newestFirst(select, query);
     return rows.map((row) => ({
       kind: "admin",
       at: row.at.toISOString(),
@@ -163,6 +151,18 @@ function matching<TB extends keyof Database, O>(
   if (query.until !== undefined)
     filtered = filtered.where(sql<boolean>`${sql.ref(atColumn)} < ${query.until}`);
   return filtered;
+}
+
+/** An audit table's rows of the query (their `at` in its window), newest first, at most its limit. */
+function newestFirst<TB extends "policy_audit" | "api_key_audit" | "admin_audit", O>(
+  select: SelectQueryBuilder<Database, TB, O>,
+  query: AuditQuery,
+) {
+  return matching(select, "at", query)
+    .orderBy(sql.ref("at"), "desc")
+    .orderBy(sql.ref("id"), "desc")
+    .limit(query.limit)
+    .execute();
 }
 
 /** jsonb arrives parsed from pg and PGlite alike; text (an older driver) is parsed here. */

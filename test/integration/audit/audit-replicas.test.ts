@@ -8,24 +8,16 @@ import { mintToken } from "../../../src/auth/dev-keys.js";
 import type { DeniedItem } from "../../../src/store/sql/audit-repository.js";
 import { adminApi } from "../../support/admin-api.js";
 import type { CliServer } from "../../support/cli.js";
-import { redisAvailable } from "../../support/redis.js";
-import { dockerAvailable, dockerImageAvailable, requireService } from "../../support/require-service.js";
 import {
   createServeDeployment,
   SERVE_AUDIENCE,
   SERVE_SECRET,
   type ServeDeployment,
+  serveStackAvailable,
 } from "../../support/serve-deployment.js";
 import { waitFor } from "../../support/wait-for.js";
-import { postgresAvailable } from "../store/databases.js";
 
-const available =
-  postgresAvailable &&
-  (await redisAvailable()) &&
-  (await requireService("Docker", dockerAvailable, { start: "bash scripts/start-docker.sh" })) &&
-  (await requireService("the sandbox image", () => dockerImageAvailable("sandpool/sandbox:dev"), {
-    start: "npm run build:sandbox-image",
-  }));
+const available = await serveStackAvailable();
 
 const CONFIG = `
 pools:

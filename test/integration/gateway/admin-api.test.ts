@@ -8,6 +8,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mintToken } from "../../../src/auth/dev-keys.js";
+import { type AdminRequestOptions, adminRequest } from "../../support/admin-api.js";
 import type { Answer } from "../../support/contract-client.js";
 import {
   startTestGateway,
@@ -35,23 +36,9 @@ afterAll(() => harness?.close());
 
 const freshWorkspace = (label: string) => `${label}-${randomUUID().slice(0, 8)}`;
 
-async function api(
-  method: string,
-  path: string,
-  options: { token?: string | null; body?: unknown; rawBody?: string; contentType?: string } = {},
-): Promise<Answer> {
-  const headers: Record<string, string> = {};
-  const token = options.token === undefined ? adminToken : options.token;
-  if (token !== null) headers.authorization = `Bearer ${token}`;
-  let body: string | undefined = options.rawBody;
-  if (options.body !== undefined) body = JSON.stringify(options.body);
-  if (body !== undefined) headers["content-type"] = options.contentType ?? "application/json";
-  const res = await fetch(`${harness.url}/admin/v1${path}`, { method, headers, body });
-  const text = await res.text();
-  const parsed =
-    (res.headers.get("content-type") ?? "").includes("application/json") && text ? JSON.parse(text) : text;
-  return { status: res.status, body: parsed, headers: res.headers, text };
-}
+/** The admin API of the test's gateway, with its admin token unless told otherwise. */
+const api = (method: string, path: string, options?: AdminRequestOptions) =>
+  adminRequest(harness.url, adminToken, method, path, options);
 
 function expectError(answer: Answer, status: number, code: string): void {
   expect(answer.status, answer.text).toBe(status);

@@ -8,7 +8,8 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mintToken } from "../../../src/auth/dev-keys.js";
-import { type Answer, ContractClient } from "../../support/contract-client.js";
+import { type AdminRequestOptions, adminRequest } from "../../support/admin-api.js";
+import { ContractClient } from "../../support/contract-client.js";
 import { startTestGateway, TEST_SECRET, type TestGateway } from "../../support/gateway-harness.js";
 
 let harness: TestGateway;
@@ -23,18 +24,9 @@ afterAll(() => harness?.close());
 
 const freshWorkspace = (label: string) => `${label}-${randomUUID().slice(0, 8)}`;
 
-async function api(
-  method: string,
-  path: string,
-  options: { token?: string; body?: unknown } = {},
-): Promise<Answer> {
-  const headers: Record<string, string> = { authorization: `Bearer ${options.token ?? adminToken}` };
-  if (options.body !== undefined) headers["content-type"] = "application/json";
-  const body = options.body === undefined ? undefined : JSON.stringify(options.body);
-  const res = await fetch(`${harness.url}/admin/v1${path}`, { method, headers, body });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers, text };
-}
+/** The admin API of the test's gateway, with its admin token unless told otherwise. */
+const api = (method: string, path: string, options?: AdminRequestOptions) =>
+  adminRequest(harness.url, adminToken, method, path, options);
 
 interface CreatedKey {
   key: string;

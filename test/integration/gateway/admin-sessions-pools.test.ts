@@ -10,6 +10,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mintToken } from "../../../src/auth/dev-keys.js";
+import { type AdminRequestOptions, adminRequest } from "../../support/admin-api.js";
 import type { Answer } from "../../support/contract-client.js";
 import {
   startTestGateway,
@@ -32,21 +33,9 @@ afterAll(() => harness?.close());
 
 const freshWorkspace = (label: string) => `${label}-${randomUUID().slice(0, 8)}`;
 
-async function api(method: string, path: string, options: { token?: string | null; body?: unknown } = {}) {
-  const headers: Record<string, string> = {};
-  const token = options.token === undefined ? adminToken : options.token;
-  if (token !== null) headers.authorization = `Bearer ${token}`;
-  if (options.body !== undefined) headers["content-type"] = "application/json";
-  const res = await fetch(`${harness.url}/admin/v1${path}`, {
-    method,
-    headers,
-    body: options.body === undefined ? undefined : JSON.stringify(options.body),
-  });
-  const text = await res.text();
-  const body =
-    (res.headers.get("content-type") ?? "").includes("application/json") && text ? JSON.parse(text) : text;
-  return { status: res.status, body, headers: res.headers, text } as Answer;
-}
+/** The admin API of the test's gateway, with its admin token unless told otherwise. */
+const api = (method: string, path: string, options?: AdminRequestOptions) =>
+  adminRequest(harness.url, adminToken, method, path, options);
 
 async function openSession(workspace: string): Promise<string> {
   const client = await harness.client(workspace);

@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mintToken } from "../../../src/auth/dev-keys.js";
-import type { Answer } from "../../support/contract-client.js";
+import { type AdminRequestOptions, adminRequest } from "../../support/admin-api.js";
 import {
   startTestGateway,
   TEST_IMAGE,
@@ -32,23 +32,9 @@ afterAll(() => harness?.close());
 
 const fresh = (label: string) => `${label}-${randomUUID().slice(0, 8)}`;
 
-async function api(
-  method: string,
-  path: string,
-  options: { token?: string | null; body?: unknown } = {},
-): Promise<Answer> {
-  const headers: Record<string, string> = {};
-  const token = options.token === undefined ? adminToken : options.token;
-  if (token !== null) headers.authorization = `Bearer ${token}`;
-  if (options.body !== undefined) headers["content-type"] = "application/json";
-  const res = await fetch(`${harness.url}/admin/v1${path}`, {
-    method,
-    headers,
-    body: options.body === undefined ? undefined : JSON.stringify(options.body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers, text };
-}
+/** The admin API of the test's gateway, with its admin token unless told otherwise. */
+const api = (method: string, path: string, options?: AdminRequestOptions) =>
+  adminRequest(harness.url, adminToken, method, path, options);
 
 async function useSandbox(workspace: string, calls: number): Promise<void> {
   const client = await harness.client(workspace);

@@ -12,23 +12,16 @@ import {
   redisClusterToolsAvailable,
   startRedisCluster,
 } from "../../support/redis-cluster.js";
-import { dockerAvailable, dockerImageAvailable, requireService } from "../../support/require-service.js";
 import {
   createServeDeployment,
   SERVE_AUDIENCE,
   SERVE_SECRET,
   type ServeDeployment,
+  serveStackAvailable,
 } from "../../support/serve-deployment.js";
 import { waitFor } from "../../support/wait-for.js";
-import { postgresAvailable } from "../store/databases.js";
 
-const available =
-  postgresAvailable &&
-  (await redisClusterToolsAvailable()) &&
-  (await requireService("Docker", dockerAvailable, { start: "bash scripts/start-docker.sh" })) &&
-  (await requireService("the sandbox image", () => dockerImageAvailable("sandpool/sandbox:dev"), {
-    start: "npm run build:sandbox-image",
-  }));
+const available = (await redisClusterToolsAvailable()) && (await serveStackAvailable({ redis: false }));
 
 // An hour of API key cache: only the announcement can make a revocation visible in time.
 const CONFIG = `

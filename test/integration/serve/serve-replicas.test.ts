@@ -8,19 +8,14 @@ import { PolicyAdmin } from "../../../src/policy/policy-admin.js";
 import { openPostgres } from "../../../src/store/sql/open-database.js";
 import { PolicyRepository } from "../../../src/store/sql/policy-repository.js";
 import type { CliServer } from "../../support/cli.js";
-import { redisAvailable } from "../../support/redis.js";
-import { dockerAvailable, dockerImageAvailable, requireService } from "../../support/require-service.js";
 import { waitFor } from "../../support/sandbox-server.js";
-import { createServeDeployment, type ServeDeployment } from "../../support/serve-deployment.js";
-import { postgresAvailable } from "../store/databases.js";
+import {
+  createServeDeployment,
+  type ServeDeployment,
+  serveStackAvailable,
+} from "../../support/serve-deployment.js";
 
-const available =
-  postgresAvailable &&
-  (await redisAvailable()) &&
-  (await requireService("Docker", dockerAvailable, { start: "bash scripts/start-docker.sh" })) &&
-  (await requireService("the sandbox image", () => dockerImageAvailable("sandpool/sandbox:dev"), {
-    start: "npm run build:sandbox-image",
-  }));
+const available = await serveStackAvailable();
 
 const IMAGE = "sandpool/sandbox:dev";
 const CONFIG = `

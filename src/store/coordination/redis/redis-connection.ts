@@ -94,7 +94,7 @@ export function openRedis(target: RedisTarget, role: RedisRole, options: OpenOpt
         clusterRetryStrategy: retry.retryStrategy,
         // Without it a node that restarts with the same slots (no MOVED follows) stays gone.
         clusterNodeRetryStrategy: retry.retryStrategy,
-        ...(role === "commands" ? failFastOnCluster : {}),
+        ...(role === "commands" ? { ...failFastOnCluster, ...autoPipelining } : {}),
         redisOptions: { ...perNode, ...credentials(target), ...(target.tls ? { tls: {} } : {}) },
       } satisfies ClusterOptions);
   }
@@ -196,6 +196,14 @@ const failFastOnCluster = {
   slotsRefreshTimeout: 1_000,
 } satisfies ClusterOptions;
 
+/**
+ * The store's commands issued in one turn of the event loop (concurrent calls' scripts) go
+ * out in one write: on loopback a socket write costs more than the rest of a small command's
+ * client-side work, and each call makes two. Order per connection is kept, and so is the
+ * command count Redis sees (a pipeline's commands count one each).
+ */
+const autoPipelining = { enableAutoPipelining: true } as const;
+
 function nodeOptions(role: RedisRole, options: OpenOptions): RedisOptions {
   // BullMQ connects its connection itself, and waits for it to be ready.
   const common: RedisOptions = { lazyConnect: role !== "jobs", connectTimeout: 2_000 };
@@ -203,7 +211,12 @@ function nodeOptions(role: RedisRole, options: OpenOptions): RedisOptions {
   // loop, a GC pause: see sandpool_event_loop_delay_seconds), short enough that a hung Redis
   // fails calls fast. A Redis that is gone fails them at once (no offline queue).
   if (role === "commands")
-    return { ...common, maxRetriesPerRequest: 1, commandTimeout: options.commandTimeoutMs ?? 2_000 };
+    return {
+      ...common,
+      maxRetriesPerRequest: 1,
+      commandTimeout: options.commandTimeoutMs ?? 2_000,
+      ...autoPipelining,
+    };
   return { ...common, maxRetriesPerRequest: null };
 }
 
