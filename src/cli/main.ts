@@ -11,6 +11,7 @@ import { configCommand } from "./commands/config-command.js";
 import { devCommand } from "./commands/dev-command.js";
 import { keysCommand } from "./commands/keys-command.js";
 import { migrateCommand } from "./commands/migrate-command.js";
+import { nodesCommand } from "./commands/nodes-command.js";
 import { policyCommand } from "./commands/policy-command.js";
 import { poolsCommand } from "./commands/pools-command.js";
 import { sandboxCommand } from "./commands/sandbox-command.js";
@@ -30,6 +31,7 @@ const program = new Command("sandpool")
   .addCommand(usageCommand())
   .addCommand(sessionsCommand())
   .addCommand(poolsCommand())
+  .addCommand(nodesCommand())
   .addCommand(keysCommand())
   .addCommand(auditCommand())
   .addCommand(migrateCommand())

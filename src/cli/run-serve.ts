@@ -13,20 +13,31 @@ import { SandboxClient } from "../forward/sandbox-client.js";
 import { startGateway } from "../gateway/start-gateway.js";
 import { BullmqJobRunner } from "../jobs/bullmq-job-runner.js";
 import { createLogger } from "../logging/create-logger.js";
+import { startNode } from "../node/run-node.js";
+import { NodeRegistry } from "../nodes/node-registry.js";
+import { nodeIdOf } from "../nodes/node-settings.js";
 import { DockerRuntime } from "../runtime/docker/docker-runtime.js";
+import type { SandboxRuntime } from "../runtime/sandbox-runtime.js";
+import { loadLuaScripts } from "../store/coordination/redis/lua-scripts.js";
 import { redisTargetFrom } from "../store/coordination/redis/redis-config.js";
-import { describeRedisTarget } from "../store/coordination/redis/redis-connection.js";
+import {
+  connectRedis,
+  describeRedisTarget,
+  openRedis,
+} from "../store/coordination/redis/redis-connection.js";
 import { RedisCoordinationStore } from "../store/coordination/redis/redis-store.js";
 import { assertSchemaCurrent, migrateToLatest } from "../store/sql/migrate.js";
 import { openPostgres } from "../store/sql/open-database.js";
 import { onShutdown } from "./on-shutdown.js";
 import { printReady } from "./ready-line.js";
 import { assertIsolationHolds, assertIsolationPossible } from "./serve-isolation.js";
-import { refusedForServe } from "./serve-refusals.js";
+import { noticesForServe, refusedForServe } from "./serve-refusals.js";
 
 export interface ServeOptions {
   config?: string;
   migrate?: boolean;
+  /** `--role`: wins over the file and SANDPOOL_ROLE. */
+  role?: string;
   json?: boolean;
 }
 
@@ -62,7 +73,8 @@ function loadServeConfig(options: ServeOptions): GatewayConfig {
   let config: GatewayConfig | undefined;
   const problems: string[] = [];
   try {
-    config = loadGatewayConfig({ file: options.config, env: process.env });
+    const env = options.role === undefined ? process.env : { ...process.env, SANDPOOL_ROLE: options.role };
+    config = loadGatewayConfig({ file: options.config, env });
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     problems.push(...error.problems);
@@ -85,9 +97,99 @@ function loadServeConfig(options: ServeOptions): GatewayConfig {
   return config;
 }
 
+/** Role node: the engine, its warm share and the node API; no contract, no Postgres use. */
+async function runNodeRole(config: GatewayConfig, options: ServeOptions, log: Logger): Promise<void> {
+  // Egress pools' proxy binds to workspace policy, which lives with the edges: not on nodes yet.
+  const runtime = createRuntime(config, log, undefined);
+  const probeClient = new SandboxClient();
+  try {
+    await assertIsolationPossible(runtime, options.config ?? "environment");
+    await assertIsolationHolds(runtime, probeClient, config, log);
+  } catch (error) {
+    await runtime.close();
+    throw error;
+  } finally {
+    await probeClient.close();
+  }
+  const redis = redisTargetFrom(config)!;
+  const node = await startNode(config, runtime, redis, log);
+  log.info(
+    { node: nodeIdOf(config.node), url: node.api.url, advertised: config.node.advertiseUrl },
+    "sandpool node serving",
+  );
+  printReady(options.json === true, [`sandpool node ${nodeIdOf(config.node)} listening on ${node.api.url}`], {
+    url: node.api.url,
+    node: nodeIdOf(config.node),
+  });
+  onShutdown(
+    log,
+    async () => {
+      await node.close();
+      await runtime.close();
+    },
+    { graceMs: config.shutdownGraceMs },
+  );
+}
+
+/** Role edge: the contract and admin API, sessions placed on nodes; no engine. */
+async function runEdgeRole(config: GatewayConfig, options: ServeOptions, log: Logger): Promise<void> {
+  const db = openPostgres(config.databaseUrl!);
+  if (options.migrate || config.migrateOnStart) {
+    const { applied } = await migrateToLatest(db);
+    if (applied.length > 0) log.info({ applied }, "migrations applied");
+  } else {
+    await assertSchemaCurrent(db);
+  }
+  const redis = redisTargetFrom(config)!;
+  const prefix = `sandpool:${config.deployment}:`;
+  const store = await RedisCoordinationStore.connect({ target: redis, prefix });
+  const registryClient = openRedis(redis, "commands");
+  await connectRedis(registryClient, redis);
+  const nodes = new NodeRegistry(registryClient, await loadLuaScripts(), {
+    prefix,
+    lostAfterMs: config.node.lostAfterMs,
+  });
+  const jobs = new BullmqJobRunner({ target: redis, queueName: config.deployment }, log);
+  const gateway = await startGateway(config, { store, db, runtime: edgeRuntime, jobs, nodes }, log, {
+    ready: () => store.ping(),
+  });
+  log.info({ url: gateway.url, redis: describeRedisTarget(redis) }, "sandpool edge serving");
+  printReady(
+    options.json === true,
+    [
+      `sandpool edge listening on ${gateway.url}`,
+      ...(gateway.admin ? [`sandpool edge admin API on ${gateway.admin.url}/admin/v1`] : []),
+    ],
+    { url: gateway.url, ...(gateway.admin ? { adminUrl: `${gateway.admin.url}/admin/v1` } : {}) },
+  );
+  onShutdown(
+    log,
+    async () => {
+      await gateway.close();
+      registryClient.disconnect();
+      await store.close();
+      await db.destroy();
+    },
+    { graceMs: config.shutdownGraceMs },
+  );
+}
+
+/** What an edge hands the gateway as its runtime: it starts nothing (nodes do). */
+const edgeRuntime: SandboxRuntime = {
+  kind: "docker",
+  isolated: true,
+  start: () => Promise.reject(new Error("an edge starts no sandbox: nodes do")),
+  destroy: () => Promise.resolve(),
+  list: () => Promise.resolve([]),
+  close: () => Promise.resolve(),
+};
+
 export async function runServe(options: ServeOptions): Promise<void> {
   const config = loadServeConfig(options);
   const log = createLogger("sandpool");
+  for (const notice of noticesForServe(config)) log.warn(notice);
+  if (config.role === "node") return runNodeRole(config, options, log);
+  if (config.role === "edge") return runEdgeRole(config, options, log);
   // Egress pools' only way out: the filtering proxy, served by this process.
   const egress = config.pools.some((pool) => pool.egress) ? new GatewayEgress(config.egress, log) : undefined;
   const runtime = createRuntime(config, log, egress);

@@ -4,21 +4,39 @@
  * them all at once. Checked before any backend is contacted.
  */
 import type { GatewayConfig } from "../config/gateway-config.js";
+import { MIN_NODE_SECRET_BYTES } from "../nodes/node-settings.js";
 
 type ServeChecked = Pick<GatewayConfig, "runtime"> & {
   auth: Pick<GatewayConfig["auth"], "audience" | "anyAudience">;
+  role?: GatewayConfig["role"];
+  node?: Pick<GatewayConfig["node"], "advertiseUrl" | "secrets">;
 };
 
 export function refusedForServe(config: ServeChecked): string[] {
+  const role = config.role ?? "all";
   const refused: string[] = [];
-  if (config.runtime.kind === "process") {
+  if (role === "node" && config.runtime.kind !== "docker") {
+    refused.push(
+      "role is node but runtime.kind is process: a node owns its host's Docker engine (DOCKER_HOST, or " +
+        "runtime.docker.hosts); run it where an engine is",
+    );
+  }
+  if (role !== "all") refused.push(...refusedSecrets(role, config.node?.secrets ?? []));
+  if (role === "node" && !config.node?.advertiseUrl) {
+    refused.push(
+      "node.advertiseUrl is not set (SANDPOOL_NODE_ADVERTISE_URL): a node must say where edges reach its " +
+        "API, e.g. http://10.0.0.5:8091",
+    );
+  }
+  if (config.runtime.kind === "process" && role === "all") {
     refused.push(
       "runtime.kind is process (SANDPOOL_RUNTIME or the configuration file): serve refuses the process " +
         "runtime, which runs user code as the gateway's own user, able to read its secrets (the token key, " +
         "database and Redis URLs); it is a dev-mode convenience only (`sandpool dev`). Use runtime.kind: docker",
     );
   }
-  if (config.auth.audience === undefined && !config.auth.anyAudience) {
+  // A node verifies no bearer token: the edges do, and sign what they send it.
+  if (role !== "node" && config.auth.audience === undefined && !config.auth.anyAudience) {
     refused.push(
       "auth.audience is not set: without it a token your issuer minted for any other service is accepted " +
         "here. Set auth.audience (SANDPOOL_JWT_AUDIENCE), or auth.anyAudience: true " +
@@ -26,4 +44,32 @@ export function refusedForServe(config: ServeChecked): string[] {
     );
   }
   return refused;
+}
+
+function refusedSecrets(role: "edge" | "node", secrets: readonly string[]): string[] {
+  if (secrets.length === 0) {
+    return [
+      `node.secrets is not set (SANDPOOL_NODE_SECRETS): a${role === "edge" ? "n edge" : " node"} authenticates ` +
+        "edges and nodes to each other with a shared secret of 32 bytes or more",
+    ];
+  }
+  return secrets.flatMap((secret, index) =>
+    Buffer.byteLength(secret) < MIN_NODE_SECRET_BYTES
+      ? [
+          `node.secrets[${index}] is ${Buffer.byteLength(secret)} bytes: edge/node secrets need ` +
+            `${MIN_NODE_SECRET_BYTES} bytes or more (e.g. \`openssl rand -hex 32\`)`,
+        ]
+      : [],
+  );
+}
+
+/** What serve accepts but says, so an operator is not surprised (logged at start-up). */
+export function noticesForServe(config: Pick<GatewayConfig, "role" | "runtime">): string[] {
+  if (config.role === "edge" && config.runtime.docker !== undefined) {
+    return [
+      "role is edge: the configured Docker engine (DOCKER_HOST or runtime.docker) is not used; " +
+        "sandboxes run on the nodes",
+    ];
+  }
+  return [];
 }

@@ -189,6 +189,21 @@ const bindings: readonly EnvBinding[] = [
   scalar("SANDPOOL_REDIS_USERNAME", "redis.username", "ACL user of the Sentinel master or the Cluster nodes"),
   scalar("SANDPOOL_REDIS_PASSWORD", "redis.password", "password of the Sentinel master or the Cluster nodes"),
   scalar("SANDPOOL_REDIS_TLS", "redis.tls", "TLS to the Sentinels and nodes (true/false)", flag),
+  scalar("SANDPOOL_ROLE", "role", "what this process is: all (one host), edge or node"),
+  scalar("SANDPOOL_NODE_HOST", "node.host", "address of the node API listener (role node)"),
+  scalar("SANDPOOL_NODE_PORT", "node.port", "port of the node API listener (role node)", wholeNumber),
+  scalar(
+    "SANDPOOL_NODE_ADVERTISE_URL",
+    "node.advertiseUrl",
+    "URL edges reach this node's API at, e.g. http://10.0.0.5:8091 (required for role node)",
+  ),
+  scalar("SANDPOOL_NODE_ID", "node.id", "this node's id in the registry (default: the host name)"),
+  scalar(
+    "SANDPOOL_NODE_SECRETS",
+    "node.secrets",
+    "edge/node shared secrets, 32 bytes or more, comma-separated: the first signs, all verify",
+    commaList,
+  ),
   scalar("SANDPOOL_HOST", "host", "address to listen on"),
   scalar("SANDPOOL_PORT", "port", "port to listen on (a whole number)", wholeNumber),
   scalar(

@@ -23,6 +23,28 @@ const EXAMPLE_IMAGE = "sandpool/sandbox:dev";
 
 /** Keyed by config path; `[]` stands for every item of a list. */
 export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
+  role: {
+    comment:
+      "What this process is. One host runs all (gateway and sandboxes); scaled out, stateless edges route to one node per sandbox host.",
+  },
+  node: { comment: "The node API (role node) and the secrets edges and nodes authenticate each other with." },
+  "node.host": { comment: "Address of the node API listener (role node)." },
+  "node.port": { comment: "Port of the node API listener (role node); edges only need to reach it." },
+  "node.advertiseUrl": {
+    comment: "URL edges reach this node's API at (required for role node).",
+    example: "http://10.0.0.5:8091",
+  },
+  "node.id": { comment: "This node's id in the registry; unset: the host name.", example: "sandbox-host-1" },
+  "node.secrets": {
+    comment:
+      "Shared secrets (32 bytes or more): the first signs, every one verifies. Rotate: add the new one second, move it first, drop the old.",
+    example: ["change-me-to-32-bytes-or-more-0123456789"],
+  },
+  "node.heartbeatMs": { comment: "How often a node renews its registry entry." },
+  "node.lostAfterMs": { comment: "A node silent this long is lost: its sessions end (node_lost)." },
+  "node.clockWindowMs": {
+    comment: "Signed requests further than this from the receiver's clock are refused.",
+  },
   host: { comment: "Address the gateway listens on (0.0.0.0 for every interface)." },
   port: { comment: "Port the gateway listens on; 0 picks a free one." },
   adminListener: {

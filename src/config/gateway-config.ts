@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { authConfigSchema } from "../auth/auth-config.js";
 import { cidrSchema } from "../egress/egress-schemas.js";
+import { nodeSettingsSchema } from "../nodes/node-settings.js";
 import { deploymentPolicySchema } from "../policy/deployment-policy.js";
 import {
   cleartextEngineIssues,
@@ -162,6 +163,14 @@ export const gatewayConfigSchema = z
         python: z.string().min(1).optional(),
       })
       .prefault({}),
+    /**
+     * What this process is: `all` (one host: today's gateway), `edge` (stateless: the
+     * contract and admin API, routing each session's calls to its node) or `node` (one per
+     * sandbox host: its engine, its share of the warm pools, the node API).
+     */
+    role: z.enum(["all", "edge", "node"]).default("all"),
+    /** The node API (role node) and the edge/node shared secrets (roles edge and node). */
+    node: nodeSettingsSchema,
     /** On SIGTERM, how long in-flight requests may finish before the process exits anyway. */
     shutdownGraceMs: z.number().int().min(0).default(30_000),
     /** Apply pending database migrations at start-up instead of via `sandpool migrate`. */

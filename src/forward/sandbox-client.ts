@@ -103,3 +103,19 @@ export function mapTransportError(error: unknown): SandpoolError {
   }
   return new SandpoolError("sandbox.unreachable", "the sandbox could not be reached", { cause: error });
 }
+
+const OUTLIVED = Symbol("the session outlives this failure");
+
+/**
+ * Marks a sandbox failure that must not end the session where it happened: a node that
+ * cannot be reached may be lost (the edges then end its sessions, reason node_lost) or
+ * back in a moment (its sessions go on). The caller still answers the failure (502).
+ */
+export function outlivedBySession(error: SandpoolError): SandpoolError {
+  (error as unknown as Record<symbol, boolean>)[OUTLIVED] = true;
+  return error;
+}
+
+export function isOutlivedBySession(error: unknown): boolean {
+  return typeof error === "object" && error !== null && (error as Record<symbol, unknown>)[OUTLIVED] === true;
+}

@@ -8,6 +8,7 @@ import type { Logger } from "pino";
 import { buildAuthentication } from "../auth/build-authenticator.js";
 import { FailedAuthLimiter } from "../auth/failed-auth-limiter.js";
 import type { GatewayConfig } from "../config/gateway-config.js";
+import { createEdgeRouting } from "../edge/edge-routing.js";
 import type { GatewayEgress } from "../egress/gateway-egress.js";
 import { SandboxClient } from "../forward/sandbox-client.js";
 import { listen, type RunningServer } from "../http/common/listen.js";
@@ -19,6 +20,7 @@ import { BufferedUsageSink } from "../metering/buffered-usage-sink.js";
 import { GatewayMetrics } from "../metering/gateway-metrics.js";
 import { UsageReports } from "../metering/usage-report.js";
 import { runRetention, USAGE_RETENTION_JOB } from "../metering/usage-retention.js";
+import type { NodeRegistry } from "../nodes/node-registry.js";
 import { POLICY_CHANNEL, PolicyAdmin } from "../policy/policy-admin.js";
 import { PolicyService } from "../policy/policy-service.js";
 import { PoolDemandSync } from "../pool/pool-demand-sync.js";
@@ -42,6 +44,8 @@ import { UsageRepository } from "../store/sql/usage-repository.js";
 
 export interface GatewayBackends {
   store: CoordinationStore;
+  /** Role edge: the node registry; sessions are placed on nodes and their calls routed there. */
+  nodes?: NodeRegistry;
   db: Kysely<Database>;
   runtime: SandboxRuntime;
   jobs: JobRunner;
@@ -81,18 +85,23 @@ export async function startGateway(
     policyFor: (workspace) => policies.forWorkspace(workspace),
   });
   const admission = new Admission(store);
-  const sandboxes = new SandboxClient();
+  const edge = backends.nodes
+    ? createEdgeRouting(config, { registry: backends.nodes, store, metrics, log })
+    : undefined;
+  const sandboxes = edge?.client ?? new SandboxClient();
   const poolSizes = new RuntimePoolSizes(config.pools, new PoolSizeRepository(db), store, log);
-  const pools = new PoolManager({
-    pools: config.pools,
-    store,
-    runtime,
-    client: sandboxes,
-    metrics,
-    log,
-    sizes: poolSizes,
-    warmupLimiter: new WarmupLimiter(config.limits.maxWarmupStarts ?? defaultWarmupStarts()),
-  });
+  const pools =
+    edge?.pools ??
+    new PoolManager({
+      pools: config.pools,
+      store,
+      runtime,
+      client: sandboxes,
+      metrics,
+      log,
+      sizes: poolSizes,
+      warmupLimiter: new WarmupLimiter(config.limits.maxWarmupStarts ?? defaultWarmupStarts()),
+    });
   // Every replica's lease and start counts, shared without a command on the request path.
   const demandSync = new PoolDemandSync(pools, store, metrics, log);
   await demandSync.start();
@@ -104,6 +113,8 @@ export async function startGateway(
   const usageRepository = new UsageRepository(db);
   const usage = new BufferedUsageSink(usageRepository, log);
   const sessions = new SessionLifecycle({ store, pools, admission, policies, jobs, metrics, usage, log });
+  edge?.bindSessions(sessions);
+  await edge?.start();
 
   jobs.register<SandboxRecord>(DESTROY_SANDBOX_JOB, (record) => pools.retire(record));
   jobs.register("warm-pools", () => pools.warmAll());
@@ -122,10 +133,11 @@ export async function startGateway(
       recoverLease: (sandboxId) => usageRepository.openSessionOnSandbox(sandboxId),
     });
   const reconcileNow = () => reconcileWithRuntime().then(() => undefined);
-  jobs.register("reconcile", reconcileNow);
-  jobs.schedule("warm-pools", config.intervals.warmMs);
+  // An edge has no engine to reconcile (each node reconciles its own) and warms nothing.
+  jobs.register("reconcile", edge ? async () => {} : reconcileNow);
+  if (!edge) jobs.schedule("warm-pools", config.intervals.warmMs);
   jobs.schedule("reap-sessions", config.intervals.reapMs);
-  jobs.schedule("reconcile", config.intervals.reconcileMs);
+  if (!edge) jobs.schedule("reconcile", config.intervals.reconcileMs);
   const usageDaily = new UsageDailyRepository(db);
   jobs.register(USAGE_RETENTION_JOB, async () => {
     await usage.flush();
@@ -133,7 +145,7 @@ export async function startGateway(
   });
   jobs.schedule(USAGE_RETENTION_JOB, config.retention.intervalMs);
   // Before serving: whatever a crashed predecessor left behind is cleaned up first.
-  await reconcileNow();
+  if (!edge) await reconcileNow();
 
   const policyAdmin = new PolicyAdmin(
     config.policy,
@@ -173,6 +185,7 @@ export async function startGateway(
       return poolStatus(pools, poolSizes, store);
     },
     poolSizes,
+    nodes: backends.nodes,
     adminAudit: new AdminAuditRepository(db),
     audit: new AuditRepository(db),
   };
@@ -230,6 +243,7 @@ export async function startGateway(
         }
       }
       await jobs.close();
+      edge?.stop();
       poolSizes.stop();
       await demandSync.stop();
       await closing;

@@ -7,6 +7,7 @@ import type { SandboxClient } from "../forward/sandbox-client.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { UsageReports } from "../metering/usage-report.js";
 import type { UsageSink } from "../metering/usage-sink.js";
+import type { NodeRegistry } from "../nodes/node-registry.js";
 import type { PolicyAdmin } from "../policy/policy-admin.js";
 import type { PolicyService } from "../policy/policy-service.js";
 import type { PoolManager } from "../pool/pool-manager.js";
@@ -46,6 +47,8 @@ export interface GatewayServices {
   poolSizes?: RuntimePoolSizes;
   /** The audit trail of operators' actions outside policy (a session ended, a pool resized). */
   adminAudit?: AdminAuditRepository;
+  /** The node registry (role edge): listing and an operator's drain (admin API `/nodes`). */
+  nodes?: NodeRegistry;
   /** Every audit trail in one read: refused calls and operators' changes (admin API `GET /audit`). */
   audit?: AuditRepository;
 }

@@ -26,7 +26,14 @@ export const HOLD_GRACE_MS = 60_000;
 const REAP_BATCH = 100;
 const REAP_CONCURRENCY = 8;
 
-export type EndReason = "destroyed" | "expired" | "sandbox_failed" | "drained" | "ended_by_operator";
+export type EndReason =
+  | "destroyed"
+  | "expired"
+  | "sandbox_failed"
+  | "drained"
+  | "ended_by_operator"
+  /** The node holding the sandbox stopped heart-beating (roles edge and node). */
+  | "node_lost";
 
 export interface SessionLifecycleDeps {
   store: CoordinationStore;
@@ -121,6 +128,7 @@ export class SessionLifecycle {
         pool: pool.name,
         image,
         sandbox: leased.record,
+        ...(leased.record.node === undefined ? {} : { node: leased.record.node }),
         createdAt,
         lastActivityAt: createdAt,
         idleTimeoutSeconds,

@@ -11,7 +11,7 @@ export const CONFIG_ERROR_EXIT_CODE = 2;
 const REDACTED = "<redacted>";
 // Names that end in a secret word (jwtSecret, apiToken, access_token), not names that merely
 // contain one: auth.verifiedTokenCacheSeconds is a duration.
-const secretKey = /(secret|password|passphrase|token|privatekey|credentials?)$/i;
+const secretKey = /(secrets?|password|passphrase|token|privatekey|credentials?)$/i;
 
 /** A URL's password and secret-looking query parameters hidden; anything else as it is. */
 function redactUrl(value: string): string {

@@ -14,6 +14,10 @@ export function serveCommand(): Command {
         "`sandpool config example` prints a complete commented file.",
     )
     .option("--config <file>", "YAML configuration file")
+    .option(
+      "--role <role>",
+      "all (one host, the default), edge (stateless front) or node (one per sandbox host); wins over SANDPOOL_ROLE",
+    )
     .option("--migrate", "apply pending database migrations before serving (else: refuse an old schema)")
     .option("--json", 'once listening, print one JSON line ({"url", "adminUrl"}) instead of the text')
     .addHelpText(
@@ -22,7 +26,7 @@ export function serveCommand(): Command {
         "    SANDPOOL_JWT_AUDIENCE=sandpool \\\n" +
         "    sandpool serve --config sandpool.yaml\n",
     )
-    .action(async (options: { config?: string; migrate?: boolean; json?: boolean }) => {
+    .action(async (options: { config?: string; migrate?: boolean; json?: boolean; role?: string }) => {
       const { runServe } = await import("../run-serve.js");
       await runServe(options);
     });

@@ -17,6 +17,7 @@
  *   GET    /usage?workspace=W&since=&until=&by=hour|day  (admin-usage-routes.ts: the report)
  *   GET    /policies, PUT /policies    (admin-policies-routes.ts: policy as code)
  *   GET    /pools, PATCH /pools/:name  (admin-pools-routes.ts)
+ *   GET    /nodes, POST /nodes/:id/drain|undrain  (admin-nodes-routes.ts)
  *   GET    /sessions, DELETE /sessions/:id  (admin-sessions-routes.ts)
  *   POST   /keys, GET /keys, DELETE /keys/:prefix  (admin-keys-routes.ts: workspace API keys)
  *   GET    /audit?workspace=&kind=denied|admin  (admin-audit-routes.ts: refusals and admin changes)
@@ -41,6 +42,7 @@ import { countAuthFailure, verifyBearer } from "../middleware/authenticate.js";
 import { passedAuthentication } from "../middleware/unauthenticated-gate.js";
 import { adminAuditRoutes } from "./admin-audit-routes.js";
 import { adminKeysRoutes } from "./admin-keys-routes.js";
+import { adminNodesRoutes } from "./admin-nodes-routes.js";
 import { adminPoliciesRoutes } from "./admin-policies-routes.js";
 import { adminPoolsRoutes } from "./admin-pools-routes.js";
 import { adminSessionsRoutes } from "./admin-sessions-routes.js";
@@ -133,6 +135,7 @@ export function createAdminApp(services: GatewayServices, policyAdmin: PolicyAdm
   admin.route("/policies", adminPoliciesRoutes(services, policyAdmin));
   admin.route("/usage", adminUsageRoutes(services));
   admin.route("/pools", adminPoolsRoutes(services));
+  admin.route("/nodes", adminNodesRoutes(services));
   admin.route("/sessions", adminSessionsRoutes(services));
 
   admin.route("/keys", adminKeysRoutes(services));

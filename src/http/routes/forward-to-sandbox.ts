@@ -28,6 +28,7 @@ import { readCapped } from "../../forward/read-capped.js";
 import {
   answerTooLarge,
   type ForwardRequest,
+  isOutlivedBySession,
   mapTransportError,
   SMALL_ANSWER_BYTES,
 } from "../../forward/sandbox-client.js";
@@ -112,7 +113,7 @@ export async function forwardToSandbox(
     }
     return { status: response.statusCode, headers, body };
   } catch (error) {
-    if (error instanceof SandpoolError && error.code.startsWith("sandbox.")) {
+    if (error instanceof SandpoolError && error.code.startsWith("sandbox.") && !isOutlivedBySession(error)) {
       await services.sessions.end(key, "sandbox_failed");
     }
     throw error;

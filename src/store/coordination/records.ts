@@ -11,6 +11,8 @@ export interface SandboxRecord {
   /** The session created inside it at warm-up, so a lease needs no further round trip. */
   innerSessionId: string;
   createdAt: number;
+  /** The node holding it (roles edge and node); absent on one host (`--role all`). */
+  node?: string;
 }
 
 /** A client's session: which sandbox serves it, for whom, and until when. */
@@ -20,6 +22,8 @@ export interface Lease {
   pool: string;
   image: string;
   sandbox: SandboxRecord;
+  /** The node serving the session (roles edge and node): every call is forwarded there. */
+  node?: string;
   createdAt: number;
   lastActivityAt: number;
   idleTimeoutSeconds: number;

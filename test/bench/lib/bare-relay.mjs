@@ -19,7 +19,11 @@ const server = createServer(async (req, res) => {
     const answer = await upstream.request({
       method: req.method,
       path: req.url,
-      headers: { "content-type": req.headers["content-type"] ?? "application/octet-stream" },
+      headers: {
+        "content-type": req.headers["content-type"] ?? "application/octet-stream",
+        // A gateway behind the relay needs the caller's credential (a bare sandbox ignores it).
+        ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}),
+      },
       body: chunks.length > 0 ? Buffer.concat(chunks) : undefined,
     });
     const body = Buffer.from(await answer.body.arrayBuffer());

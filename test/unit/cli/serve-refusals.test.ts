@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { refusedForServe } from "../../../src/cli/serve-refusals.js";
+import { noticesForServe, refusedForServe } from "../../../src/cli/serve-refusals.js";
 import { loadGatewayConfig } from "../../../src/config/load-config.js";
 
 const dir = mkdtempSync(path.join(tmpdir(), "sandpool-serve-refusals-"));
@@ -61,5 +61,62 @@ describe("refusedForServe", () => {
 
   it("lists every refusal at once", () => {
     expect(refusals({ SANDPOOL_RUNTIME: "process", SANDPOOL_JWT_AUDIENCE: "" })).toHaveLength(2);
+  });
+
+  describe("per role", () => {
+    const secret = "s".repeat(32);
+    const node = {
+      SANDPOOL_ROLE: "node",
+      SANDPOOL_NODE_SECRETS: secret,
+      SANDPOOL_NODE_ADVERTISE_URL: "http://10.0.0.5:8091",
+    };
+
+    it("accepts a node with its advertised URL and a secret, and an edge with a secret", () => {
+      expect(refusals(node)).toEqual([]);
+      expect(refusals({ SANDPOOL_ROLE: "edge", SANDPOOL_NODE_SECRETS: secret })).toEqual([]);
+    });
+
+    it("refuses a node or an edge without secrets, and secrets shorter than 32 bytes", () => {
+      expect(refusals({ ...node, SANDPOOL_NODE_SECRETS: "" })).toEqual([
+        expect.stringMatching(/^node\.secrets is not set \(SANDPOOL_NODE_SECRETS\)/),
+      ]);
+      expect(refusals({ SANDPOOL_ROLE: "edge" })).toEqual([
+        expect.stringMatching(/^node\.secrets is not set/),
+      ]);
+      expect(refusals({ ...node, SANDPOOL_NODE_SECRETS: `${secret},short` })).toEqual([
+        expect.stringMatching(/^node\.secrets\[1\] is 5 bytes: edge\/node secrets need 32 bytes or more/),
+      ]);
+    });
+
+    it("refuses a node without node.advertiseUrl", () => {
+      expect(refusals({ ...node, SANDPOOL_NODE_ADVERTISE_URL: "" })).toEqual([
+        expect.stringMatching(/^node\.advertiseUrl is not set \(SANDPOOL_NODE_ADVERTISE_URL\)/),
+      ]);
+    });
+
+    it("refuses a node without an engine (the process runtime), naming the role", () => {
+      expect(refusals({ ...node, SANDPOOL_RUNTIME: "process" })).toEqual([
+        expect.stringMatching(/^role is node but runtime\.kind is process/),
+      ]);
+    });
+
+    it("does not ask a node for an audience: edges verify bearer tokens", () => {
+      expect(refusals({ ...node, SANDPOOL_JWT_AUDIENCE: "" })).toEqual([]);
+    });
+
+    it("accepts an edge configured with an engine, and says it is not used", () => {
+      const env = {
+        ...baseEnv,
+        SANDPOOL_ROLE: "edge",
+        SANDPOOL_NODE_SECRETS: secret,
+        DOCKER_HOST: "unix:///x.sock",
+      };
+      const config = loadGatewayConfig({ env });
+      expect(refusedForServe(config)).toEqual([]);
+      expect(noticesForServe(config)).toEqual([
+        expect.stringMatching(/^role is edge: the configured Docker engine/),
+      ]);
+      expect(noticesForServe(loadGatewayConfig({ env: { ...env, DOCKER_HOST: "" } }))).toEqual([]);
+    });
   });
 });

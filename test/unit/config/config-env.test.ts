@@ -81,6 +81,18 @@ const cases: Record<
     with: redisClusterEnv,
     expect: (c) => expect(c.redis?.tls).toBe(true),
   },
+  SANDPOOL_ROLE: { value: "edge", expect: (c) => expect(c.role).toBe("edge") },
+  SANDPOOL_NODE_HOST: { value: "10.0.0.5", expect: (c) => expect(c.node.host).toBe("10.0.0.5") },
+  SANDPOOL_NODE_PORT: { value: "9091", expect: (c) => expect(c.node.port).toBe(9091) },
+  SANDPOOL_NODE_ADVERTISE_URL: {
+    value: "http://10.0.0.5:8091",
+    expect: (c) => expect(c.node.advertiseUrl).toBe("http://10.0.0.5:8091"),
+  },
+  SANDPOOL_NODE_ID: { value: "box-1", expect: (c) => expect(c.node.id).toBe("box-1") },
+  SANDPOOL_NODE_SECRETS: {
+    value: `${"a".repeat(32)}, ${"b".repeat(40)}`,
+    expect: (c) => expect(c.node.secrets).toEqual(["a".repeat(32), "b".repeat(40)]),
+  },
   SANDPOOL_HOST: { value: "0.0.0.0", expect: (c) => expect(c.host).toBe("0.0.0.0") },
   SANDPOOL_PORT: { value: "9000", expect: (c) => expect(c.port).toBe(9000) },
   SANDPOOL_BASE_PATH: { value: "/v1/sandbox", expect: (c) => expect(c.basePath).toBe("/v1/sandbox") },

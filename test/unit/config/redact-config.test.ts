@@ -23,6 +23,12 @@ describe("redactConfig", () => {
     });
   });
 
+  it("hides the edge/node shared secrets, every one of them", () => {
+    expect(redactConfig({ node: { id: "n1", secrets: ["a".repeat(32), "b".repeat(32)] } })).toEqual({
+      node: { id: "n1", secrets: "<redacted>" },
+    });
+  });
+
   it("leaves a URL without credentials exactly as written", () => {
     expect(redactConfig({ redisUrl: "redis://redis:6379" })).toEqual({ redisUrl: "redis://redis:6379" });
     expect(redactConfig({ host: "127.0.0.1" })).toEqual({ host: "127.0.0.1" });

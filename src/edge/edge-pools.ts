@@ -1,0 +1,148 @@
+/**
+ * The edge's pools: the same PoolManager the session layer and the admin API use, but its
+ * sandboxes live on nodes. A lease is placed (src/edge/placement.ts) and asked of that
+ * node; the record returned names the node, and its endpoint routes every call there
+ * (src/edge/node-client.ts). Warm-up is the nodes' own (each keeps its share warm), and
+ * destroying or measuring a sandbox is asked of its node.
+ */
+import type { Logger } from "pino";
+import { SandpoolError } from "../contract/error-codes.js";
+import type { GatewayMetrics } from "../metering/gateway-metrics.js";
+import { type LeasedSandbox, PoolManager } from "../pool/pool-manager.js";
+import type { PoolSpec, SandboxRuntime, SandboxUsage } from "../runtime/sandbox-runtime.js";
+import type { CoordinationStore } from "../store/coordination/coordination-store.js";
+import type { MemberHold, SandboxRecord } from "../store/coordination/records.js";
+import type { NodeClient } from "./node-client.js";
+import { nodeEndpoint } from "./node-client.js";
+import type { NodeDirectory } from "./node-directory.js";
+import { placementOrder } from "./placement.js";
+
+const NODE_CALL_MS = 5_000;
+
+/** An edge starts no sandbox: the runtime it gives the PoolManager refuses to. */
+const noEngine: SandboxRuntime = {
+  kind: "docker",
+  isolated: true,
+  start: () => Promise.reject(new Error("an edge starts no sandbox: nodes do")),
+  destroy: () => Promise.resolve(),
+  list: () => Promise.resolve([]),
+  close: () => Promise.resolve(),
+};
+
+export interface EdgePoolsDeps {
+  pools: PoolSpec[];
+  store: CoordinationStore;
+  nodes: NodeClient;
+  directory: NodeDirectory;
+  metrics: GatewayMetrics;
+  log: Logger;
+}
+
+export class EdgePools extends PoolManager {
+  constructor(private readonly edge: EdgePoolsDeps) {
+    super({
+      pools: edge.pools,
+      store: edge.store,
+      runtime: noEngine,
+      client: edge.nodes,
+      metrics: edge.metrics,
+      log: edge.log,
+    });
+  }
+
+  /** A sandbox on the best node for the pool: warm where most are free, else a cold start. */
+  override async lease(pool: PoolSpec, _hold: MemberHold): Promise<LeasedSandbox> {
+    const started = process.hrtime.bigint();
+    const order = placementOrder(this.edge.directory.list(), pool);
+    if (order.length === 0) {
+      throw new SandpoolError("capacity.exhausted", `no node serves the '${pool.name}' pool now`, {
+        retryAfterSeconds: 2,
+      });
+    }
+    let last: unknown;
+    for (const node of order) {
+      try {
+        const answer = await this.edge.nodes.nodeJson<{ record: SandboxRecord; warm: boolean }>(node.id, {
+          method: "POST",
+          path: "/node/v1/leases",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ pool: pool.name }),
+          timeoutMs: pool.coldStartTimeoutMs + NODE_CALL_MS,
+        });
+        const leased = answer.body!;
+        const record: SandboxRecord = {
+          ...leased.record,
+          node: node.id,
+          endpoint: nodeEndpoint(node.id, leased.record.sandboxId),
+        };
+        this.edge.directory.noteLease(node.id, pool.name, leased.warm);
+        this.edge.metrics.leaseDuration.observe(
+          { pool: pool.name, start: leased.warm ? "warm" : "cold" },
+          Number(process.hrtime.bigint() - started) / 1e9,
+        );
+        return { record, warm: leased.warm };
+      } catch (error) {
+        // Full, draining since the last heartbeat, or away: the next node may serve.
+        last = error;
+        this.edge.log.debug({ err: error, node: node.id, pool: pool.name }, "a node could not lease");
+      }
+    }
+    throw last instanceof SandpoolError && last.code === "capacity.exhausted"
+      ? last
+      : new SandpoolError("capacity.exhausted", `no node could lease from the '${pool.name}' pool`, {
+          retryAfterSeconds: 2,
+          cause: last,
+        });
+  }
+
+  /** The node counts its sandboxes against its share: nothing to hold in Redis. */
+  override holdMembership(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** Nodes keep their share of every pool warm themselves. */
+  override warm(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  override warmAll(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  override refreshGauges(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  override async usageOf(record: Pick<SandboxRecord, "runtimeId"> & { node?: string; sandboxId?: string }) {
+    if (!record.node || !record.sandboxId) return undefined;
+    const node = this.edge.directory.get(record.node);
+    if (!node || node.state === "lost") return undefined;
+    try {
+      const answer = await this.edge.nodes.nodeJson<{ usage: SandboxUsage }>(record.node, {
+        method: "GET",
+        path: `/node/v1/sandboxes/${record.sandboxId}/usage`,
+        timeoutMs: NODE_CALL_MS,
+      });
+      return answer.body?.usage;
+    } catch (error) {
+      this.edge.log.warn({ err: error, node: record.node }, "could not read a sandbox's usage from its node");
+      return undefined;
+    }
+  }
+
+  /**
+   * Asks the sandbox's node to destroy it (a job with retries). A lost node has nothing to
+   * ask: when it returns, its reconciliation destroys what no live lease holds.
+   */
+  override async retire(record: Pick<SandboxRecord, "pool" | "sandboxId" | "runtimeId"> & { node?: string }) {
+    if (!record.node) return;
+    const node = this.edge.directory.get(record.node);
+    if (!node || node.state === "lost") return;
+    const answer = await this.edge.nodes.call(record.node, {
+      method: "POST",
+      path: `/node/v1/sandboxes/${record.sandboxId}/destroy`,
+      timeoutMs: 30_000,
+    });
+    await answer.body.dump();
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * An edge's routing, built once at start-up: the node directory (the registry, refreshed
+ * every heartbeat interval), the signed node client, the pools that place sessions on
+ * nodes, and the metrics of the roles. A lost node's sessions are ended here (reason
+ * `node_lost`): a call in flight to it has already failed with `sandbox.unreachable`.
+ */
+import type { Logger } from "pino";
+import { Counter, Gauge } from "prom-client";
+import type { GatewayConfig } from "../config/gateway-config.js";
+import type { GatewayMetrics } from "../metering/gateway-metrics.js";
+import type { NodeRegistry, NodeView } from "../nodes/node-registry.js";
+import { NodeSecrets } from "../nodes/node-signature.js";
+import type { SessionLifecycle } from "../pool/session-lifecycle.js";
+import type { CoordinationStore } from "../store/coordination/coordination-store.js";
+import { EdgePools } from "./edge-pools.js";
+import { NodeClient } from "./node-client.js";
+import { NodeDirectory } from "./node-directory.js";
+
+export interface EdgeRouting {
+  pools: EdgePools;
+  client: NodeClient;
+  directory: NodeDirectory;
+  registry: NodeRegistry;
+  /** Set once the session layer exists (it needs the pools first). */
+  bindSessions(sessions: SessionLifecycle): void;
+  start(): Promise<void>;
+  stop(): void;
+}
+
+export function createEdgeRouting(
+  config: GatewayConfig,
+  deps: { registry: NodeRegistry; store: CoordinationStore; metrics: GatewayMetrics; log: Logger },
+): EdgeRouting {
+  const { registry, store, metrics, log } = deps;
+  const routingErrors = new Counter({
+    name: "sandpool_routing_errors_total",
+    help: "Calls an edge could not route to a node, by reason",
+    labelNames: ["reason"] as const,
+    registers: [metrics.registry],
+  });
+  const nodesLost = new Counter({
+    name: "sandpool_nodes_lost_total",
+    help: "Nodes this edge found lost (it ended their sessions)",
+    registers: [metrics.registry],
+  });
+  let sessions: SessionLifecycle | undefined;
+  const endSessionsOf = async (node: NodeView) => {
+    nodesLost.inc();
+    for (const lease of await store.listLeases()) {
+      if (lease.node !== node.id) continue;
+      await sessions?.end({ workspace: lease.workspace, sessionId: lease.sessionId }, "node_lost");
+    }
+  };
+  const directory = new NodeDirectory(registry, {
+    refreshMs: config.node.heartbeatMs,
+    log,
+    onLost: endSessionsOf,
+  });
+  new Gauge({
+    name: "sandpool_nodes",
+    help: "Nodes in the registry, by state",
+    labelNames: ["state"] as const,
+    registers: [metrics.registry],
+    collect() {
+      const nodes = directory.list();
+      for (const state of ["ready", "draining", "lost"] as const) {
+        this.set({ state }, nodes.filter((node) => node.state === state).length);
+      }
+    },
+  });
+  const client = new NodeClient(new NodeSecrets(config.node.secrets), directory, (reason) =>
+    routingErrors.inc({ reason }),
+  );
+  const pools = new EdgePools({ pools: config.pools, store, nodes: client, directory, metrics, log });
+  return {
+    pools,
+    client,
+    directory,
+    registry,
+    bindSessions: (bound) => {
+      sessions = bound;
+    },
+    start: () => directory.start(),
+    stop: () => directory.stop(),
+  };
+}

@@ -1,0 +1,146 @@
+/**
+ * What a node holds: its warm pools (one NodeWarmPool per configured pool, sized to this
+ * node's share) and the sandboxes leased out of them, by sandbox id. A lease borrows a
+ * sandbox; its session's end (the edge's destroy) destroys it. After a restart the held
+ * map is rebuilt from the store's live leases (reconcile): what no live lease holds goes.
+ */
+import type { Logger } from "pino";
+import { SandpoolError } from "../contract/error-codes.js";
+import type { SandboxClient } from "../forward/sandbox-client.js";
+import type { NodeAdvert } from "../nodes/node-registry.js";
+import type { PoolSpec, SandboxRuntime, SandboxUsage } from "../runtime/sandbox-runtime.js";
+import type { CoordinationStore } from "../store/coordination/coordination-store.js";
+import type { SandboxRecord } from "../store/coordination/records.js";
+import { NodeWarmPool } from "./node-warm-pool.js";
+import { poolShare } from "./pool-share.js";
+
+export interface NodeSandboxesDeps {
+  pools: readonly PoolSpec[];
+  runtime: SandboxRuntime;
+  client: SandboxClient;
+  store: CoordinationStore;
+  log: Logger;
+  nodeId: string;
+  url: string;
+}
+
+export class NodeSandboxes {
+  private readonly warm = new Map<string, NodeWarmPool>();
+  private readonly leased = new Map<string, SandboxRecord>();
+  /** When each was leased (or adopted): a lease is recorded by the edge just after. */
+  private readonly leasedAt = new Map<string, number>();
+  draining = false;
+
+  constructor(private readonly deps: NodeSandboxesDeps) {
+    for (const pool of deps.pools) {
+      // Nothing is started before the first reconciliation and heartbeat size the share.
+      this.warm.set(pool.name, new NodeWarmPool(pool, { min: 0, max: poolShare(pool, 1, 0).max }, deps));
+    }
+  }
+
+  /** Sizes every pool to this node's share among `readyNodes` ready nodes (itself included). */
+  resize(readyNodes: number, rank: number): void {
+    for (const pool of this.warm.values()) {
+      const share = poolShare(pool.spec, readyNodes, rank);
+      // A draining node keeps no warm sandboxes: its leased ones finish, then it is empty.
+      pool.resize(this.draining ? { min: 0, max: share.max } : share);
+      if (this.draining && pool.free > 0) {
+        pool
+          .destroyIdle()
+          .catch((error) => this.deps.log.warn({ err: error }, "could not empty a draining pool"));
+      }
+    }
+  }
+
+  async lease(poolName: string): Promise<{ record: SandboxRecord; warm: boolean }> {
+    if (this.draining) {
+      throw new SandpoolError("capacity.exhausted", "this node is draining", { retryAfterSeconds: 1 });
+    }
+    const pool = this.warm.get(poolName);
+    if (!pool) throw new SandpoolError("capacity.exhausted", `this node serves no pool '${poolName}'`);
+    const leased = await pool.acquire();
+    this.leased.set(leased.record.sandboxId, leased.record);
+    this.leasedAt.set(leased.record.sandboxId, Date.now());
+    return leased;
+  }
+
+  held(sandboxId: string): SandboxRecord | undefined {
+    return this.leased.get(sandboxId);
+  }
+
+  async destroy(sandboxId: string): Promise<void> {
+    const record = this.leased.get(sandboxId);
+    if (!record) return;
+    this.leased.delete(sandboxId);
+    this.leasedAt.delete(sandboxId);
+    const pool = this.warm.get(record.pool);
+    await (pool ? pool.destroy(record) : this.deps.runtime.destroy(record.runtimeId));
+  }
+
+  async usage(sandboxId: string): Promise<SandboxUsage | undefined> {
+    const record = this.leased.get(sandboxId);
+    if (!record || !this.deps.runtime.usage) return undefined;
+    return this.deps.runtime.usage(record.runtimeId).catch(() => undefined);
+  }
+
+  /**
+   * Compares the engine with the store: a sandbox a live lease names (on this node) is held
+   * again, any other sandbox of this deployment on the engine is destroyed, unless the warm
+   * pools made it. Run at start-up, before the node advertises itself, and periodically.
+   */
+  async reconcile(): Promise<{ adopted: number; destroyed: number }> {
+    const leases = (await this.deps.store.listLeases()).filter((lease) => lease.node === this.deps.nodeId);
+    const bySandbox = new Map(leases.map((lease) => [lease.sandbox.sandboxId, lease.sandbox]));
+    const warmIds = new Set<string>();
+    for (const pool of this.warm.values()) for (const id of pool.knownIds()) warmIds.add(id);
+    let adopted = 0;
+    let destroyed = 0;
+    for (const sandbox of await this.deps.runtime.list()) {
+      if (warmIds.has(sandbox.sandboxId) || this.leased.has(sandbox.sandboxId)) continue;
+      const record = bySandbox.get(sandbox.sandboxId);
+      if (record && sandbox.running !== false) {
+        this.leased.set(record.sandboxId, record);
+        this.leasedAt.set(record.sandboxId, Date.now());
+        adopted++;
+        continue;
+      }
+      await this.deps.runtime.destroy(sandbox.runtimeId).catch(() => undefined);
+      destroyed++;
+    }
+    // Held sandboxes whose lease is gone (ended while this node was away) go too.
+    // (A minute's grace: an edge records the lease just after the node answers it.)
+    for (const sandboxId of this.leased.keys()) {
+      if (!bySandbox.has(sandboxId) && Date.now() - (this.leasedAt.get(sandboxId) ?? 0) > 60_000) {
+        await this.destroy(sandboxId);
+        destroyed++;
+      }
+    }
+    return { adopted, destroyed };
+  }
+
+  /** What the node advertises on each heartbeat. */
+  advert(images: string[]): NodeAdvert {
+    const capacity: Record<string, number> = {};
+    const freeWarm: Record<string, number> = {};
+    for (const [name, pool] of this.warm) {
+      capacity[name] = pool.max;
+      freeWarm[name] = this.draining ? 0 : pool.free;
+    }
+    return { id: this.deps.nodeId, url: this.deps.url, capacity, images, freeWarm, leased: this.leased.size };
+  }
+
+  /** Counts per pool and state, for sandpool_node_sandboxes. */
+  counts(): { pool: string; state: "warm" | "leased"; count: number }[] {
+    const leasedPer = new Map<string, number>();
+    for (const record of this.leased.values())
+      leasedPer.set(record.pool, (leasedPer.get(record.pool) ?? 0) + 1);
+    return [...this.warm.entries()].flatMap(([name, pool]) => [
+      { pool: name, state: "warm" as const, count: pool.free },
+      { pool: name, state: "leased" as const, count: leasedPer.get(name) ?? 0 },
+    ]);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.warm.values()].map((pool) => pool.close()));
+  }
+}

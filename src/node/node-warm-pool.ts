@@ -1,0 +1,180 @@
+/**
+ * A node's own warm sandboxes of one pool: an in-process generic-pool. generic-pool gives
+ * what the node needs without Redis: create and destroy through the runtime, validation on
+ * borrow (a warm sandbox that died while idle is destroyed, not leased), min and max,
+ * acquire with a deadline (a cold start when none is idle, failing at the pool's start
+ * deadline), and idle eviction above min. A sandbox serves one session and is never given
+ * back: a lease borrows it and the session's end destroys it, freeing its place.
+ *
+ * min and max are this node's share of the pool across the deployment (src/node/pool-share.ts),
+ * which changes as nodes come and go; generic-pool has no public setter, so `resize` sets
+ * its options and asks it to top up (the fields are stable across generic-pool 3.x).
+ */
+import { randomBytes } from "node:crypto";
+import { createPool, type Pool } from "generic-pool";
+import type { Logger } from "pino";
+import { SandpoolError } from "../contract/error-codes.js";
+import type { SandboxClient } from "../forward/sandbox-client.js";
+import type { PoolSpec, SandboxRuntime } from "../runtime/sandbox-runtime.js";
+import type { SandboxRecord } from "../store/coordination/records.js";
+
+/** Warm sandboxes above min idle longer than this are evicted (their place is free again). */
+const IDLE_EVICTION_MS = 10 * 60_000;
+const EVICTION_RUN_MS = 30_000;
+const HEALTH_TIMEOUT_MS = 2_000;
+
+export interface NodeWarmPoolDeps {
+  runtime: SandboxRuntime;
+  client: SandboxClient;
+  log: Logger;
+  nodeId: string;
+}
+
+interface InternalPool {
+  _config: { min: number; max: number };
+  _ensureMinimum(): void;
+}
+
+export class NodeWarmPool {
+  private readonly pool: Pool<SandboxRecord>;
+  /** Sandboxes being started: reconciliation must not take them for leftovers. */
+  private readonly starting = new Set<string>();
+
+  constructor(
+    readonly spec: PoolSpec,
+    share: { min: number; max: number },
+    private readonly deps: NodeWarmPoolDeps,
+  ) {
+    this.pool = createPool<SandboxRecord>(
+      {
+        create: () => this.start(),
+        destroy: (record) => deps.runtime.destroy(record.runtimeId),
+        validate: (record) => this.answers(record),
+      },
+      {
+        min: share.min,
+        max: Math.max(1, share.max),
+        acquireTimeoutMillis: spec.coldStartTimeoutMs,
+        testOnBorrow: true,
+        softIdleTimeoutMillis: IDLE_EVICTION_MS,
+        evictionRunIntervalMillis: EVICTION_RUN_MS,
+      },
+    );
+    // A failed start is the runtime's to report: generic-pool retries creation on its own.
+    this.pool.on("factoryCreateError", (error) =>
+      deps.log.warn({ err: error, pool: spec.name }, "a warm sandbox could not be started"),
+    );
+  }
+
+  /** Sets this node's share; the pool tops up to the new min at once. */
+  resize(share: { min: number; max: number }): void {
+    const internal = this.pool as unknown as InternalPool;
+    if (internal._config.min === share.min && internal._config.max === Math.max(1, share.max)) return;
+    internal._config.max = Math.max(1, share.max);
+    internal._config.min = Math.min(share.min, internal._config.max);
+    internal._ensureMinimum();
+  }
+
+  /** A sandbox for one session, warm if one is idle; cold-started within the pool's deadline. */
+  async acquire(): Promise<{ record: SandboxRecord; warm: boolean }> {
+    const warm = this.pool.available > 0;
+    try {
+      return { record: await this.pool.acquire(), warm };
+    } catch (error) {
+      throw new SandpoolError(
+        "capacity.exhausted",
+        `the '${this.spec.name}' pool has no sandbox on this node`,
+        {
+          retryAfterSeconds: 2,
+          cause: error,
+        },
+      );
+    }
+  }
+
+  /** Destroys a leased sandbox (its session ended), freeing its place. */
+  async destroy(record: SandboxRecord): Promise<void> {
+    if (this.pool.isBorrowedResource(record)) await this.pool.destroy(record);
+    else await this.deps.runtime.destroy(record.runtimeId);
+  }
+
+  /** Destroys every idle warm sandbox (a draining node keeps none). */
+  async destroyIdle(): Promise<void> {
+    for (let left = this.pool.available; left > 0 && this.pool.available > 0; left--) {
+      const record = await this.pool.acquire();
+      await this.pool.destroy(record);
+    }
+  }
+
+  /** Sandbox ids of the idle warm sandboxes and of those being started (reconciliation leaves them alone). */
+  knownIds(): string[] {
+    const idle = (this.pool as unknown as { _availableObjects: { obj: SandboxRecord }[] })._availableObjects;
+    return [...[...idle].map((item) => item.obj.sandboxId), ...this.starting];
+  }
+
+  get free(): number {
+    return this.pool.available;
+  }
+
+  get leased(): number {
+    return this.pool.borrowed;
+  }
+
+  get max(): number {
+    return this.pool.max;
+  }
+
+  async close(): Promise<void> {
+    // Idle sandboxes go with the node; leased ones stay until their sessions end or the
+    // node's next start reconciles them.
+    await this.pool.drain();
+    const idle = (this.pool as unknown as { _availableObjects: { obj: SandboxRecord }[] })._availableObjects;
+    await Promise.all([...idle].map((item) => this.pool.destroy(item.obj).catch(() => undefined)));
+  }
+
+  private async start(): Promise<SandboxRecord> {
+    const sandboxId = randomBytes(12).toString("hex");
+    const deadline = Date.now() + this.spec.coldStartTimeoutMs;
+    this.starting.add(sandboxId);
+    let started: Awaited<ReturnType<SandboxRuntime["start"]>>;
+    try {
+      started = await this.deps.runtime.start({ sandboxId, pool: this.spec, deadline });
+    } catch (error) {
+      this.starting.delete(sandboxId);
+      throw error;
+    }
+    try {
+      const innerSessionId = await this.deps.client.createInnerSession(
+        started.endpoint,
+        Math.max(1, deadline - Date.now()),
+      );
+      return {
+        sandboxId,
+        pool: this.spec.name,
+        endpoint: started.endpoint,
+        runtimeId: started.runtimeId,
+        innerSessionId,
+        createdAt: Date.now(),
+        node: this.deps.nodeId,
+      };
+    } catch (error) {
+      await this.deps.runtime.destroy(started.runtimeId).catch(() => undefined);
+      throw error;
+    } finally {
+      this.starting.delete(sandboxId);
+    }
+  }
+
+  private async answers(record: SandboxRecord): Promise<boolean> {
+    try {
+      const answer = await this.deps.client.json(record.endpoint, {
+        method: "GET",
+        path: "/health",
+        timeoutMs: HEALTH_TIMEOUT_MS,
+      });
+      return answer.status === 200;
+    } catch {
+      return false;
+    }
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * Settings of the edge and node roles (docs/roles: the interface between them). A node
+ * listens for the node API on `host:port` and advertises `advertiseUrl` to the edges;
+ * `secrets` authenticate edge and node to each other (the first signs, every one verifies).
+ */
+import { hostname } from "node:os";
+import { z } from "zod";
+
+/** Secrets shorter than this are refused by serve: HMAC-SHA256 keys want 32 bytes of entropy. */
+export const MIN_NODE_SECRET_BYTES = 32;
+
+export const nodeSettingsSchema = z
+  .strictObject({
+    /** Address of the node API listener (role node). */
+    host: z.string().min(1).default("0.0.0.0"),
+    port: z.number().int().min(0).max(65_535).default(8091),
+    /** How edges reach this node's API, e.g. http://10.0.0.5:8091 (required for role node). */
+    advertiseUrl: z.url({ protocol: /^https?$/ }).optional(),
+    /** This node's id in the registry: the host name unless set (in Kubernetes, the node name). */
+    id: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/, "letters, digits, '.', '-' and '_'")
+      .optional(),
+    /** Shared secrets of edges and nodes: the first signs, all verify (rotation). */
+    secrets: z.array(z.string().min(1)).default([]),
+    /** How often a node renews its registry entry. */
+    heartbeatMs: z.number().int().min(100).default(2_000),
+    /** A node whose entry is older than this is lost: its sessions end. */
+    lostAfterMs: z.number().int().min(500).default(10_000),
+    /** Requests signed further from the verifier's clock than this are refused. */
+    clockWindowMs: z.number().int().min(1_000).default(30_000),
+  })
+  .prefault({})
+  .refine((node) => node.lostAfterMs >= node.heartbeatMs * 2, {
+    message: "lostAfterMs must be at least twice heartbeatMs: one late heartbeat must not lose a node",
+    path: ["lostAfterMs"],
+  });
+
+export type NodeSettings = z.output<typeof nodeSettingsSchema>;
+
+/** The node's id: as configured, else the host name (a Kubernetes node name is one). */
+export function nodeIdOf(settings: Pick<NodeSettings, "id">): string {
+  return settings.id ?? hostname();
+}
