@@ -695,6 +695,19 @@ describe("the multinode shapes (roles: edges and a node DaemonSet)", () => {
     expect(selects(nodePeer!.podSelector.matchLabels, nodeLabels)).toBe(true);
   });
 
+  it("renders the autoscaler and the policies only when asked, and edges then keep their replicas", async () => {
+    const objects = await renderChart(
+      [path.join(CI_DIR, "multinode-values.yaml")],
+      ["roles.edge.autoscaling.enabled=false", "networkPolicy.enabled=false", "roles.edge.replicas=3"],
+    );
+    expect(objects.flatMap(schemaProblems)).toEqual([]);
+    const kinds = objects.map((object) => object.kind);
+    expect(kinds).not.toContain("HorizontalPodAutoscaler");
+    expect(kinds).not.toContain("NetworkPolicy");
+    const [edge] = find(objects, "Deployment", "sandpool-edge");
+    expect((edge as unknown as { spec: { replicas: number } }).spec.replicas).toBe(3);
+  });
+
   it("scrapes edges and nodes as job sandpool, each on its metrics port", () => {
     const objects = host();
     type Monitor = {

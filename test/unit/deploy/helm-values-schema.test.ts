@@ -5,7 +5,7 @@
  * anything.
  *
  * Its `config` is generated from the gateway's zod schema (gatewayConfigSchema), less what
- * the chart takes from `secrets`. When the gateway's configuration changes, regenerate it:
+ * the chart takes from `secrets` and the roles' keys it sets per pod (`roles`). When the gateway's configuration changes, regenerate it:
  *   SANDPOOL_UPDATE_HELM_SCHEMA=1 npx vitest run test/unit/deploy/helm-values-schema.test.ts
  *   npx biome format --write helm/sandpool/values.schema.json
  */
@@ -51,6 +51,10 @@ function gatewayConfigJsonSchema(): Schema {
   delete auth.introspection!.properties!.clientSecret;
   const redis = properties.redis!.properties!;
   for (const key of ["password", "sentinelPassword"]) delete redis[key];
+  // The role and the node's keys are the chart's to set per pod (roles.*: SANDPOOL_ROLE and
+  // SANDPOOL_NODE_* on each workload, the node secrets from the Secret), not the shared file's.
+  delete properties.role;
+  delete properties.node;
   const stripFormats = (node: unknown): void => {
     if (Array.isArray(node)) node.forEach(stripFormats);
     else if (typeof node === "object" && node !== null) {
