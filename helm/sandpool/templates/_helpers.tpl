@@ -26,6 +26,17 @@ app.kubernetes.io/name: {{ include "sandpool.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{/* With roles: the selector labels of one role's pods; ctx is the root, role edge or node. */}}
+{{- define "sandpool.roleSelectorLabels" -}}
+{{ include "sandpool.selectorLabels" .ctx }}
+app.kubernetes.io/component: {{ .role }}
+{{- end -}}
+
+{{- define "sandpool.roleLabels" -}}
+{{ include "sandpool.labels" .ctx }}
+app.kubernetes.io/component: {{ .role }}
+{{- end -}}
+
 {{- define "sandpool.labels" -}}
 helm.sh/chart: {{ include "sandpool.chart" . }}
 {{ include "sandpool.selectorLabels" . }}
@@ -67,14 +78,16 @@ missing secrets, and a DinD sidecar per replica (replicas could not reach each o
 sandboxes, and each would take the others' sessions for lost).
 */}}
 {{- define "sandpool.validate" -}}
-{{- if and .Values.dind.enabled (gt (int .Values.replicaCount) 1) -}}
+{{- if .Values.roles.enabled -}}
+{{- include "sandpool.validateRoles" . -}}
+{{- else if and .Values.dind.enabled (gt (int .Values.replicaCount) 1) -}}
 {{- fail "dind.enabled needs replicaCount: 1: each replica's sidecar engine holds sandboxes the other replicas cannot reach" -}}
 {{- end -}}
 {{- if .Values.hostDocker.enabled -}}
 {{- if .Values.dind.enabled -}}
 {{- fail "set one of dind.enabled and hostDocker.enabled: each gives the gateway its Docker engine" -}}
 {{- end -}}
-{{- if gt (int .Values.replicaCount) 1 -}}
+{{- if and (not .Values.roles.enabled) (gt (int .Values.replicaCount) 1) -}}
 {{- fail "hostDocker.enabled needs replicaCount: 1: replicas on other nodes could not reach each other's sandboxes" -}}
 {{- end -}}
 {{- if kindIs "invalid" .Values.hostDocker.socketGroup -}}
@@ -107,4 +120,28 @@ sandboxes, and each would take the others' sessions for lost).
 {{- $images = append $images .image -}}
 {{- end -}}
 {{- $images | uniq | toJson -}}
+{{- end -}}
+
+{{/*
+With roles: the nodes need exactly one engine source (a remote docker.host cannot share
+/run/sandpool), the autoscaler's bounds must hold, and edges and nodes need their secret.
+*/}}
+{{- define "sandpool.validateRoles" -}}
+{{- if not (or .Values.dind.enabled .Values.hostDocker.enabled) -}}
+{{- fail "roles.enabled needs dind.enabled or hostDocker.enabled: the Docker engine of each node pod" -}}
+{{- end -}}
+{{- $scale := .Values.roles.edge.autoscaling -}}
+{{- if and $scale.enabled (lt (int $scale.maxReplicas) (int $scale.minReplicas)) -}}
+{{- fail "roles.edge.autoscaling.maxReplicas must be at least minReplicas" -}}
+{{- end -}}
+{{- if not .Values.secrets.existingSecret -}}
+{{- if not .Values.secrets.nodeSecrets -}}
+{{- fail "roles.enabled needs secrets.nodeSecrets (or SANDPOOL_NODE_SECRETS in secrets.existingSecret): the shared secret edges and nodes authenticate each other with" -}}
+{{- end -}}
+{{- range .Values.secrets.nodeSecrets -}}
+{{- if or (lt (len .) 32) (contains "," .) -}}
+{{- fail "every secrets.nodeSecrets entry needs 32 bytes or more, and no comma" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}

@@ -8,6 +8,7 @@ import type { GatewayConfig } from "../../../src/config/gateway-config.js";
 import { loadGatewayConfig } from "../../../src/config/load-config.js";
 import { dockerRuntimeOptionsSchema } from "../../../src/runtime/docker/docker-runtime-options.js";
 import { readJson, readText, readYaml, repoPath } from "./deploy-files.js";
+import { ROLE_ENV_VARIABLES } from "./roles-interface.js";
 
 const CHART = "helm/sandpool";
 const TEMPLATES = `${CHART}/templates`;
@@ -123,6 +124,10 @@ describe("helm/sandpool: templates", () => {
       "grafana-dashboard.yaml",
       "ingress.yaml",
       "networkpolicy.yaml",
+      "_engine.tpl",
+      "edge-deployment.yaml",
+      "node-daemonset.yaml",
+      "networkpolicy-node.yaml",
     ])
       expect(templateFiles).toContain(file);
   });
@@ -149,15 +154,21 @@ describe("helm/sandpool: templates", () => {
     expect(paths.filter((dotted) => !hasPath(values, dotted))).toEqual([]);
   });
 
-  it("puts in the Secret only variables the gateway's configuration reads", () => {
-    const known = new Set(configEnvVariables.map((variable) => variable.name));
+  it("puts in the Secret and the pods only variables the gateway's configuration reads", () => {
+    // The roles' variables too, where src/ does not read them yet (roles-interface.ts).
+    const known = new Set([...configEnvVariables.map((variable) => variable.name), ...ROLE_ENV_VARIABLES]);
     const keys = [...templates.get("secret.yaml")!.matchAll(/^\s+([A-Z][A-Z0-9_]+):/gm)].map((m) => m[1]!);
-    expect(keys).toEqual(expect.arrayContaining(["DATABASE_URL", "REDIS_URL"]));
+    expect(keys).toEqual(expect.arrayContaining(["DATABASE_URL", "REDIS_URL", "SANDPOOL_NODE_SECRETS"]));
     expect(keys.filter((key) => !known.has(key))).toEqual([]);
-    const env = [...templates.get("deployment.yaml")!.matchAll(/- name: ([A-Z][A-Z0-9_]+)$/gm)].map(
-      (m) => m[1]!,
-    );
-    expect(env.filter((key) => !known.has(key))).toEqual([]);
+    for (const file of ["deployment.yaml", "edge-deployment.yaml", "node-daemonset.yaml"]) {
+      const env = [...templates.get(file)!.matchAll(/- name: ([A-Z][A-Z0-9_]+)$/gm)].map((m) => m[1]!);
+      expect(env.length, file).toBeGreaterThan(0);
+      // POD_IP only feeds $(POD_IP) in SANDPOOL_NODE_ADVERTISE_URL, a Kubernetes substitution.
+      expect(
+        env.filter((key) => !known.has(key) && key !== "POD_IP"),
+        file,
+      ).toEqual([]);
+    }
   });
 
   it("runs serve with probes on /healthz and /readyz, non-root on a read-only root", () => {
@@ -177,7 +188,8 @@ describe("helm/sandpool: templates", () => {
   });
 
   it("shares /run/sandpool between the engine and the gateway, which is not the sandboxes' user", () => {
-    const deployment = templates.get("deployment.yaml")!;
+    // The engine's parts of the gateway's and the node's pods (deployment.yaml, node-daemonset.yaml).
+    const deployment = templates.get("_engine.tpl")!;
     // Mounted at that one path wherever it is mounted (dind, the host shape's init container,
     // the gateway); with dind, from an in-memory emptyDir (the rendered shapes: helm-render.test.ts).
     const mounts = [...deployment.matchAll(/- name: sandbox-sockets\n\s+mountPath: (\S+)/g)].map((m) => m[1]);

@@ -8,9 +8,13 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { configEnvVariables } from "../../../src/config/config-env.js";
+import { gatewayConfigSchema } from "../../../src/config/gateway-config.js";
 import { loadGatewayConfig } from "../../../src/config/load-config.js";
 import { readJson, readYaml } from "./deploy-files.js";
 import { CHART_DIR, type KubeObject, lintChart, renderChart, schemaProblems } from "./helm-render.js";
+import { NODE_PORT, ROLE_ENV_VARIABLES } from "./roles-interface.js";
 
 const CI_DIR = path.join(CHART_DIR, "ci");
 const ciFiles = readdirSync(CI_DIR)
@@ -20,10 +24,23 @@ const ciFiles = readdirSync(CI_DIR)
 const dir = mkdtempSync(path.join(tmpdir(), "sandpool-helm-render-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: { fieldRef?: { fieldPath: string } };
+}
+interface Probe {
+  httpGet: { path: string; port: string | number };
+}
 interface Container {
   name: string;
   command?: string[];
-  env?: { name: string; value?: string }[];
+  args?: string[];
+  env?: EnvVar[];
+  envFrom?: { secretRef?: { name: string } }[];
+  ports?: { name: string; containerPort: number; protocol: string }[];
+  livenessProbe?: Probe;
+  readinessProbe?: Probe;
   volumeMounts?: { name: string; mountPath: string }[];
   lifecycle?: { postStart?: { exec: { command: string[] } } };
   securityContext?: {
@@ -58,26 +75,99 @@ interface PolicySpec {
   egress: PolicyRule[];
 }
 
+type Labels = Record<string, string>;
+
+/** The labels of a workload's pods. */
+function podLabels(workload: KubeObject): Labels {
+  return (workload as unknown as { spec: { template: { metadata: { labels: Labels } } } }).spec.template
+    .metadata.labels;
+}
+
+/** Whether a matchLabels selector selects pods with these labels. */
+function selects(selector: Labels, labels: Labels): boolean {
+  return Object.entries(selector).every(([key, value]) => labels[key] === value);
+}
+
 const WORKLOADS = new Set(["Deployment", "DaemonSet", "StatefulSet", "Job"]);
 
 function podSpec(workload: KubeObject): PodSpec {
   return (workload as unknown as { spec: { template: { spec: PodSpec } } }).spec.template.spec;
 }
 
-/** The gateway's configuration as its pod reads it: the ConfigMap's file under the pod's environment. */
-function gatewayConfigOf(objects: readonly KubeObject[], label: string) {
-  const [configMap] = find(objects, "ConfigMap", "sandpool");
+/** What the kubelet gives a pod's downward-API fields in these tests. */
+const POD_FIELDS: Record<string, string> = { "status.podIP": "10.1.2.3", "spec.nodeName": "sandbox-node-1" };
+
+/** A container's environment as the kubelet builds it: downward-API fields, then $(VAR) references. */
+function containerEnv(container: Container): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const variable of container.env ?? []) {
+    const field = variable.valueFrom?.fieldRef?.fieldPath;
+    const value = field === undefined ? (variable.value ?? "") : POD_FIELDS[field]!;
+    env[variable.name] = value.replace(/\$\((\w+)\)/g, (whole, name: string) => env[name] ?? whole);
+  }
+  return env;
+}
+
+/** The workload `kind/name` of a render, and its container `container`. */
+function containerOf(objects: readonly KubeObject[], kind: string, name: string, container: string) {
+  const [workload] = find(objects, kind, name);
+  expect(workload, `${kind}/${name}`).toBeDefined();
+  const found = podSpec(workload!).containers.find((candidate) => candidate.name === container);
+  expect(found, `${kind}/${name} container ${container}`).toBeDefined();
+  return found!;
+}
+
+/** The pod's environment: the Secret's variables under the container's own. */
+function podEnv(objects: readonly KubeObject[], container: Container): Record<string, string> {
   const [secret] = find(objects, "Secret", "sandpool");
-  const [deployment] = find(objects, "Deployment", "sandpool");
-  const gateway = podSpec(deployment!).containers.find((container) => container.name === "gateway")!;
+  return {
+    ...(secret as unknown as { stringData: Record<string, string> }).stringData,
+    ...containerEnv(container),
+  };
+}
+
+/**
+ * The gateway's configuration as a pod reads it: the ConfigMap's file under the pod's
+ * environment. By default the single gateway's; with roles, an edge's or a node's container.
+ */
+function gatewayConfigOf(
+  objects: readonly KubeObject[],
+  label: string,
+  workload: { kind: string; name: string; container: string } = {
+    kind: "Deployment",
+    name: "sandpool",
+    container: "gateway",
+  },
+) {
+  const [configMap] = find(objects, "ConfigMap", "sandpool");
+  const container = containerOf(objects, workload.kind, workload.name, workload.container);
   const file = path.join(dir, `${label}.yaml`);
   writeFileSync(file, (configMap as unknown as { data: Record<string, string> }).data["sandpool.yaml"]!);
-  const env: Record<string, string> = {
-    ...(secret as unknown as { stringData: Record<string, string> }).stringData,
-    ...Object.fromEntries((gateway.env ?? []).map((variable) => [variable.name, variable.value ?? ""])),
-  };
+  const env = podEnv(objects, container);
+  // Before the roles are merged the loader refuses their variables as unknown: the pods'
+  // env is asserted by the tests of the roles shape instead.
+  if (!schemaKnowsRoles) for (const name of ROLE_ENV_VARIABLES) delete env[name];
   return loadGatewayConfig({ file, env });
 }
+
+const EDGE = { kind: "Deployment", name: "sandpool-edge", container: "edge" };
+const NODE = { kind: "DaemonSet", name: "sandpool-node", container: "node" };
+
+/** Whether the gateway's configuration knows the roles' keys and variables (once the roles are merged). */
+const schemaKnowsRoles = (() => {
+  const generated = z.toJSONSchema(gatewayConfigSchema, { io: "input" }) as {
+    properties?: Record<string, unknown>;
+  };
+  const variables = new Set(configEnvVariables.map((variable) => variable.name));
+  return (
+    "role" in (generated.properties ?? {}) &&
+    "node" in (generated.properties ?? {}) &&
+    ROLE_ENV_VARIABLES.every((name) => variables.has(name))
+  );
+})();
+
+/** Values files of the roles shape (edges and nodes) and of the single gateway. */
+const isRoles = (file: string) => file.startsWith("multinode");
 
 const rendered = new Map<string, KubeObject[]>();
 beforeAll(async () => {
@@ -93,6 +183,8 @@ describe("helm/sandpool/ci: the shapes the chart supports", () => {
       "host-socket-values.yaml",
       "ingress-tls-values.yaml",
       "monitoring-values.yaml",
+      "multinode-dind-values.yaml",
+      "multinode-values.yaml",
       "redis-sentinel-values.yaml",
     ]);
   });
@@ -109,10 +201,14 @@ describe("helm/sandpool/ci: the shapes the chart supports", () => {
   });
 
   it.each(ciFiles)("%s renders a gateway configuration the gateway accepts", (file) => {
-    const config = gatewayConfigOf(rendered.get(file)!, path.basename(file, ".yaml"));
-    expect(config.host).toBe("0.0.0.0");
-    for (const image of config.policy.allowedImages)
-      expect(config.pools.map((pool) => pool.image)).toContain(image);
+    const workloads = isRoles(file) ? [EDGE, NODE] : [undefined];
+    for (const workload of workloads) {
+      const label = `${path.basename(file, ".yaml")}-${workload?.container ?? "gateway"}`;
+      const config = gatewayConfigOf(rendered.get(file)!, label, workload);
+      expect(config.host).toBe("0.0.0.0");
+      for (const image of config.policy.allowedImages)
+        expect(config.pools.map((pool) => pool.image)).toContain(image);
+    }
   });
 });
 
@@ -145,12 +241,15 @@ describe("the Redis Sentinel shape", () => {
 });
 
 describe("upgrades", () => {
-  it.each(ciFiles)("%s replaces the pod rather than run a second one beside it on another engine", (file) => {
-    const [deployment] = find(rendered.get(file)!, "Deployment");
-    expect((deployment as unknown as { spec: { strategy?: { type: string } } }).spec.strategy).toEqual({
-      type: "Recreate",
-    });
-  });
+  it.each(ciFiles.filter((file) => !isRoles(file)))(
+    "%s replaces the pod rather than run a second one beside it on another engine",
+    (file) => {
+      const [deployment] = find(rendered.get(file)!, "Deployment");
+      expect((deployment as unknown as { spec: { strategy?: { type: string } } }).spec.strategy).toEqual({
+        type: "Recreate",
+      });
+    },
+  );
 });
 
 describe("the schema check itself", () => {
@@ -339,22 +438,29 @@ describe("the ingress-tls shape (an Ingress with TLS and a NetworkPolicy)", () =
 
 describe("the PodDisruptionBudget", () => {
   it.each(ciFiles)(
-    "%s: covers the gateway's pods only and never blocks a node drain of one replica",
+    "%s: one per workload, covering its pods only, never blocking a node drain of one replica",
     (file) => {
       const objects = rendered.get(file)!;
-      const [budget] = find(objects, "PodDisruptionBudget");
-      const spec = (budget as unknown as { spec: { maxUnavailable: number; selector: unknown } }).spec;
-      const [deployment] = find(objects, "Deployment");
-      expect(spec.selector).toEqual((deployment as unknown as { spec: { selector: unknown } }).spec.selector);
-      expect(spec.maxUnavailable).toBeGreaterThanOrEqual(1);
-      // The hook Jobs' pods are not gateways to it.
-      for (const job of find(objects, "Job")) {
-        const labels = (
-          job as unknown as { spec: { template: { metadata: { labels: Record<string, string> } } } }
-        ).spec.template.metadata.labels;
-        const selector = (spec.selector as { matchLabels: Record<string, string> }).matchLabels;
-        expect(Object.entries(selector).every(([key, value]) => labels[key] === value)).toBe(false);
+      const budgets = find(objects, "PodDisruptionBudget").map(
+        (budget) =>
+          (budget as unknown as { spec: { maxUnavailable: number; selector: { matchLabels: Labels } } }).spec,
+      );
+      const workloads = [...find(objects, "Deployment"), ...find(objects, "DaemonSet")];
+      expect(budgets).toHaveLength(workloads.length);
+      for (const workload of workloads) {
+        const covering = budgets.filter((budget) =>
+          selects(budget.selector.matchLabels, podLabels(workload)),
+        );
+        expect(covering, workload.metadata.name).toHaveLength(1);
+        expect(covering[0]!.selector).toEqual(
+          (workload as unknown as { spec: { selector: unknown } }).spec.selector,
+        );
+        expect(covering[0]!.maxUnavailable).toBeGreaterThanOrEqual(1);
       }
+      // The hook Jobs' pods are not gateways to any.
+      for (const job of find(objects, "Job"))
+        for (const budget of budgets)
+          expect(selects(budget.selector.matchLabels, podLabels(job))).toBe(false);
     },
   );
 });
@@ -374,5 +480,253 @@ describe("the datascience shape (a second pool of the data-science image)", () =
     )!;
     const script = dind.lifecycle?.postStart?.exec.command.join(" ") ?? "";
     for (const image of config.policy.allowedImages) expect(script).toContain(`pull "${image}"`);
+  });
+});
+
+describe("the multinode shapes (roles: edges and a node DaemonSet)", () => {
+  const roleFiles = ciFiles.filter(isRoles);
+  const host = () => rendered.get("multinode-values.yaml")!;
+  const dind = () => rendered.get("multinode-dind-values.yaml")!;
+  const containersOf = (objects: readonly KubeObject[]) =>
+    objects
+      .filter((object) => WORKLOADS.has(object.kind))
+      .flatMap((workload) =>
+        [...(podSpec(workload).initContainers ?? []), ...podSpec(workload).containers].map((container) => ({
+          workload: `${workload.kind}/${workload.metadata.name}`,
+          container,
+        })),
+      );
+
+  it("ships both: the host socket without a privileged container, DinD with a privileged sidecar", () => {
+    expect(roleFiles).toEqual(["multinode-dind-values.yaml", "multinode-values.yaml"]);
+    const hostContainers = containersOf(host());
+    expect(hostContainers.length).toBeGreaterThan(3);
+    expect(hostContainers.filter(({ container }) => container.securityContext?.privileged)).toEqual([]);
+    const privileged = containersOf(dind())
+      .filter(({ container }) => container.securityContext?.privileged)
+      .map(({ workload, container }) => `${workload} ${container.name}`);
+    expect(privileged).toEqual(["DaemonSet/sandpool-node dind"]);
+  });
+
+  it.each(roleFiles)(
+    "%s renders the node DaemonSet, the edge Deployment and its autoscaler, no single gateway",
+    (file) => {
+      const objects = rendered.get(file)!;
+      const names = (kind: string) => find(objects, kind).map((object) => object.metadata.name);
+      expect(names("DaemonSet")).toEqual(["sandpool-node"]);
+      expect(names("Deployment")).toEqual(["sandpool-edge"]);
+      expect(names("HorizontalPodAutoscaler")).toEqual(["sandpool-edge"]);
+    },
+  );
+
+  it.each(roleFiles)(
+    "%s sets the edges' replicas explicitly, 2 or more, and autoscales that Deployment on CPU",
+    (file) => {
+      const objects = rendered.get(file)!;
+      const [edge] = find(objects, "Deployment", "sandpool-edge");
+      const replicas = (edge as unknown as { spec: { replicas?: number } }).spec.replicas;
+      expect(replicas).toBeGreaterThanOrEqual(2);
+      const [hpa] = find(objects, "HorizontalPodAutoscaler");
+      expect(hpa!.apiVersion).toBe("autoscaling/v2");
+      const spec = (
+        hpa as unknown as {
+          spec: {
+            scaleTargetRef: unknown;
+            minReplicas: number;
+            maxReplicas: number;
+            metrics: { type: string; resource: { name: string; target: { type: string } } }[];
+          };
+        }
+      ).spec;
+      expect(spec.scaleTargetRef).toEqual({
+        apiVersion: "apps/v1",
+        kind: "Deployment",
+        name: "sandpool-edge",
+      });
+      expect(spec.minReplicas).toBeGreaterThanOrEqual(2);
+      expect(spec.maxReplicas).toBeGreaterThanOrEqual(spec.minReplicas);
+      expect(
+        spec.metrics.map((metric) => [metric.type, metric.resource.name, metric.resource.target.type]),
+      ).toEqual([["Resource", "cpu", "Utilization"]]);
+      // Utilization is of the request: the edge container must have one.
+      const container = containerOf(objects, EDGE.kind, EDGE.name, EDGE.container) as Container & {
+        resources?: { requests?: { cpu?: string } };
+      };
+      expect(container.resources?.requests?.cpu).toBeTruthy();
+    },
+  );
+
+  it.each(roleFiles)(
+    "%s: the node listens, is probed and advertised on the node port, named after its node",
+    (file) => {
+      const objects = rendered.get(file)!;
+      const node = containerOf(objects, NODE.kind, NODE.name, NODE.container);
+      expect(node.ports).toEqual([{ name: "node", containerPort: NODE_PORT, protocol: "TCP" }]);
+      expect(node.livenessProbe?.httpGet).toEqual({ path: "/healthz", port: "node" });
+      expect(node.readinessProbe?.httpGet).toEqual({ path: "/readyz", port: "node" });
+      const fields = Object.fromEntries(
+        (node.env ?? []).filter((v) => v.valueFrom).map((v) => [v.name, v.valueFrom?.fieldRef?.fieldPath]),
+      );
+      expect(fields).toEqual({ POD_IP: "status.podIP", SANDPOOL_NODE_ID: "spec.nodeName" });
+      const env = podEnv(objects, node);
+      expect(env).toMatchObject({
+        SANDPOOL_ROLE: "node",
+        SANDPOOL_NODE_ADVERTISE_URL: `http://10.1.2.3:${NODE_PORT}`,
+        SANDPOOL_NODE_ID: "sandbox-node-1",
+        SANDPOOL_NODE_HOST: "0.0.0.0",
+        SANDPOOL_NODE_PORT: String(NODE_PORT),
+        SANDPOOL_NODE_SECRETS: "ci-placeholder-node-secret-of-at-least-32-bytes",
+      });
+      expect(env.DOCKER_HOST).toMatch(/^unix:\/\//);
+    },
+  );
+
+  it.each(roleFiles)("%s: the edge has the role and the node secret, and no Docker engine", (file) => {
+    const objects = rendered.get(file)!;
+    const edge = containerOf(objects, EDGE.kind, EDGE.name, EDGE.container);
+    const env = podEnv(objects, edge);
+    expect(env.SANDPOOL_ROLE).toBe("edge");
+    expect(env.SANDPOOL_NODE_SECRETS).toBe("ci-placeholder-node-secret-of-at-least-32-bytes");
+    expect(env).not.toHaveProperty("DOCKER_HOST");
+    expect(edge.ports?.map((port) => port.name)).toEqual(["http"]);
+    const [deployment] = find(objects, "Deployment", "sandpool-edge");
+    expect(podSpec(deployment!).volumes?.map((volume) => volume.name)).toEqual(["config", "tmp"]);
+  });
+
+  it.each(roleFiles)("%s: edge and node configurations pass the gateway's loader", (file) => {
+    const objects = rendered.get(file)!;
+    const label = path.basename(file, ".yaml");
+    const edge = gatewayConfigOf(objects, `${label}-edge-roles`, EDGE) as Record<string, unknown>;
+    const node = gatewayConfigOf(objects, `${label}-node-roles`, NODE) as Record<string, unknown>;
+    if (schemaKnowsRoles) {
+      // The roles are merged: the loader reads the role and the node's keys from the pod's env.
+      expect(edge.role).toBe("edge");
+      expect(node.role).toBe("node");
+      expect(node.node).toMatchObject({
+        host: "0.0.0.0",
+        port: NODE_PORT,
+        advertiseUrl: `http://10.1.2.3:${NODE_PORT}`,
+        id: "sandbox-node-1",
+      });
+    } else {
+      // Not yet: the env/args above are what the pods get; the shared file loads for both.
+      expect(edge).not.toHaveProperty("role");
+      expect(node).not.toHaveProperty("role");
+    }
+  });
+
+  it("runs nodes only on the labelled, tainted sandbox nodes, with the host's socket", () => {
+    const spec = podSpec(find(host(), "DaemonSet")[0]!);
+    expect(spec.nodeSelector).toEqual({ "sandpool/sandbox-node": "true" });
+    expect(spec.tolerations).toMatchObject([{ key: "sandpool/sandbox-node", effect: "NoSchedule" }]);
+    const volumes = new Map((spec.volumes ?? []).map((volume) => [volume.name, volume]));
+    expect(volumes.get("docker-socket")?.hostPath).toEqual({ path: "/var/run/docker.sock", type: "Socket" });
+    expect(volumes.get("sandbox-sockets")?.hostPath?.path).toBe("/run/sandpool");
+    expect(spec.securityContext?.supplementalGroups).toEqual([999]);
+    expect(spec.initContainers?.map((container) => container.name)).toEqual(["socket-dir"]);
+  });
+
+  it("with DinD, gives each node pod its own engine and pulls the pools' images into it", () => {
+    const spec = podSpec(find(dind(), "DaemonSet")[0]!);
+    expect(spec.containers.map((container) => container.name)).toEqual(["dind", "node"]);
+    const node = spec.containers[1]!;
+    expect(node.env?.find((variable) => variable.name === "DOCKER_HOST")?.value).toBe(
+      "unix:///run/dind/docker.sock",
+    );
+    expect(spec.containers[0]!.lifecycle?.postStart?.exec.command.join(" ")).toContain(
+      'pull "sandpool/sandbox:dev"',
+    );
+  });
+
+  it.each(roleFiles)("%s: the Service sends the contract to edges only", (file) => {
+    const objects = rendered.get(file)!;
+    const services = new Map(
+      find(objects, "Service").map((service) => [
+        service.metadata.name,
+        (service as unknown as { spec: { selector: Labels; clusterIP?: string } }).spec,
+      ]),
+    );
+    const edgeLabels = podLabels(find(objects, "Deployment", "sandpool-edge")[0]!);
+    const nodeLabels = podLabels(find(objects, "DaemonSet", "sandpool-node")[0]!);
+    expect(selects(services.get("sandpool")!.selector, edgeLabels)).toBe(true);
+    expect(selects(services.get("sandpool")!.selector, nodeLabels)).toBe(false);
+    // The nodes' Service is headless (for scraping); edges find nodes through Redis.
+    expect(services.get("sandpool-node")?.clusterIP).toBe("None");
+    expect(selects(services.get("sandpool-node")!.selector, nodeLabels)).toBe(true);
+    expect(selects(services.get("sandpool-node")!.selector, edgeLabels)).toBe(false);
+  });
+
+  it("lets only edge pods (and Prometheus) reach the node port, and edges reach it", () => {
+    const objects = host();
+    const edgeLabels = podLabels(find(objects, "Deployment", "sandpool-edge")[0]!);
+    const nodeLabels = podLabels(find(objects, "DaemonSet", "sandpool-node")[0]!);
+    const policies = find(objects, "NetworkPolicy").map(
+      (policy) => (policy as unknown as { spec: PolicySpec & { policyTypes: string[] } }).spec,
+    );
+    expect(policies).toHaveLength(2);
+    const nodePolicies = policies.filter((policy) => selects(policy.podSelector.matchLabels, nodeLabels));
+    expect(nodePolicies).toHaveLength(1);
+    const nodePolicy = nodePolicies[0]!;
+    expect(nodePolicy.policyTypes).toEqual(["Ingress", "Egress"]);
+    expect(nodePolicy.ingress).toHaveLength(1);
+    const [rule] = nodePolicy.ingress;
+    expect(rule!.ports).toEqual([{ port: "node", protocol: "TCP" }]);
+    const [edgePeer, ...others] = rule!.from as {
+      podSelector?: { matchLabels: Labels };
+      namespaceSelector?: unknown;
+    }[];
+    // The first peer selects this release's edge pods, and not its nodes.
+    expect(selects(edgePeer!.podSelector!.matchLabels, edgeLabels)).toBe(true);
+    expect(selects(edgePeer!.podSelector!.matchLabels, nodeLabels)).toBe(false);
+    expect(edgePeer).not.toHaveProperty("namespaceSelector");
+    // The only other: networkPolicy.metricsFrom, the monitoring namespace.
+    expect(others).toEqual([
+      { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } },
+    ]);
+    // The edges' policy does not cover nodes, and lets edges reach the nodes' port.
+    const edgePolicy = policies.find((policy) => policy !== nodePolicy)!;
+    expect(selects(edgePolicy.podSelector.matchLabels, edgeLabels)).toBe(true);
+    expect(selects(edgePolicy.podSelector.matchLabels, nodeLabels)).toBe(false);
+    const toNodes = edgePolicy.egress.filter((egress) =>
+      (egress.ports ?? []).some((port) => port.port === NODE_PORT),
+    );
+    expect(toNodes).toHaveLength(1);
+    const [nodePeer] = toNodes[0]!.to as { podSelector: { matchLabels: Labels } }[];
+    expect(selects(nodePeer!.podSelector.matchLabels, nodeLabels)).toBe(true);
+  });
+
+  it("renders the autoscaler and the policies only when asked, and edges then keep their replicas", async () => {
+    const objects = await renderChart(
+      [path.join(CI_DIR, "multinode-values.yaml")],
+      ["roles.edge.autoscaling.enabled=false", "networkPolicy.enabled=false", "roles.edge.replicas=3"],
+    );
+    expect(objects.flatMap(schemaProblems)).toEqual([]);
+    const kinds = objects.map((object) => object.kind);
+    expect(kinds).not.toContain("HorizontalPodAutoscaler");
+    expect(kinds).not.toContain("NetworkPolicy");
+    const [edge] = find(objects, "Deployment", "sandpool-edge");
+    expect((edge as unknown as { spec: { replicas: number } }).spec.replicas).toBe(3);
+  });
+
+  it("scrapes edges and nodes as job sandpool, each on its metrics port", () => {
+    const objects = host();
+    type Monitor = {
+      spec: {
+        jobLabel: string;
+        selector: { matchLabels: Labels };
+        endpoints: { port: string; path: string }[];
+      };
+    };
+    const monitors = find(objects, "ServiceMonitor").map((monitor) => (monitor as unknown as Monitor).spec);
+    const services = find(objects, "Service");
+    const scraped = monitors.map((monitor) => {
+      const targets = services.filter((service) =>
+        selects(monitor.selector.matchLabels, service.metadata.labels ?? {}),
+      );
+      expect(targets).toHaveLength(1);
+      expect(targets[0]!.metadata.labels?.[monitor.jobLabel]).toBe("sandpool");
+      return `${targets[0]!.metadata.name}:${monitor.endpoints.map((e) => `${e.port}${e.path}`).join()}`;
+    });
+    expect(scraped.sort()).toEqual(["sandpool-node:node/metrics", "sandpool:http/metrics"]);
   });
 });

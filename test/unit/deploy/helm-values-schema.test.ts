@@ -190,6 +190,24 @@ describe("helm template with values.schema.json", () => {
       "hostDocker.enabled needs replicaCount: 1",
     ],
     [{ ingress: { enabled: true } }, "ingress.enabled needs ingress.hosts"],
+    [{ roles: { enabled: true } }, "roles.enabled needs secrets.nodeSecrets"],
+    [
+      { roles: { enabled: true }, dind: { enabled: false }, secrets: { nodeSecrets: ["n".repeat(32)] } },
+      "roles.enabled needs dind.enabled or hostDocker.enabled",
+    ],
+    [
+      {
+        roles: { enabled: true, edge: { autoscaling: { minReplicas: 5, maxReplicas: 3 } } },
+        secrets: { nodeSecrets: ["n".repeat(32)] },
+      },
+      "roles.edge.autoscaling.maxReplicas must be at least minReplicas",
+    ],
+    [
+      { roles: { enabled: true, edge: { replicas: 1 } } },
+      "at '/roles/edge/replicas': minimum: got 1, want 2",
+    ],
+    [{ roles: { enabled: true }, secrets: { nodeSecrets: ["short"] } }, "at '/secrets/nodeSecrets/0'"],
+    [{ roles: { enabled: true, nodes: {} } }, "at '/roles': additional properties 'nodes' not allowed"],
   ])("refuses values that cannot work: %j", async (content, message) => {
     const file = valuesFile(`refused-${message.replace(/\W+/g, "-")}.yaml`, content);
     await expect(renderChart([DEFAULT_VALUES, file])).rejects.toThrow(message);

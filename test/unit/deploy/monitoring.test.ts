@@ -162,6 +162,11 @@ describe("the Prometheus rules", () => {
       /pool_idle_sandboxes.* == 0/,
       /warmup_failures/,
       /lease_duration_seconds/,
+      // The roles: node loss, too few ready nodes, routing errors.
+      /nodes_lost/,
+      /nodes:max\{state="ready"\}/,
+      /nodes_registered/,
+      /routing_errors/,
     ])
       expect(
         alerts.some((alert) => needed.test(alert)),

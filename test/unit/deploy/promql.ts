@@ -5,6 +5,7 @@
  * remaining identifier that is not a keyword or a call is a series name.
  */
 import { GatewayMetrics } from "../../../src/metering/gateway-metrics.js";
+import { ROLE_SERIES } from "./roles-interface.js";
 
 export interface SeriesSelector {
   name: string;
@@ -96,14 +97,18 @@ export function gatewaySeries(): Map<string, Set<string>> {
   } finally {
     metrics.registry.clear();
   }
+  // The edge and node series of the roles' interface, where src/ does not register them (yet).
+  for (const [name, labels] of ROLE_SERIES)
+    if (!series.has(name)) series.set(name, new Set([...labels, ...TARGET_LABELS]));
   return series;
 }
 
-/** The gateway's own metric names (process metrics aside), as registered. */
+/** The gateway's own metric names (process metrics aside), as registered, and the roles' ones. */
 export function gatewayMetricNames(): string[] {
   const metrics = new GatewayMetrics({ processMetrics: false });
   try {
-    return metrics.registry.getMetricsAsArray().map((metric) => metric.name);
+    const names = metrics.registry.getMetricsAsArray().map((metric) => metric.name);
+    return [...new Set([...names, ...ROLE_SERIES.keys()])];
   } finally {
     metrics.registry.clear();
   }

@@ -1,0 +1,29 @@
+{{/* Egress every sandpool pod needs: the cluster's DNS, Redis and Postgres. */}}
+{{- define "sandpool.networkPolicy.baseEgress" -}}
+{{- $np := .Values.networkPolicy -}}
+# Names: the cluster's DNS.
+- ports:
+    {{- range $np.egress.dns.ports }}
+    - port: {{ . }}
+      protocol: UDP
+    - port: {{ . }}
+      protocol: TCP
+    {{- end }}
+  {{- with $np.egress.dns.to }}
+  to:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- range $service := list "redis" "postgres" }}
+{{- $rule := index $np.egress $service }}
+# {{ $service | title }} ({{ if $rule.to }}the peers given{{ else }}any address{{ end }}, on its port{{ if gt (len $rule.ports) 1 }}s{{ end }}).
+- ports:
+    {{- range $rule.ports }}
+    - port: {{ . }}
+      protocol: TCP
+    {{- end }}
+  {{- with $rule.to }}
+  to:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end }}
+{{- end -}}
