@@ -15,7 +15,7 @@ import { BullmqJobRunner } from "../jobs/bullmq-job-runner.js";
 import { createLogger } from "../logging/create-logger.js";
 import { startNode } from "../node/run-node.js";
 import { NodeRegistry } from "../nodes/node-registry.js";
-import { nodeIdOf } from "../nodes/node-settings.js";
+import { nodeIdOf, nodeSandboxOwner } from "../nodes/node-settings.js";
 import { DockerRuntime } from "../runtime/docker/docker-runtime.js";
 import type { SandboxRuntime } from "../runtime/sandbox-runtime.js";
 import { loadLuaScripts } from "../store/coordination/redis/lua-scripts.js";
@@ -54,12 +54,21 @@ export function missingForServe(what: { databaseUrl?: string; redisConfigured: b
 
 const REDIS_VARIABLES = ["REDIS_URL", "SANDPOOL_REDIS_SENTINELS", "SANDPOOL_REDIS_CLUSTER_NODES"];
 
-/** The docker runtime: the only one serve runs (refusedForServe has refused any other). */
-function createRuntime(config: GatewayConfig, log: Logger, egress: GatewayEgress | undefined): DockerRuntime {
+/**
+ * The docker runtime: the only one serve runs (refusedForServe has refused any other). A
+ * node's sandboxes also carry its owner label, so nodes sharing an engine keep apart.
+ */
+function createRuntime(
+  config: GatewayConfig,
+  log: Logger,
+  egress: GatewayEgress | undefined,
+  owner?: string,
+): DockerRuntime {
   return new DockerRuntime(
     {
       ...config.runtime.docker,
       deployment: config.deployment,
+      ...(owner === undefined ? {} : { owner }),
       execTimeoutCeilingSeconds: config.policy.execTimeoutCeilingSeconds,
       maxFileBytes: config.policy.maxFileBytes,
     },
@@ -100,7 +109,7 @@ function loadServeConfig(options: ServeOptions): GatewayConfig {
 /** Role node: the engine, its warm share and the node API; no contract, no Postgres use. */
 async function runNodeRole(config: GatewayConfig, options: ServeOptions, log: Logger): Promise<void> {
   // Egress pools' proxy binds to workspace policy, which lives with the edges: not on nodes yet.
-  const runtime = createRuntime(config, log, undefined);
+  const runtime = createRuntime(config, log, undefined, nodeSandboxOwner(nodeIdOf(config.node)));
   const probeClient = new SandboxClient();
   try {
     await assertIsolationPossible(runtime, options.config ?? "environment");

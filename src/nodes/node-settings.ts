@@ -3,6 +3,7 @@
  * listens for the node API on `host:port` and advertises `advertiseUrl` to the edges;
  * `secrets` authenticate edge and node to each other (the first signs, every one verifies).
  */
+import { createHash } from "node:crypto";
 import { hostname } from "node:os";
 import { z } from "zod";
 
@@ -41,4 +42,20 @@ export type NodeSettings = z.output<typeof nodeSettingsSchema>;
 /** The node's id: as configured, else the host name (a Kubernetes node name is one). */
 export function nodeIdOf(settings: Pick<NodeSettings, "id">): string {
   return settings.id ?? hostname();
+}
+
+/**
+ * The `sandpool.owner` label of a node's sandboxes (DockerRuntime's `owner`): its id folded to
+ * what a label and a folder name take (lower case, at most 63), with a hash of the id so two ids
+ * that fold alike stay apart. Nodes that share an engine (a test machine, the compose example)
+ * then each list, reconcile and reap only their own sandboxes.
+ */
+export function nodeSandboxOwner(nodeId: string): string {
+  const hash = createHash("sha256").update(nodeId).digest("hex").slice(0, 8);
+  const folded = nodeId
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]+/g, "-")
+    .replace(/^[-_]+/, "")
+    .slice(0, 63 - hash.length - 1);
+  return folded === "" ? hash : `${folded}-${hash}`;
 }

@@ -25,6 +25,7 @@ const EGRESS_PROXY_URL = "http://127.0.0.1:3128";
 
 export const LABELS = {
   deployment: "sandpool.deployment",
+  owner: "sandpool.owner",
   egress: "sandpool.egress",
   pool: "sandpool.pool",
   sandbox: "sandpool.sandbox",
@@ -80,6 +81,7 @@ export function buildContainerSpec(
     Hostname: "sandbox",
     Labels: {
       [LABELS.deployment]: options.deployment,
+      ...(options.owner === undefined ? {} : { [LABELS.owner]: options.owner }),
       [LABELS.pool]: input.pool,
       [LABELS.sandbox]: input.sandboxId,
       [LABELS.engine]: input.engineHost,

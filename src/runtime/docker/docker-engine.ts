@@ -97,10 +97,13 @@ export class DockerEngine {
   }
 
   /** Containers of the deployment; running ones only unless `all`. */
-  listContainers(deployment: string, all: boolean): Promise<Dockerode.ContainerInfo[]> {
-    return this.call((docker) =>
-      docker.listContainers({ all, filters: { label: [`sandpool.deployment=${deployment}`] } }),
-    );
+  /** The deployment's containers (only `owner`'s, when given), running ones or all. */
+  listContainers(deployment: string, all: boolean, owner?: string): Promise<Dockerode.ContainerInfo[]> {
+    const label = [
+      `sandpool.deployment=${deployment}`,
+      ...(owner === undefined ? [] : [`sandpool.owner=${owner}`]),
+    ];
+    return this.call((docker) => docker.listContainers({ all, filters: { label } }));
   }
 
   close(): void {

@@ -123,10 +123,21 @@ export const dockerRuntimeSettingsSchema = z.strictObject({
   logMaxBytes: positiveInt.default(MIB),
 });
 
+/** The folder of a runtime's sockets below the socket directory: the deployment's, or its owner's within it. */
+export function socketNamespace(options: { deployment: string; owner?: string | undefined }): string {
+  return options.owner === undefined ? options.deployment : `${options.deployment}/${options.owner}`;
+}
+
 export const dockerRuntimeOptionsSchema = dockerRuntimeSettingsSchema
   .extend({
     /** Value of the `sandpool.deployment` label: list() and reconciliation see only these. */
     deployment: labelSafeName,
+    /**
+     * Value of the `sandpool.owner` label (a node's): with it, list() and reconciliation see
+     * only this owner's sandboxes of the deployment, and their sockets sit in a folder of its
+     * own, so several nodes may share one engine without reaping each other's.
+     */
+    owner: labelSafeName.optional(),
     /** The sandbox server's own ceiling for timeout_seconds: at least the deployment's. */
     execTimeoutCeilingSeconds: positiveInt.default(600),
     maxFileBytes: positiveInt.default(100 * MIB),
@@ -140,7 +151,7 @@ export const dockerRuntimeOptionsSchema = dockerRuntimeSettingsSchema
         path: ["resourceClasses"],
       });
     const longest = Buffer.byteLength(
-      `${options.socketDir}/${options.deployment}/${"x".repeat(SANDBOX_ID_LENGTH)}/${SANDBOX_SOCKET_NAME}`,
+      `${options.socketDir}/${socketNamespace(options)}/${"x".repeat(SANDBOX_ID_LENGTH)}/${SANDBOX_SOCKET_NAME}`,
     );
     if (longest > MAX_SOCKET_PATH_BYTES)
       ctx.addIssue({

@@ -27,6 +27,7 @@ import {
   type DockerRuntimeOptionsInput,
   dockerRuntimeOptionsSchema,
   type ResourceClass,
+  socketNamespace,
 } from "./docker-runtime-options.js";
 import { attachEgressSocket, type SandboxEgress, socketAnswers } from "./sandbox-egress.js";
 import { SocketDirs } from "./socket-dirs.js";
@@ -126,7 +127,7 @@ export class DockerRuntime implements SandboxRuntime {
           this.options.tls,
         ),
     );
-    this.socketDirs = new SocketDirs(this.options.socketDir, this.options.deployment);
+    this.socketDirs = new SocketDirs(this.options.socketDir, socketNamespace(this.options));
     this.http = createSandboxAgent({
       connect: { timeout: this.options.healthProbeTimeoutMs },
       keepAliveTimeout: 1_000,
@@ -242,7 +243,10 @@ export class DockerRuntime implements SandboxRuntime {
     const answers = await Promise.all(
       this.engineList.map(async (engine) => {
         try {
-          return { engine, containers: await engine.listContainers(this.options.deployment, true) };
+          return {
+            engine,
+            containers: await engine.listContainers(this.options.deployment, true, this.options.owner),
+          };
         } catch (error) {
           return { engine, problem: dockerMessageOf(error) };
         }
@@ -282,7 +286,7 @@ export class DockerRuntime implements SandboxRuntime {
     return Promise.all(
       this.engineList.map(async (engine): Promise<EngineStatus> => {
         try {
-          const running = await engine.listContainers(this.options.deployment, false);
+          const running = await engine.listContainers(this.options.deployment, false, this.options.owner);
           return { index: engine.index, host: engine.host, up: true, containers: running.length };
         } catch (error) {
           return {
@@ -319,7 +323,7 @@ export class DockerRuntime implements SandboxRuntime {
         try {
           const [hasImage, running] = await Promise.all([
             engine.hasImage(image),
-            engine.listContainers(this.options.deployment, false),
+            engine.listContainers(this.options.deployment, false, this.options.owner),
           ]);
           return { engine, hasImage, load: running.length + engine.inFlight };
         } catch (error) {

@@ -135,6 +135,32 @@ describe.skipIf(!available)("DockerRuntime", () => {
     await rm(socketDir, { recursive: true, force: true });
   });
 
+  it("keeps owners of one deployment apart on one engine: each lists, and sweeps, only its own", async () => {
+    const [a, b] = [makeRuntime({ owner: "node-a" }), makeRuntime({ owner: "node-b" })];
+    const ids = [newSandboxId(), newSandboxId()];
+    const started = await Promise.all(
+      [a, b].map((owned, i) =>
+        owned.start({ sandboxId: ids[i]!, pool: pool("py"), deadline: deadlineIn(30_000) }),
+      ),
+    );
+    try {
+      const listed = await Promise.all(
+        [a, b].map(async (owned) => (await owned.list()).map((s) => s.sandboxId)),
+      );
+      expect(listed[0]).toEqual([ids[0]]);
+      expect(listed[1]).toEqual([ids[1]]);
+      // Each owner's sockets live in a folder of its own: a's list (and its sweep) left b's answering.
+      expect(started[0]!.endpoint).toContain(`/${deployment}/node-a/`);
+      expect(started[1]!.endpoint).toContain(`/${deployment}/node-b/`);
+      expect((await new ContractClient(started[1]!.endpoint).request("GET", "/health")).status).toBe(200);
+      const labels = (await docker.getContainer(containerIdOf(started[1]!.runtimeId)).inspect()).Config
+        .Labels;
+      expect(labels).toMatchObject({ "sandpool.deployment": deployment, "sandpool.owner": "node-b" });
+    } finally {
+      await Promise.all([a.destroy(started[0]!.runtimeId), b.destroy(started[1]!.runtimeId)]);
+    }
+  });
+
   it("starts a sandbox that answers the contract: python runs as uid 10001", async () => {
     expect(runtime.kind).toBe("docker");
     expect(runtime.isolated).toBe(true);

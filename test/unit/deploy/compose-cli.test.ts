@@ -130,14 +130,17 @@ describe("deploy/compose/multinode.yaml (an edge and two nodes on one machine), 
           expect.arrayContaining(["/var/run/docker.sock", "/run/sandpool"]),
         );
       }
-      // One host network: no two processes on one port; one engine: no two reconcile one label.
+      // One host network: no two processes on one port. One engine, one deployment: the edge
+      // and the nodes share Redis's namespace, and each node keeps to its own sandboxes by its
+      // id (the sandpool.owner label), so all three name the same deployment.
       const ports = [
         edge.SANDPOOL_PORT ?? "8080",
         ...nodes.flatMap(({ env }) => [env.SANDPOOL_PORT, env.SANDPOOL_NODE_PORT]),
       ];
       expect(new Set(ports).size).toBe(ports.length);
-      const deployments = nodes.map(({ env }) => env.SANDPOOL_DEPLOYMENT);
-      expect(new Set(deployments).size).toBe(2);
+      const deployments = [edge, ...nodes.map(({ env }) => env)].map((env) => env.SANDPOOL_DEPLOYMENT);
+      expect(new Set(deployments).size).toBe(1);
+      expect(new Set(nodes.map(({ env }) => env.SANDPOOL_NODE_ID)).size).toBe(2);
 
       // Prometheus scrapes the edge and each node's port, as job sandpool.
       const prometheus = mountsOf(services.prometheus!).find(
