@@ -15,6 +15,7 @@ import { relayExecEvents, reserialized } from "../../forward/exec-event-relay.js
 import { oversizedExecAnswer } from "../../forward/oversized-exec-answer.js";
 import type { OpenCall } from "../../pool/session-lifecycle.js";
 import type { Lease, LeaseKey } from "../../store/coordination/records.js";
+import { pendingWorkOf } from "../common/pending-work.js";
 import type { GatewayEnv } from "../gateway-env.js";
 import type { GatewayServices } from "../gateway-services.js";
 import {
@@ -52,8 +53,11 @@ export async function streamExecution(
     if (finished) return;
     finished = true;
     const wallMs = started === undefined ? 0 : performance.now() - started;
+    // Tracked like a plain Execute's end: the gateway's close waits for it.
+    const settled = meterExecution(services, call.key, call.tool, call.call, wallMs);
+    pendingWorkOf(services).track(settled);
     try {
-      await meterExecution(services, call.key, call.tool, call.call, wallMs);
+      await settled;
     } finally {
       releaseSlot?.();
     }
