@@ -2,7 +2,9 @@
  * Which files a tool call created or changed: the workspace is walked before and after the
  * call (path -> mtime, size, inode) and the two walks compared. The walk is bounded so a
  * workspace of a million files costs a call a fixed amount, not a minute: it stops after
- * MAX_SCANNED_ENTRIES entries (files past that are not seen, so not listed), never follows
+ * MAX_SCANNED_ENTRIES entries (files past that are not seen, so not listed), goes no deeper
+ * than MAX_WALK_DEPTH directories (a path a thousand directories deep costs every lookup
+ * along it, so one such tree made every later call of the session slow), never follows
  * a symlink, and skips hidden entries (`.cache`, `.ipython`, `.config`, `.local`, dot files)
  * and `__pycache__`, which are the interpreter's and tools' own business, not the program's
  * output. At most MAX_OUTPUT_FILES files are reported, newest first.
@@ -13,6 +15,8 @@ import type { OutputFileBlock } from "../../contract/schemas.js";
 
 /** Entries (files and directories) one walk looks at before it stops. */
 export const MAX_SCANNED_ENTRIES = 10_000;
+/** Directories below the workspace a walk goes into; files deeper are not listed. */
+export const MAX_WALK_DEPTH = 32;
 /** Files listed in one call's result, newest first; the rest are fetched with ListFiles. */
 export const MAX_OUTPUT_FILES = 20;
 
@@ -35,13 +39,13 @@ export async function snapshotWorkspace(
   maxEntries = MAX_SCANNED_ENTRIES,
 ): Promise<WorkspaceSnapshot> {
   const files: WorkspaceSnapshot = new Map();
-  const pending = [""];
+  const pending: { dir: string; depth: number }[] = [{ dir: "", depth: 0 }];
   let scanned = 0;
   while (pending.length > 0 && scanned < maxEntries) {
     // Synchronous calls, measured 1.5-3x faster than promises for this many small stats;
     // the walk yields between directories so other sessions' requests are not held long.
     if (scanned > 0) await new Promise((resolve) => setImmediate(resolve));
-    const relativeDir = pending.shift()!;
+    const { dir: relativeDir, depth } = pending.shift()!;
     let entries: Dirent[];
     try {
       entries = readdirSync(path.join(workspace, relativeDir), { withFileTypes: true });
@@ -55,7 +59,7 @@ export async function snapshotWorkspace(
       if (skipped(entry)) continue;
       scanned++;
       const relative = relativeDir === "" ? entry.name : `${relativeDir}/${entry.name}`;
-      if (entry.isDirectory()) pending.push(relative);
+      if (entry.isDirectory() && depth < MAX_WALK_DEPTH) pending.push({ dir: relative, depth: depth + 1 });
       if (!entry.isFile()) continue; // symlinks, sockets, fifos: never followed
       const stat = statOrNothing(path.join(workspace, relative));
       if (stat?.isFile()) files.set(relative, { mtimeMs: stat.mtimeMs, size: stat.size, ino: stat.ino });

@@ -8,7 +8,11 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { changedFiles, snapshotWorkspace } from "../../../src/sandbox/files/workspace-snapshot.js";
+import {
+  changedFiles,
+  MAX_WALK_DEPTH,
+  snapshotWorkspace,
+} from "../../../src/sandbox/files/workspace-snapshot.js";
 
 let root: string;
 beforeAll(async () => {
@@ -35,6 +39,17 @@ describe("snapshotWorkspace", () => {
     await writeFile(path.join(ws, "__pycache__/m.pyc"), "x");
     await symlink(path.join(ws, "top.txt"), path.join(ws, "link.txt"));
     expect([...(await snapshotWorkspace(ws)).keys()].sort()).toEqual(["a/b/deep.txt", "top.txt"]);
+  });
+
+  it("goes no deeper than its depth cap: a tree hundreds of directories deep costs a call little", async () => {
+    const ws = await workspace("deep");
+    const levels = (n: number) => Array.from({ length: n }, () => "a").join("/");
+    await mkdir(path.join(ws, levels(MAX_WALK_DEPTH)), { recursive: true });
+    await writeFile(path.join(ws, levels(MAX_WALK_DEPTH), "at-the-cap.txt"), "x");
+    await mkdir(path.join(ws, levels(400)), { recursive: true });
+    await writeFile(path.join(ws, levels(400), "too-deep.txt"), "x");
+    const seen = [...(await snapshotWorkspace(ws)).keys()];
+    expect(seen).toEqual([`${levels(MAX_WALK_DEPTH)}/at-the-cap.txt`]);
   });
 
   it("stops after its entry cap", async () => {
