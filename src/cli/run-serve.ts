@@ -29,7 +29,7 @@ import { RedisCoordinationStore } from "../store/coordination/redis/redis-store.
 import { assertSchemaCurrent, migrateToLatest } from "../store/sql/migrate.js";
 import { openPostgres } from "../store/sql/open-database.js";
 import { onShutdown } from "./on-shutdown.js";
-import { printReady } from "./ready-line.js";
+import { printGatewayReady, printReady } from "./ready-line.js";
 import { assertIsolationHolds, assertIsolationPossible } from "./serve-isolation.js";
 import { noticesForServe, refusedForServe } from "./serve-refusals.js";
 
@@ -163,14 +163,7 @@ async function runEdgeRole(config: GatewayConfig, options: ServeOptions, log: Lo
     ready: () => store.ping(),
   });
   log.info({ url: gateway.url, redis: describeRedisTarget(redis) }, "sandpool edge serving");
-  printReady(
-    options.json === true,
-    [
-      `sandpool edge listening on ${gateway.url}`,
-      ...(gateway.admin ? [`sandpool edge admin API on ${gateway.admin.url}/admin/v1`] : []),
-    ],
-    { url: gateway.url, ...(gateway.admin ? { adminUrl: `${gateway.admin.url}/admin/v1` } : {}) },
-  );
+  printGatewayReady(options.json === true, "edge", gateway);
   onShutdown(
     log,
     async () => {
@@ -238,14 +231,7 @@ export async function runServe(options: ServeOptions): Promise<void> {
     },
     "sandpool serving",
   );
-  printReady(
-    options.json === true,
-    [
-      `sandpool serve listening on ${gateway.url}`,
-      ...(gateway.admin ? [`sandpool serve admin API on ${gateway.admin.url}/admin/v1`] : []),
-    ],
-    { url: gateway.url, ...(gateway.admin ? { adminUrl: `${gateway.admin.url}/admin/v1` } : {}) },
-  );
+  printGatewayReady(options.json === true, "serve", gateway);
 
   // Leased sandboxes stay: the other replicas serve their sessions.
   onShutdown(
