@@ -106,10 +106,17 @@ function loadServeConfig(options: ServeOptions): GatewayConfig {
   return config;
 }
 
-/** Role node: the engine, its warm share and the node API; no contract, no Postgres use. */
-async function runNodeRole(config: GatewayConfig, options: ServeOptions, log: Logger): Promise<void> {
-  // Egress pools' proxy binds to workspace policy, which lives with the edges: not on nodes yet.
-  const runtime = createRuntime(config, log, undefined, nodeSandboxOwner(nodeIdOf(config.node)));
+/**
+ * serve's isolation gate, for every role that runs sandboxes: the engine must allow what
+ * isolation needs, and a live probe sandbox must show it holds; else the runtime is closed
+ * and serve refuses to start.
+ */
+async function refuseUnlessIsolated(
+  runtime: DockerRuntime,
+  config: GatewayConfig,
+  options: ServeOptions,
+  log: Logger,
+): Promise<void> {
   const probeClient = new SandboxClient();
   try {
     await assertIsolationPossible(runtime, options.config ?? "environment");
@@ -120,6 +127,13 @@ async function runNodeRole(config: GatewayConfig, options: ServeOptions, log: Lo
   } finally {
     await probeClient.close();
   }
+}
+
+/** Role node: the engine, its warm share and the node API; no contract, no Postgres use. */
+async function runNodeRole(config: GatewayConfig, options: ServeOptions, log: Logger): Promise<void> {
+  // Egress pools' proxy binds to workspace policy, which lives with the edges: not on nodes yet.
+  const runtime = createRuntime(config, log, undefined, nodeSandboxOwner(nodeIdOf(config.node)));
+  await refuseUnlessIsolated(runtime, config, options, log);
   const redis = redisTargetFrom(config)!;
   const node = await startNode(config, runtime, redis, log);
   log.info(
@@ -195,16 +209,7 @@ export async function runServe(options: ServeOptions): Promise<void> {
   // Egress pools' only way out: the filtering proxy, served by this process.
   const egress = config.pools.some((pool) => pool.egress) ? new GatewayEgress(config.egress, log) : undefined;
   const runtime = createRuntime(config, log, egress);
-  const probeClient = new SandboxClient();
-  try {
-    await assertIsolationPossible(runtime, options.config ?? "environment");
-    await assertIsolationHolds(runtime, probeClient, config, log);
-  } catch (error) {
-    await runtime.close();
-    throw error;
-  } finally {
-    await probeClient.close();
-  }
+  await refuseUnlessIsolated(runtime, config, options, log);
 
   const db = openPostgres(config.databaseUrl!);
   if (options.migrate || config.migrateOnStart) {
