@@ -1,0 +1,63 @@
+/**
+ * An operation: one capability of the gateway, declared once (DESIGN.md section 1). Its
+ * declaration is data: the route table, 405 `Allow`, the OpenAPI document, the docs page,
+ * metrics labels, audit records, explain and the per-operation tests all read it. Nothing
+ * here imports Hono or a service, so the CLI and the OpenAPI generator can load the registry
+ * offline.
+ */
+import type { $ZodType } from "zod/v4/core";
+
+export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+/** Which part of the gateway serves it: the contract (under the base path), the admin API, or the service endpoints. */
+export type OperationGroup = "contract" | "admin" | "service";
+
+/**
+ * Who the operation is mounted for (the seed's step 5): a workspace token (contract), an admin
+ * token (admin API), or anyone, without a credential (health, metrics, docs).
+ */
+export type Audience = "workspace" | "admin" | "anyone";
+
+/** What calling it does, for discovery and explain. */
+export type Effect = "read" | "write" | "exec" | "admin";
+
+/**
+ * How it answers. An operation may answer in more than one way (Execute: JSON, or an event
+ * stream when the caller accepts `text/event-stream`): a property of the operation, not a
+ * special case of a route.
+ */
+export type AnswerKind = "json" | "bytes" | "event-stream" | "text" | "empty";
+
+export interface OperationSpec {
+  /** Dotted id: `sessions.exec`, `admin.policy.put`, `service.healthz`. */
+  id: string;
+  group: OperationGroup;
+  summary: string;
+  method: HttpMethod;
+  /**
+   * OpenAPI-style path (`/sessions/{id}`), relative to where its group is mounted: the
+   * contract at `/` and its base path, the admin API at `/admin/v1`, the service endpoints at `/`.
+   */
+  path: string;
+  /** The `route` label of the request metrics (kept stable across releases: dashboards use it). */
+  label: string;
+  mountedFor: Audience;
+  effects: readonly Effect[];
+  /** Its answer kinds; the first is the default. */
+  answers: readonly AnswerKind[];
+  /** The status of a successful answer. */
+  success: number;
+  /** Schema of the path parameters, when the path has any. */
+  params?: $ZodType;
+  /** Schema of the query string, when the operation reads one. */
+  query?: $ZodType;
+  /** Schema of a JSON request body, when it takes one. */
+  body?: $ZodType;
+  /** Schema of a JSON answer, for the OpenAPI document. */
+  result?: $ZodType;
+}
+
+/** The full path of an operation as a client addresses it, `basePath` aside. */
+export function mountedPath(operation: OperationSpec): string {
+  return operation.group === "admin" ? `/admin/v1${operation.path}` : operation.path;
+}

@@ -1,0 +1,53 @@
+/** The service endpoints: open to anyone, never under the contract's base path. */
+import type { OperationSpec } from "./operation.js";
+
+const service = { group: "service", mountedFor: "anyone", effects: ["read"], success: 200 } as const;
+
+export const serviceOperations = [
+  {
+    ...service,
+    id: "service.healthz",
+    summary: "Liveness.",
+    method: "GET",
+    path: "/healthz",
+    label: "healthz",
+    answers: ["json"],
+  },
+  {
+    ...service,
+    id: "service.readyz",
+    summary: "Readiness: 503 while the gateway cannot serve.",
+    method: "GET",
+    path: "/readyz",
+    label: "readyz",
+    answers: ["json"],
+  },
+  {
+    ...service,
+    id: "service.metrics",
+    summary: "Prometheus metrics.",
+    method: "GET",
+    path: "/metrics",
+    label: "metrics",
+    answers: ["text"],
+  },
+  {
+    ...service,
+    id: "service.openapi",
+    summary:
+      "The OpenAPI 3.1 document: the contract without a credential, every operation with an admin token.",
+    method: "GET",
+    path: "/openapi.json",
+    label: "openapi",
+    answers: ["json"],
+  },
+  {
+    ...service,
+    id: "service.docs",
+    summary: "The API's docs page.",
+    method: "GET",
+    path: "/docs",
+    label: "docs",
+    answers: ["text"],
+  },
+] as const satisfies readonly OperationSpec[];
