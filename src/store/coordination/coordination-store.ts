@@ -116,6 +116,21 @@ export interface CoordinationStore extends PoolDemandExchange {
   dueLeases(now: number, limit: number): Promise<LeaseKey[]>;
   listLeases(): Promise<Lease[]>;
 
+  // Read-only views for explain (src/explain/): what a call would meet, taking nothing and
+  // touching no expiry. Kept in one block so the split of this interface by concern can move them.
+  /**
+   * The session-rate window as `takeRate` would see it at `now`: events in the last
+   * `windowMs` (an event leaves it exactly `windowMs` after it happened) and the oldest one's
+   * time, null when the window is empty.
+   */
+  countRate(
+    workspace: string,
+    windowMs: number,
+    now: number,
+  ): Promise<{ count: number; oldestAt: number | null }>;
+  /** How many idle sandboxes the pool holds (what `leaseIdle` could take). */
+  countIdle(pool: string): Promise<number>;
+
   // Broadcast between replicas (policy invalidation).
   publish(channel: string, message: string): Promise<void>;
   subscribe(channel: string, handler: (message: string) => void): Promise<void>;

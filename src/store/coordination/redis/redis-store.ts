@@ -251,6 +251,22 @@ export class RedisCoordinationStore implements CoordinationStore {
     return raws.reverse().map((raw) => JSON.parse(raw) as SandboxRecord);
   }
 
+  // Read-only views for explain: plain reads, so nothing is purged, recorded or re-expired.
+  async countRate(workspace: string, windowMs: number, now: number) {
+    const key = this.keys.rate(workspace);
+    // The window take-rate keeps: events after now - windowMs.
+    const after = `(${now - windowMs}`;
+    const [count, oldest] = await Promise.all([
+      this.read(() => this.redis.zcount(key, after, "+inf")),
+      this.read(() => this.redis.zrangebyscore(key, after, "+inf", "WITHSCORES", "LIMIT", 0, 1)),
+    ]);
+    return { count, oldestAt: oldest.length >= 2 ? Number(oldest[1]) : null };
+  }
+
+  countIdle(pool: string) {
+    return this.read(() => this.redis.llen(this.keys.idle(pool)));
+  }
+
   async exchangePoolDemand(pool: string, delta: PoolDemandDelta, window: number) {
     const failure = delta.startFailure;
     const raw = (await this.call(() =>
