@@ -14,9 +14,11 @@
 
 import { performance } from "node:perf_hooks";
 import type { Hono, MiddlewareHandler } from "hono";
-import { SandpoolError } from "../../contract/error-codes.js";
 import { wantsEventStream } from "../../contract/exec-events.js";
 import { parseExecRequest } from "../../contract/parse-exec-request.js";
+import { toolAllowed } from "../../policy/decide-access.js";
+import { execTimeout, grantedTimeoutSeconds } from "../../policy/decide-limits.js";
+import { enforce } from "../../policy/verdict.js";
 import { pendingWorkOf } from "../common/pending-work.js";
 import { readJsonBody } from "../common/read-json-body.js";
 import type { GatewayEnv } from "../gateway-env.js";
@@ -38,20 +40,12 @@ export function registerExecRoute(
     try {
       body = await readJsonBody(c);
       request = parseExecRequest(body);
-      if (!policy.allowedTools.includes(request.tool)) {
-        throw new SandpoolError(
-          "policy.tool_not_allowed",
-          `the tool '${request.tool}' is not allowed for this workspace`,
-        );
-      }
+      enforce(toolAllowed(policy, request.tool));
     } catch (error) {
       return refuseInOrder(services, key, error);
     }
     const tool = request.tool;
-    const requestedSeconds = Math.min(
-      request.timeout_seconds ?? policy.defaultExecTimeoutSeconds,
-      policy.execTimeoutCeilingSeconds,
-    );
+    const requestedSeconds = execTimeout(policy, request.timeout_seconds).value;
     const bufferMs = services.limits.execDeadlineBufferMs;
     // One round trip: the session resolved, the time reserved, the session marked busy until
     // the longest the call may take (the time granted can only shorten it).
@@ -60,9 +54,7 @@ export function registerExecRoute(
       budget: { policy, requestedMs: requestedSeconds * 1000 },
     });
     const { lease } = call;
-    // Whole seconds, rounded down so the call cannot outrun what was granted (below one
-    // second granted, one second: the last call of a day may overrun that little).
-    const timeoutSeconds = Math.max(1, Math.min(requestedSeconds, Math.floor(call.grantedMs / 1000)));
+    const timeoutSeconds = grantedTimeoutSeconds(requestedSeconds, call.grantedMs);
     const deadlineMs = timeoutSeconds * 1000 + bufferMs;
     // Unknown request fields travel on to the sandbox; only the timeout is rewritten.
     const forwarded = JSON.stringify({ ...(body as object), timeout_seconds: timeoutSeconds });
