@@ -35,9 +35,17 @@ export function deny(
   return { allowed: false, rule, field, value, refusal, ...(asked === undefined ? {} : { asked }) } as const;
 }
 
+/** The error a refusing verdict answers with. */
+export function refusalOf(verdict: PolicyVerdict): SandpoolError {
+  const refusal = verdict.refusal ?? {
+    code: "server.internal",
+    message: `${verdict.rule} refused without a reason`,
+  };
+  return new SandpoolError(refusal.code, refusal.message);
+}
+
 /** Throws the refusal of a verdict that does not allow the call. */
 export function enforce<V extends PolicyVerdict>(verdict: V): V {
-  if (!verdict.allowed && verdict.refusal)
-    throw new SandpoolError(verdict.refusal.code, verdict.refusal.message);
+  if (!verdict.allowed) throw refusalOf(verdict);
   return verdict;
 }
