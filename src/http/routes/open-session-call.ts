@@ -8,8 +8,9 @@
  * step (`refuseInOrder`) resolves the session first, so a 404 still comes before anything else.
  */
 import type { Context } from "hono";
-import { SandpoolError } from "../../contract/error-codes.js";
+import { workspaceEnabled } from "../../policy/decide-access.js";
 import type { EffectivePolicy } from "../../policy/effective-policy.js";
+import { refusalOf } from "../../policy/verdict.js";
 import type { CallOptions, OpenCall } from "../../pool/session-lifecycle.js";
 import type { LeaseKey } from "../../store/coordination/records.js";
 import type { GatewayEnv } from "../gateway-env.js";
@@ -28,13 +29,8 @@ export async function sessionCallPolicy(
 ): Promise<SessionCall> {
   const key = sessionKey(c);
   const policy = await services.policies.forWorkspace(key.workspace);
-  if (!policy.enabled) {
-    await refuseInOrder(
-      services,
-      key,
-      new SandpoolError("policy.workspace_disabled", "the workspace is disabled"),
-    );
-  }
+  const enabled = workspaceEnabled(policy);
+  if (!enabled.allowed) await refuseInOrder(services, key, refusalOf(enabled));
   return { key, policy };
 }
 
