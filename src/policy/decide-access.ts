@@ -71,6 +71,9 @@ export function toolAllowed(policy: EffectivePolicy, tool: ToolKind): PolicyVerd
       );
 }
 
+/** Room for multipart boundaries and part headers on top of an uploaded file itself. */
+export const UPLOAD_FRAMING_BYTES = 64 * 1024;
+
 /**
  * An upload whose declared size (its Content-Length, less `overheadBytes` of multipart
  * framing) exceeds the workspace's cap is refused before a byte is read; an undeclared
@@ -79,7 +82,7 @@ export function toolAllowed(policy: EffectivePolicy, tool: ToolKind): PolicyVerd
 export function fileSizeAllowed(
   policy: EffectivePolicy,
   declaredBytes: number | undefined,
-  overheadBytes = 0,
+  overheadBytes = UPLOAD_FRAMING_BYTES,
 ): PolicyVerdict {
   if (declaredBytes === undefined || !Number.isFinite(declaredBytes))
     return allow("file.size", "maxFileBytes", policy.maxFileBytes);
