@@ -12,14 +12,14 @@ import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import type { Context, Hono } from "hono";
 import { SandpoolError } from "../../contract/error-codes.js";
 import { MAX_FILE_BYTES_HEADER } from "../../contract/headers.js";
+import { fileSizeAllowed } from "../../policy/decide-access.js";
+import { refusalOf } from "../../policy/verdict.js";
 import { attachmentDisposition, fileNameOf } from "../common/content-disposition.js";
 import type { GatewayEnv } from "../gateway-env.js";
 import type { GatewayServices } from "../gateway-services.js";
 import { forwardToSandbox, type SandboxAnswer, toResponse } from "./forward-to-sandbox.js";
 import { openSessionCall, refuseInOrder, sessionCallPolicy } from "./open-session-call.js";
 
-/** Room for multipart boundaries and part headers on top of the file itself. */
-const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
 /** Longest a transfer may keep its session from idling out if its end is never seen. */
 const TRANSFER_DEADLINE_MS = 30 * 60_000;
 
@@ -107,13 +107,8 @@ export function registerFileRoutes(app: Hono<GatewayEnv>, services: GatewayServi
   app.post("/sessions/:id/files", async (c) => {
     const { key, policy } = await sessionCallPolicy(c, services);
     const declared = Number(c.req.header("content-length"));
-    if (Number.isFinite(declared) && declared > policy.maxFileBytes + MULTIPART_OVERHEAD_BYTES) {
-      await refuseInOrder(
-        services,
-        key,
-        new SandpoolError("file.too_large", `the file is larger than the ${policy.maxFileBytes}-byte cap`),
-      );
-    }
+    const size = fileSizeAllowed(policy, declared);
+    if (!size.allowed) await refuseInOrder(services, key, refusalOf(size));
     const raw = c.req.raw.body;
     if (!raw) {
       await refuseInOrder(
