@@ -51,6 +51,17 @@ export interface PoolCounters {
   warmupFailures: number;
 }
 
+/** What a lease from a pool would get now (`PoolManager.capacity`). */
+export interface PoolCapacity {
+  pool: string;
+  outcome: "warm" | "cold" | "exhausted";
+  idle: number;
+  /** Sandboxes counted against maxTotal (idle, leased, starting); on an edge, the nodes' capacity in use. */
+  members: number;
+  maxTotal: number;
+  detail: string;
+}
+
 export interface LeasedSandbox {
   record: SandboxRecord;
   warm: boolean;
@@ -189,6 +200,29 @@ export class PoolManager {
       seconds,
     );
     return leased;
+  }
+
+  /**
+   * What `lease` would do now, taking nothing (explain): a warm lease while the pool has an
+   * idle sandbox, else a cold start while it is below `maxTotal`, else 503 capacity.exhausted.
+   */
+  async capacity(pool: PoolSpec): Promise<PoolCapacity> {
+    const [idle, members] = await Promise.all([
+      this.deps.store.countIdle(pool.name),
+      this.deps.store.countMembers(pool.name, this.now()),
+    ]);
+    const { maxTotal } = this.sizeOf(pool);
+    const outcome = idle > 0 ? "warm" : members < maxTotal ? "cold" : "exhausted";
+    return {
+      pool: pool.name,
+      outcome,
+      idle,
+      members,
+      maxTotal,
+      detail:
+        `${idle} idle, ${members} of ${maxTotal} sandboxes in the pool` +
+        (outcome === "warm" ? ": a warm lease" : outcome === "cold" ? ": a cold start" : ": at capacity"),
+    };
   }
 
   /** Keeps a leased sandbox counted against its pool for `hold`'s workspace until `hold.until`. */
