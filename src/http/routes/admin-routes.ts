@@ -32,10 +32,13 @@ import type { Caller } from "../../auth/principal.js";
 import { workspaceIdPattern } from "../../auth/workspace-claim.js";
 import { SandpoolError } from "../../contract/error-codes.js";
 import { parseIsoInstant } from "../../contract/iso-instant.js";
+import { explainHandler } from "../../explain/explain-handler.js";
+import { operations } from "../../operations/registry.js";
 import type { EffectivePolicy } from "../../policy/effective-policy.js";
 import { effectivePolicy } from "../../policy/effective-policy.js";
 import type { PolicyAdmin } from "../../policy/policy-admin.js";
 import type { WorkspacePolicyRow } from "../../store/sql/policy-row.js";
+import { bindOperation } from "../common/bind-operation.js";
 import { jsonBodyLimit, readJsonBody } from "../common/read-json-body.js";
 import type { GatewayServices } from "../gateway-services.js";
 import { countAuthFailure, verifyBearer } from "../middleware/authenticate.js";
@@ -140,6 +143,7 @@ export function createAdminApp(services: GatewayServices, policyAdmin: PolicyAdm
 
   admin.route("/keys", adminKeysRoutes(services));
   admin.route("/audit", adminAuditRoutes(services));
+  bindOperation(admin, operations.get("admin.explain")!, explainHandler(services), jsonLimit);
 
   // Nothing under /admin/v1 falls through to the contract routes (which would ask for a workspace).
   admin.all("*", () => {
