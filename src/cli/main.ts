@@ -9,6 +9,7 @@ import { SANDPOOL_VERSION } from "../version.js";
 import { auditCommand } from "./commands/audit-command.js";
 import { configCommand } from "./commands/config-command.js";
 import { devCommand } from "./commands/dev-command.js";
+import { explainCommand } from "./commands/explain-command.js";
 import { keysCommand } from "./commands/keys-command.js";
 import { migrateCommand } from "./commands/migrate-command.js";
 import { nodesCommand } from "./commands/nodes-command.js";
@@ -34,6 +35,7 @@ const program = new Command("sandpool")
   .addCommand(nodesCommand())
   .addCommand(keysCommand())
   .addCommand(auditCommand())
+  .addCommand(explainCommand())
   .addCommand(migrateCommand())
   .addCommand(configCommand())
   .addCommand(sandboxCommand());
