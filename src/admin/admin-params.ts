@@ -15,28 +15,37 @@ const WORKSPACE_ID_RULE = "letters, digits, . _ : -; 128 at most, starting with 
 const EARLIEST_DATE_MS = 0;
 const LATEST_DATE_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
+/** What the OpenAPI document says of a parameter: the check's rule, as JSON Schema words. */
+interface ParamDoc {
+  description: string;
+  enum?: readonly string[];
+  pattern?: string;
+}
+
 /** A string parameter checked by `problem`, which answers what is wrong with a value, if anything. */
-function checked(problem: (value: string) => string | undefined, description: string) {
+function checked(problem: (value: string) => string | undefined, doc: ParamDoc) {
   return z
     .string()
     .superRefine((value, ctx) => {
       const found = problem(value);
       if (found !== undefined) ctx.addIssue({ code: "custom", message: found });
     })
-    .meta({ description });
+    .meta({ ...doc });
 }
 
 /** Optional: absent or empty means "not given" (the handler's default applies). */
-function omittable(problem: (value: string) => string | undefined, description: string) {
-  return checked((value) => (value === "" ? undefined : problem(value)), description).optional();
+function omittable(problem: (value: string) => string | undefined, doc: ParamDoc) {
+  return checked((value) => (value === "" ? undefined : problem(value)), doc).optional();
 }
+
+const workspaceDoc = (description: string): ParamDoc => ({ description, pattern: workspaceIdPattern.source });
 
 /** `{ws}` of `/workspaces/{ws}/...`. */
 export const workspacePathParams = z.object({
   ws: checked(
     (value) =>
       workspaceIdPattern.test(value) ? undefined : `not a valid workspace id (${WORKSPACE_ID_RULE})`,
-    "A workspace id.",
+    workspaceDoc("A workspace id."),
   ),
 });
 
@@ -51,7 +60,7 @@ export const workspaceFilter = omittable(
     workspaceIdPattern.test(value)
       ? undefined
       : `workspace is not a valid workspace id (${WORKSPACE_ID_RULE})`,
-  "Only this workspace's.",
+  workspaceDoc("Only this workspace's."),
 );
 
 /** `?workspace=` that must be given: a report is one workspace's. */
@@ -66,28 +75,34 @@ export const requiredWorkspace = z
         message: `workspace is not a valid workspace id (${WORKSPACE_ID_RULE})`,
       });
   })
-  .meta({ description: "The workspace reported on." });
+  .meta({ ...workspaceDoc("The workspace reported on.") });
 
 /** A whole number from `min` to `max`. */
 export function wholeNumber(name: string, min: number, max: number, description: string) {
-  return omittable((value) => {
-    const parsed = /^\d+$/.test(value) ? Number(value) : Number.NaN;
-    return parsed >= min && parsed <= max
-      ? undefined
-      : `${name} must be a whole number from ${min} to ${max}`;
-  }, description);
+  return omittable(
+    (value) => {
+      const parsed = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+      return parsed >= min && parsed <= max
+        ? undefined
+        : `${name} must be a whole number from ${min} to ${max}`;
+    },
+    { description: `${description} From ${min} to ${max}.`, pattern: "^[0-9]+$" },
+  );
 }
 
 /** An instant: a UTC day or a date-time with its zone (src/contract/iso-instant.ts says why). */
 export function instant(name: string, description: string) {
-  return omittable((value) => {
-    const parsed = parseIsoInstant(value);
-    if (!parsed.ok) return `${name}: ${parsed.reason}`;
-    const ms = parsed.date.getTime();
-    return ms < EARLIEST_DATE_MS || ms > LATEST_DATE_MS
-      ? `${name} must lie between 1970 and 9999, got '${value}'`
-      : undefined;
-  }, `${description} A date (YYYY-MM-DD, UTC) or a date-time with Z or an offset.`);
+  return omittable(
+    (value) => {
+      const parsed = parseIsoInstant(value);
+      if (!parsed.ok) return `${name}: ${parsed.reason}`;
+      const ms = parsed.date.getTime();
+      return ms < EARLIEST_DATE_MS || ms > LATEST_DATE_MS
+        ? `${name} must lie between 1970 and 9999, got '${value}'`
+        : undefined;
+    },
+    { description: `${description} A date (YYYY-MM-DD, UTC) or a date-time with Z or an offset.` },
+  );
 }
 
 /**
@@ -102,14 +117,15 @@ export function oneOf(
 ) {
   const problem = (value: string) =>
     words.includes(value) ? undefined : `${name} must be ${words.join(" or ")}, got '${value}'`;
-  return options.emptyIsAbsent ? omittable(problem, description) : checked(problem, description).optional();
+  const doc = { description, enum: words };
+  return options.emptyIsAbsent ? omittable(problem, doc) : checked(problem, doc).optional();
 }
 
 /** `true` or `false`; absent is false. */
 export function flag(name: string, description: string) {
   return checked(
     (value) => (value === "true" || value === "false" ? undefined : `${name} must be true or false`),
-    description,
+    { description, enum: ["true", "false"] },
   ).optional();
 }
 
