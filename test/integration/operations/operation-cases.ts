@@ -150,27 +150,7 @@ export const AWAITING_OTHER_BRANCHES: Readonly<Record<string, "every check" | re
   "service.openapi": "every check", // openapi: GET /openapi.json
   "service.docs": "every check", // openapi: GET /docs
   "admin.explain": "every check", // explain: POST /admin/v1/explain
-  // pipeline: 405 with Allow from the registry beyond the contract (admin and service paths answer 404 today)
-  "admin.workspaces.list": ["wrong method"],
-  "admin.policy.get": ["wrong method"],
-  "admin.policy.put": ["wrong method"],
-  "admin.policy.delete": ["wrong method"],
-  "admin.policy.audit": ["wrong method"],
-  "admin.usage.summary": ["wrong method"],
-  "admin.usage.report": ["wrong method"],
-  "admin.policies.get": ["wrong method"],
-  "admin.policies.apply": ["wrong method"],
-  "admin.pools.list": ["wrong method"],
-  "admin.pools.resize": ["wrong method"],
-  "admin.nodes.list": ["wrong method"],
-  "admin.nodes.drain": ["wrong method"],
-  "admin.nodes.undrain": ["wrong method"],
-  "admin.sessions.list": ["wrong method"],
-  "admin.sessions.end": ["wrong method"],
-  "admin.keys.create": ["wrong method"],
-  "admin.keys.list": ["wrong method"],
-  "admin.keys.revoke": ["wrong method"],
-  "admin.audit.list": ["wrong method"],
+  // pipeline: 405 with Allow from the registry on the service paths (they answer 404 today)
   "service.healthz": ["wrong method"],
   "service.readyz": ["wrong method"],
   "service.metrics": ["wrong method"],
