@@ -20,8 +20,8 @@ import {
 } from "../records.js";
 import type { RedisCommands } from "./redis-commands.js";
 import type { RedisHolders } from "./redis-holders.js";
+import { BUDGET_KEY_TTL_MS } from "./redis-keys.js";
 
-export const DAY_MS = 86_400_000;
 /** A lease key outlives the session's own deadline by this much; the reaper ends it first. */
 const LEASE_KEY_GRACE_MS = 10 * 60_000;
 /** Commands sent at once by the listings (one per workspace). */
@@ -95,7 +95,7 @@ export class RedisLeases implements LeaseStore {
         Math.ceil(start.busyUntil),
         budget ? Math.max(1, Math.ceil(budget.requestedMs)) : 0,
         budget?.limitMs ?? 0,
-        2 * DAY_MS,
+        BUDGET_KEY_TTL_MS,
         key.sessionId,
       ],
     )) as [string, string?, number?];

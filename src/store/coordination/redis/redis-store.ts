@@ -33,8 +33,8 @@ import { RedisBroadcast } from "./redis-broadcast.js";
 import { RedisCommands } from "./redis-commands.js";
 import { connectRedis, openRedis, type RedisTarget, redactUrl } from "./redis-connection.js";
 import { RedisHolders } from "./redis-holders.js";
-import { RedisKeys } from "./redis-keys.js";
-import { DAY_MS, RedisLeases } from "./redis-leases.js";
+import { BUDGET_KEY_TTL_MS, RedisKeys } from "./redis-keys.js";
+import { RedisLeases } from "./redis-leases.js";
 import { RedisPoolDemand } from "./redis-pool-demand.js";
 
 export { redactUrl };
@@ -141,7 +141,7 @@ export class RedisCoordinationStore implements CoordinationStore {
     const granted = await this.commands.script(
       "reserve-budget",
       [this.keys.budget(workspace, day)],
-      [requestedMs, limitMs, 2 * DAY_MS],
+      [requestedMs, limitMs, BUDGET_KEY_TTL_MS],
     );
     return Number(granted);
   }
