@@ -24,7 +24,7 @@ export const effectiveFields: readonly string[] = policyFieldNames.flatMap((fiel
 });
 
 // ---------------------------------------------------------------------------------------------
-// What the admin API answers (see src/http/routes/admin-routes.ts)
+// What the admin API answers (see src/admin/policy-schemas.ts)
 
 export interface PolicyRow extends Record<string, unknown> {
   workspaceId: string;
