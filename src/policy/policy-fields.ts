@@ -215,6 +215,14 @@ export type ClampedDefault = {
 export const clampedDefaultOf = (field: PolicyFieldName): ClampedDefault | undefined =>
   (policyFields[field] as { clampsDefault?: ClampedDefault }).clampsDefault;
 
+/** The fields of the policy in force, in the order shown: each field, then a default its ceiling clamps. */
+export const effectiveFieldNames: readonly (PolicyFieldName | ClampedDefault)[] = policyFieldNames.flatMap(
+  (field) => {
+    const clamped = clampedDefaultOf(field);
+    return clamped ? [field, clamped] : [field];
+  },
+);
+
 type ValueSchema<F extends PolicyFieldName> = (typeof valueSchemas)[Fields[F]["kind"]];
 
 /** A stored row's fields: every one present, null when it narrows nothing (the switch never is). */

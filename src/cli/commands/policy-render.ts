@@ -3,7 +3,7 @@
  * (the --json output is the admin API's answer as it is).
  */
 import {
-  clampedDefaultOf,
+  effectiveFieldNames,
   type PolicyFieldName,
   policyFieldNames,
   policyFields,
@@ -18,10 +18,7 @@ export const fieldOfFlag: Readonly<Record<string, PolicyField>> = Object.fromEnt
 );
 
 /** The order `policy get` shows the effective policy in: each field, then a default its ceiling clamps. */
-export const effectiveFields: readonly string[] = policyFieldNames.flatMap((field) => {
-  const clamped = clampedDefaultOf(field);
-  return clamped ? [field, clamped] : [field];
-});
+export const effectiveFields: readonly string[] = effectiveFieldNames;
 
 // ---------------------------------------------------------------------------------------------
 // What the admin API answers (see src/admin/policy-schemas.ts)

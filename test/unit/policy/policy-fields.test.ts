@@ -6,6 +6,7 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { effectivePolicySchema } from "../../../src/admin/policy-schemas.js";
 import { editOf, policyCommand } from "../../../src/cli/commands/policy-command.js";
 import { effectiveFields, fieldOfFlag } from "../../../src/cli/commands/policy-render.js";
 import { deploymentPolicySchema } from "../../../src/policy/deployment-policy.js";
@@ -148,6 +149,12 @@ describe("the table of policy fields", () => {
     const effective = effectivePolicy("ws", deployment(), undefined);
     for (const field of effectiveFields) expect(effective, field).toHaveProperty(field);
     for (const field of policyFieldNames) expect(effectiveFields).toContain(field);
+  });
+
+  it("is the admin API's declared shape of the policy in force", () => {
+    const effective = effectivePolicy("ws", deployment(), undefined);
+    expect(Object.keys(effectivePolicySchema.shape).sort()).toEqual(Object.keys(effective).sort());
+    expect(effectivePolicySchema.parse({ ...effective, defaultImage: null })).toBeDefined();
   });
 
   it("clamps each numeric field and the default it names to the row's narrowing", () => {
