@@ -10,7 +10,7 @@ import { SandpoolError } from "../contract/error-codes.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import { type LeasedSandbox, type PoolCapacity, PoolManager } from "../pool/pool-manager.js";
 import type { PoolSpec, SandboxRuntime, SandboxUsage } from "../runtime/sandbox-runtime.js";
-import type { CoordinationStore } from "../store/coordination/coordination-store.js";
+import type { PoolLedger } from "../store/coordination/pool-ledger.js";
 import type { MemberHold, SandboxRecord } from "../store/coordination/records.js";
 import type { NodeClient } from "./node-client.js";
 import { nodeEndpoint } from "./node-client.js";
@@ -31,7 +31,7 @@ const noEngine: SandboxRuntime = {
 
 export interface EdgePoolsDeps {
   pools: PoolSpec[];
-  store: CoordinationStore;
+  store: PoolLedger;
   nodes: NodeClient;
   directory: NodeDirectory;
   metrics: GatewayMetrics;

@@ -15,8 +15,8 @@ import { SandpoolError } from "../contract/error-codes.js";
 import type { SandboxClient } from "../forward/sandbox-client.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { PoolSpec, SandboxRuntime, SandboxUsage } from "../runtime/sandbox-runtime.js";
-import type { CoordinationStore } from "../store/coordination/coordination-store.js";
 import type { PoolDemandDelta, PoolDemandTotals } from "../store/coordination/pool-demand-exchange.js";
+import type { PoolLedger } from "../store/coordination/pool-ledger.js";
 import type { MemberHold, SandboxRecord } from "../store/coordination/records.js";
 import { PoolDemand, type PoolDemandView, REFILL_WINDOW } from "./pool-demand.js";
 import type { PoolSizes } from "./pool-sizes.js";
@@ -32,7 +32,7 @@ const RENEW_IDLE_EVERY_MS = IDLE_MEMBERSHIP_MS / 10;
 
 export interface PoolManagerDeps {
   pools: PoolSpec[];
-  store: CoordinationStore;
+  store: PoolLedger;
   runtime: SandboxRuntime;
   client: SandboxClient;
   metrics: GatewayMetrics;

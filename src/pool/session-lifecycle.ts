@@ -19,7 +19,7 @@ import type { PolicyService } from "../policy/policy-service.js";
 import { enforce } from "../policy/verdict.js";
 import { type Admission, settlement } from "../quota/admission.js";
 import type { SandboxUsage } from "../runtime/sandbox-runtime.js";
-import type { CoordinationStore } from "../store/coordination/coordination-store.js";
+import type { LeaseStore } from "../store/coordination/lease-store.js";
 import { type Lease, type LeaseKey, leaseDeadline } from "../store/coordination/records.js";
 import type { PoolManager } from "./pool-manager.js";
 
@@ -39,7 +39,7 @@ export type EndReason =
   | "node_lost";
 
 export interface SessionLifecycleDeps {
-  store: CoordinationStore;
+  store: LeaseStore;
   pools: PoolManager;
   admission: Admission;
   policies: PolicyService;

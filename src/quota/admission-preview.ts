@@ -7,7 +7,7 @@
  */
 import type { SandpoolError } from "../contract/error-codes.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
-import type { CoordinationStore } from "../store/coordination/coordination-store.js";
+import type { AdmissionStore } from "../store/coordination/admission-store.js";
 import { budgetDay, budgetSpent, type ExecRequest, MINUTE_MS, rateReached, slotsTaken } from "./admission.js";
 
 export interface QuotaCheck {
@@ -36,7 +36,7 @@ export interface ExecAdmissionPreview {
 }
 
 async function budgetCheck(
-  store: CoordinationStore,
+  store: AdmissionStore,
   policy: EffectivePolicy,
   now: number,
   requestedMs?: number,
@@ -61,7 +61,7 @@ async function budgetCheck(
 }
 
 export async function previewSession(
-  store: CoordinationStore,
+  store: AdmissionStore,
   policy: EffectivePolicy,
   now: number,
 ): Promise<SessionAdmissionPreview> {
@@ -101,7 +101,7 @@ export async function previewSession(
 }
 
 export async function previewExec(
-  store: CoordinationStore,
+  store: AdmissionStore,
   policy: EffectivePolicy,
   request: ExecRequest,
   now: number,

@@ -7,7 +7,7 @@
  */
 import { SandpoolError } from "../contract/error-codes.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
-import type { CoordinationStore } from "../store/coordination/coordination-store.js";
+import type { AdmissionStore } from "../store/coordination/admission-store.js";
 import {
   type ExecAdmissionPreview,
   previewExec,
@@ -28,7 +28,7 @@ function secondsUntilNextDay(now: number): number {
 
 export class Admission {
   constructor(
-    private readonly store: CoordinationStore,
+    private readonly store: AdmissionStore,
     private readonly now: () => number = Date.now,
   ) {}
 
