@@ -11,6 +11,7 @@ describe("the admin client types", () => {
   it("are the ones the registry's document gives (else run `npm run gen:admin-client`)", async () => {
     const committed = await readFile(new URL(`../../../${ADMIN_API_FILE}`, import.meta.url), "utf8");
     const fresh = await adminClientSource(openApiDocument("admin"));
-    expect(committed === fresh, "src/cli/admin/admin-api.ts is stale: run `npm run gen:admin-client`").toBe(true);
+    const stale = "src/cli/admin/admin-api.ts is stale: run `npm run gen:admin-client`";
+    expect(committed === fresh, stale).toBe(true);
   });
 });
