@@ -1740,7 +1740,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        workspaces: {
+                            enabled: boolean;
+                            allowedImages: string[] | null;
+                            defaultImage: string | null;
+                            allowedTools: ("code_execution" | "bash_code_execution" | "text_editor_code_execution")[] | null;
+                            execTimeoutCeilingSeconds: number | null;
+                            idleTimeoutCeilingSeconds: number | null;
+                            maxLifetimeCeilingSeconds: number | null;
+                            maxConcurrentSessions: number | null;
+                            sessionsPerMinute: number | null;
+                            execSecondsPerDay: number | null;
+                            maxFileBytes: number | null;
+                            resourceClass: string | null;
+                            egressAllowed: boolean | null;
+                            egressAllowCidrs: string[] | null;
+                            egressAllowHosts: string[] | null;
+                            workspaceId: string;
+                            version: number;
+                            /** @description ISO 8601 date-time. */
+                            updatedAt: string;
+                            updatedBy: string;
+                        }[];
+                    };
                 };
             };
             /** @description sandpool: `request.bad_target`. */
@@ -1845,7 +1868,57 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        workspace: string;
+                        configured: boolean;
+                        row: {
+                            enabled: boolean;
+                            allowedImages: string[] | null;
+                            defaultImage: string | null;
+                            allowedTools: ("code_execution" | "bash_code_execution" | "text_editor_code_execution")[] | null;
+                            execTimeoutCeilingSeconds: number | null;
+                            idleTimeoutCeilingSeconds: number | null;
+                            maxLifetimeCeilingSeconds: number | null;
+                            maxConcurrentSessions: number | null;
+                            sessionsPerMinute: number | null;
+                            execSecondsPerDay: number | null;
+                            maxFileBytes: number | null;
+                            resourceClass: string | null;
+                            egressAllowed: boolean | null;
+                            egressAllowCidrs: string[] | null;
+                            egressAllowHosts: string[] | null;
+                            workspaceId: string;
+                            version: number;
+                            /** @description ISO 8601 date-time. */
+                            updatedAt: string;
+                            updatedBy: string;
+                        } | null;
+                        effective: {
+                            workspace: string;
+                            configured: boolean;
+                            enabled: boolean;
+                            allowedImages: string[];
+                            defaultImage: string | null;
+                            allowedTools: ("code_execution" | "bash_code_execution" | "text_editor_code_execution")[];
+                            execTimeoutCeilingSeconds: number;
+                            defaultExecTimeoutSeconds: number;
+                            idleTimeoutCeilingSeconds: number;
+                            maxLifetimeCeilingSeconds: number;
+                            defaultIdleTimeoutSeconds: number;
+                            defaultMaxLifetimeSeconds: number;
+                            maxConcurrentSessions: number;
+                            sessionsPerMinute: number;
+                            execSecondsPerDay: number;
+                            maxFileBytes: number;
+                            resourceClass: string;
+                            egressAllowed: boolean;
+                            egressAllowCidrs: string[];
+                            egressAllowHosts: string[];
+                        };
+                        sources: {
+                            [key: string]: "deployment" | "workspace";
+                        };
+                    };
                 };
             };
             /** @description sandpool: `request.bad_target`. */
@@ -1941,7 +2014,27 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    enabled?: boolean;
+                    allowedImages?: string[] | null;
+                    defaultImage?: string | null;
+                    allowedTools?: ("code_execution" | "bash_code_execution" | "text_editor_code_execution")[] | null;
+                    execTimeoutCeilingSeconds?: number | null;
+                    idleTimeoutCeilingSeconds?: number | null;
+                    maxLifetimeCeilingSeconds?: number | null;
+                    maxConcurrentSessions?: number | null;
+                    sessionsPerMinute?: number | null;
+                    execSecondsPerDay?: number | null;
+                    maxFileBytes?: number | null;
+                    resourceClass?: string | null;
+                    egressAllowed?: boolean | null;
+                    egressAllowCidrs?: string[] | null;
+                    egressAllowHosts?: string[] | null;
+                };
+            };
+        };
         responses: {
             /** @description Edit a workspace's policy (absent fields unchanged, null clears); audited. */
             200: {
@@ -1950,7 +2043,57 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        workspace: string;
+                        configured: boolean;
+                        row: {
+                            enabled: boolean;
+                            allowedImages: string[] | null;
+                            defaultImage: string | null;
+                            allowedTools: ("code_execution" | "bash_code_execution" | "text_editor_code_execution")[] | null;
+                            execTimeoutCeilingSeconds: number | null;
+                            idleTimeoutCeilingSeconds: number | null;
+                            maxLifetimeCeilingSeconds: number | null;
+                            maxConcurrentSessions: number | null;
+                            sessionsPerMinute: number | null;
+                            execSecondsPerDay: number | null;
+                            maxFileBytes: number | null;
+                            resourceClass: string | null;
+                            egressAllowed: boolean | null;
+                            egressAllowCidrs: string[] | null;
+                            egressAllowHosts: string[] | null;
+                            workspaceId: string;
+                            version: number;
+                            /** @description ISO 8601 date-time. */
+                            updatedAt: string;
+                            updatedBy: string;
+                        } | null;
+                        effective: {
+                            workspace: string;
+                            configured: boolean;
+                            enabled: boolean;
+                            allowedImages: string[];
+                            defaultImage: string | null;
+                            allowedTools: ("code_execution" | "bash_code_execution" | "text_editor_code_execution")[];
+                            execTimeoutCeilingSeconds: number;
+                            defaultExecTimeoutSeconds: number;
+                            idleTimeoutCeilingSeconds: number;
+                            maxLifetimeCeilingSeconds: number;
+                            defaultIdleTimeoutSeconds: number;
+                            defaultMaxLifetimeSeconds: number;
+                            maxConcurrentSessions: number;
+                            sessionsPerMinute: number;
+                            execSecondsPerDay: number;
+                            maxFileBytes: number;
+                            resourceClass: string;
+                            egressAllowed: boolean;
+                            egressAllowCidrs: string[];
+                            egressAllowHosts: string[];
+                        };
+                        sources: {
+                            [key: string]: "deployment" | "workspace";
+                        };
+                    };
                 };
             };
             /** @description sandpool: `request.bad_target`, `request.bad_json`. */
@@ -2162,7 +2305,10 @@ export interface operations {
     };
     "admin.policy.audit": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The most entries, newest first (100). From 1 to 1000. */
+                limit?: string;
+            };
             header?: never;
             path: {
                 ws: string;
@@ -2178,7 +2324,54 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        workspace: string;
+                        entries: {
+                            id: number;
+                            workspaceId: string;
+                            actor: string;
+                            /** @description ISO 8601 date-time. */
+                            at: string;
+                            /** @description Null when the edit created the row. */
+                            before: {
+                                enabled: boolean;
+                                allowedImages: string[] | null;
+                                defaultImage: string | null;
+                                allowedTools: ("code_execution" | "bash_code_execution" | "text_editor_code_execution")[] | null;
+                                execTimeoutCeilingSeconds: number | null;
+                                idleTimeoutCeilingSeconds: number | null;
+                                maxLifetimeCeilingSeconds: number | null;
+                                maxConcurrentSessions: number | null;
+                                sessionsPerMinute: number | null;
+                                execSecondsPerDay: number | null;
+                                maxFileBytes: number | null;
+                                resourceClass: string | null;
+                                egressAllowed: boolean | null;
+                                egressAllowCidrs: string[] | null;
+                                egressAllowHosts: string[] | null;
+                                version: number;
+                            } | null;
+                            /** @description Null when the edit deleted the row. */
+                            after: {
+                                enabled: boolean;
+                                allowedImages: string[] | null;
+                                defaultImage: string | null;
+                                allowedTools: ("code_execution" | "bash_code_execution" | "text_editor_code_execution")[] | null;
+                                execTimeoutCeilingSeconds: number | null;
+                                idleTimeoutCeilingSeconds: number | null;
+                                maxLifetimeCeilingSeconds: number | null;
+                                maxConcurrentSessions: number | null;
+                                sessionsPerMinute: number | null;
+                                execSecondsPerDay: number | null;
+                                maxFileBytes: number | null;
+                                resourceClass: string | null;
+                                egressAllowed: boolean | null;
+                                egressAllowCidrs: string[] | null;
+                                egressAllowHosts: string[] | null;
+                                version: number;
+                            } | null;
+                        }[];
+                    };
                 };
             };
             /** @description sandpool: `request.bad_target`. */
@@ -2267,7 +2460,12 @@ export interface operations {
     };
     "admin.usage.summary": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Start of the range, included (a day before `to`). A date (YYYY-MM-DD, UTC) or a date-time with Z or an offset. */
+                from?: string;
+                /** @description End of the range, excluded (now). A date (YYYY-MM-DD, UTC) or a date-time with Z or an offset. */
+                to?: string;
+            };
             header?: never;
             path: {
                 ws: string;
@@ -2283,7 +2481,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        workspace: string;
+                        from: string;
+                        to: string;
+                        usage: {
+                            /** @enum {string} */
+                            kind: "session_created" | "session_ended" | "exec" | "file_in" | "file_out" | "denied" | "sandbox_cpu" | "sandbox_memory_peak";
+                            tool: string | null;
+                            /** @description Number of events. */
+                            count: number;
+                            /** @description Sum of their quantities. */
+                            quantity: number;
+                        }[];
+                    };
                 };
             };
             /** @description sandpool: `request.bad_target`. */
@@ -2372,7 +2583,16 @@ export interface operations {
     };
     "admin.usage.report": {
         parameters: {
-            query?: never;
+            query: {
+                /** @description The workspace reported on. */
+                workspace: string;
+                /** @description Start of the report (24 hours before `until`). A date (YYYY-MM-DD, UTC) or a date-time with Z or an offset. */
+                since?: string;
+                /** @description End of the report (now). A date (YYYY-MM-DD, UTC) or a date-time with Z or an offset. */
+                until?: string;
+                /** @description Bucket size (day). */
+                by?: "hour" | "day";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -2386,7 +2606,55 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        workspace: string;
+                        /** @enum {string} */
+                        by: "hour" | "day";
+                        since: string;
+                        until: string;
+                        totals: {
+                            sessions: number;
+                            execCalls: number;
+                            execSeconds: number;
+                            sandboxSeconds: number;
+                            cpuSeconds: number;
+                            memoryPeakBytes: number;
+                            filesIn: number;
+                            bytesIn: number;
+                            filesOut: number;
+                            bytesOut: number;
+                            /** @description Requests refused by policy or quota. */
+                            denied: number;
+                        };
+                        buckets: {
+                            start: string;
+                            sessions: number;
+                            execCalls: number;
+                            execSeconds: number;
+                            sandboxSeconds: number;
+                            cpuSeconds: number;
+                            memoryPeakBytes: number;
+                            filesIn: number;
+                            bytesIn: number;
+                            filesOut: number;
+                            bytesOut: number;
+                            /** @description Requests refused by policy or quota. */
+                            denied: number;
+                            byTool: {
+                                tool: string;
+                                execCalls: number;
+                                execSeconds: number;
+                            }[];
+                            byImage: {
+                                image: string;
+                                sessions: number;
+                                execCalls: number;
+                                execSeconds: number;
+                                sandboxSeconds: number;
+                                cpuSeconds: number;
+                            }[];
+                        }[];
+                    };
                 };
             };
             /** @description sandpool: `request.bad_target`. */
@@ -2489,7 +2757,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        /** @description Every workspace's policy, by id. */
+                        policies: {
+                            [key: string]: {
+                                enabled?: boolean;
+                                allowedImages?: string[] | null;
+                                defaultImage?: string | null;
+                                allowedTools?: ("code_execution" | "bash_code_execution" | "text_editor_code_execution")[] | null;
+                                execTimeoutCeilingSeconds?: number | null;
+                                idleTimeoutCeilingSeconds?: number | null;
+                                maxLifetimeCeilingSeconds?: number | null;
+                                maxConcurrentSessions?: number | null;
+                                sessionsPerMinute?: number | null;
+                                execSecondsPerDay?: number | null;
+                                maxFileBytes?: number | null;
+                                resourceClass?: string | null;
+                                egressAllowed?: boolean | null;
+                                egressAllowCidrs?: string[] | null;
+                                egressAllowHosts?: string[] | null;
+                            };
+                        };
+                    };
                 };
             };
             /** @description sandpool: `request.bad_target`. */
@@ -2578,12 +2867,24 @@ export interface operations {
     };
     "admin.policies.apply": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: answer what would change, change nothing. */
+                dryRun?: "true" | "false";
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description { <workspace>: { <field>: value } }: a workspace left out loses its row; `policies: {}` removes every row. */
+                    policies: unknown;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
         responses: {
             /** @description Apply a policy document to every workspace it names; audited. */
             200: {
@@ -2592,7 +2893,54 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        dryRun: boolean;
+                        changed: boolean;
+                        changes: {
+                            workspace: string;
+                            /** @enum {string} */
+                            action: "create" | "update" | "delete" | "unchanged";
+                            before: {
+                                enabled: boolean;
+                                allowedImages: string[] | null;
+                                defaultImage: string | null;
+                                allowedTools: ("code_execution" | "bash_code_execution" | "text_editor_code_execution")[] | null;
+                                execTimeoutCeilingSeconds: number | null;
+                                idleTimeoutCeilingSeconds: number | null;
+                                maxLifetimeCeilingSeconds: number | null;
+                                maxConcurrentSessions: number | null;
+                                sessionsPerMinute: number | null;
+                                execSecondsPerDay: number | null;
+                                maxFileBytes: number | null;
+                                resourceClass: string | null;
+                                egressAllowed: boolean | null;
+                                egressAllowCidrs: string[] | null;
+                                egressAllowHosts: string[] | null;
+                                workspaceId: string;
+                                version: number;
+                                /** @description ISO 8601 date-time. */
+                                updatedAt: string;
+                                updatedBy: string;
+                            } | null;
+                            after: {
+                                enabled: boolean;
+                                allowedImages: string[] | null;
+                                defaultImage: string | null;
+                                allowedTools: ("code_execution" | "bash_code_execution" | "text_editor_code_execution")[] | null;
+                                execTimeoutCeilingSeconds: number | null;
+                                idleTimeoutCeilingSeconds: number | null;
+                                maxLifetimeCeilingSeconds: number | null;
+                                maxConcurrentSessions: number | null;
+                                sessionsPerMinute: number | null;
+                                execSecondsPerDay: number | null;
+                                maxFileBytes: number | null;
+                                resourceClass: string | null;
+                                egressAllowed: boolean | null;
+                                egressAllowCidrs: string[] | null;
+                                egressAllowHosts: string[] | null;
+                            } | null;
+                        }[];
+                    };
                 };
             };
             /** @description sandpool: `request.bad_target`, `request.bad_json`. */
@@ -2715,7 +3063,56 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        items: {
+                            name: string;
+                            image: string;
+                            resourceClass: string;
+                            minIdle: number;
+                            maxTotal: number;
+                            warmupConcurrency: number;
+                            coldStartTimeoutMs: number;
+                            egress?: boolean;
+                            demand?: boolean;
+                            /** @description The configuration's sizes (minIdle, maxTotal are those in force). */
+                            configured: {
+                                minIdle: number;
+                                maxTotal: number;
+                            };
+                            /** @description The run-time resize in force (null sizes: as configured), or null. */
+                            override: {
+                                pool: string;
+                                minIdle: number | null;
+                                maxTotal: number | null;
+                                updatedAt: string;
+                                updatedBy: string;
+                            } | null;
+                            effectiveMinIdle: number;
+                            leaseDemand: {
+                                leasesPerSecond: number;
+                                refillSecondsP95: number | null;
+                            };
+                            idle: number;
+                            leased: number;
+                            starting: number;
+                            members: number;
+                            warmLeases: number;
+                            coldLeases: number;
+                            warmupFailures: number;
+                            warmHitRate: number | null;
+                            thisReplica: {
+                                warmLeases: number;
+                                coldLeases: number;
+                                warmupFailures: number;
+                            };
+                            lastStartError: {
+                                message: string;
+                                at: string;
+                                nextAttemptAt: string;
+                                consecutiveFailures: number;
+                            } | null;
+                        }[];
+                    };
                 };
             };
             /** @description sandpool: `request.bad_target`. */
@@ -2811,7 +3208,14 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    minIdle?: number | null;
+                    maxTotal?: number | null;
+                };
+            };
+        };
         responses: {
             /** @description Change a pool's sizes at run time; audited. */
             200: {
@@ -2820,7 +3224,54 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        name: string;
+                        image: string;
+                        resourceClass: string;
+                        minIdle: number;
+                        maxTotal: number;
+                        warmupConcurrency: number;
+                        coldStartTimeoutMs: number;
+                        egress?: boolean;
+                        demand?: boolean;
+                        /** @description The configuration's sizes (minIdle, maxTotal are those in force). */
+                        configured: {
+                            minIdle: number;
+                            maxTotal: number;
+                        };
+                        /** @description The run-time resize in force (null sizes: as configured), or null. */
+                        override: {
+                            pool: string;
+                            minIdle: number | null;
+                            maxTotal: number | null;
+                            updatedAt: string;
+                            updatedBy: string;
+                        } | null;
+                        effectiveMinIdle: number;
+                        leaseDemand: {
+                            leasesPerSecond: number;
+                            refillSecondsP95: number | null;
+                        };
+                        idle: number;
+                        leased: number;
+                        starting: number;
+                        members: number;
+                        warmLeases: number;
+                        coldLeases: number;
+                        warmupFailures: number;
+                        warmHitRate: number | null;
+                        thisReplica: {
+                            warmLeases: number;
+                            coldLeases: number;
+                            warmupFailures: number;
+                        };
+                        lastStartError: {
+                            message: string;
+                            at: string;
+                            nextAttemptAt: string;
+                            consecutiveFailures: number;
+                        } | null;
+                    };
                 };
             };
             /** @description sandpool: `request.bad_target`, `request.bad_json`. */
@@ -2943,7 +3394,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        items: {
+                            id: string;
+                            url: string;
+                            /** @description The most sandboxes it runs, per pool. */
+                            capacity: {
+                                [key: string]: number;
+                            };
+                            images: string[];
+                            /** @description Warm sandboxes it can lease now, per pool. */
+                            freeWarm: {
+                                [key: string]: number;
+                            };
+                            leased: number;
+                            /** @enum {string} */
+                            state: "ready" | "draining" | "lost";
+                            draining: boolean;
+                            /** @description Epoch milliseconds of its last heartbeat. */
+                            heartbeatAt: number;
+                        }[];
+                    };
                 };
             };
             /** @description sandpool: `request.bad_target`. */
@@ -3048,7 +3519,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        id: string;
+                        url: string;
+                        /** @description The most sandboxes it runs, per pool. */
+                        capacity: {
+                            [key: string]: number;
+                        };
+                        images: string[];
+                        /** @description Warm sandboxes it can lease now, per pool. */
+                        freeWarm: {
+                            [key: string]: number;
+                        };
+                        leased: number;
+                        /** @enum {string} */
+                        state: "ready" | "draining" | "lost";
+                        draining: boolean;
+                        /** @description Epoch milliseconds of its last heartbeat. */
+                        heartbeatAt: number;
+                    };
                 };
             };
             /** @description sandpool: `request.bad_target`, `request.bad_json`. */
@@ -3173,7 +3662,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        id: string;
+                        url: string;
+                        /** @description The most sandboxes it runs, per pool. */
+                        capacity: {
+                            [key: string]: number;
+                        };
+                        images: string[];
+                        /** @description Warm sandboxes it can lease now, per pool. */
+                        freeWarm: {
+                            [key: string]: number;
+                        };
+                        leased: number;
+                        /** @enum {string} */
+                        state: "ready" | "draining" | "lost";
+                        draining: boolean;
+                        /** @description Epoch milliseconds of its last heartbeat. */
+                        heartbeatAt: number;
+                    };
                 };
             };
             /** @description sandpool: `request.bad_target`, `request.bad_json`. */
@@ -3282,7 +3789,10 @@ export interface operations {
     };
     "admin.sessions.list": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only this workspace's. */
+                workspace?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3296,7 +3806,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        items: {
+                            id: string;
+                            workspace: string;
+                            image: string;
+                            pool: string;
+                            sandboxId: string;
+                            /** @description Where the sandbox runs: with docker `<engine index>:<container id>`, with the process runtime its process. */
+                            runtimeId: string;
+                            created: string;
+                            lastActivity: string;
+                            /** @description When it ends unless something touches it first. */
+                            expires: string;
+                            idleTimeoutSeconds: number;
+                            maxLifetimeSeconds: number;
+                            activeCalls: number;
+                        }[];
+                    };
                 };
             };
             /** @description sandpool: `request.bad_target`. */
@@ -3385,7 +3912,10 @@ export interface operations {
     };
     "admin.sessions.end": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only this workspace's. */
+                workspace?: string;
+            };
             header?: never;
             path: {
                 id: string;
@@ -3401,7 +3931,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        ended: {
+                            id: string;
+                            workspace: string;
+                            image: string;
+                            pool: string;
+                            sandboxId: string;
+                            /** @description Where the sandbox runs: with docker `<engine index>:<container id>`, with the process runtime its process. */
+                            runtimeId: string;
+                            created: string;
+                            lastActivity: string;
+                            /** @description When it ends unless something touches it first. */
+                            expires: string;
+                            idleTimeoutSeconds: number;
+                            maxLifetimeSeconds: number;
+                            activeCalls: number;
+                        };
+                    };
                 };
             };
             /** @description sandpool: `request.bad_target`. */
@@ -3490,7 +4037,10 @@ export interface operations {
     };
     "admin.keys.list": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only this workspace's. */
+                workspace?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3504,7 +4054,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        items: {
+                            prefix: string;
+                            workspace: string;
+                            name: string | null;
+                            createdAt: string;
+                            createdBy: string | null;
+                            /** @description Lags by up to auth.apiKeyLastUsedFlushMs. */
+                            lastUsedAt: string | null;
+                            expiresAt: string | null;
+                            revokedAt: string | null;
+                        }[];
+                    };
                 };
             };
             /** @description sandpool: `request.bad_target`. */
@@ -3598,7 +4160,16 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    workspace: string;
+                    name?: string | null;
+                    /** @description Seconds from now; unset: the key never expires (revoke it to end it). */
+                    expiresInSeconds?: number;
+                };
+            };
+        };
         responses: {
             /** @description Issue a workspace API key (its secret is shown once). */
             201: {
@@ -3607,7 +4178,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        prefix: string;
+                        workspace: string;
+                        name: string | null;
+                        createdAt: string;
+                        createdBy: string | null;
+                        /** @description Lags by up to auth.apiKeyLastUsedFlushMs. */
+                        lastUsedAt: string | null;
+                        expiresAt: string | null;
+                        revokedAt: string | null;
+                        /** @description The whole key: shown this once, never again. */
+                        key: string;
+                    };
                 };
             };
             /** @description sandpool: `request.bad_target`, `request.bad_json`. */
@@ -3732,7 +4315,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        revoked: {
+                            prefix: string;
+                            workspace: string;
+                            name: string | null;
+                            createdAt: string;
+                            createdBy: string | null;
+                            /** @description Lags by up to auth.apiKeyLastUsedFlushMs. */
+                            lastUsedAt: string | null;
+                            expiresAt: string | null;
+                            revokedAt: string | null;
+                        };
+                    };
                 };
             };
             /** @description sandpool: `request.bad_target`. */
@@ -3821,7 +4416,18 @@ export interface operations {
     };
     "admin.audit.list": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only this workspace's. */
+                workspace?: string;
+                /** @description Only refusals, or only operators' changes (both). */
+                kind?: "denied" | "admin";
+                /** @description Only items from this instant on. A date (YYYY-MM-DD, UTC) or a date-time with Z or an offset. */
+                since?: string;
+                /** @description Only items before this instant. A date (YYYY-MM-DD, UTC) or a date-time with Z or an offset. */
+                until?: string;
+                /** @description The most items (100). From 1 to 1000. */
+                limit?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3835,7 +4441,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        items: ({
+                            /** @constant */
+                            kind: "denied";
+                            at: string;
+                            workspace: string;
+                            /** @description The contract operation refused (`sessions.exec`). */
+                            operation: string;
+                            code: string;
+                            status: number | null;
+                            principal: string | null;
+                            sessionId: string | null;
+                            /** @description Identical refusals within about a second. */
+                            count: number;
+                        } | {
+                            /** @constant */
+                            kind: "admin";
+                            at: string;
+                            workspace: string | null;
+                            actor: string;
+                            /** @description `policy.edit`, `key.created`, `session.end`, `pool.resize`, ... */
+                            action: string;
+                            target: string;
+                            detail: {
+                                [key: string]: unknown;
+                            } | null;
+                        })[];
+                    };
                 };
             };
             /** @description sandpool: `request.bad_target`. */
