@@ -13,6 +13,7 @@ import { explainCommand } from "./commands/explain-command.js";
 import { keysCommand } from "./commands/keys-command.js";
 import { migrateCommand } from "./commands/migrate-command.js";
 import { nodesCommand } from "./commands/nodes-command.js";
+import { openapiCommand } from "./commands/openapi-command.js";
 import { policyCommand } from "./commands/policy-command.js";
 import { poolsCommand } from "./commands/pools-command.js";
 import { sandboxCommand } from "./commands/sandbox-command.js";
@@ -38,6 +39,7 @@ const program = new Command("sandpool")
   .addCommand(explainCommand())
   .addCommand(migrateCommand())
   .addCommand(configCommand())
+  .addCommand(openapiCommand())
   .addCommand(sandboxCommand());
 
 try {

@@ -170,7 +170,7 @@ function listCommand(): Command {
   ).action(
     run(async (options: ConnectionOptions) => {
       const conn = connection(options);
-      const { body } = await call(conn, "GET", "/workspaces");
+      const { body } = await call(conn, "get", "/admin/v1/workspaces");
       if (conn.json) return printJson(body);
       const rows = (body as { workspaces: PolicyRow[] }).workspaces;
       if (rows.length === 0)
@@ -214,7 +214,9 @@ function getCommand(): Command {
   ).action(
     run(async (workspace: string, options: ConnectionOptions) => {
       const conn = connection(options);
-      const { body } = await call(conn, "GET", `/workspaces/${encodeURIComponent(workspace)}/policy`);
+      const { body } = await call(conn, "get", "/admin/v1/workspaces/{ws}/policy", {
+        path: { ws: workspace },
+      });
       if (conn.json) return printJson(body);
       out(renderPolicy(body as PolicyView));
     }),
@@ -251,7 +253,10 @@ function setCommand(): Command {
     run(async (workspace: string, options: SetOptions) => {
       const edit = editOf(options);
       const conn = connection(options);
-      const { body } = await call(conn, "PUT", `/workspaces/${encodeURIComponent(workspace)}/policy`, edit);
+      const { body } = await call(conn, "put", "/admin/v1/workspaces/{ws}/policy", {
+        path: { ws: workspace },
+        body: edit,
+      });
       if (conn.json) return printJson(body);
       const view = body as PolicyView;
       out(`updated the policy of ${workspace} (${Object.keys(edit).join(", ")})\n`);
@@ -273,7 +278,7 @@ function deleteCommand(): Command {
   ).action(
     run(async (workspace: string, options: ConnectionOptions) => {
       const conn = connection(options);
-      await call(conn, "DELETE", `/workspaces/${encodeURIComponent(workspace)}/policy`);
+      await call(conn, "delete", "/admin/v1/workspaces/{ws}/policy", { path: { ws: workspace } });
       if (conn.json) return printJson({ workspace, deleted: true });
       out(`removed the policy row of ${workspace}: the deployment defaults apply`);
     }),
@@ -296,11 +301,10 @@ function auditCommand(): Command {
   ).action(
     run(async (workspace: string, options: ConnectionOptions & { limit: number }) => {
       const conn = connection(options);
-      const { body } = await call(
-        conn,
-        "GET",
-        `/workspaces/${encodeURIComponent(workspace)}/audit?limit=${options.limit}`,
-      );
+      const { body } = await call(conn, "get", "/admin/v1/workspaces/{ws}/audit", {
+        path: { ws: workspace },
+        query: { limit: String(options.limit) },
+      });
       if (conn.json) return printJson(body);
       const entries = (body as { entries: AuditEntry[] }).entries;
       if (entries.length === 0) return out(`no policy edits recorded for ${workspace}`);
@@ -339,8 +343,10 @@ function usageCommand(): Command {
   ).action(
     run(async (workspace: string, options: ConnectionOptions & { since?: string }) => {
       const conn = connection(options);
-      const query = options.since ? `?from=${encodeURIComponent(options.since)}` : "";
-      const { body } = await call(conn, "GET", `/workspaces/${encodeURIComponent(workspace)}/usage${query}`);
+      const { body } = await call(conn, "get", "/admin/v1/workspaces/{ws}/usage", {
+        path: { ws: workspace },
+        query: { from: options.since || undefined },
+      });
       if (conn.json) return printJson(body);
       const answer = body as { from: string; to: string; usage: UsageRow[] };
       out(`usage of ${workspace} from ${answer.from} to ${answer.to}\n`);
