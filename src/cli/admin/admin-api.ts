@@ -1903,8 +1903,8 @@ export interface operations {
                             execTimeoutCeilingSeconds: number;
                             defaultExecTimeoutSeconds: number;
                             idleTimeoutCeilingSeconds: number;
-                            maxLifetimeCeilingSeconds: number;
                             defaultIdleTimeoutSeconds: number;
+                            maxLifetimeCeilingSeconds: number;
                             defaultMaxLifetimeSeconds: number;
                             maxConcurrentSessions: number;
                             sessionsPerMinute: number;
@@ -2078,8 +2078,8 @@ export interface operations {
                             execTimeoutCeilingSeconds: number;
                             defaultExecTimeoutSeconds: number;
                             idleTimeoutCeilingSeconds: number;
-                            maxLifetimeCeilingSeconds: number;
                             defaultIdleTimeoutSeconds: number;
+                            maxLifetimeCeilingSeconds: number;
                             defaultMaxLifetimeSeconds: number;
                             maxConcurrentSessions: number;
                             sessionsPerMinute: number;
@@ -4562,7 +4562,22 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The workspace whose call to explain (a workspace id). */
+                    workspace: string;
+                    /** @description The contract operation: one of sessions.create, sessions.get, sessions.delete, sessions.exec, files.list, files.get, files.put. */
+                    operation: string;
+                    /** @description The operation's own request: the CreateSession body; for a call on a session its session_id and, for sessions.exec, the Execute body; for files.put an optional content_length. */
+                    args?: {
+                        [key: string]: unknown;
+                    };
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
         responses: {
             /** @description The decision trace of a would-be call, without running it. */
             200: {
@@ -4571,7 +4586,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        workspace: string;
+                        operation: string;
+                        /** @enum {string} */
+                        decision: "allow" | "deny";
+                        /** @description The error code the real call would get; null when allowed. */
+                        code: string | null;
+                        steps: {
+                            /** @enum {string} */
+                            step: "mounted" | "args" | "resolve" | "policy" | "admit";
+                            /** @enum {string} */
+                            verdict: "pass" | "deny" | "skip";
+                            rule?: string;
+                            field?: string;
+                            value?: unknown;
+                            limit?: unknown;
+                            detail?: string;
+                            code?: string;
+                        }[];
+                        /** @description The limits in force, and what the call would run under. */
+                        effective: {
+                            [key: string]: unknown;
+                        };
+                    };
                 };
             };
             /** @description sandpool: `request.bad_target`, `request.bad_json`. */

@@ -81,10 +81,8 @@ export function explainCommand(): Command {
   ).action(
     runAdmin("sandpool explain", async (options: ExplainOptions) => {
       const conn = adminConnection(options);
-      const { body } = await adminCall(conn, "POST", "/explain", {
-        workspace: options.workspace,
-        operation: options.op,
-        args: explainArgs(options),
+      const { body } = await adminCall(conn, "post", "/admin/v1/explain", {
+        body: { workspace: options.workspace, operation: options.op, args: explainArgs(options) },
       });
       if (conn.json) return printJson(body);
       out(renderExplain(body as ExplainAnswer));
