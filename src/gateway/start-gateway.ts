@@ -28,7 +28,7 @@ import { PoolManager } from "../pool/pool-manager.js";
 import { RuntimePoolSizes } from "../pool/pool-sizes.js";
 import { poolStatus } from "../pool/pool-status.js";
 import { type ReconcileReport, reconcile } from "../pool/reconcile.js";
-import { DESTROY_SANDBOX_JOB, SessionLifecycle } from "../pool/session-lifecycle.js";
+import { DESTROY_SANDBOX_JOB, SessionLifecycle } from "../session/session-lifecycle.js";
 import { defaultWarmupStarts, WarmupLimiter } from "../pool/warmup-limiter.js";
 import { Admission } from "../quota/admission.js";
 import type { SandboxRuntime } from "../runtime/sandbox-runtime.js";

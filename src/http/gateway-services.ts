@@ -13,7 +13,7 @@ import type { PolicyService } from "../policy/policy-service.js";
 import type { PoolManager } from "../pool/pool-manager.js";
 import type { RuntimePoolSizes } from "../pool/pool-sizes.js";
 import type { PoolStatus } from "../pool/pool-status.js";
-import type { SessionLifecycle } from "../pool/session-lifecycle.js";
+import type { SessionLifecycle } from "../session/session-lifecycle.js";
 import type { Admission } from "../quota/admission.js";
 import type { AdminAuditRepository } from "../store/sql/admin-audit-repository.js";
 import type { AuditRepository } from "../store/sql/audit-repository.js";

@@ -16,7 +16,7 @@ import { PartialListError, type RuntimeSandbox, type SandboxRuntime } from "../r
 import type { CoordinationStore } from "../store/coordination/coordination-store.js";
 import { type Lease, leaseDeadline } from "../store/coordination/records.js";
 import type { PoolManager } from "./pool-manager.js";
-import { HOLD_GRACE_MS, type SessionLifecycle } from "./session-lifecycle.js";
+import { HOLD_GRACE_MS, type SessionLifecycle } from "../session/session-lifecycle.js";
 
 export interface ReconcileDeps {
   runtime: SandboxRuntime;

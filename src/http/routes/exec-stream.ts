@@ -13,7 +13,7 @@ import type { Context } from "hono";
 import { EVENT_STREAM_HEADERS, EVENT_STREAM_TYPE, formatEvent } from "../../contract/exec-events.js";
 import { relayExecEvents, reserialized } from "../../forward/exec-event-relay.js";
 import { oversizedExecAnswer } from "../../forward/oversized-exec-answer.js";
-import type { OpenCall } from "../../pool/session-lifecycle.js";
+import type { OpenCall } from "../../session/session-lifecycle.js";
 import type { Lease, LeaseKey } from "../../store/coordination/records.js";
 import { pendingWorkOf } from "../common/pending-work.js";
 import type { GatewayEnv } from "../gateway-env.js";

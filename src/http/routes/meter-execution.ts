@@ -4,7 +4,7 @@
  * time was spent either way. A store failure here leaves the reservation charged in full,
  * which is the safe side.
  */
-import type { OpenCall } from "../../pool/session-lifecycle.js";
+import type { OpenCall } from "../../session/session-lifecycle.js";
 import type { GatewayServices } from "../gateway-services.js";
 
 export async function meterExecution(

@@ -10,7 +10,7 @@
 import type { Context } from "hono";
 import { SandpoolError } from "../../contract/error-codes.js";
 import type { EffectivePolicy } from "../../policy/effective-policy.js";
-import type { CallOptions, OpenCall } from "../../pool/session-lifecycle.js";
+import type { CallOptions, OpenCall } from "../../session/session-lifecycle.js";
 import type { LeaseKey } from "../../store/coordination/records.js";
 import type { GatewayEnv } from "../gateway-env.js";
 import type { GatewayServices } from "../gateway-services.js";

@@ -18,7 +18,7 @@ import { type Admission, settlement } from "../quota/admission.js";
 import type { SandboxUsage } from "../runtime/sandbox-runtime.js";
 import type { CoordinationStore } from "../store/coordination/coordination-store.js";
 import { type Lease, type LeaseKey, leaseDeadline } from "../store/coordination/records.js";
-import type { PoolManager } from "./pool-manager.js";
+import type { PoolManager } from "../pool/pool-manager.js";
 
 export const DESTROY_SANDBOX_JOB = "destroy-sandbox";
 /** Slots and memberships outlive the session's own deadline by this much, never less. */
