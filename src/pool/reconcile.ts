@@ -13,10 +13,10 @@
  */
 import type { Logger } from "pino";
 import { PartialListError, type RuntimeSandbox, type SandboxRuntime } from "../runtime/sandbox-runtime.js";
+import { HOLD_GRACE_MS, type SessionLifecycle } from "../session/session-lifecycle.js";
 import type { CoordinationStore } from "../store/coordination/coordination-store.js";
 import { type Lease, leaseDeadline } from "../store/coordination/records.js";
 import type { PoolManager } from "./pool-manager.js";
-import { HOLD_GRACE_MS, type SessionLifecycle } from "../session/session-lifecycle.js";
 
 export interface ReconcileDeps {
   runtime: SandboxRuntime;

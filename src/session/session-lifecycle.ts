@@ -14,11 +14,11 @@ import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { UsageSink } from "../metering/usage-sink.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
 import type { PolicyService } from "../policy/policy-service.js";
+import type { PoolManager } from "../pool/pool-manager.js";
 import { type Admission, settlement } from "../quota/admission.js";
 import type { SandboxUsage } from "../runtime/sandbox-runtime.js";
 import type { CoordinationStore } from "../store/coordination/coordination-store.js";
 import { type Lease, type LeaseKey, leaseDeadline } from "../store/coordination/records.js";
-import type { PoolManager } from "../pool/pool-manager.js";
 
 export const DESTROY_SANDBOX_JOB = "destroy-sandbox";
 /** Slots and memberships outlive the session's own deadline by this much, never less. */
