@@ -1,9 +1,58 @@
 /**
  * The admin API's operations, mounted for admin tokens at `/admin/v1` (never under the
  * contract's base path). Operators read and edit workspace policy, keys, pools, nodes and
- * sessions, and read usage and the audit trails.
+ * sessions, and read usage and the audit trails. Each declares the shapes of its path
+ * parameters, query, body and answer (src/admin/*-schemas.ts); the handlers are in src/admin/.
  */
+import type { $ZodType } from "zod/v4/core";
+import { workspacePathParams } from "../admin/admin-params.js";
+import { auditQuerySchema, auditResultSchema } from "../admin/audit-schemas.js";
+import {
+  createdKeySchema,
+  createKeySchema,
+  keyParams,
+  keysQuerySchema,
+  keysResultSchema,
+  revokedResultSchema,
+} from "../admin/key-schemas.js";
+import { nodeParams, nodesResultSchema, nodeViewSchema } from "../admin/node-schemas.js";
+import {
+  policyAuditQuerySchema,
+  policyAuditResultSchema,
+  policyEditSchema,
+  policyViewSchema,
+  workspacesResultSchema,
+} from "../admin/policy-schemas.js";
+import {
+  applyQuerySchema,
+  applyResultSchema,
+  policySetBodySchema,
+  policySetSchema,
+} from "../admin/policy-set-schemas.js";
+import { poolParams, poolResizeSchema, poolStatusSchema, poolsResultSchema } from "../admin/pool-schemas.js";
+import {
+  endedResultSchema,
+  sessionParams,
+  sessionsQuerySchema,
+  sessionsResultSchema,
+} from "../admin/session-schemas.js";
+import {
+  usageReportQuerySchema,
+  usageReportResultSchema,
+  usageSummaryQuerySchema,
+  usageSummaryResultSchema,
+} from "../admin/usage-schemas.js";
 import type { AnswerKind, Effect, HttpMethod, OperationSpec } from "./operation.js";
+
+interface AdminOptions {
+  params?: $ZodType;
+  query?: $ZodType;
+  body?: $ZodType;
+  result?: $ZodType;
+  effects?: readonly Effect[];
+  answers?: readonly AnswerKind[];
+  success?: number;
+}
 
 function admin(
   id: string,
@@ -11,9 +60,9 @@ function admin(
   path: string,
   label: string,
   summary: string,
-  options: { effects?: readonly Effect[]; answers?: readonly AnswerKind[]; success?: number } = {},
+  options: AdminOptions = {},
 ): OperationSpec {
-  const reads = method === "GET";
+  const { effects, answers, success, ...shapes } = options;
   return {
     id: `admin.${id}`,
     group: "admin",
@@ -22,20 +71,33 @@ function admin(
     path,
     label,
     summary,
-    effects: options.effects ?? (reads ? ["read"] : ["admin"]),
-    answers: options.answers ?? ["json"],
-    success: options.success ?? 200,
+    effects: effects ?? (method === "GET" ? ["read"] : ["admin"]),
+    answers: answers ?? ["json"],
+    success: success ?? 200,
+    ...shapes,
   };
 }
 
+const ofWorkspace = { params: workspacePathParams };
+
 export const adminOperations: readonly OperationSpec[] = [
-  admin("workspaces.list", "GET", "/workspaces", "AdminListWorkspaces", "Every workspace with a policy row."),
+  admin(
+    "workspaces.list",
+    "GET",
+    "/workspaces",
+    "AdminListWorkspaces",
+    "Every workspace with a policy row.",
+    {
+      result: workspacesResultSchema,
+    },
+  ),
   admin(
     "policy.get",
     "GET",
     "/workspaces/{ws}/policy",
     "AdminGetPolicy",
     "A workspace's policy: its row, the values in force and where each comes from.",
+    { ...ofWorkspace, result: policyViewSchema },
   ),
   admin(
     "policy.put",
@@ -43,6 +105,7 @@ export const adminOperations: readonly OperationSpec[] = [
     "/workspaces/{ws}/policy",
     "AdminPutPolicy",
     "Edit a workspace's policy (absent fields unchanged, null clears); audited.",
+    { ...ofWorkspace, body: policyEditSchema, result: policyViewSchema },
   ),
   admin(
     "policy.delete",
@@ -50,7 +113,7 @@ export const adminOperations: readonly OperationSpec[] = [
     "/workspaces/{ws}/policy",
     "AdminDeletePolicy",
     "Remove a workspace's policy row: the deployment defaults apply again.",
-    { answers: ["empty"], success: 204 },
+    { ...ofWorkspace, answers: ["empty"], success: 204 },
   ),
   admin(
     "policy.audit",
@@ -58,6 +121,7 @@ export const adminOperations: readonly OperationSpec[] = [
     "/workspaces/{ws}/audit",
     "AdminPolicyAudit",
     "The audit trail of a workspace's policy edits.",
+    { ...ofWorkspace, query: policyAuditQuerySchema, result: policyAuditResultSchema },
   ),
   admin(
     "usage.summary",
@@ -65,14 +129,19 @@ export const adminOperations: readonly OperationSpec[] = [
     "/workspaces/{ws}/usage",
     "AdminUsage",
     "A workspace's durable usage over a time range, per kind and tool.",
+    { ...ofWorkspace, query: usageSummaryQuerySchema, result: usageSummaryResultSchema },
   ),
-  admin("usage.report", "GET", "/usage", "AdminUsageReport", "Usage reports per hour or UTC day."),
+  admin("usage.report", "GET", "/usage", "AdminUsageReport", "Usage reports per hour or UTC day.", {
+    query: usageReportQuerySchema,
+    result: usageReportResultSchema,
+  }),
   admin(
     "policies.get",
     "GET",
     "/policies",
     "AdminGetPolicySet",
     "Every workspace policy as one document (policy as code).",
+    { result: policySetSchema },
   ),
   admin(
     "policies.apply",
@@ -80,6 +149,7 @@ export const adminOperations: readonly OperationSpec[] = [
     "/policies",
     "AdminApplyPolicySet",
     "Apply a policy document to every workspace it names; audited.",
+    { query: applyQuerySchema, body: policySetBodySchema, result: applyResultSchema },
   ),
   admin(
     "pools.list",
@@ -87,6 +157,7 @@ export const adminOperations: readonly OperationSpec[] = [
     "/pools",
     "AdminPools",
     "Every pool: its spec, the sizes in force and its counts.",
+    { result: poolsResultSchema },
   ),
   admin(
     "pools.resize",
@@ -94,14 +165,18 @@ export const adminOperations: readonly OperationSpec[] = [
     "/pools/{name}",
     "AdminResizePool",
     "Change a pool's sizes at run time; audited.",
+    { params: poolParams, body: poolResizeSchema, result: poolStatusSchema },
   ),
-  admin("nodes.list", "GET", "/nodes", "AdminNodes", "The engine nodes an edge places sessions on."),
+  admin("nodes.list", "GET", "/nodes", "AdminNodes", "The engine nodes an edge places sessions on.", {
+    result: nodesResultSchema,
+  }),
   admin(
     "nodes.drain",
     "POST",
     "/nodes/{id}/drain",
     "AdminDrainNode",
     "Stop placing sessions on a node; audited.",
+    { params: nodeParams, result: nodeViewSchema },
   ),
   admin(
     "nodes.undrain",
@@ -109,14 +184,19 @@ export const adminOperations: readonly OperationSpec[] = [
     "/nodes/{id}/undrain",
     "AdminUndrainNode",
     "Place sessions on a drained node again; audited.",
+    { params: nodeParams, result: nodeViewSchema },
   ),
-  admin("sessions.list", "GET", "/sessions", "AdminListSessions", "Live sessions, of one workspace or all."),
+  admin("sessions.list", "GET", "/sessions", "AdminListSessions", "Live sessions, of one workspace or all.", {
+    query: sessionsQuerySchema,
+    result: sessionsResultSchema,
+  }),
   admin(
     "sessions.end",
     "DELETE",
     "/sessions/{id}",
     "AdminEndSession",
     "End a session as an operator; audited.",
+    { params: sessionParams, query: sessionsQuerySchema, result: endedResultSchema },
   ),
   admin(
     "keys.create",
@@ -124,16 +204,23 @@ export const adminOperations: readonly OperationSpec[] = [
     "/keys",
     "AdminCreateKey",
     "Issue a workspace API key (its secret is shown once).",
-    { success: 201 },
+    { body: createKeySchema, result: createdKeySchema, success: 201 },
   ),
-  admin("keys.list", "GET", "/keys", "AdminListKeys", "Workspace API keys (prefixes, never secrets)."),
-  admin("keys.revoke", "DELETE", "/keys/{prefix}", "AdminRevokeKey", "Revoke a workspace API key."),
+  admin("keys.list", "GET", "/keys", "AdminListKeys", "Workspace API keys (prefixes, never secrets).", {
+    query: keysQuerySchema,
+    result: keysResultSchema,
+  }),
+  admin("keys.revoke", "DELETE", "/keys/{prefix}", "AdminRevokeKey", "Revoke a workspace API key.", {
+    params: keyParams,
+    result: revokedResultSchema,
+  }),
   admin(
     "audit.list",
     "GET",
     "/audit",
     "AdminAudit",
     "Refused calls (kind=denied) and operators' changes (kind=admin), newest first.",
+    { query: auditQuerySchema, result: auditResultSchema },
   ),
   admin(
     "explain",

@@ -35,7 +35,7 @@ export interface PoolSizesView extends PoolSizes {
 
 const size = (min: number) => z.number().int().min(min).max(MAX_POOL_SIZE).nullable().optional();
 /** A resize: either size or both; null puts a size back to its configured value. */
-const resizeSchema = z
+export const poolResizeSchema = z
   .strictObject({ minIdle: size(0), maxTotal: size(1) })
   .refine((edit) => edit.minIdle !== undefined || edit.maxTotal !== undefined, {
     message: "give minIdle, maxTotal or both",
@@ -121,7 +121,7 @@ export class RuntimePoolSizes {
    */
   async resize(name: string, edit: unknown, actor: string): Promise<PoolSizesView> {
     const pool = this.pool(name);
-    const parsed = resizeSchema.safeParse(edit);
+    const parsed = poolResizeSchema.safeParse(edit);
     if (!parsed.success) throw malformed(issueProblems(parsed.error));
     // Merged with the stored sizes under a row lock: two resizes at once (of minIdle on one
     // replica, maxTotal on another) both count, and minIdle <= maxTotal holds for the result.

@@ -47,7 +47,7 @@ export const effectiveFields = [
 ] as const;
 
 // ---------------------------------------------------------------------------------------------
-// What the admin API answers (see src/http/routes/admin-routes.ts)
+// What the admin API answers (see src/admin/policy-schemas.ts)
 
 export interface PolicyRow extends Record<string, unknown> {
   workspaceId: string;

@@ -17,7 +17,7 @@ import { out, printJson, table } from "../admin/admin-render.js";
 
 const PREFIX = "sandpool sessions";
 
-/** A running session as the admin API answers it (src/http/routes/admin-sessions-routes.ts). */
+/** A running session as the admin API answers it (src/admin/session-schemas.ts). */
 interface SessionItem {
   id: string;
   workspace: string;

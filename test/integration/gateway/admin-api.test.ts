@@ -205,10 +205,32 @@ describe("authentication and authorization", () => {
 
   it("answers 404 on an unknown admin route and refuses a malformed workspace id", async () => {
     expectError(await api("GET", "/no-such-route"), 404, "request.not_found");
-    expectError(await api("POST", "/workspaces"), 404, "request.not_found");
+    expectError(await api("GET", "/workspaces/a/nothing-here"), 404, "request.not_found");
     expectError(await api("GET", "/workspaces/-bad/policy"), 422, "request.malformed");
     expectError(await api("GET", `/workspaces/${"a".repeat(129)}/policy`), 422, "request.malformed");
     expectError(await api("PUT", "/workspaces/a%20b/policy", { body: {} }), 422, "request.malformed");
+  });
+});
+
+describe("wrong method on an admin path", () => {
+  it("answers 405 with the path's methods in Allow, from the registry", async () => {
+    for (const [method, path, allow] of [
+      ["POST", "/workspaces", "GET"],
+      ["PATCH", "/workspaces/tenant-a/policy", "GET, PUT, DELETE"],
+      ["GET", "/nodes/n1/drain", "POST"],
+      ["PUT", "/pools/default", "PATCH"],
+      ["POST", "/keys/abc", "DELETE"],
+    ] as const) {
+      const answer = await api(method, path);
+      expectError(answer, 405, "request.method_not_allowed");
+      expect(answer.headers.get("allow"), `${method} ${path}`).toBe(allow);
+    }
+  });
+
+  it("answers 401 and 403 before 405", async () => {
+    expect((await api("POST", "/workspaces", { token: null })).status).toBe(401);
+    const forbidden = await api("POST", "/workspaces", { token: await harness.token("tenant-a") });
+    expectError(forbidden, 403, "auth.forbidden");
   });
 });
 

@@ -1,0 +1,37 @@
+/**
+ * The audit trails in one read (src/store/sql/audit-repository.ts): contract calls refused
+ * after authentication (policy, quota, capacity, unknown session), each with `operation`,
+ * `code`, `at`, `principal` and how many identical refusals it stands for, and operators'
+ * changes (policy edits, keys, sessions ended, pools resized), newest first. Without `kind`,
+ * both; without `workspace`, every workspace's.
+ */
+import { SandpoolError } from "../contract/error-codes.js";
+import type { GatewayServices } from "../http/gateway-services.js";
+import type { OperationHandlers } from "../operations/handler.js";
+import type { AuditKind } from "../store/sql/audit-repository.js";
+import { answer } from "./admin-call.js";
+import { given, instantOf } from "./admin-params.js";
+import { DEFAULT_AUDIT_ITEMS } from "./audit-schemas.js";
+
+export function auditHandlers(services: GatewayServices): OperationHandlers {
+  return {
+    "admin.audit.list": async ({ args }) => {
+      const audit = services.audit;
+      if (!audit) throw new SandpoolError("request.not_found", "the audit trail is not available here");
+      const since = instantOf(args.query.since);
+      const until = instantOf(args.query.until);
+      if (since && until && since.getTime() >= until.getTime())
+        throw new SandpoolError("request.malformed", "since must be before until");
+      // This replica's refusals still in the usage buffer are part of the answer.
+      await services.usage.flush().catch(() => undefined);
+      const items = await audit.list({
+        workspace: given(args.query.workspace),
+        kind: given(args.query.kind) as AuditKind | undefined,
+        since,
+        until,
+        limit: args.query.limit ? Number(args.query.limit) : DEFAULT_AUDIT_ITEMS,
+      });
+      return answer({ items });
+    },
+  };
+}

@@ -1,0 +1,61 @@
+/**
+ * The shapes of the pool operations (`GET /pools`, `PATCH /pools/{name}`). A resize's body is
+ * the schema RuntimePoolSizes validates with (src/pool/pool-sizes.ts), imported.
+ */
+import { z } from "zod";
+import { pathParams } from "./admin-params.js";
+
+export { poolResizeSchema } from "../pool/pool-sizes.js";
+
+const sizes = { minIdle: z.number().int(), maxTotal: z.number().int() };
+
+/** A pool as operators see it (src/pool/pool-status.ts). */
+export const poolStatusSchema = z.object({
+  name: z.string(),
+  image: z.string(),
+  resourceClass: z.string(),
+  ...sizes,
+  warmupConcurrency: z.number().int(),
+  coldStartTimeoutMs: z.number().int(),
+  egress: z.boolean().optional(),
+  demand: z.boolean().optional(),
+  configured: z
+    .object(sizes)
+    .meta({ description: "The configuration's sizes (minIdle, maxTotal are those in force)." }),
+  override: z
+    .object({
+      pool: z.string(),
+      minIdle: z.number().int().nullable(),
+      maxTotal: z.number().int().nullable(),
+      updatedAt: z.string(),
+      updatedBy: z.string(),
+    })
+    .nullable()
+    .meta({ description: "The run-time resize in force (null sizes: as configured), or null." }),
+  effectiveMinIdle: z.number().int(),
+  leaseDemand: z.object({ leasesPerSecond: z.number(), refillSecondsP95: z.number().nullable() }),
+  idle: z.number().int(),
+  leased: z.number().int(),
+  starting: z.number().int(),
+  members: z.number().int(),
+  warmLeases: z.number().int(),
+  coldLeases: z.number().int(),
+  warmupFailures: z.number().int(),
+  warmHitRate: z.number().nullable(),
+  thisReplica: z.object({
+    warmLeases: z.number().int(),
+    coldLeases: z.number().int(),
+    warmupFailures: z.number().int(),
+  }),
+  lastStartError: z
+    .object({
+      message: z.string(),
+      at: z.string(),
+      nextAttemptAt: z.string(),
+      consecutiveFailures: z.number().int(),
+    })
+    .nullable(),
+});
+
+export const poolsResultSchema = z.object({ items: z.array(poolStatusSchema) });
+export const poolParams = pathParams("name", "The pool's name.");

@@ -1,0 +1,82 @@
+/**
+ * Running sessions in the admin API: operators list them (all, or one workspace's), oldest
+ * first, and end one. Ending goes through the session lifecycle's one `end` path, so the
+ * sandbox is destroyed, the workspace's slot freed and the usage closed exactly as when the
+ * client ends it; the action is audited (admin_audit: who, when, which session). Without
+ * `workspace`, ending finds the session in any workspace (ids are 144 random bits).
+ */
+import { SandpoolError } from "../contract/error-codes.js";
+import type { GatewayServices } from "../http/gateway-services.js";
+import type { OperationHandlers } from "../operations/handler.js";
+import { type Lease, leaseDeadline } from "../store/coordination/records.js";
+import { actorOf, answer } from "./admin-call.js";
+import { given } from "./admin-params.js";
+import type { SessionView } from "./session-schemas.js";
+
+/** Longer than any id sandpool mints: such a path names no session, and is not looked up. */
+const MAX_SESSION_ID_LENGTH = 128;
+
+export function sessionHandlers(services: GatewayServices): OperationHandlers {
+  return {
+    "admin.sessions.list": async ({ args }) => {
+      const now = Date.now();
+      const leases = (await services.sessions.list(given(args.query.workspace))).filter(
+        (lease) => leaseDeadline(lease) > now,
+      );
+      leases.sort((a, b) => a.createdAt - b.createdAt || a.sessionId.localeCompare(b.sessionId));
+      return answer({ items: leases.map(sessionView) });
+    },
+
+    "admin.sessions.end": async ({ args, caller, log }) => {
+      const id = args.params.id!;
+      const lease =
+        id.length <= MAX_SESSION_ID_LENGTH
+          ? await services.sessions.find(id, given(args.query.workspace))
+          : undefined;
+      // Gone between the lookup and the end (its client or the reaper ended it): just as unknown.
+      if (
+        !lease ||
+        !(await services.sessions.end(
+          { workspace: lease.workspace, sessionId: lease.sessionId },
+          "ended_by_operator",
+        ))
+      )
+        throw new SandpoolError("session.not_found", "no such session");
+      const actor = actorOf(caller);
+      await services.adminAudit?.record({
+        actor,
+        action: "session.end",
+        target: lease.sessionId,
+        workspace: lease.workspace,
+        detail: {
+          image: lease.image,
+          pool: lease.pool,
+          sandboxId: lease.sandbox.sandboxId,
+          created: lease.createdAt,
+        },
+      });
+      log.info(
+        { session: lease.sessionId, workspace: lease.workspace, actor },
+        "session ended by an operator",
+      );
+      return answer({ ended: sessionView(lease) });
+    },
+  };
+}
+
+function sessionView(lease: Lease): SessionView {
+  return {
+    id: lease.sessionId,
+    workspace: lease.workspace,
+    image: lease.image,
+    pool: lease.pool,
+    sandboxId: lease.sandbox.sandboxId,
+    runtimeId: lease.sandbox.runtimeId,
+    created: new Date(lease.createdAt).toISOString(),
+    lastActivity: new Date(lease.lastActivityAt).toISOString(),
+    expires: new Date(leaseDeadline(lease)).toISOString(),
+    idleTimeoutSeconds: lease.idleTimeoutSeconds,
+    maxLifetimeSeconds: lease.maxLifetimeSeconds,
+    activeCalls: lease.activeCalls ?? 0,
+  };
+}

@@ -1,0 +1,29 @@
+/** The shapes of the operator's session operations (`GET /sessions`, `DELETE /sessions/{id}`). */
+import { z } from "zod";
+import { pathParams, workspaceFilter } from "./admin-params.js";
+
+/** A running session as operators see it; dates are ISO 8601. */
+export const sessionViewSchema = z.object({
+  id: z.string(),
+  workspace: z.string(),
+  image: z.string(),
+  pool: z.string(),
+  sandboxId: z.string(),
+  runtimeId: z.string().meta({
+    description:
+      "Where the sandbox runs: with docker `<engine index>:<container id>`, with the process runtime its process.",
+  }),
+  created: z.string(),
+  lastActivity: z.string(),
+  expires: z.string().meta({ description: "When it ends unless something touches it first." }),
+  idleTimeoutSeconds: z.number().int(),
+  maxLifetimeSeconds: z.number().int(),
+  activeCalls: z.number().int(),
+});
+
+export type SessionView = z.output<typeof sessionViewSchema>;
+
+export const sessionsQuerySchema = z.object({ workspace: workspaceFilter });
+export const sessionsResultSchema = z.object({ items: z.array(sessionViewSchema) });
+export const sessionParams = pathParams("id", "The session's id.");
+export const endedResultSchema = z.object({ ended: sessionViewSchema });
