@@ -8,14 +8,16 @@
  * must come before any 404 of its own), and renders the outcome. It takes any group's
  * handler map: the contract's, the service endpoints', the admin API's.
  */
-import type { Context, Hono, MiddlewareHandler } from "hono";
+import type { Context, Env, Hono, MiddlewareHandler } from "hono";
+import type { Logger } from "pino";
 import type { Caller } from "../auth/principal.js";
+import { SandpoolError } from "../contract/error-codes.js";
 import { wantsEventStream } from "../contract/exec-events.js";
 import type { CallArgs, CallTransport, OperationHandler, OperationHandlers } from "../operations/handler.js";
 import type { OperationGroup, OperationSpec } from "../operations/operation.js";
 import { honoPath, type OperationRegistry, operations } from "../operations/registry.js";
 import { type PipelineDeps, runPipeline } from "../pipeline/pipeline.js";
-import type { RawArgs } from "../pipeline/steps/args.js";
+import { inputOf, type RawArgs } from "../pipeline/steps/args.js";
 import { authenticateCaller } from "../pipeline/steps/authenticate.js";
 import { closeUndelivered } from "./close-undelivered.js";
 import { readJsonBody } from "./common/read-json-body.js";
@@ -25,27 +27,47 @@ import { renderOutcome } from "./render-outcome.js";
 
 export interface BindOptions {
   /** The size cap of JSON bodies (413 before anything is read), for operations that take one. */
-  jsonLimit?: MiddlewareHandler<GatewayEnv>;
+  jsonLimit?: MiddlewareHandler;
   registry?: OperationRegistry;
+  /**
+   * Answers a wrong method on a bound path with 405 and `Allow` (the methods bound there),
+   * here (the admin API); the contract answers it after its catch-all (unmatched-route.ts).
+   */
+  methodNotAllowed?: boolean;
+}
+
+/** What the binder reads of any app's request variables (the contract's, the admin API's). */
+export interface BindableEnv extends Env {
+  Variables: { requestId: string; log: Logger; operation: string; operationId?: string };
 }
 
 const NO_ARGS: Readonly<Record<string, string>> = Object.freeze({});
 
-export function bindOperations(
-  app: Hono<GatewayEnv>,
+export function bindOperations<E extends BindableEnv>(
+  app: Hono<E>,
   group: OperationGroup,
   handlers: OperationHandlers,
   deps: PipelineDeps,
   options: BindOptions = {},
 ): void {
-  for (const operation of (options.registry ?? operations).all(group)) {
-    const handler = handlers[operation.id];
-    if (!handler) continue;
-    const route = bindOne(operation, handler, deps);
-    const takesJson = operation.input === "json" || operation.input === "optional-json";
-    if (takesJson && options.jsonLimit)
-      app.on(operation.method, honoPath(operation.path), options.jsonLimit, route);
-    else app.on(operation.method, honoPath(operation.path), route);
+  // One table for every app: the route reads the contract's variables, absent ones undefined.
+  const table = app as unknown as Hono<GatewayEnv>;
+  const served = (options.registry ?? operations).all(group).filter((operation) => handlers[operation.id]);
+  for (const operation of served) {
+    const route = bindOne(operation, handlers[operation.id]!, deps);
+    const input = inputOf(operation);
+    if ((input === "json" || input === "optional-json") && options.jsonLimit)
+      table.on(operation.method, honoPath(operation.path), options.jsonLimit, route);
+    else table.on(operation.method, honoPath(operation.path), route);
+  }
+  if (!options.methodNotAllowed) return;
+  for (const path of new Set(served.map((operation) => operation.path))) {
+    const allow = served.filter((operation) => operation.path === path).map((operation) => operation.method);
+    table.all(honoPath(path), (c) => {
+      throw new SandpoolError("request.method_not_allowed", `${c.req.method} is not allowed here`, {
+        headers: { Allow: allow.join(", ") },
+      });
+    });
   }
 }
 
@@ -55,7 +77,8 @@ function bindOne(
   deps: PipelineDeps,
 ): (c: Context<GatewayEnv>) => Promise<Response> {
   const hasParams = operation.path.includes("{");
-  const takesJson = operation.input === "json" || operation.input === "optional-json";
+  const input = inputOf(operation);
+  const takesJson = input === "json" || input === "optional-json";
   const streams = operation.answers.includes("event-stream");
   return async (c) => {
     c.set("operation", operation.label);
@@ -74,7 +97,7 @@ function bindOne(
       params: hasParams ? c.req.param() : NO_ARGS,
       query: operation.query ? c.req.query() : NO_ARGS,
       readBody: takesJson ? (optional) => readJsonBody(c, { optional }) : undefined,
-      stream: operation.input === "stream" ? uploadOf(c) : undefined,
+      stream: input === "stream" ? uploadOf(c) : undefined,
       answer,
     };
     const outcome = await runPipeline(deps, handler, {

@@ -10,7 +10,7 @@
 import type { $ZodType } from "zod/v4/core";
 import { safeParse } from "zod/v4/core";
 import { malformed, SandpoolError } from "../../contract/error-codes.js";
-import { issueProblems } from "../../contract/schemas.js";
+import { issueProblems, type SchemaIssues } from "../../contract/schemas.js";
 import type { CallArgs } from "../../operations/handler.js";
 import type { OperationSpec } from "../../operations/operation.js";
 
@@ -25,19 +25,24 @@ export interface RawArgs {
 }
 
 export async function admitArgs(operation: OperationSpec, raw: RawArgs): Promise<CallArgs> {
-  const params = operation.params ? checked<CallArgs["params"]>(operation.params, raw.params) : raw.params;
-  const query = operation.query ? checked<CallArgs["query"]>(operation.query, raw.query) : raw.query;
+  const params = operation.params
+    ? checked<CallArgs["params"]>(operation.params, raw.params, sentences)
+    : raw.params;
+  const query = operation.query
+    ? checked<CallArgs["query"]>(operation.query, raw.query, sentences)
+    : raw.query;
   const args: CallArgs = { params, query, answer: raw.answer };
-  if (operation.input === "json" || operation.input === "optional-json") {
-    const optional = operation.input === "optional-json";
+  const input = inputOf(operation);
+  if (input === "json" || input === "optional-json") {
+    const optional = input === "optional-json";
     const body = raw.readBody ? await raw.readBody(optional) : optional ? {} : undefined;
     if (body === undefined) throw new SandpoolError("request.bad_json", "the request body is not valid JSON");
     args.body = operation.admitBody
       ? operation.admitBody(body)
       : operation.body
-        ? checked(operation.body, body)
+        ? checked(operation.body, body, issueProblems)
         : body;
-  } else if (operation.input === "stream") {
+  } else if (input === "stream") {
     if (!raw.stream)
       throw new SandpoolError("request.malformed", `${operation.label} needs a multipart body`);
     args.stream = raw.stream;
@@ -45,8 +50,15 @@ export async function admitArgs(operation: OperationSpec, raw: RawArgs): Promise
   return args;
 }
 
-function checked<T>(schema: $ZodType, value: unknown): T {
+/** How an operation takes its body: as it declares, else JSON when it declares a body schema. */
+export function inputOf(operation: OperationSpec): OperationSpec["input"] {
+  return operation.input ?? (operation.body ? "json" : undefined);
+}
+
+const sentences = (error: SchemaIssues): string[] => error.issues.map((issue) => issue.message);
+
+function checked<T>(schema: $ZodType, value: unknown, problems: (error: SchemaIssues) => string[]): T {
   const parsed = safeParse(schema, value);
-  if (!parsed.success) throw malformed(issueProblems(parsed.error));
+  if (!parsed.success) throw malformed(problems(parsed.error));
   return parsed.data as T;
 }
