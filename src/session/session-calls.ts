@@ -62,9 +62,10 @@ export class SessionCalls {
     if (plan.admits === "resolve") {
       return { key, policy, call: undefined, lease: await this.deps.sessions.resolve(key) };
     }
-    if (plan.admits === "none" || !plan.callOptions || !policy) {
-      return { key, policy, call: undefined, lease: undefined };
-    }
+    if (plan.admits === "none") return { key, policy, call: undefined, lease: undefined };
+    // A call's options come from the policy in force: a plan that begins one is gated.
+    if (!plan.callOptions || !policy)
+      throw new Error("a plan that begins a call must be gated and give its options");
     const call = await this.deps.sessions.beginCall(key, plan.callOptions(policy, args, this.deps.limits));
     return { key, policy, call, lease: call.lease };
   }
