@@ -1,8 +1,8 @@
 /**
  * Every admin operation's handler, by operation id (src/operations/admin-operations.ts
  * declares them). Handlers get admitted arguments and answer an Outcome; none sees HTTP.
- * `admin.explain` has none yet: it is not served until its handler lands.
  */
+import { explainHandler } from "../explain/explain-handler.js";
 import type { GatewayServices } from "../http/gateway-services.js";
 import type { OperationHandlers } from "../operations/handler.js";
 import type { PolicyAdmin } from "../policy/policy-admin.js";
@@ -25,5 +25,6 @@ export function adminHandlers(services: GatewayServices, policyAdmin: PolicyAdmi
     ...sessionHandlers(services),
     ...keyHandlers(services),
     ...auditHandlers(services),
+    "admin.explain": explainHandler(services),
   };
 }

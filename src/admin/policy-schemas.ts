@@ -5,6 +5,12 @@
  */
 import { z } from "zod";
 import { toolKinds } from "../contract/schemas.js";
+import {
+  effectiveFieldNames,
+  type PolicyFieldKind,
+  type PolicyFieldName,
+  policyFields,
+} from "../policy/policy-fields.js";
 import { editablePolicyFieldsSchema } from "../store/sql/policy-row.js";
 import { wholeNumber } from "./admin-params.js";
 
@@ -23,28 +29,36 @@ export const policyRowSchema = editablePolicyFieldsSchema.extend({
   updatedBy: z.string(),
 });
 
-/** The values in force for a workspace: the deployment's, narrowed by its row. */
+/** What a field of each kind is in force: never null, the deployment's value applies. */
+const inForce: Record<PolicyFieldKind, z.ZodType> = {
+  switch: z.boolean(),
+  flag: z.boolean(),
+  count: z.number(),
+  bytes: z.number(),
+  name: z.string(),
+  names: z.array(z.string()),
+  tools: z.array(z.enum(toolKinds)),
+  cidrs: z.array(z.string()),
+  hosts: z.array(z.string()),
+};
+
+const isPolicyField = (field: string): field is PolicyFieldName => field in policyFields;
+
+/**
+ * The values in force for a workspace: the deployment's, narrowed by its row. One value per
+ * field of the table (src/policy/policy-fields.ts), and the defaults the ceilings clamp.
+ */
 export const effectivePolicySchema = z.object({
   workspace: z.string(),
   configured: z.boolean(),
-  enabled: z.boolean(),
-  allowedImages: z.array(z.string()),
+  ...Object.fromEntries(
+    effectiveFieldNames.map((field) => [
+      field,
+      isPolicyField(field) ? inForce[policyFields[field].kind] : z.number(),
+    ]),
+  ),
+  // Null when the row narrows the images so far that none is left.
   defaultImage: z.string().nullable(),
-  allowedTools: z.array(z.enum(toolKinds)),
-  execTimeoutCeilingSeconds: z.number(),
-  defaultExecTimeoutSeconds: z.number(),
-  idleTimeoutCeilingSeconds: z.number(),
-  maxLifetimeCeilingSeconds: z.number(),
-  defaultIdleTimeoutSeconds: z.number(),
-  defaultMaxLifetimeSeconds: z.number(),
-  maxConcurrentSessions: z.number(),
-  sessionsPerMinute: z.number(),
-  execSecondsPerDay: z.number(),
-  maxFileBytes: z.number(),
-  resourceClass: z.string(),
-  egressAllowed: z.boolean(),
-  egressAllowCidrs: z.array(z.string()),
-  egressAllowHosts: z.array(z.string()),
 });
 
 export const policySourceSchema = z.enum(["deployment", "workspace"]);

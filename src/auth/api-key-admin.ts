@@ -5,7 +5,7 @@
  */
 import { SandpoolError } from "../contract/error-codes.js";
 import { announceCommitted } from "../store/coordination/announce.js";
-import type { CoordinationStore } from "../store/coordination/coordination-store.js";
+import type { Broadcast } from "../store/coordination/broadcast.js";
 import type { ApiKeyRepository, ApiKeyRow } from "../store/sql/api-key-repository.js";
 import { API_KEYS_CHANNEL } from "./api-key-authenticator.js";
 import { apiKeyPrefixPattern, generateApiKey } from "./api-key-format.js";
@@ -25,7 +25,7 @@ export interface CreatedApiKey extends ApiKeyRow {
 export class ApiKeyAdmin {
   constructor(
     private readonly repository: ApiKeyRepository,
-    private readonly store: Pick<CoordinationStore, "publish">,
+    private readonly store: Pick<Broadcast, "publish">,
   ) {}
 
   async create(request: CreateApiKey, actor: string): Promise<CreatedApiKey> {

@@ -6,7 +6,7 @@
  */
 import type { Kysely } from "kysely";
 import type { Logger } from "pino";
-import type { CoordinationStore } from "../store/coordination/coordination-store.js";
+import type { Broadcast } from "../store/coordination/broadcast.js";
 import { ApiKeyRepository } from "../store/sql/api-key-repository.js";
 import type { Database } from "../store/sql/database-types.js";
 import { ApiKeyAdmin } from "./api-key-admin.js";
@@ -28,7 +28,7 @@ export interface GatewayAuthentication {
 
 export async function buildAuthentication(
   config: AuthConfig,
-  backends: { db: Kysely<Database>; store: CoordinationStore; log?: Logger },
+  backends: { db: Kysely<Database>; store: Broadcast; log?: Logger },
 ): Promise<GatewayAuthentication> {
   const repository = new ApiKeyRepository(backends.db);
   const apiKeys = new ApiKeyAuthenticator(repository, {

@@ -9,9 +9,11 @@ import { SANDPOOL_VERSION } from "../version.js";
 import { auditCommand } from "./commands/audit-command.js";
 import { configCommand } from "./commands/config-command.js";
 import { devCommand } from "./commands/dev-command.js";
+import { explainCommand } from "./commands/explain-command.js";
 import { keysCommand } from "./commands/keys-command.js";
 import { migrateCommand } from "./commands/migrate-command.js";
 import { nodesCommand } from "./commands/nodes-command.js";
+import { openapiCommand } from "./commands/openapi-command.js";
 import { policyCommand } from "./commands/policy-command.js";
 import { poolsCommand } from "./commands/pools-command.js";
 import { sandboxCommand } from "./commands/sandbox-command.js";
@@ -34,8 +36,10 @@ const program = new Command("sandpool")
   .addCommand(nodesCommand())
   .addCommand(keysCommand())
   .addCommand(auditCommand())
+  .addCommand(explainCommand())
   .addCommand(migrateCommand())
   .addCommand(configCommand())
+  .addCommand(openapiCommand())
   .addCommand(sandboxCommand());
 
 try {

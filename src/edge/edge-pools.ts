@@ -8,9 +8,9 @@
 import type { Logger } from "pino";
 import { SandpoolError } from "../contract/error-codes.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
-import { type LeasedSandbox, PoolManager } from "../pool/pool-manager.js";
+import { type LeasedSandbox, type PoolCapacity, PoolManager } from "../pool/pool-manager.js";
 import type { PoolSpec, SandboxRuntime, SandboxUsage } from "../runtime/sandbox-runtime.js";
-import type { CoordinationStore } from "../store/coordination/coordination-store.js";
+import type { PoolLedger } from "../store/coordination/pool-ledger.js";
 import type { MemberHold, SandboxRecord } from "../store/coordination/records.js";
 import type { NodeClient } from "./node-client.js";
 import { nodeEndpoint } from "./node-client.js";
@@ -31,7 +31,7 @@ const noEngine: SandboxRuntime = {
 
 export interface EdgePoolsDeps {
   pools: PoolSpec[];
-  store: CoordinationStore;
+  store: PoolLedger;
   nodes: NodeClient;
   directory: NodeDirectory;
   metrics: GatewayMetrics;
@@ -93,6 +93,29 @@ export class EdgePools extends PoolManager {
           retryAfterSeconds: 2,
           cause: last,
         });
+  }
+
+  /** What `lease` would do now, from the nodes' last heartbeats: the first node placement would ask. */
+  override async capacity(pool: PoolSpec): Promise<PoolCapacity> {
+    const nodes = this.edge.directory.list();
+    const order = placementOrder(nodes, pool);
+    const idle = order.reduce((sum, node) => sum + (node.freeWarm[pool.name] ?? 0), 0);
+    const maxTotal = nodes.reduce((sum, node) => sum + (node.capacity[pool.name] ?? 0), 0);
+    const first = order[0];
+    const outcome = !first ? "exhausted" : (first.freeWarm[pool.name] ?? 0) > 0 ? "warm" : "cold";
+    return {
+      pool: pool.name,
+      outcome,
+      idle,
+      members: Math.min(
+        maxTotal,
+        nodes.reduce((sum, node) => sum + node.leased, 0),
+      ),
+      maxTotal,
+      detail: first
+        ? `${order.length} node(s) could serve; node ${first.id} first (${outcome === "warm" ? "a warm lease" : "a cold start"})`
+        : "no ready node serves the pool now",
+    };
   }
 
   /** The node counts its sandboxes against its share: nothing to hold in Redis. */

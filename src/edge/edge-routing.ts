@@ -11,7 +11,8 @@ import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { NodeRegistry, NodeView } from "../nodes/node-registry.js";
 import { NodeSecrets } from "../nodes/node-signature.js";
 import type { SessionLifecycle } from "../session/session-lifecycle.js";
-import type { CoordinationStore } from "../store/coordination/coordination-store.js";
+import type { LeaseStore } from "../store/coordination/lease-store.js";
+import type { PoolLedger } from "../store/coordination/pool-ledger.js";
 import { EdgePools } from "./edge-pools.js";
 import { NodeClient } from "./node-client.js";
 import { NodeDirectory } from "./node-directory.js";
@@ -29,7 +30,7 @@ export interface EdgeRouting {
 
 export function createEdgeRouting(
   config: GatewayConfig,
-  deps: { registry: NodeRegistry; store: CoordinationStore; metrics: GatewayMetrics; log: Logger },
+  deps: { registry: NodeRegistry; store: LeaseStore & PoolLedger; metrics: GatewayMetrics; log: Logger },
 ): EdgeRouting {
   const { registry, store, metrics, log } = deps;
   const routingErrors = new Counter({

@@ -21,9 +21,9 @@ import { inputOf, type RawArgs } from "../pipeline/steps/args.js";
 import { authenticateCaller } from "../pipeline/steps/authenticate.js";
 import { closeUndelivered } from "./close-undelivered.js";
 import { readJsonBody } from "./common/read-json-body.js";
+import { renderOutcome } from "./common/render-outcome.js";
 import type { GatewayEnv } from "./gateway-env.js";
 import { passedAuthentication } from "./middleware/unauthenticated-gate.js";
-import { renderOutcome } from "./render-outcome.js";
 
 export interface BindOptions {
   /** The size cap of JSON bodies (413 before anything is read), for operations that take one. */

@@ -9,7 +9,7 @@ import { SandpoolError } from "../contract/error-codes.js";
 import type { SandboxClient } from "../forward/sandbox-client.js";
 import type { NodeAdvert } from "../nodes/node-registry.js";
 import type { PoolSpec, SandboxRuntime, SandboxUsage } from "../runtime/sandbox-runtime.js";
-import type { CoordinationStore } from "../store/coordination/coordination-store.js";
+import type { LeaseStore } from "../store/coordination/lease-store.js";
 import type { SandboxRecord } from "../store/coordination/records.js";
 import { NodeWarmPool } from "./node-warm-pool.js";
 import { poolShare } from "./pool-share.js";
@@ -18,7 +18,7 @@ export interface NodeSandboxesDeps {
   pools: readonly PoolSpec[];
   runtime: SandboxRuntime;
   client: SandboxClient;
-  store: CoordinationStore;
+  store: LeaseStore;
   log: Logger;
   nodeId: string;
   url: string;

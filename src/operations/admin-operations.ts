@@ -42,6 +42,7 @@ import {
   usageSummaryQuerySchema,
   usageSummaryResultSchema,
 } from "../admin/usage-schemas.js";
+import { explainBodySchema, explainResultSchema } from "../explain/explain-schemas.js";
 import type { AnswerKind, Effect, HttpMethod, OperationSpec } from "./operation.js";
 
 interface AdminOptions {
@@ -228,6 +229,6 @@ export const adminOperations: readonly OperationSpec[] = [
     "/explain",
     "AdminExplain",
     "The decision trace of a would-be call, without running it.",
-    { effects: ["read"] },
+    { effects: ["read"], body: explainBodySchema, result: explainResultSchema },
   ),
 ];

@@ -50,4 +50,13 @@ export const serviceOperations = [
     label: "docs",
     answers: ["text"],
   },
+  {
+    ...service,
+    id: "service.docs.asset",
+    summary: "A file of the docs page (the renderer's script and style sheet), served from the package.",
+    method: "GET",
+    path: "/docs/{asset}",
+    label: "docs_asset",
+    answers: ["bytes"],
+  },
 ] as const satisfies readonly OperationSpec[];

@@ -7,6 +7,13 @@
 import type { ToolKind } from "../contract/schemas.js";
 import { cidrWithin, hostPatternWithin } from "../egress/egress-patterns.js";
 import type { DeploymentPolicy } from "./deployment-policy.js";
+import {
+  type CeilingField,
+  type ClampedDefault,
+  ceilingFields,
+  ceilingOf,
+  clampedDefaultOf,
+} from "./policy-fields.js";
 import type { WorkspacePolicyFields } from "./workspace-policy-fields.js";
 
 export interface EffectivePolicy {
@@ -49,9 +56,7 @@ export function effectivePolicy(
 ): EffectivePolicy {
   const allowedImages = intersect(deployment.allowedImages, row?.allowedImages);
   const preferred = row?.defaultImage ?? deployment.defaultImage;
-  const idleCeiling = stricter(deployment.idleTimeoutCeilingSeconds, row?.idleTimeoutCeilingSeconds);
-  const lifetimeCeiling = stricter(deployment.maxLifetimeCeilingSeconds, row?.maxLifetimeCeilingSeconds);
-  const execCeiling = stricter(deployment.execTimeoutCeilingSeconds, row?.execTimeoutCeilingSeconds);
+  const limits = clampedLimits(deployment, row);
   const egress = egressLists(deployment, row);
   return {
     workspace,
@@ -60,16 +65,7 @@ export function effectivePolicy(
     allowedImages,
     defaultImage: allowedImages.includes(preferred) ? preferred : allowedImages[0],
     allowedTools: intersect(deployment.allowedTools, row?.allowedTools),
-    execTimeoutCeilingSeconds: execCeiling,
-    defaultExecTimeoutSeconds: Math.min(deployment.defaultExecTimeoutSeconds, execCeiling),
-    idleTimeoutCeilingSeconds: idleCeiling,
-    maxLifetimeCeilingSeconds: lifetimeCeiling,
-    defaultIdleTimeoutSeconds: Math.min(deployment.defaultIdleTimeoutSeconds, idleCeiling),
-    defaultMaxLifetimeSeconds: Math.min(deployment.defaultMaxLifetimeSeconds, lifetimeCeiling),
-    maxConcurrentSessions: stricter(deployment.maxConcurrentSessions, row?.maxConcurrentSessions),
-    sessionsPerMinute: stricter(deployment.sessionsPerMinute, row?.sessionsPerMinute),
-    execSecondsPerDay: stricter(deployment.execSecondsPerDay, row?.execSecondsPerDay),
-    maxFileBytes: stricter(deployment.maxFileBytes, row?.maxFileBytes),
+    ...limits,
     // A row may pick another class only where the deployment has a pool for it (checked on write).
     resourceClass: row?.resourceClass ?? deployment.resourceClass,
     // Egress is a grant: only where both the deployment and the row allow it.
@@ -77,6 +73,24 @@ export function effectivePolicy(
     egressAllowCidrs: egress.cidrs,
     egressAllowHosts: egress.hosts,
   };
+}
+
+/**
+ * Every numeric field (policy-fields.ts): the stricter of the row and the deployment's
+ * ceiling; and the deployment defaults those ceilings clamp, cut to the ceiling in force.
+ */
+function clampedLimits(
+  deployment: DeploymentPolicy,
+  row: WorkspacePolicyFields | undefined,
+): Record<CeilingField | ClampedDefault, number> {
+  const limits = {} as Record<CeilingField | ClampedDefault, number>;
+  for (const field of ceilingFields) {
+    const limit = stricter(deployment[ceilingOf(field)], row?.[field]);
+    limits[field] = limit;
+    const clamped = clampedDefaultOf(field);
+    if (clamped) limits[clamped] = Math.min(deployment[clamped], limit);
+  }
+  return limits;
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 
 import { announceCommitted } from "../store/coordination/announce.js";
-import type { CoordinationStore } from "../store/coordination/coordination-store.js";
+import type { Broadcast } from "../store/coordination/broadcast.js";
 import type { PolicyRepository, PolicySetChange } from "../store/sql/policy-repository.js";
 import type { PolicyAuditRow, WorkspacePolicyRow } from "../store/sql/policy-row.js";
 import type { DeploymentPolicy } from "./deployment-policy.js";
@@ -21,7 +21,7 @@ export class PolicyAdmin {
     private readonly deployment: DeploymentPolicy,
     private readonly resourceClasses: readonly string[],
     private readonly repository: PolicyRepository,
-    private readonly store: CoordinationStore,
+    private readonly store: Pick<Broadcast, "publish">,
   ) {}
 
   get(workspace: string): Promise<WorkspacePolicyRow | undefined> {

@@ -8,26 +8,8 @@ import { workspaceIdPattern } from "../auth/workspace-claim.js";
 import { malformed, SandpoolError } from "../contract/error-codes.js";
 import type { EditablePolicyFields } from "../store/sql/policy-row.js";
 import type { DeploymentPolicy } from "./deployment-policy.js";
+import { noNarrowing } from "./policy-fields.js";
 import { validatePolicyEdit } from "./workspace-policy-fields.js";
-
-/** Every editable field unset: what an entry's absent fields mean. */
-const NO_NARROWING: EditablePolicyFields = {
-  enabled: true,
-  allowedImages: null,
-  defaultImage: null,
-  allowedTools: null,
-  execTimeoutCeilingSeconds: null,
-  idleTimeoutCeilingSeconds: null,
-  maxLifetimeCeilingSeconds: null,
-  maxConcurrentSessions: null,
-  sessionsPerMinute: null,
-  execSecondsPerDay: null,
-  maxFileBytes: null,
-  resourceClass: null,
-  egressAllowed: null,
-  egressAllowCidrs: null,
-  egressAllowHosts: null,
-};
 
 /** The most workspaces one set may hold. */
 export const MAX_POLICY_SET = 10_000;
@@ -75,9 +57,9 @@ export function validatePolicySet(
       continue;
     }
     try {
-      const edit = { ...NO_NARROWING, ...(fields ?? {}) };
+      const edit = { ...noNarrowing, ...(fields ?? {}) };
       const valid = validatePolicyEdit(edit, deployment, resourceClasses);
-      set.set(workspace, { ...NO_NARROWING, ...valid } as EditablePolicyFields);
+      set.set(workspace, { ...noNarrowing, ...valid } as EditablePolicyFields);
     } catch (error) {
       if (!(error instanceof SandpoolError)) throw error;
       for (const problem of error.problems ?? [error.message]) problems.push(`${workspace}: ${problem}`);

@@ -4,45 +4,21 @@
  * (422) rather than silently clamped, so an operator never believes a limit is in force
  * that is not.
  */
-import { z } from "zod";
+
+import type { z } from "zod";
 import { malformed } from "../contract/error-codes.js";
-import { issueProblems, toolKinds } from "../contract/schemas.js";
+import { issueProblems } from "../contract/schemas.js";
 import { cidrWithin, hostPatternWithin } from "../egress/egress-patterns.js";
-import { cidrSchema, hostPatternSchema } from "../egress/egress-schemas.js";
 import type { DeploymentPolicy } from "./deployment-policy.js";
+import { ceilingFields, ceilingOf, policyEditSchema } from "./policy-fields.js";
 
-const limit = z.number().int().min(1).nullish();
-
-export const workspacePolicyFieldsSchema = z.strictObject({
-  enabled: z.boolean().optional(),
-  allowedImages: z.array(z.string().min(1)).nullish(),
-  defaultImage: z.string().min(1).nullish(),
-  allowedTools: z.array(z.enum(toolKinds)).nullish(),
-  execTimeoutCeilingSeconds: limit,
-  idleTimeoutCeilingSeconds: limit,
-  maxLifetimeCeilingSeconds: limit,
-  maxConcurrentSessions: limit,
-  sessionsPerMinute: limit,
-  execSecondsPerDay: limit,
-  maxFileBytes: limit,
-  resourceClass: z.string().min(1).nullish(),
-  egressAllowed: z.boolean().nullish(),
-  egressAllowCidrs: z.array(cidrSchema).max(256).nullish(),
-  egressAllowHosts: z.array(hostPatternSchema).max(256).nullish(),
-});
+/** An edit's shape, derived from the table of fields (policy-fields.ts): the admin API's body. */
+export const workspacePolicyFieldsSchema = policyEditSchema;
 
 export type WorkspacePolicyFields = z.output<typeof workspacePolicyFieldsSchema>;
 
-/** Numeric fields that share their name with a deployment ceiling: a row may only lower them. */
-export const ceilingFields = [
-  "execTimeoutCeilingSeconds",
-  "idleTimeoutCeilingSeconds",
-  "maxLifetimeCeilingSeconds",
-  "maxConcurrentSessions",
-  "sessionsPerMinute",
-  "execSecondsPerDay",
-  "maxFileBytes",
-] as const satisfies readonly (keyof WorkspacePolicyFields & keyof DeploymentPolicy)[];
+/** Numeric fields, each clamped to a deployment ceiling: a row may only lower them. */
+export { ceilingFields };
 
 /**
  * Parses an edit and checks it against the deployment: every problem is listed in one
@@ -59,8 +35,9 @@ export function validatePolicyEdit(
   const problems: string[] = [];
   for (const field of ceilingFields) {
     const value = fields[field];
-    if (typeof value === "number" && value > deployment[field]) {
-      problems.push(`${field}: ${value} is above the deployment ceiling of ${deployment[field]}`);
+    const ceiling = deployment[ceilingOf(field)];
+    if (typeof value === "number" && value > ceiling) {
+      problems.push(`${field}: ${value} is above the deployment ceiling of ${ceiling}`);
     }
   }
   for (const image of fields.allowedImages ?? []) {

@@ -8,7 +8,7 @@
  */
 import type { Logger } from "pino";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
-import type { CoordinationStore } from "../store/coordination/coordination-store.js";
+import type { PoolDemandExchange } from "../store/coordination/pool-demand-exchange.js";
 import { REFILL_WINDOW } from "./pool-demand.js";
 import type { PoolCounters, PoolManager } from "./pool-manager.js";
 
@@ -24,7 +24,7 @@ export class PoolDemandSync {
 
   constructor(
     private readonly pools: PoolManager,
-    private readonly store: CoordinationStore,
+    private readonly store: PoolDemandExchange,
     private readonly metrics: GatewayMetrics,
     private readonly log: Logger,
     private readonly everyMs = DEMAND_SYNC_EVERY_MS,
@@ -68,7 +68,7 @@ export class PoolDemandSync {
     for (const pool of this.pools.list()) {
       const sent = this.sent.get(pool.name) ?? { warmLeases: 0, coldLeases: 0, warmupFailures: 0 };
       const delta = this.pools.takeDemandDelta(pool.name, sent);
-      let totals: Awaited<ReturnType<CoordinationStore["exchangePoolDemand"]>>;
+      let totals: Awaited<ReturnType<PoolDemandExchange["exchangePoolDemand"]>>;
       try {
         totals = await this.store.exchangePoolDemand(pool.name, delta, REFILL_WINDOW);
       } catch (error) {

@@ -15,8 +15,8 @@ import { SandpoolError } from "../contract/error-codes.js";
 import type { SandboxClient } from "../forward/sandbox-client.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { PoolSpec, SandboxRuntime, SandboxUsage } from "../runtime/sandbox-runtime.js";
-import type { CoordinationStore } from "../store/coordination/coordination-store.js";
 import type { PoolDemandDelta, PoolDemandTotals } from "../store/coordination/pool-demand-exchange.js";
+import type { PoolLedger } from "../store/coordination/pool-ledger.js";
 import type { MemberHold, SandboxRecord } from "../store/coordination/records.js";
 import { PoolDemand, type PoolDemandView, REFILL_WINDOW } from "./pool-demand.js";
 import type { PoolSizes } from "./pool-sizes.js";
@@ -32,7 +32,7 @@ const RENEW_IDLE_EVERY_MS = IDLE_MEMBERSHIP_MS / 10;
 
 export interface PoolManagerDeps {
   pools: PoolSpec[];
-  store: CoordinationStore;
+  store: PoolLedger;
   runtime: SandboxRuntime;
   client: SandboxClient;
   metrics: GatewayMetrics;
@@ -49,6 +49,17 @@ export interface PoolCounters {
   warmLeases: number;
   coldLeases: number;
   warmupFailures: number;
+}
+
+/** What a lease from a pool would get now (`PoolManager.capacity`). */
+export interface PoolCapacity {
+  pool: string;
+  outcome: "warm" | "cold" | "exhausted";
+  idle: number;
+  /** Sandboxes counted against maxTotal (idle, leased, starting); on an edge, the nodes' capacity in use. */
+  members: number;
+  maxTotal: number;
+  detail: string;
 }
 
 export interface LeasedSandbox {
@@ -189,6 +200,29 @@ export class PoolManager {
       seconds,
     );
     return leased;
+  }
+
+  /**
+   * What `lease` would do now, taking nothing (explain): a warm lease while the pool has an
+   * idle sandbox, else a cold start while it is below `maxTotal`, else 503 capacity.exhausted.
+   */
+  async capacity(pool: PoolSpec): Promise<PoolCapacity> {
+    const [idle, members] = await Promise.all([
+      this.deps.store.countIdle(pool.name),
+      this.deps.store.countMembers(pool.name, this.now()),
+    ]);
+    const { maxTotal } = this.sizeOf(pool);
+    const outcome = idle > 0 ? "warm" : members < maxTotal ? "cold" : "exhausted";
+    return {
+      pool: pool.name,
+      outcome,
+      idle,
+      members,
+      maxTotal,
+      detail:
+        `${idle} idle, ${members} of ${maxTotal} sandboxes in the pool` +
+        (outcome === "warm" ? ": a warm lease" : outcome === "cold" ? ": a cold start" : ": at capacity"),
+    };
   }
 
   /** Keeps a leased sandbox counted against its pool for `hold`'s workspace until `hold.until`. */

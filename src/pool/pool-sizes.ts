@@ -12,7 +12,7 @@ import { malformed, SandpoolError } from "../contract/error-codes.js";
 import { issueProblems } from "../contract/schemas.js";
 import type { PoolSpec } from "../runtime/sandbox-runtime.js";
 import { announceCommitted } from "../store/coordination/announce.js";
-import type { CoordinationStore } from "../store/coordination/coordination-store.js";
+import type { Broadcast } from "../store/coordination/broadcast.js";
 import type { PoolSizeOverride, PoolSizeRepository } from "../store/sql/pool-size-repository.js";
 
 export const POOL_SIZES_CHANNEL = "sandpool:pool-sizes-changed";
@@ -52,7 +52,7 @@ export class RuntimePoolSizes {
   constructor(
     pools: readonly PoolSpec[],
     private readonly repository: PoolSizeRepository,
-    private readonly store: CoordinationStore,
+    private readonly store: Broadcast,
     private readonly log: Logger,
     now?: () => number,
   ) {

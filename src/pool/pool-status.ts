@@ -5,7 +5,8 @@
  * replica's, shared by src/pool/pool-demand-sync.ts) and, while its starts fail, why.
  */
 import type { PoolSpec } from "../runtime/sandbox-runtime.js";
-import type { CoordinationStore } from "../store/coordination/coordination-store.js";
+import type { LeaseStore } from "../store/coordination/lease-store.js";
+import type { PoolLedger } from "../store/coordination/pool-ledger.js";
 import type { PoolSizeOverride } from "../store/sql/pool-size-repository.js";
 import type { PoolDemandView } from "./pool-demand.js";
 import type { PoolCounters, PoolManager } from "./pool-manager.js";
@@ -52,7 +53,7 @@ export interface PoolStatus extends PoolSpec {
 export async function poolStatus(
   pools: PoolManager,
   sizes: RuntimePoolSizes | undefined,
-  store: CoordinationStore,
+  store: PoolLedger & LeaseStore,
   now: number = Date.now(),
 ): Promise<PoolStatus[]> {
   const leases = await store.listLeases();

@@ -7,9 +7,15 @@
  */
 import { SandpoolError } from "../contract/error-codes.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
-import type { CoordinationStore } from "../store/coordination/coordination-store.js";
+import type { AdmissionStore } from "../store/coordination/admission-store.js";
+import {
+  type ExecAdmissionPreview,
+  previewExec,
+  previewSession,
+  type SessionAdmissionPreview,
+} from "./admission-preview.js";
 
-const MINUTE_MS = 60_000;
+export const MINUTE_MS = 60_000;
 const DAY_MS = 86_400_000;
 
 export function budgetDay(now: number): string {
@@ -22,7 +28,7 @@ function secondsUntilNextDay(now: number): number {
 
 export class Admission {
   constructor(
-    private readonly store: CoordinationStore,
+    private readonly store: AdmissionStore,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -46,18 +52,22 @@ export class Admission {
     });
     if (verdict.admitted) return;
     if (verdict.refused === "exec_budget") throw budgetSpent(policy, now);
-    if (verdict.refused === "concurrent_sessions") {
-      throw new SandpoolError(
-        "quota.concurrent_sessions",
-        `the workspace already has ${policy.maxConcurrentSessions} sessions open`,
-        { retryAfterSeconds: 1 },
-      );
-    }
-    throw new SandpoolError(
-      "quota.session_rate",
-      `the workspace may create ${policy.sessionsPerMinute} sessions a minute`,
-      { retryAfterSeconds: Math.max(1, Math.ceil(verdict.waitMs / 1000)) },
-    );
+    if (verdict.refused === "concurrent_sessions") throw slotsTaken(policy);
+    throw rateReached(policy, verdict.waitMs);
+  }
+
+  /**
+   * What `admitSession` would answer now, taking nothing (explain): the same three checks in
+   * the same order, each with what is used and the limit.
+   */
+  previewSession(policy: EffectivePolicy): Promise<SessionAdmissionPreview> {
+    return previewSession(this.store, policy, this.now());
+  }
+
+  /** What a call asking `requestedMs` of the day's budget would be granted now, reserving nothing. */
+  previewExec(policy: EffectivePolicy, requestedMs: number): Promise<ExecAdmissionPreview> {
+    const request = this.execRequest(policy, requestedMs);
+    return previewExec(this.store, policy, request, this.now());
   }
 
   releaseSession(workspace: string, sessionId: string): Promise<void> {
@@ -143,10 +153,26 @@ export interface ExecReservation {
   grantedMs: number;
 }
 
-function budgetSpent(policy: EffectivePolicy, now: number): SandpoolError {
+export function budgetSpent(policy: EffectivePolicy, now: number): SandpoolError {
   return new SandpoolError(
     "quota.exec_budget",
     `the workspace has used its ${policy.execSecondsPerDay} execution seconds for today`,
     { retryAfterSeconds: secondsUntilNextDay(now) },
+  );
+}
+
+export function slotsTaken(policy: EffectivePolicy): SandpoolError {
+  return new SandpoolError(
+    "quota.concurrent_sessions",
+    `the workspace already has ${policy.maxConcurrentSessions} sessions open`,
+    { retryAfterSeconds: 1 },
+  );
+}
+
+export function rateReached(policy: EffectivePolicy, waitMs: number): SandpoolError {
+  return new SandpoolError(
+    "quota.session_rate",
+    `the workspace may create ${policy.sessionsPerMinute} sessions a minute`,
+    { retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) },
   );
 }

@@ -16,6 +16,7 @@ import type { ExecRequest } from "../contract/schemas.js";
 import { pendingWorkOf } from "../http/common/pending-work.js";
 import type { GatewayServices } from "../http/gateway-services.js";
 import type { OperationHandler } from "../operations/handler.js";
+import { grantedTimeoutSeconds } from "../policy/decide-limits.js";
 import { streamExecution } from "./exec-stream.js";
 import { answerOutcome, forwardToSandbox } from "./forward-to-sandbox.js";
 import { meterExecution } from "./meter-execution.js";
@@ -29,9 +30,7 @@ export function executeHandler(services: GatewayServices): OperationHandler {
     const { tool } = body;
     const requestedSeconds = requestedExecSeconds(policy!, body);
     const { lease } = call!;
-    // Whole seconds, rounded down so the call cannot outrun what was granted (below one
-    // second granted, one second: the last call of a day may overrun that little).
-    const timeoutSeconds = Math.max(1, Math.min(requestedSeconds, Math.floor(call!.grantedMs / 1000)));
+    const timeoutSeconds = grantedTimeoutSeconds(requestedSeconds, call!.grantedMs);
     const deadlineMs = timeoutSeconds * 1000 + bufferMs;
     // Unknown request fields travel on to the sandbox; only the timeout is rewritten.
     const forwarded = JSON.stringify({ ...body, timeout_seconds: timeoutSeconds });

@@ -5,10 +5,11 @@
  * busy in one round trip). The pipeline's resolve, policy and admit steps call these.
  */
 import type { Principal } from "../auth/principal.js";
-import { SandpoolError } from "../contract/error-codes.js";
 import type { CallArgs } from "../operations/handler.js";
+import { workspaceEnabled } from "../policy/decide-access.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
 import type { PolicyService } from "../policy/policy-service.js";
+import { enforce } from "../policy/verdict.js";
 import type { LeaseKey } from "../store/coordination/records.js";
 import type { AdmittedSession } from "./admitted-session.js";
 import type { SessionLifecycle } from "./session-lifecycle.js";
@@ -38,7 +39,7 @@ export class SessionCalls {
   async gate(plan: SessionPlan, workspace: string, args: CallArgs): Promise<EffectivePolicy | undefined> {
     if (!plan.gated) return undefined;
     const policy = await this.deps.policies.forWorkspace(workspace);
-    if (!policy.enabled) throw new SandpoolError("policy.workspace_disabled", "the workspace is disabled");
+    enforce(workspaceEnabled(policy));
     plan.rules?.(policy, args);
     return policy;
   }

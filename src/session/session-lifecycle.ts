@@ -12,12 +12,15 @@ import type { CreateSessionRequest } from "../contract/schemas.js";
 import type { JobRunner } from "../jobs/job-runner.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { UsageSink } from "../metering/usage-sink.js";
+import { imageAllowed, workspaceEnabled } from "../policy/decide-access.js";
+import { sessionTimeouts } from "../policy/decide-limits.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
 import type { PolicyService } from "../policy/policy-service.js";
+import { enforce } from "../policy/verdict.js";
 import type { PoolManager } from "../pool/pool-manager.js";
 import { type Admission, settlement } from "../quota/admission.js";
 import type { SandboxUsage } from "../runtime/sandbox-runtime.js";
-import type { CoordinationStore } from "../store/coordination/coordination-store.js";
+import type { LeaseStore } from "../store/coordination/lease-store.js";
 import { type Lease, type LeaseKey, leaseDeadline } from "../store/coordination/records.js";
 
 export const DESTROY_SANDBOX_JOB = "destroy-sandbox";
@@ -36,7 +39,7 @@ export type EndReason =
   | "node_lost";
 
 export interface SessionLifecycleDeps {
-  store: CoordinationStore;
+  store: LeaseStore;
   pools: PoolManager;
   admission: Admission;
   policies: PolicyService;
@@ -73,9 +76,6 @@ export interface CreatedSession {
   warm: boolean;
 }
 
-const clamp = (hint: number | null | undefined, fallback: number, ceiling: number) =>
-  Math.min(hint ?? fallback, ceiling);
-
 export class SessionLifecycle {
   private readonly now: () => number;
 
@@ -85,14 +85,8 @@ export class SessionLifecycle {
 
   async create(workspace: string, request: CreateSessionRequest): Promise<CreatedSession> {
     const policy = await this.deps.policies.forWorkspace(workspace);
-    if (!policy.enabled) throw new SandpoolError("policy.workspace_disabled", "the workspace is disabled");
-    const image = request.image ?? policy.defaultImage;
-    if (!image || !policy.allowedImages.includes(image)) {
-      throw new SandpoolError(
-        "policy.image_not_allowed",
-        `the image '${image ?? ""}' is not allowed for this workspace`,
-      );
-    }
+    enforce(workspaceEnabled(policy));
+    const image = enforce(imageAllowed(policy, request.image)).image!;
     const pool = this.deps.pools.find(image, policy.resourceClass, policy.egressAllowed);
     if (!pool) {
       throw new SandpoolError(
@@ -100,16 +94,9 @@ export class SessionLifecycle {
         `no pool serves the image '${image}' in the '${policy.resourceClass}' class`,
       );
     }
-    const idleTimeoutSeconds = clamp(
-      request.idle_timeout_seconds,
-      policy.defaultIdleTimeoutSeconds,
-      policy.idleTimeoutCeilingSeconds,
-    );
-    const maxLifetimeSeconds = clamp(
-      request.max_lifetime_seconds,
-      policy.defaultMaxLifetimeSeconds,
-      policy.maxLifetimeCeilingSeconds,
-    );
+    const timeouts = sessionTimeouts(policy, request);
+    const idleTimeoutSeconds = timeouts.idle.value;
+    const maxLifetimeSeconds = timeouts.lifetime.value;
     // 144 random bits, URL-safe: unguessable, and unrelated to the container or its session.
     const sessionId = newSessionId();
     // The slot is held from now; a slow cold start must not eat into it.

@@ -6,10 +6,12 @@
  * the session busy, in one store round trip), `resolve` only reads the lease, `none` leaves it
  * to the handler (CreateSession leases one; DestroySession answers 204 for any id).
  */
-import { SandpoolError } from "../contract/error-codes.js";
 import type { ExecRequest } from "../contract/schemas.js";
 import type { CallArgs } from "../operations/handler.js";
+import { fileSizeAllowed, toolAllowed } from "../policy/decide-access.js";
+import { execTimeout } from "../policy/decide-limits.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
+import { enforce } from "../policy/verdict.js";
 import type { CallOptions } from "./session-lifecycle.js";
 
 export interface SessionPlanLimits {
@@ -27,17 +29,12 @@ export interface SessionPlan {
   callOptions?: (policy: EffectivePolicy, args: CallArgs, limits: SessionPlanLimits) => CallOptions;
 }
 
-/** Room for multipart boundaries and part headers on top of the file itself. */
-export const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
 /** Longest a transfer may keep its session from idling out if its end is never seen. */
 export const TRANSFER_DEADLINE_MS = 30 * 60_000;
 
 /** The seconds an Execute asks for: its own timeout or the default, within the ceiling in force. */
 export function requestedExecSeconds(policy: EffectivePolicy, request: ExecRequest): number {
-  return Math.min(
-    request.timeout_seconds ?? policy.defaultExecTimeoutSeconds,
-    policy.execTimeoutCeilingSeconds,
-  );
+  return execTimeout(policy, request.timeout_seconds).value;
 }
 
 const transfer = (): CallOptions => ({ deadlineMs: TRANSFER_DEADLINE_MS });
@@ -50,13 +47,7 @@ export const sessionPlans: Readonly<Record<string, SessionPlan>> = {
     admits: "call",
     gated: true,
     rules: (policy, args) => {
-      const { tool } = args.body as ExecRequest;
-      if (!policy.allowedTools.includes(tool)) {
-        throw new SandpoolError(
-          "policy.tool_not_allowed",
-          `the tool '${tool}' is not allowed for this workspace`,
-        );
-      }
+      enforce(toolAllowed(policy, (args.body as ExecRequest).tool));
     },
     // Busy until the longest the call may take (the time granted can only shorten it).
     callOptions: (policy, args, limits) => {
@@ -75,13 +66,7 @@ export const sessionPlans: Readonly<Record<string, SessionPlan>> = {
     gated: true,
     // Checked on Content-Length before anything is read; the sandbox enforces the cap exactly.
     rules: (policy, args) => {
-      const declared = args.stream?.contentLength;
-      if (declared !== undefined && declared > policy.maxFileBytes + MULTIPART_OVERHEAD_BYTES) {
-        throw new SandpoolError(
-          "file.too_large",
-          `the file is larger than the ${policy.maxFileBytes}-byte cap`,
-        );
-      }
+      enforce(fileSizeAllowed(policy, args.stream?.contentLength));
     },
     callOptions: transfer,
   },

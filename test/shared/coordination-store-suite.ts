@@ -210,6 +210,56 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
       });
     });
 
+    // The read-only views explain uses: they answer what the taking methods would see, and take nothing.
+    describe("read-only views (explain)", () => {
+      it("countRate sees the window takeRate keeps, and records nothing", async () => {
+        const ws = freshName("ws");
+        expect(await store.countRate(ws, MINUTE, t0)).toEqual({ count: 0, oldestAt: null });
+        await store.takeRate(ws, 3, MINUTE, t0);
+        await store.takeRate(ws, 3, MINUTE, t0 + 10 * SECOND);
+        for (let i = 0; i < 5; i++)
+          expect(await store.countRate(ws, MINUTE, t0 + 20 * SECOND)).toEqual({ count: 2, oldestAt: t0 });
+        // Still room for exactly one: the reads took none of it.
+        expect(await store.takeRate(ws, 3, MINUTE, t0 + 20 * SECOND)).toBe(0);
+        expect(await store.takeRate(ws, 3, MINUTE, t0 + 20 * SECOND)).toBe(40 * SECOND);
+        // An event leaves the window exactly windowMs after it happened, as for takeRate.
+        expect(await store.countRate(ws, MINUTE, t0 + MINUTE)).toEqual({
+          count: 2,
+          oldestAt: t0 + 10 * SECOND,
+        });
+      });
+
+      it("countRate sees the sessions admitSession counted, per workspace", async () => {
+        const [ws, other] = [freshName("ws"), freshName("ws")];
+        const admission = {
+          token: freshName("tok"),
+          slotLimit: 5,
+          slotExpiresAt: t0 + HOUR,
+          now: t0,
+          ratePerWindow: 5,
+          rateWindowMs: MINUTE,
+          budgetDay: "2030-01-15",
+          budgetLimitMs: HOUR,
+        };
+        expect(await store.admitSession(ws, admission)).toEqual({ admitted: true });
+        expect(await store.countRate(ws, MINUTE, t0 + 1)).toEqual({ count: 1, oldestAt: t0 });
+        expect(await store.countRate(other, MINUTE, t0 + 1)).toEqual({ count: 0, oldestAt: null });
+      });
+
+      it("countIdle counts the idle list without taking from it", async () => {
+        const pool = freshName("pool");
+        expect(await store.countIdle(pool)).toBe(0);
+        const [a, b] = [record(pool), record(pool)];
+        await store.pushIdle(a);
+        await store.pushIdle(b);
+        expect(await store.countIdle(pool)).toBe(2);
+        expect(await store.countIdle(pool)).toBe(2);
+        expect((await store.popIdle(pool))?.sandboxId).toBe(a.sandboxId);
+        expect(await store.countIdle(pool)).toBe(1);
+        expect(await store.countIdle(freshName("pool"))).toBe(0);
+      });
+    });
+
     describe("execution budget", () => {
       const DAY = "2030-01-15";
 

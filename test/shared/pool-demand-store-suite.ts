@@ -4,13 +4,15 @@
  * newest, a newer failure replaces an older one and a later success clears it, pools apart.
  */
 import { describe, expect, it } from "vitest";
-import type { CoordinationStore } from "../../src/store/coordination/coordination-store.js";
-import type { PoolDemandDelta } from "../../src/store/coordination/pool-demand-exchange.js";
+import type {
+  PoolDemandDelta,
+  PoolDemandExchange,
+} from "../../src/store/coordination/pool-demand-exchange.js";
 import { freshName } from "./coordination-store-suite.js";
 
 const nothing: PoolDemandDelta = { warmLeases: 0, coldLeases: 0, warmupFailures: 0, refillMs: [] };
 
-export function describePoolDemandExchange(name: string, open: () => Promise<CoordinationStore[]>): void {
+export function describePoolDemandExchange(name: string, open: () => Promise<PoolDemandExchange[]>): void {
   describe(`pool demand exchange: ${name}`, () => {
     it("starts at zero and sums what every replica adds", async () => {
       const [one, two] = await open();

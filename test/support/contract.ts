@@ -1,13 +1,15 @@
 /**
- * Validates responses against the schemas of the contract's OpenAPI document (a copy of
- * ../shared/contract/code-execution-openapi.yaml kept beside this file; a unit test keeps
- * the copy equal to the shared one). Every response a test receives passes through here.
+ * Validates responses against the schemas of the contract's OpenAPI document (the project's
+ * copy of ../shared/contract/code-execution-openapi.yaml, src/contract/, which the gateway
+ * also serves from; a unit test keeps the copy equal to the shared one). Every response a
+ * test receives passes through here.
  */
 import { readFileSync } from "node:fs";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import { parse } from "yaml";
+import { contractDocumentUrl } from "../../src/contract/contract-document.js";
 
-export const openApiPath = new URL("./code-execution-openapi.yaml", import.meta.url);
+export const openApiPath = contractDocumentUrl;
 
 interface Operation {
   operationId: string;

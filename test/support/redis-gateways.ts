@@ -35,6 +35,8 @@ export interface RedisReplica {
 export interface RedisDeployment {
   /** The Redis key prefix of every key the replicas write. */
   prefix: string;
+  /** The runtime every replica shares: what it lists is every sandbox the deployment started. */
+  runtime: ProcessRuntime;
   startReplica(): Promise<RedisReplica>;
   close(): Promise<void>;
 }
@@ -66,6 +68,7 @@ export async function createRedisDeployment(
 
   return {
     prefix,
+    runtime,
     async startReplica() {
       const store = await RedisCoordinationStore.connect({ url: redisUrl, prefix });
       const gateway = await startGateway(

@@ -2,9 +2,12 @@
  * The admin API (`/admin/v1`) over HTTP, for every operator command (`sandpool policy`, `usage`,
  * `keys`, `sessions`, `pools`): where the gateway is and which token to send (--url/--token, or
  * SANDPOOL_URL/SANDPOOL_ADMIN_TOKEN), one request, and every refusal turned into a reason an
- * operator can act on. Exit codes: 1 refused or unreachable (AdminCliError), 2 bad usage
+ * operator can act on. The requests go through the client generated from the OpenAPI document
+ * (`npm run gen:admin-client`). Exit codes: 1 refused or unreachable (AdminCliError), 2 bad usage
  * (AdminUsageError).
  */
+import createClient from "openapi-fetch";
+import type { paths } from "./admin-api.js";
 
 export const DEFAULT_ADMIN_URL = "http://127.0.0.1:8080";
 export const ADMIN_USAGE_EXIT_CODE = 2;
@@ -22,8 +25,6 @@ export interface ConnectionOptions {
 }
 
 export interface AdminConnection {
-  /** `<url>/admin/v1`, without a trailing slash. */
-  base: string;
   url: string;
   token: string;
   json: boolean;
@@ -51,49 +52,93 @@ export function adminConnection(options: ConnectionOptions): AdminConnection {
       "no admin token: pass --token or set SANDPOOL_ADMIN_TOKEN (`sandpool dev` prints one as SANDPOOL_ADMIN_TOKEN=...)",
     );
   }
-  return { base: `${url.replace(/\/+$/, "")}/admin/v1`, url, token, json: options.json === true };
+  return { url, token, json: options.json === true };
+}
+
+/** The admin API's paths in the generated types (`/admin/v1/...`), and those that answer `method`. */
+export type AdminPath = Extract<keyof paths, `/admin/v1/${string}`>;
+export type AdminMethod = "get" | "put" | "post" | "delete" | "patch";
+export type AdminPathWith<M extends AdminMethod> = {
+  [P in AdminPath]: paths[P][M] extends undefined ? never : P;
+}[AdminPath];
+
+/** The parts of one admin request: path parameters, query (undefined values are left out), JSON body. */
+export interface AdminRequest {
+  path?: Record<string, string>;
+  query?: Record<string, string | undefined>;
+  body?: unknown;
 }
 
 /**
- * One admin API request; `path` is below `/admin/v1` (e.g. `/usage?workspace=a`). Answers 2xx
- * with the parsed JSON body; anything else throws AdminCliError with the reason.
+ * The generated client's call, with the arguments loose: the path and method are checked
+ * against the generated types (AdminPathWith), the parameters and body only once the admin
+ * operations declare their schemas (src/operations/admin-operations.ts).
  */
-export async function adminCall(
-  conn: AdminConnection,
-  method: string,
+type LooseRequest = (
+  method: AdminMethod,
   path: string,
-  body?: unknown,
+  init: { params: { path?: object; query?: object }; body?: unknown; parseAs: "text" },
+) => Promise<{ data?: unknown; error?: unknown; response: Response }>;
+
+/**
+ * One admin API request, through the client generated from the OpenAPI document
+ * (openapi-fetch over src/cli/admin/admin-api.ts). Answers 2xx with the parsed JSON body;
+ * anything else throws AdminCliError with the reason.
+ */
+export async function adminCall<M extends AdminMethod>(
+  conn: AdminConnection,
+  method: M,
+  path: AdminPathWith<M>,
+  request: AdminRequest = {},
 ): Promise<AdminAnswer> {
-  // undici only here: once loaded in a process, Node's global fetch uses its stricter dispatcher.
-  const { request } = await import("undici");
-  let response: Awaited<ReturnType<typeof request>>;
+  const client = await adminClient(conn);
+  let answer: Awaited<ReturnType<LooseRequest>>;
   try {
-    response = await request(`${conn.base}${path}`, {
-      method: method as "GET",
-      headers: {
-        authorization: `Bearer ${conn.token}`,
-        accept: "application/json",
-        ...(body === undefined ? {} : { "content-type": "application/json" }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      headersTimeout: REQUEST_TIMEOUT_MS,
-      bodyTimeout: REQUEST_TIMEOUT_MS,
+    answer = await (client.request as unknown as LooseRequest)(method, path, {
+      params: { path: request.path, query: request.query },
+      body: request.body,
+      parseAs: "text",
     });
   } catch (error) {
     throw new AdminCliError(`cannot reach sandpool at ${conn.url}: ${describeNetworkError(error)}`);
   }
-  const text = await response.body.text();
-  let parsed: unknown;
+  const status = answer.response.status;
+  if (status >= 200 && status < 300) return { status, body: parseJson(conn, status, answer.data) };
+  // openapi-fetch parses an error's JSON itself; text it could not parse stays a string.
+  const body = answer.error === "" ? undefined : answer.error;
+  if (typeof body === "string") throw notJson(conn, status);
+  throw new AdminCliError(describeRefusal(conn, status, body));
+}
+
+/**
+ * The generated client for one connection. undici's fetch, Request and timeouts, loaded only
+ * here: once loaded in a process, Node's global fetch uses its stricter dispatcher.
+ */
+async function adminClient(conn: AdminConnection) {
+  const { Agent, fetch, Request } = await import("undici");
+  const dispatcher = new Agent({ headersTimeout: REQUEST_TIMEOUT_MS, bodyTimeout: REQUEST_TIMEOUT_MS });
+  return createClient<paths>({
+    baseUrl: conn.url.replace(/\/+$/, ""),
+    headers: { authorization: `Bearer ${conn.token}`, accept: "application/json" },
+    fetch: fetch as unknown as (input: globalThis.Request) => Promise<Response>,
+    Request: Request as unknown as typeof globalThis.Request,
+    requestInitExt: { dispatcher },
+  });
+}
+
+function parseJson(conn: AdminConnection, status: number, text: unknown): unknown {
+  if (text === undefined || text === "") return undefined;
   try {
-    parsed = text === "" ? undefined : JSON.parse(text);
+    return JSON.parse(String(text));
   } catch {
-    throw new AdminCliError(
-      `unexpected answer from ${conn.url} (HTTP ${response.statusCode}, not JSON): is it a sandpool gateway?`,
-    );
+    throw notJson(conn, status);
   }
-  if (response.statusCode >= 200 && response.statusCode < 300)
-    return { status: response.statusCode, body: parsed };
-  throw new AdminCliError(describeRefusal(conn, response.statusCode, parsed));
+}
+
+function notJson(conn: AdminConnection, status: number): AdminCliError {
+  return new AdminCliError(
+    `unexpected answer from ${conn.url} (HTTP ${status}, not JSON): is it a sandpool gateway?`,
+  );
 }
 
 function describeNetworkError(error: unknown): string {

@@ -88,7 +88,9 @@ export function auditCommand(): Command {
         if (options.kind) query.set("kind", options.kind);
         if (options.until) query.set("until", options.until);
         if (options.limit !== undefined) query.set("limit", String(options.limit));
-        const { body } = await adminCall(conn, "GET", `/audit?${query}`);
+        const { body } = await adminCall(conn, "get", "/admin/v1/audit", {
+          query: Object.fromEntries(query),
+        });
         if (conn.json) return printJson(body);
         out(renderAudit((body as { items: AuditItem[] }).items));
       }),

@@ -74,10 +74,12 @@ function createCommand(): Command {
   ).action(
     run(async (options: ConnectionOptions & { workspace: string; name?: string; expires?: number }) => {
       const conn = adminConnection(options);
-      const { body } = await adminCall(conn, "POST", "/keys", {
-        workspace: options.workspace,
-        ...(options.name === undefined ? {} : { name: options.name }),
-        ...(options.expires === undefined ? {} : { expiresInSeconds: options.expires }),
+      const { body } = await adminCall(conn, "post", "/admin/v1/keys", {
+        body: {
+          workspace: options.workspace,
+          ...(options.name === undefined ? {} : { name: options.name }),
+          ...(options.expires === undefined ? {} : { expiresInSeconds: options.expires }),
+        },
       });
       if (conn.json) return printJson(body);
       const created = body as KeyView & { key: string };
@@ -103,8 +105,9 @@ function listCommand(): Command {
   ).action(
     run(async (options: ConnectionOptions & { workspace?: string }) => {
       const conn = adminConnection(options);
-      const query = options.workspace ? `?workspace=${encodeURIComponent(options.workspace)}` : "";
-      const { body } = await adminCall(conn, "GET", `/keys${query}`);
+      const { body } = await adminCall(conn, "get", "/admin/v1/keys", {
+        query: { workspace: options.workspace || undefined },
+      });
       if (conn.json) return printJson(body);
       const items = (body as { items: KeyView[] }).items;
       if (items.length === 0) return out("no API keys");
@@ -140,7 +143,7 @@ function revokeCommand(): Command {
   ).action(
     run(async (prefix: string, options: ConnectionOptions) => {
       const conn = adminConnection(options);
-      const { body } = await adminCall(conn, "DELETE", `/keys/${prefix}`);
+      const { body } = await adminCall(conn, "delete", "/admin/v1/keys/{prefix}", { path: { prefix } });
       if (conn.json) return printJson(body);
       const revoked = (body as { revoked: KeyView }).revoked;
       out(`revoked key ${revoked.prefix} of workspace ${revoked.workspace}`);

@@ -47,7 +47,7 @@ function listCommand(): Command {
   ).action(
     runAdmin(PREFIX, async (options: ConnectionOptions) => {
       const conn = adminConnection(options);
-      const { body } = await adminCall(conn, "GET", "/nodes");
+      const { body } = await adminCall(conn, "get", "/admin/v1/nodes");
       if (conn.json) return printJson(body);
       out(renderNodes((body as { items: NodeItem[] }).items));
     }),
@@ -67,7 +67,7 @@ function drainCommand(action: "drain" | "undrain"): Command {
   ).action(
     runAdmin(PREFIX, async (id: string, options: ConnectionOptions) => {
       const conn = adminConnection(options);
-      const { body } = await adminCall(conn, "POST", `/nodes/${encodeURIComponent(id)}/${action}`);
+      const { body } = await adminCall(conn, "post", `/admin/v1/nodes/{id}/${action}`, { path: { id } });
       if (conn.json) return printJson(body);
       out(`${action === "drain" ? "draining" : "undrained"} node ${id}\n`);
       out(renderNodes([body as NodeItem]));

@@ -124,7 +124,10 @@ export function applyCommand(): Command {
     run(async (options: ConnectionOptions & { file: string; dryRun?: boolean }) => {
       const set = await readPolicyFile(options.file);
       const conn = adminConnection(options);
-      const { body } = await adminCall(conn, "PUT", `/policies${options.dryRun ? "?dryRun=true" : ""}`, set);
+      const { body } = await adminCall(conn, "put", "/admin/v1/policies", {
+        query: { dryRun: options.dryRun ? "true" : undefined },
+        body: set,
+      });
       if (conn.json) return printJson(body);
       out(renderApply(body as ApplyAnswer, options.file));
     }),
@@ -140,7 +143,7 @@ export function exportCommand(): Command {
   ).action(
     run(async (options: ConnectionOptions) => {
       const conn = adminConnection(options);
-      const { body } = await adminCall(conn, "GET", "/policies");
+      const { body } = await adminCall(conn, "get", "/admin/v1/policies");
       if (conn.json) return printJson(body);
       out(stringify(body));
     }),

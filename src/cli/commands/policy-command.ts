@@ -9,6 +9,12 @@
  */
 import { Command, InvalidArgumentError } from "commander";
 import {
+  type PolicyFieldKind,
+  type PolicyFieldSpec,
+  policyFieldNames,
+  policyFields,
+} from "../../policy/policy-fields.js";
+import {
   ADMIN_USAGE_EXIT_CODE,
   AdminUsageError,
   adminCall,
@@ -90,20 +96,38 @@ function clearOption(value: string, previous: PolicyField[] = []): PolicyField[]
   return [...previous, field];
 }
 
+/** How `policy set` reads a field's value from its flag, by the field's kind. */
+const parserOf: Partial<Record<PolicyFieldKind, (value: string) => unknown>> = {
+  count: integerOption(1),
+  bytes: integerOption(1),
+  names: listOption,
+  tools: listOption,
+  cidrs: listOption,
+  hosts: listOption,
+};
+
+/** The fields `policy set` takes a value for: those with a flag argument in the table. */
+const valueFields = policyFieldNames.filter((field) => (policyFields[field] as PolicyFieldSpec).argument);
+
+/** The key commander gives a flag's value: `--exec-timeout-ceiling` is `execTimeoutCeiling`. */
+const optionKey = (field: PolicyField) =>
+  policyFields[field].flag.replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
+
+/** One `--<flag> <value>` option per field that takes a value, in the table's order. */
+function withFieldOptions(command: Command): Command {
+  for (const field of valueFields) {
+    const { flag, argument, description, kind } = policyFields[field] as PolicyFieldSpec;
+    const parse = parserOf[kind];
+    const flags = `--${flag} ${argument}`;
+    if (parse) command.option(flags, description, parse);
+    else command.option(flags, description);
+  }
+  return command;
+}
+
 interface SetOptions extends ConnectionOptions {
-  maxConcurrentSessions?: number;
-  sessionsPerMinute?: number;
-  execSecondsPerDay?: number;
-  allowedTools?: string[];
-  allowedImages?: string[];
-  defaultImage?: string;
-  execTimeoutCeiling?: number;
-  idleTimeoutCeiling?: number;
-  maxLifetimeCeiling?: number;
-  maxFileBytes?: number;
-  resourceClass?: string;
-  egressAllowCidrs?: string[];
-  egressAllowHosts?: string[];
+  /** A value per field flag given, under its optionKey. */
+  [option: string]: unknown;
   enable?: boolean;
   disable?: boolean;
   clear?: PolicyField[];
@@ -112,22 +136,10 @@ interface SetOptions extends ConnectionOptions {
 /** The edit `policy set` sends: only the fields given, null for each `--clear`. */
 export function editOf(options: SetOptions): Record<string, unknown> {
   const edit: Record<string, unknown> = {};
-  const given: [PolicyField, unknown][] = [
-    ["maxConcurrentSessions", options.maxConcurrentSessions],
-    ["sessionsPerMinute", options.sessionsPerMinute],
-    ["execSecondsPerDay", options.execSecondsPerDay],
-    ["allowedTools", options.allowedTools],
-    ["allowedImages", options.allowedImages],
-    ["defaultImage", options.defaultImage],
-    ["execTimeoutCeilingSeconds", options.execTimeoutCeiling],
-    ["idleTimeoutCeilingSeconds", options.idleTimeoutCeiling],
-    ["maxLifetimeCeilingSeconds", options.maxLifetimeCeiling],
-    ["maxFileBytes", options.maxFileBytes],
-    ["resourceClass", options.resourceClass],
-    ["egressAllowCidrs", options.egressAllowCidrs],
-    ["egressAllowHosts", options.egressAllowHosts],
-  ];
-  for (const [field, value] of given) if (value !== undefined) edit[field] = value;
+  for (const field of valueFields) {
+    const value = options[optionKey(field)];
+    if (value !== undefined) edit[field] = value;
+  }
   if (options.enable && options.disable)
     throw new AdminUsageError("--enable and --disable contradict each other");
   if (options.enable) edit.enabled = true;
@@ -158,7 +170,7 @@ function listCommand(): Command {
   ).action(
     run(async (options: ConnectionOptions) => {
       const conn = connection(options);
-      const { body } = await call(conn, "GET", "/workspaces");
+      const { body } = await call(conn, "get", "/admin/v1/workspaces");
       if (conn.json) return printJson(body);
       const rows = (body as { workspaces: PolicyRow[] }).workspaces;
       if (rows.length === 0)
@@ -202,7 +214,9 @@ function getCommand(): Command {
   ).action(
     run(async (workspace: string, options: ConnectionOptions) => {
       const conn = connection(options);
-      const { body } = await call(conn, "GET", `/workspaces/${encodeURIComponent(workspace)}/policy`);
+      const { body } = await call(conn, "get", "/admin/v1/workspaces/{ws}/policy", {
+        path: { ws: workspace },
+      });
       if (conn.json) return printJson(body);
       out(renderPolicy(body as PolicyView));
     }),
@@ -210,42 +224,18 @@ function getCommand(): Command {
 }
 
 function setCommand(): Command {
-  const seconds = integerOption(1);
   return withConnection(
-    new Command("set")
-      .summary("narrow a workspace's policy (only the fields given change)")
-      .description(
-        "Create or edit a workspace's policy row. Only the fields given change; --clear <field> removes " +
-          "a narrowing (the deployment value applies again). A value above the deployment's ceiling is " +
-          "refused, with every problem listed. The edit is audited and in force on every replica within " +
-          "a second.",
-      )
-      .argument("<workspace>", "the workspace id", workspaceArgument)
-      .option("--max-concurrent-sessions <n>", "sessions open at once", integerOption(1))
-      .option("--sessions-per-minute <n>", "sessions created per minute", integerOption(1))
-      .option("--exec-seconds-per-day <n>", "execution seconds per UTC day", integerOption(1))
-      .option(
-        "--allowed-tools <list>",
-        "comma-separated tools (code_execution,bash_code_execution,...)",
-        listOption,
-      )
-      .option("--allowed-images <list>", "comma-separated images sessions may use", listOption)
-      .option("--default-image <image>", "image of a session that names none")
-      .option("--exec-timeout-ceiling <s>", "ceiling of a call's timeout_seconds", seconds)
-      .option("--idle-timeout-ceiling <s>", "ceiling of a session's idle timeout", seconds)
-      .option("--max-lifetime-ceiling <s>", "ceiling of a session's lifetime", seconds)
-      .option("--max-file-bytes <n>", "largest file a session may upload or download", integerOption(1))
-      .option("--resource-class <class>", "resource class (a pool must serve it)")
-      .option(
-        "--egress-allow-cidrs <list>",
-        "comma-separated CIDR ranges egress may reach although denied by default (within the deployment's)",
-        listOption,
-      )
-      .option(
-        "--egress-allow-hosts <list>",
-        "comma-separated host names egress is limited to, exact or *.suffix (within the deployment's)",
-        listOption,
-      )
+    withFieldOptions(
+      new Command("set")
+        .summary("narrow a workspace's policy (only the fields given change)")
+        .description(
+          "Create or edit a workspace's policy row. Only the fields given change; --clear <field> removes " +
+            "a narrowing (the deployment value applies again). A value above the deployment's ceiling is " +
+            "refused, with every problem listed. The edit is audited and in force on every replica within " +
+            "a second.",
+        )
+        .argument("<workspace>", "the workspace id", workspaceArgument),
+    )
       .option("--enable", "let the workspace create sessions again")
       .option("--disable", "refuse the workspace's new sessions (kill switch)")
       .option("--clear <field>", "remove a narrowing, e.g. max-concurrent-sessions (repeatable)", clearOption)
@@ -263,7 +253,10 @@ function setCommand(): Command {
     run(async (workspace: string, options: SetOptions) => {
       const edit = editOf(options);
       const conn = connection(options);
-      const { body } = await call(conn, "PUT", `/workspaces/${encodeURIComponent(workspace)}/policy`, edit);
+      const { body } = await call(conn, "put", "/admin/v1/workspaces/{ws}/policy", {
+        path: { ws: workspace },
+        body: edit,
+      });
       if (conn.json) return printJson(body);
       const view = body as PolicyView;
       out(`updated the policy of ${workspace} (${Object.keys(edit).join(", ")})\n`);
@@ -285,7 +278,7 @@ function deleteCommand(): Command {
   ).action(
     run(async (workspace: string, options: ConnectionOptions) => {
       const conn = connection(options);
-      await call(conn, "DELETE", `/workspaces/${encodeURIComponent(workspace)}/policy`);
+      await call(conn, "delete", "/admin/v1/workspaces/{ws}/policy", { path: { ws: workspace } });
       if (conn.json) return printJson({ workspace, deleted: true });
       out(`removed the policy row of ${workspace}: the deployment defaults apply`);
     }),
@@ -308,11 +301,10 @@ function auditCommand(): Command {
   ).action(
     run(async (workspace: string, options: ConnectionOptions & { limit: number }) => {
       const conn = connection(options);
-      const { body } = await call(
-        conn,
-        "GET",
-        `/workspaces/${encodeURIComponent(workspace)}/audit?limit=${options.limit}`,
-      );
+      const { body } = await call(conn, "get", "/admin/v1/workspaces/{ws}/audit", {
+        path: { ws: workspace },
+        query: { limit: String(options.limit) },
+      });
       if (conn.json) return printJson(body);
       const entries = (body as { entries: AuditEntry[] }).entries;
       if (entries.length === 0) return out(`no policy edits recorded for ${workspace}`);
@@ -351,8 +343,10 @@ function usageCommand(): Command {
   ).action(
     run(async (workspace: string, options: ConnectionOptions & { since?: string }) => {
       const conn = connection(options);
-      const query = options.since ? `?from=${encodeURIComponent(options.since)}` : "";
-      const { body } = await call(conn, "GET", `/workspaces/${encodeURIComponent(workspace)}/usage${query}`);
+      const { body } = await call(conn, "get", "/admin/v1/workspaces/{ws}/usage", {
+        path: { ws: workspace },
+        query: { from: options.since || undefined },
+      });
       if (conn.json) return printJson(body);
       const answer = body as { from: string; to: string; usage: UsageRow[] };
       out(`usage of ${workspace} from ${answer.from} to ${answer.to}\n`);

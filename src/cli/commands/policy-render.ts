@@ -2,49 +2,23 @@
  * How `sandpool policy` shows policy rows, effective policy, audit entries and usage to people
  * (the --json output is the admin API's answer as it is).
  */
+import {
+  effectiveFieldNames,
+  type PolicyFieldName,
+  policyFieldNames,
+  policyFields,
+} from "../../policy/policy-fields.js";
 import { formatValue, table } from "../admin/admin-render.js";
 
-/** `--flag` name -> the admin API's field, for `policy set` and `--clear`. */
-export const fieldOfFlag = {
-  enabled: "enabled",
-  "allowed-images": "allowedImages",
-  "default-image": "defaultImage",
-  "allowed-tools": "allowedTools",
-  "exec-timeout-ceiling": "execTimeoutCeilingSeconds",
-  "idle-timeout-ceiling": "idleTimeoutCeilingSeconds",
-  "max-lifetime-ceiling": "maxLifetimeCeilingSeconds",
-  "max-concurrent-sessions": "maxConcurrentSessions",
-  "sessions-per-minute": "sessionsPerMinute",
-  "exec-seconds-per-day": "execSecondsPerDay",
-  "max-file-bytes": "maxFileBytes",
-  "resource-class": "resourceClass",
-  "egress-allowed": "egressAllowed",
-  "egress-allow-cidrs": "egressAllowCidrs",
-  "egress-allow-hosts": "egressAllowHosts",
-} as const;
-export type PolicyField = (typeof fieldOfFlag)[keyof typeof fieldOfFlag];
+export type PolicyField = PolicyFieldName;
 
-/** The order `policy get` shows the effective policy in. */
-export const effectiveFields = [
-  "enabled",
-  "allowedImages",
-  "defaultImage",
-  "allowedTools",
-  "execTimeoutCeilingSeconds",
-  "defaultExecTimeoutSeconds",
-  "idleTimeoutCeilingSeconds",
-  "defaultIdleTimeoutSeconds",
-  "maxLifetimeCeilingSeconds",
-  "defaultMaxLifetimeSeconds",
-  "maxConcurrentSessions",
-  "sessionsPerMinute",
-  "execSecondsPerDay",
-  "maxFileBytes",
-  "resourceClass",
-  "egressAllowed",
-  "egressAllowCidrs",
-  "egressAllowHosts",
-] as const;
+/** `--flag` name -> the admin API's field, for `policy set` and `--clear` (from the table of fields). */
+export const fieldOfFlag: Readonly<Record<string, PolicyField>> = Object.fromEntries(
+  policyFieldNames.map((field) => [policyFields[field].flag, field]),
+);
+
+/** The order `policy get` shows the effective policy in: each field, then a default its ceiling clamps. */
+export const effectiveFields: readonly string[] = effectiveFieldNames;
 
 // ---------------------------------------------------------------------------------------------
 // What the admin API answers (see src/admin/policy-schemas.ts)
@@ -85,7 +59,7 @@ export interface UsageRow {
 
 /** The fields a row narrows (set, not null), as `field=value`. */
 export function narrowings(row: Record<string, unknown>): string[] {
-  return Object.values(fieldOfFlag)
+  return policyFieldNames
     .filter(
       (field) =>
         row[field] !== null && row[field] !== undefined && !(field === "enabled" && row[field] === true),
@@ -119,7 +93,7 @@ export function describeChange(entry: AuditEntry): string {
     return `created${set.length > 0 ? `: ${set.join(", ")}` : ""}`;
   }
   if (entry.after === null) return "deleted (deployment defaults apply)";
-  const changes = Object.values(fieldOfFlag)
+  const changes = policyFieldNames
     .filter(
       (field) =>
         JSON.stringify(entry.before?.[field] ?? null) !== JSON.stringify(entry.after?.[field] ?? null),

@@ -122,7 +122,7 @@ function listCommand(): Command {
   ).action(
     runAdmin(PREFIX, async (options: ConnectionOptions) => {
       const conn = adminConnection(options);
-      const { body } = await adminCall(conn, "GET", "/pools");
+      const { body } = await adminCall(conn, "get", "/admin/v1/pools");
       if (conn.json) return printJson(body);
       out(renderPools((body as { items: PoolItem[] }).items));
       out(FOOTNOTE);
@@ -166,7 +166,10 @@ function resizeCommand(): Command {
       if (options.maxTotal !== undefined) edit.maxTotal = sizeEdit(options.maxTotal);
       if (Object.keys(edit).length === 0) throw new AdminUsageError("give --min-idle, --max-total or both");
       const conn = adminConnection(options);
-      const { body } = await adminCall(conn, "PATCH", `/pools/${encodeURIComponent(name)}`, edit);
+      const { body } = await adminCall(conn, "patch", "/admin/v1/pools/{name}", {
+        path: { name },
+        body: edit,
+      });
       if (conn.json) return printJson(body);
       const pool = body as PoolItem;
       out(`resized the ${pool.name} pool: minIdle ${pool.minIdle}, maxTotal ${pool.maxTotal}\n`);

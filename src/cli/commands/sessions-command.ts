@@ -31,9 +31,6 @@ interface SessionItem {
 
 type Options = ConnectionOptions & { workspace?: string };
 
-const workspaceQuery = (workspace: string | undefined) =>
-  workspace === undefined ? "" : `?workspace=${encodeURIComponent(workspace)}`;
-
 /** "3m ago", "2h ago": how long since an ISO date, for people. */
 export function ago(iso: string, now: number = Date.now()): string {
   const seconds = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
@@ -60,7 +57,9 @@ function listCommand(): Command {
   ).action(
     runAdmin(PREFIX, async (options: Options) => {
       const conn = adminConnection(options);
-      const { body } = await adminCall(conn, "GET", `/sessions${workspaceQuery(options.workspace)}`);
+      const { body } = await adminCall(conn, "get", "/admin/v1/sessions", {
+        query: { workspace: options.workspace },
+      });
       if (conn.json) return printJson(body);
       const items = (body as { items: SessionItem[] }).items;
       if (items.length === 0)
@@ -104,11 +103,10 @@ function endCommand(): Command {
   ).action(
     runAdmin(PREFIX, async (id: string, options: Options) => {
       const conn = adminConnection(options);
-      const { body } = await adminCall(
-        conn,
-        "DELETE",
-        `/sessions/${encodeURIComponent(id)}${workspaceQuery(options.workspace)}`,
-      );
+      const { body } = await adminCall(conn, "delete", "/admin/v1/sessions/{id}", {
+        path: { id },
+        query: { workspace: options.workspace },
+      });
       if (conn.json) return printJson(body);
       const ended = (body as { ended: SessionItem }).ended;
       out(`ended session ${ended.id} of ${ended.workspace} (image ${ended.image}, pool ${ended.pool})`);

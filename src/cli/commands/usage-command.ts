@@ -185,7 +185,7 @@ export function usageCommand(): Command {
       const query = new URLSearchParams({ workspace: options.workspace, by: options.by });
       if (options.since) query.set("since", options.since);
       if (options.until) query.set("until", options.until);
-      const { body } = await adminCall(conn, "GET", `/usage?${query}`);
+      const { body } = await adminCall(conn, "get", "/admin/v1/usage", { query: Object.fromEntries(query) });
       if (conn.json) return printJson(body);
       const report = body as UsageReportAnswer;
       if (options.csv) return void process.stdout.write(usageCsv(report));

@@ -5,10 +5,10 @@
  * its own (policy within policyCacheTtlMs, pool sizes every 30 s, unknown keys within seconds).
  * Revocations are the exception and publish strictly: their answer promises "refused everywhere".
  */
-import type { CoordinationStore } from "./coordination-store.js";
+import type { Broadcast } from "./broadcast.js";
 
 export async function announceCommitted(
-  store: Pick<CoordinationStore, "publish">,
+  store: Pick<Broadcast, "publish">,
   channel: string,
   message: string,
 ): Promise<boolean> {

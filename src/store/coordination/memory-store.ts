@@ -255,6 +255,16 @@ export class MemoryCoordinationStore implements CoordinationStore {
     return [...this.leases.values()].map((lease) => structuredClone(lease));
   }
 
+  // Read-only views for explain: nothing is purged or recorded.
+  async countRate(workspace: string, windowMs: number, now: number) {
+    const live = (this.rates.get(workspace) ?? []).filter((at) => at > now - windowMs);
+    return { count: live.length, oldestAt: live[0] ?? null };
+  }
+
+  async countIdle(pool: string) {
+    return this.idle.get(pool)?.length ?? 0;
+  }
+
   async exchangePoolDemand(pool: string, delta: PoolDemandDelta, window: number) {
     return this.demand.exchange(pool, delta, window);
   }

@@ -6,29 +6,33 @@
  * literal, so stringifying ourselves is the one encoding both drivers agree on.
  */
 import type { ColumnType, Generated } from "kysely";
+import type { PolicyFieldName, policyFields } from "../../policy/policy-fields.js";
 
 type BigIntColumn = ColumnType<string | number, number, number>;
 type NullableBigIntColumn = ColumnType<string | number | null, number | null, number | null>;
 type JsonColumn = ColumnType<unknown, string | null, string | null>;
 type CreatedAt = ColumnType<Date, Date | undefined, never>;
 
-export interface WorkspacePoliciesTable {
+/** How each kind of policy field is stored (src/policy/policy-fields.ts names each field's column). */
+interface PolicyColumnOfKind {
+  switch: Generated<boolean>;
+  flag: boolean | null;
+  count: number | null;
+  bytes: NullableBigIntColumn;
+  name: string | null;
+  names: string[] | null;
+  tools: string[] | null;
+  cidrs: string[] | null;
+  hosts: string[] | null;
+}
+
+/** One column per field of the policy table, typed by its kind. */
+type PolicyFieldColumns = {
+  [F in PolicyFieldName as (typeof policyFields)[F]["column"]]: PolicyColumnOfKind[(typeof policyFields)[F]["kind"]];
+};
+
+export interface WorkspacePoliciesTable extends PolicyFieldColumns {
   workspace_id: string;
-  enabled: Generated<boolean>;
-  allowed_images: string[] | null;
-  default_image: string | null;
-  allowed_tools: string[] | null;
-  exec_timeout_ceiling_s: number | null;
-  idle_timeout_ceiling_s: number | null;
-  max_lifetime_ceiling_s: number | null;
-  max_concurrent_sessions: number | null;
-  sessions_per_minute: number | null;
-  exec_seconds_per_day: number | null;
-  max_file_bytes: NullableBigIntColumn;
-  resource_class: string | null;
-  egress_allowed: boolean | null;
-  egress_allow_cidrs: string[] | null;
-  egress_allow_hosts: string[] | null;
   version: Generated<number>;
   updated_at: Generated<Date>;
   updated_by: string;

@@ -1,60 +1,46 @@
-/** Maps between workspace_policies columns (snake_case) and WorkspacePolicyRow (camelCase). */
+/**
+ * Maps between workspace_policies columns (snake_case) and WorkspacePolicyRow (camelCase),
+ * by the table of fields (src/policy/policy-fields.ts): each field names its column.
+ */
 import type { Insertable, Selectable } from "kysely";
 import { isToolKind } from "../../contract/schemas.js";
+import { type PolicyFieldKind, policyFieldNames, policyFields } from "../../policy/policy-fields.js";
 import type { WorkspacePoliciesTable } from "./database-types.js";
 import type { EditablePolicyFields, PolicySnapshot, WorkspacePolicyRow } from "./policy-row.js";
 
 type PolicyColumns = Selectable<WorkspacePoliciesTable>;
 type EditableColumns = Omit<Insertable<WorkspacePoliciesTable>, "workspace_id" | "version" | "updated_by">;
 
-const columnOf = {
-  enabled: "enabled",
-  allowedImages: "allowed_images",
-  defaultImage: "default_image",
-  allowedTools: "allowed_tools",
-  execTimeoutCeilingSeconds: "exec_timeout_ceiling_s",
-  idleTimeoutCeilingSeconds: "idle_timeout_ceiling_s",
-  maxLifetimeCeilingSeconds: "max_lifetime_ceiling_s",
-  maxConcurrentSessions: "max_concurrent_sessions",
-  sessionsPerMinute: "sessions_per_minute",
-  execSecondsPerDay: "exec_seconds_per_day",
-  maxFileBytes: "max_file_bytes",
-  resourceClass: "resource_class",
-  egressAllowed: "egress_allowed",
-  egressAllowCidrs: "egress_allow_cidrs",
-  egressAllowHosts: "egress_allow_hosts",
-} as const satisfies Record<keyof EditablePolicyFields, keyof EditableColumns>;
+/** A column's value as the row holds it, where the drivers hand back something else. */
+const fromColumn: Partial<Record<PolicyFieldKind, (value: unknown) => unknown>> = {
+  // bigint arrives as a string from pg and as a number from PGlite.
+  bytes: (value) => (value === null ? null : Number(value)),
+  // A tool kind that a later contract dropped cannot be allowed any more: leaving it out
+  // narrows the list, which fails closed.
+  tools: (value) => (value as string[] | null)?.filter(isToolKind) ?? null,
+};
 
 /** Only the fields present in `fields`: an absent field keeps its stored value. */
 export function toColumns(fields: Partial<EditablePolicyFields>): EditableColumns {
   const columns: Record<string, unknown> = {};
-  for (const [field, column] of Object.entries(columnOf)) {
-    const value = fields[field as keyof EditablePolicyFields];
-    if (value !== undefined) columns[column] = value;
+  for (const field of policyFieldNames) {
+    const value = fields[field];
+    if (value !== undefined) columns[policyFields[field].column] = value;
   }
   return columns as EditableColumns;
 }
 
 export function toRow(columns: PolicyColumns): WorkspacePolicyRow {
+  const fields: Record<string, unknown> = {};
+  for (const field of policyFieldNames) {
+    const { column, kind } = policyFields[field];
+    const value = columns[column];
+    const convert = fromColumn[kind];
+    fields[field] = convert ? convert(value) : value;
+  }
   return {
     workspaceId: columns.workspace_id,
-    enabled: columns.enabled,
-    allowedImages: columns.allowed_images,
-    defaultImage: columns.default_image,
-    // A tool kind that a later contract dropped cannot be allowed any more: leaving it out
-    // narrows the list, which fails closed.
-    allowedTools: columns.allowed_tools?.filter(isToolKind) ?? null,
-    execTimeoutCeilingSeconds: columns.exec_timeout_ceiling_s,
-    idleTimeoutCeilingSeconds: columns.idle_timeout_ceiling_s,
-    maxLifetimeCeilingSeconds: columns.max_lifetime_ceiling_s,
-    maxConcurrentSessions: columns.max_concurrent_sessions,
-    sessionsPerMinute: columns.sessions_per_minute,
-    execSecondsPerDay: columns.exec_seconds_per_day,
-    maxFileBytes: columns.max_file_bytes === null ? null : Number(columns.max_file_bytes),
-    resourceClass: columns.resource_class,
-    egressAllowed: columns.egress_allowed,
-    egressAllowCidrs: columns.egress_allow_cidrs,
-    egressAllowHosts: columns.egress_allow_hosts,
+    ...(fields as EditablePolicyFields),
     version: columns.version,
     updatedAt: columns.updated_at,
     updatedBy: columns.updated_by,

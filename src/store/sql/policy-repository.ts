@@ -6,6 +6,7 @@
 import { type Kysely, type Selectable, sql, type Transaction } from "kysely";
 import { malformed, SandpoolError } from "../../contract/error-codes.js";
 import { issueProblems } from "../../contract/schemas.js";
+import { policyFieldNames } from "../../policy/policy-fields.js";
 import type { Database, PolicyAuditTable } from "./database-types.js";
 import { toColumns, toRow, toSnapshot } from "./policy-columns.js";
 import {
@@ -203,11 +204,9 @@ export interface PolicySetChange {
   after: EditablePolicyFields | null;
 }
 
-const editableFieldNames = Object.keys(editablePolicyFieldsSchema.shape) as (keyof EditablePolicyFields)[];
-
 /** Whether a row already holds exactly these fields (lists compared in order). */
 export function sameFields(row: WorkspacePolicyRow, fields: EditablePolicyFields): boolean {
-  return editableFieldNames.every(
+  return policyFieldNames.every(
     (field) => JSON.stringify(row[field] ?? null) === JSON.stringify(fields[field] ?? null),
   );
 }

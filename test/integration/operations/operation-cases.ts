@@ -108,6 +108,12 @@ export const MALFORMED: Readonly<Record<string, MalformedCase>> = {
   "service.metrics": { noArguments: true },
   "service.openapi": { noArguments: true },
   "service.docs": { noArguments: true },
+  "service.docs.asset": {
+    opaque: "the file's name (one of a fixed list; any other is unknown)",
+    request: { path: "/docs/no-such-file.js" },
+    status: 404,
+    code: "request.not_found",
+  },
 };
 
 /**
@@ -147,11 +153,11 @@ export type CheckName =
  * entry must go. "every check": the operation's route does not answer yet.
  */
 export const AWAITING_OTHER_BRANCHES: Readonly<Record<string, "every check" | readonly CheckName[]>> = {
-  "service.openapi": "every check", // openapi: GET /openapi.json
-  "service.docs": "every check", // openapi: GET /docs
-  "admin.explain": "every check", // explain: POST /admin/v1/explain
   // pipeline: 405 with Allow from the registry on the service paths (they answer 404 today)
   "service.healthz": ["wrong method"],
   "service.readyz": ["wrong method"],
   "service.metrics": ["wrong method"],
+  "service.openapi": ["wrong method"],
+  "service.docs": ["wrong method"],
+  "service.docs.asset": ["wrong method"],
 };

@@ -26,6 +26,8 @@ const PARAMETER_VALUES: Record<string, string> = {
   ws: "optests-nobody",
   name: "default",
   prefix: "0123456789ab",
+  /** A file of the docs page (service.docs.asset). */
+  asset: "swagger-ui.css",
 };
 
 /** The operation's path with every `{param}` filled in. */

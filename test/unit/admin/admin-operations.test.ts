@@ -1,6 +1,6 @@
 /**
- * The admin operations as declared: every one is served by a handler of src/admin (explain
- * aside, for now), declares a schema for each path parameter, and every schema it declares
+ * The admin operations as declared: every one is served by a handler of src/admin (explain's
+ * is src/explain's), declares a schema for each path parameter, and every schema it declares
  * becomes JSON Schema (the OpenAPI document is generated from them). Then the parameter
  * schemas' own sentences, which the admin API answers with as they are.
  */
@@ -25,10 +25,10 @@ function refusal(schema: z.ZodType, value: unknown): string[] {
 }
 
 describe("admin operations", () => {
-  it("are each served by one handler, keyed by operation id (explain is not served yet)", () => {
+  it("are each served by one handler, keyed by operation id", () => {
     // Handlers read their services when called, never when built.
     const handlers = adminHandlers({} as GatewayServices, {} as PolicyAdmin);
-    const ids = admin.map((operation) => operation.id).filter((id) => id !== "admin.explain");
+    const ids = admin.map((operation) => operation.id);
     expect(Object.keys(handlers).sort()).toEqual(ids.sort());
   });
 
@@ -52,7 +52,7 @@ describe("admin operations", () => {
       for (const request of [operation.params, operation.query, operation.body])
         if (request) expect(() => z.toJSONSchema(request, { io: "input" }), operation.id).not.toThrow();
       if (operation.result) expect(() => z.toJSONSchema(operation.result!), operation.id).not.toThrow();
-      else expect(["admin.policy.delete", "admin.explain"], operation.id).toContain(operation.id);
+      else expect(["admin.policy.delete"], operation.id).toContain(operation.id);
     }
   });
 });

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { CallArgs } from "../../../src/operations/handler.js";
 import { policyGate } from "../../../src/pipeline/steps/policy.js";
-import { MULTIPART_OVERHEAD_BYTES, sessionPlans } from "../../../src/session/session-plans.js";
+import { UPLOAD_FRAMING_BYTES as MULTIPART_OVERHEAD_BYTES } from "../../../src/policy/decide-access.js";
+import { sessionPlans } from "../../../src/session/session-plans.js";
 import { workspaceCaller } from "./fixtures.js";
 import { sessionSteps } from "./session-steps.js";
 

@@ -5,6 +5,9 @@
  */
 import type { LeaseKey } from "../records.js";
 
+/** How long a day's budget counter is kept from its first reservation: past the end of its day. */
+export const BUDGET_KEY_TTL_MS = 2 * 86_400_000;
+
 export class RedisKeys {
   constructor(private readonly prefix: string) {}
 

@@ -1,0 +1,93 @@
+/**
+ * `sandpool explain --workspace W --op OPERATION [--session ID] [--image I] [--args JSON]`:
+ * the decision trace of a would-be contract call through the admin API
+ * (`POST /admin/v1/explain`): every check the gateway would make, its verdict and what
+ * decided it, and the limits in force. Nothing runs: no sandbox is started or touched and
+ * no quota is counted. Exit codes: 0 explained (allowed or denied), 1 refused by the gateway
+ * or unreachable, 2 bad usage.
+ */
+import { Command, InvalidArgumentError, Option } from "commander";
+import type { ExplainAnswer } from "../../explain/explain-trace.js";
+import { contractOperations } from "../../operations/contract-operations.js";
+import { adminCall, adminConnection, type ConnectionOptions } from "../admin/admin-client.js";
+import { examples, runAdmin, withConnection, workspaceArgument } from "../admin/admin-command-kit.js";
+import { out, printJson } from "../admin/admin-render.js";
+import { renderExplain } from "./explain-render.js";
+
+type ExplainOptions = ConnectionOptions & {
+  workspace: string;
+  op: string;
+  session?: string;
+  image?: string;
+  args?: Record<string, unknown>;
+};
+
+function argsOption(value: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch (error) {
+    throw new InvalidArgumentError(`--args is not JSON: ${(error as Error).message}`);
+  }
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed))
+    throw new InvalidArgumentError("--args must be a JSON object (the operation's own request)");
+  return parsed as Record<string, unknown>;
+}
+
+/** --args, with --session and --image filled in where given (they win over the same fields in --args). */
+export function explainArgs(
+  options: Pick<ExplainOptions, "args" | "session" | "image">,
+): Record<string, unknown> {
+  return {
+    ...options.args,
+    ...(options.session === undefined ? {} : { session_id: options.session }),
+    ...(options.image === undefined ? {} : { image: options.image }),
+  };
+}
+
+export function explainCommand(): Command {
+  return withConnection(
+    new Command("explain")
+      .summary("show what a contract call would meet (policy, quotas, capacity) without running it")
+      .description(
+        "The decision trace of a would-be call of workspace W, from the admin API (/admin/v1/explain): each " +
+          "check in the order the gateway makes it (mounted, args, resolve the session, policy, admit), its " +
+          "verdict (pass, deny, skip), the rule, the policy field and value that decided, and the limits in " +
+          "force. The decision is the first refusal's: the error code the real call would get. Nothing runs: " +
+          "no sandbox is started, leased or touched, and no quota (slots, session rate, execution budget) is " +
+          "counted. The quotas and the pool are read as they are now; a call a moment later may find them changed.\n\n" +
+          "--args is the operation's own request: for sessions.create the CreateSession body; for a call on a " +
+          "session its session_id (or --session) and, for sessions.exec, the Execute body; for files.put an " +
+          "optional content_length.\n\n" +
+          "Exit codes: 0 explained (allowed or denied), 1 refused by the gateway or unreachable, 2 bad usage.",
+      )
+      .requiredOption("--workspace <id>", "the workspace whose call to explain", workspaceArgument)
+      .addOption(
+        new Option("--op <operation>", "the contract operation")
+          .choices(contractOperations.map((operation) => operation.id))
+          .makeOptionMandatory(),
+      )
+      .option("--session <id>", "the session a call on a session is made on (args.session_id)")
+      .option("--image <image>", "the image sessions.create asks for (args.image)")
+      .option("--args <json>", "the operation's request as a JSON object", argsOption)
+      .addHelpText(
+        "after",
+        examples(
+          "sandpool explain --workspace team-a --op sessions.create",
+          "sandpool explain --workspace team-a --op sessions.create --image python:3.12 --json",
+          `sandpool explain --workspace team-a --op sessions.exec --session S \\\n      --args '{"tool":"bash_code_execution","input":{"command":"ls"},"timeout_seconds":600}'`,
+        ),
+      ),
+  ).action(
+    runAdmin("sandpool explain", async (options: ExplainOptions) => {
+      const conn = adminConnection(options);
+      const { body } = await adminCall(conn, "POST", "/explain", {
+        workspace: options.workspace,
+        operation: options.op,
+        args: explainArgs(options),
+      });
+      if (conn.json) return printJson(body);
+      out(renderExplain(body as ExplainAnswer));
+    }),
+  );
+}

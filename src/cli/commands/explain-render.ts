@@ -1,0 +1,26 @@
+/** How `sandpool explain` shows a decision trace to people (--json prints the admin API's answer as it is). */
+import { errorStatus } from "../../contract/error-codes.js";
+import type { ExplainAnswer } from "../../explain/explain-trace.js";
+import { formatValue, table } from "../admin/admin-render.js";
+
+export function renderExplain(answer: ExplainAnswer): string {
+  const status = answer.code === null ? "" : ` (${errorStatus[answer.code]} ${answer.code})`;
+  const heading = `${answer.operation} for workspace ${answer.workspace}: ${answer.decision.toUpperCase()}${status}`;
+  const steps = table(
+    ["STEP", "VERDICT", "RULE", "FIELD", "VALUE", "LIMIT", "DETAIL"],
+    answer.steps.map((step) => [
+      step.step,
+      step.verdict === "deny" ? `deny ${step.code ?? ""}`.trim() : step.verdict,
+      step.rule ?? "-",
+      step.field ?? "-",
+      formatValue(step.value),
+      formatValue(step.limit),
+      step.detail ?? "",
+    ]),
+  );
+  const effective = table(
+    ["EFFECTIVE", "VALUE"],
+    Object.entries(answer.effective).map(([field, value]) => [field, formatValue(value)]),
+  );
+  return `${heading}\n\n${steps}\n\n${effective}`;
+}

@@ -1,0 +1,78 @@
+/**
+ * sessions.create, explained in the order the gateway runs it (src/pool/session-lifecycle.ts):
+ * the body (422), the workspace enabled, the image (the default when none is asked) and a
+ * pool serving it, the timeouts clamped, then admission (the day's budget, a slot, the rate)
+ * and the pool's capacity (warm lease, cold start, or 503), all read and none taken.
+ */
+import { type CreateSessionRequest, createSessionRequest, issueProblems } from "../contract/schemas.js";
+import { imageAllowed, workspaceEnabled } from "../policy/decide-access.js";
+import { sessionTimeouts } from "../policy/decide-limits.js";
+import type { EffectivePolicy } from "../policy/effective-policy.js";
+import type { ExplainServices } from "./explain.js";
+import { clampStep, quotaStep, verdictStep } from "./explain-steps.js";
+import type { Trace } from "./explain-trace.js";
+
+export async function explainCreateSession(
+  services: ExplainServices,
+  policy: EffectivePolicy,
+  args: Record<string, unknown>,
+  trace: Trace,
+): Promise<Record<string, unknown>> {
+  const parsed = createSessionRequest.safeParse(args);
+  if (parsed.success) trace.pass("args", { rule: "args.schema", detail: "a valid CreateSession body" });
+  else
+    trace.deny("args", "request.malformed", {
+      rule: "args.schema",
+      detail: issueProblems(parsed.error).join("; "),
+    });
+  // A malformed body is refused before anything else; the later steps show what its valid parts would meet.
+  const request: CreateSessionRequest = parsed.success ? parsed.data : {};
+
+  verdictStep(trace, workspaceEnabled(policy));
+  const image = imageAllowed(policy, request.image);
+  verdictStep(trace, image);
+  const pool = image.allowed
+    ? services.pools.find(image.image!, policy.resourceClass, policy.egressAllowed)
+    : undefined;
+  if (!image.allowed)
+    trace.skip("policy", "image.pool", "no pool is looked for an image that is not allowed");
+  else if (!pool)
+    trace.deny("policy", "policy.image_not_allowed", {
+      rule: "image.pool",
+      field: "resourceClass",
+      value: policy.resourceClass,
+      detail: `no pool serves the image '${image.image}' in the '${policy.resourceClass}' class`,
+    });
+  else
+    trace.pass("policy", {
+      rule: "image.pool",
+      field: "resourceClass",
+      value: policy.resourceClass,
+      detail: `pool '${pool.name}' serves '${image.image}'${pool.egress ? " (with egress)" : ""}`,
+    });
+  const timeouts = sessionTimeouts(policy, request);
+  clampStep(trace, timeouts.idle);
+  clampStep(trace, timeouts.lifetime);
+
+  const admission = await services.admission.previewSession(policy);
+  for (const check of admission.checks) quotaStep(trace, check);
+  if (!pool) {
+    trace.skip("admit", "pool.capacity", "no pool to lease from");
+  } else {
+    const capacity = await services.pools.capacity(pool);
+    const fields = {
+      rule: "pool.capacity",
+      value: capacity.members,
+      limit: capacity.maxTotal,
+      detail: capacity.detail,
+    };
+    if (capacity.outcome === "exhausted") trace.deny("admit", "capacity.exhausted", fields);
+    else trace.pass("admit", fields);
+  }
+  return {
+    image: image.image ?? null,
+    pool: pool?.name ?? null,
+    idleTimeoutSeconds: timeouts.idle.value,
+    maxLifetimeSeconds: timeouts.lifetime.value,
+  };
+}

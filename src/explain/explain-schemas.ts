@@ -1,0 +1,45 @@
+/**
+ * The shapes of `POST /admin/v1/explain` for the registry (and so the OpenAPI document). The
+ * body's schema checks the types; explain-request.ts checks the rest (a valid workspace id, a
+ * contract operation, the arguments a call on a session needs) and lists every problem.
+ */
+import { z } from "zod";
+import { contractOperations } from "../operations/contract-operations.js";
+
+const ids = contractOperations.map((operation) => operation.id).join(", ");
+
+export const explainBodySchema = z
+  .looseObject({
+    workspace: z.string().describe("The workspace whose call to explain (a workspace id)."),
+    operation: z.string().describe(`The contract operation: one of ${ids}.`),
+    args: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe(
+        "The operation's own request: the CreateSession body; for a call on a session its session_id " +
+          "and, for sessions.exec, the Execute body; for files.put an optional content_length.",
+      ),
+  })
+  .describe("A would-be contract call: { workspace, operation, args }.");
+
+const stepSchema = z.object({
+  step: z.enum(["mounted", "args", "resolve", "policy", "admit"]),
+  verdict: z.enum(["pass", "deny", "skip"]),
+  rule: z.string().optional(),
+  field: z.string().optional(),
+  value: z.unknown().optional(),
+  limit: z.unknown().optional(),
+  detail: z.string().optional(),
+  code: z.string().optional(),
+});
+
+export const explainResultSchema = z.object({
+  workspace: z.string(),
+  operation: z.string(),
+  decision: z.enum(["allow", "deny"]),
+  code: z.string().nullable().describe("The error code the real call would get; null when allowed."),
+  steps: z.array(stepSchema),
+  effective: z
+    .record(z.string(), z.unknown())
+    .describe("The limits in force, and what the call would run under."),
+});

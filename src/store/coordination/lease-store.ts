@@ -1,0 +1,35 @@
+/**
+ * Session leases, addressed by (workspace, session id): another workspace's id finds
+ * nothing. A lease is kept with an expiry past its deadlines, so one whose gateway crashed
+ * is still found by the reaper and then ages out.
+ */
+import type { CallEnd, CallMark, CallStart, CallStarted, Lease, LeaseKey } from "./records.js";
+
+export interface LeaseStore {
+  putLease(lease: Lease): Promise<void>;
+  getLease(key: LeaseKey): Promise<Lease | undefined>;
+  /**
+   * Records activity at `now` (last activity never moves backwards). A call that begins
+   * counts in and raises `busyUntil` to its deadline; the last call that ends clears it.
+   * Returns the lease, or undefined if it is gone.
+   */
+  touchLease(key: LeaseKey, now: number, call?: CallMark): Promise<Lease | undefined>;
+  /**
+   * Begins a call in one atomic step (one round trip on the hot path): resolves the lease,
+   * refuses one past its deadline, reserves the budget asked for (cut to what remains,
+   * `budget_spent` when nothing does), and marks the session busy (as `touchLease` with
+   * `{ begin: busyUntil }`). Only `started` changes anything.
+   */
+  beginCall(key: LeaseKey, start: CallStart): Promise<CallStarted>;
+  /**
+   * Ends a call in one atomic step: gives `refund` back to its day's budget (as
+   * AdmissionStore's `refundBudget`) and records the activity and the call's end (as
+   * `touchLease` with `{ end: true }`). False when the lease is gone (the refund is made anyway).
+   */
+  endCall(key: LeaseKey, end: CallEnd): Promise<boolean>;
+  /** Atomically removes the lease: of several callers, exactly one gets it and ends the session. */
+  takeLease(key: LeaseKey): Promise<Lease | undefined>;
+  /** Leases whose idle or lifetime deadline has passed. */
+  dueLeases(now: number, limit: number): Promise<LeaseKey[]>;
+  listLeases(): Promise<Lease[]>;
+}

@@ -1,0 +1,41 @@
+/**
+ * The warm pools' shared ledger: membership caps a pool's size across replicas (every
+ * member with an expiry, so a crashed replica's sandboxes age out), and idle members wait
+ * in a queue to be leased.
+ */
+import type { MemberHold, SandboxRecord } from "./records.js";
+
+export interface PoolLedger {
+  /** Counts `sandboxId` against the pool if fewer than `maxTotal` unexpired members exist. */
+  addMember(
+    pool: string,
+    sandboxId: string,
+    maxTotal: number,
+    expiresAt: number,
+    now: number,
+  ): Promise<boolean>;
+  renewMember(pool: string, sandboxId: string, expiresAt: number): Promise<void>;
+  removeMember(pool: string, sandboxId: string): Promise<void>;
+  countMembers(pool: string, now: number): Promise<number>;
+  /** The members whose expiry is after `now`. */
+  listMembers(pool: string, now: number): Promise<string[]>;
+  pushIdle(record: SandboxRecord): Promise<void>;
+  /** Atomically takes the oldest idle sandbox of the pool, if any. */
+  popIdle(pool: string): Promise<SandboxRecord | undefined>;
+  /**
+   * Leases the oldest idle sandbox of the pool in one atomic step: popped, its membership
+   * held until `hold.until` (as `holdMember`), its workspace recorded as a holder.
+   */
+  leaseIdle(pool: string, hold: MemberHold): Promise<SandboxRecord | undefined>;
+  /**
+   * Keeps a leased sandbox counted against its pool until `hold.until` (a member only: as
+   * `renewMember`) and records its workspace among the pool's holders, which is how the
+   * Redis store finds the workspaces whose leases it lists and reaps.
+   */
+  holdMember(pool: string, sandboxId: string, hold: MemberHold): Promise<void>;
+  /** Atomically takes one particular idle sandbox (for draining or reconciliation). */
+  takeIdle(pool: string, sandboxId: string): Promise<SandboxRecord | undefined>;
+  listIdle(pool: string): Promise<SandboxRecord[]>;
+  /** Read-only, for explain: how many idle sandboxes the pool holds (what `leaseIdle` could take). */
+  countIdle(pool: string): Promise<number>;
+}

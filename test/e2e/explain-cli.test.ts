@@ -1,0 +1,108 @@
+/**
+ * `sandpool explain` as an operator runs it (the built CLI) against a real gateway in this
+ * process: an allowed CreateSession and a refused one as a readable trace and as JSON, a
+ * call on an unknown session, and its refusals: a workspace token (exit 1, one line) and
+ * bad usage (exit 2).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mintToken } from "../../src/auth/dev-keys.js";
+import { requireBuiltCli, runCli } from "../support/cli.js";
+import { startTestGateway, TEST_IMAGE, TEST_SECRET, type TestGateway } from "../support/gateway-harness.js";
+
+let harness: TestGateway;
+let adminToken: string;
+beforeAll(async () => {
+  requireBuiltCli();
+  harness = await startTestGateway({
+    pools: [{ name: "default", image: TEST_IMAGE, minIdle: 0, maxTotal: 2 }],
+  });
+  adminToken = await mintToken({
+    secret: TEST_SECRET,
+    admin: true,
+    subject: "cli-operator",
+    ttlSeconds: 600,
+  });
+}, 60_000);
+afterAll(() => harness?.close());
+
+const hermetic = { SANDPOOL_URL: "", SANDPOOL_ADMIN_TOKEN: "" };
+const sandpool = (args: string[], token: string = adminToken) =>
+  runCli(["explain", ...args, "--url", harness.url, "--token", token], { env: hermetic, timeoutMs: 30_000 });
+
+describe("sandpool explain", () => {
+  it("prints an allowed CreateSession's trace and the limits in force", async () => {
+    const answer = await sandpool(["--workspace", "cli-explained", "--op", "sessions.create"]);
+    expect(answer.code, answer.stderr).toBe(0);
+    expect(answer.stdout).toMatch(/^sessions\.create for workspace cli-explained: ALLOW\n/);
+    expect(answer.stdout).toMatch(/^STEP\s+VERDICT\s+RULE\s+FIELD\s+VALUE\s+LIMIT\s+DETAIL$/m);
+    expect(answer.stdout).toMatch(/^policy\s+pass\s+image\.default\s+defaultImage\s+sandpool\/sandbox:dev/m);
+    // minIdle 0: nothing idle, room below maxTotal.
+    expect(answer.stdout).toMatch(/^admit\s+pass\s+pool\.capacity\s+-\s+0\s+2\s+.*a cold start$/m);
+    expect(answer.stdout).toMatch(/^image\s+sandpool\/sandbox:dev$/m);
+    // Explain leased nothing, so nothing was started.
+    expect(await harness.store.countMembers("default", Date.now())).toBe(0);
+  });
+
+  it("prints a refusal with its status and code; --json prints the admin API's answer", async () => {
+    const args = ["--workspace", "cli-refused", "--op", "sessions.create", "--image", "not/allowed:1"];
+    const answer = await sandpool(args);
+    expect(answer.code, answer.stderr).toBe(0);
+    expect(answer.stdout).toMatch(/: DENY \(403 policy\.image_not_allowed\)\n/);
+    expect(answer.stdout).toMatch(
+      /^policy\s+deny policy\.image_not_allowed\s+image\.allowed\s+allowedImages/m,
+    );
+    const json = await sandpool([...args, "--json"]);
+    expect(json.code, json.stderr).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      workspace: "cli-refused",
+      operation: "sessions.create",
+      decision: "deny",
+      code: "policy.image_not_allowed",
+    });
+  });
+
+  it("explains a call on an unknown session as session.not_found, with --args and --session", async () => {
+    const answer = await sandpool([
+      "--workspace",
+      "cli-refused",
+      "--op",
+      "sessions.exec",
+      "--session",
+      "no-such-session",
+      "--args",
+      '{"tool":"bash_code_execution","input":{"command":"ls"}}',
+      "--json",
+    ]);
+    expect(answer.code, answer.stderr).toBe(0);
+    expect(JSON.parse(answer.stdout)).toMatchObject({ decision: "deny", code: "session.not_found" });
+  });
+
+  it("exits 1 with one line for a workspace token, 2 for bad usage", async () => {
+    const refused = await sandpool(
+      ["--workspace", "cli-nosy", "--op", "sessions.create"],
+      await harness.token("cli-nosy"),
+    );
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^sandpool explain: the token is valid but is not an admin token/);
+    for (const bad of [
+      ["--op", "sessions.create"],
+      ["--workspace", "w"],
+      ["--workspace", "w", "--op", "admin.explain"],
+      ["--workspace", "-w", "--op", "sessions.create"],
+      ["--workspace", "w", "--op", "sessions.create", "--args", "{not json"],
+      ["--workspace", "w", "--op", "sessions.create", "--args", "[1]"],
+    ]) {
+      const answer = await sandpool(bad);
+      expect(answer.code, `${bad.join(" ")}: ${answer.stderr}`).toBe(2);
+      expect(answer.stderr).toMatch(/--help/);
+    }
+  });
+
+  it("--help says what it does, what --args holds, and gives examples", async () => {
+    const help = await runCli(["explain", "--help"], { env: hermetic, timeoutMs: 30_000 });
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/Nothing\s+runs/);
+    expect(help.stdout).toMatch(/--args <json>/);
+    expect(help.stdout).toMatch(/Examples:\n\s+sandpool explain --workspace team-a --op sessions\.create\n/);
+  });
+});
