@@ -13,3 +13,12 @@ export function parseExecRequest(body: unknown): ExecRequest {
   if (!parsed.success) throw malformed(issueProblems(parsed.error));
   return parsed.data;
 }
+
+/**
+ * An Execute body admitted as it came: checked by `parseExecRequest`, returned unchanged,
+ * since unknown request fields travel on to the sandbox (only the timeout is rewritten).
+ */
+export function admitExecBody(body: unknown): ExecRequest {
+  parseExecRequest(body);
+  return body as ExecRequest;
+}

@@ -10,7 +10,7 @@ import type { GatewayConfig } from "../config/gateway-config.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { NodeRegistry, NodeView } from "../nodes/node-registry.js";
 import { NodeSecrets } from "../nodes/node-signature.js";
-import type { SessionLifecycle } from "../pool/session-lifecycle.js";
+import type { SessionLifecycle } from "../session/session-lifecycle.js";
 import type { LeaseStore } from "../store/coordination/lease-store.js";
 import type { PoolLedger } from "../store/coordination/pool-ledger.js";
 import { EdgePools } from "./edge-pools.js";

@@ -10,13 +10,17 @@
  * Before any of that, every request passes the transport checks: its target (400), its
  * Host and Origin (403), and the bound on requests not yet authenticated (503; health and
  * metrics exempt). An authenticated contract call then counts against its workspace's
- * calls in flight (429). A contract call refused after authentication (policy, quota,
- * capacity, unknown session) is audited (src/audit/record-refusal.ts).
+ * calls in flight (429). The routes are generated from the operation registry: each
+ * operation is bound to the pipeline (src/pipeline/) with its handler (bind-operations.ts);
+ * a contract call refused after authentication (policy, quota, capacity, unknown session)
+ * is audited by the pipeline, or here when a middleware refused it.
  */
 
 import { Hono } from "hono";
 import { SandpoolError } from "../contract/error-codes.js";
-import { auditRefusal } from "./common/audit-refusal.js";
+import { gatewayOperations } from "../gateway/gateway-operations.js";
+import { auditRefusal, sessionIdInPath } from "../pipeline/steps/audit.js";
+import { bindOperations } from "./bind-operations.js";
 import { errorResponse } from "./common/error-response.js";
 import { jsonBodyLimit } from "./common/read-json-body.js";
 import { guardRequestTarget } from "./common/request-target.js";
@@ -29,10 +33,7 @@ import { checkHostAndOrigin, type HostTrust } from "./middleware/host-and-origin
 import { observeRequest } from "./middleware/observe-request.js";
 import { boundUnauthenticated, UnauthenticatedGate } from "./middleware/unauthenticated-gate.js";
 import { ADMIN_BASE_PATH, createAdminApp } from "./routes/admin-routes.js";
-import { registerExecRoute } from "./routes/exec-route.js";
-import { registerFileRoutes } from "./routes/file-routes.js";
 import { registerOpsRoutes } from "./routes/ops-routes.js";
-import { registerSessionRoutes } from "./routes/session-routes.js";
 import { unmatchedRoute } from "./routes/unmatched-route.js";
 
 export function createGatewayApp(
@@ -52,6 +53,7 @@ export function createGatewayApp(
   const onError = (error: Error, c: Parameters<typeof errorResponse>[0]) =>
     errorResponse(c, error, (c.get("log") as GatewayServices["log"] | undefined) ?? services.log);
 
+  const built = gatewayOperations(services);
   const contract = new Hono<GatewayEnv>();
   const jsonLimit = jsonBodyLimit(services.limits.maxJsonBodyBytes);
   contract.use("*", authenticate(services));
@@ -60,13 +62,21 @@ export function createGatewayApp(
     "*",
     limitCallsInFlight(new CallsInFlight(services.limits.maxCallsInFlightPerWorkspace ?? 32)),
   );
-  registerSessionRoutes(contract, services, jsonLimit);
-  registerExecRoute(contract, services, jsonLimit);
-  registerFileRoutes(contract, services);
+  bindOperations(contract, "contract", built.contract, built.deps, { jsonLimit });
   const basePath = normalizeBasePath(options.basePath);
   contract.all("*", unmatchedRoute(basePath));
   contract.onError((error, c) => {
-    auditRefusal(services, c, error);
+    // A refusal the pipeline audited is not audited again: this one is a middleware's.
+    auditRefusal(
+      services.usage,
+      c.get("log") ?? services.log,
+      {
+        principal: c.get("principal"),
+        operationId: c.get("operationId") ?? "unmatched",
+        sessionId: sessionIdInPath(c.req.path),
+      },
+      error,
+    );
     return onError(error, c);
   });
 
@@ -84,7 +94,10 @@ export function createGatewayApp(
     "*",
     boundUnauthenticated(new UnauthenticatedGate(services.limits.maxUnauthenticatedRequests ?? 256)),
   );
-  if (adminApi !== "only") registerOpsRoutes(app, services);
+  if (adminApi !== "only") {
+    bindOperations(app, "service", built.service, built.deps);
+    registerOpsRoutes(app, services);
+  }
   if (services.policyAdmin && adminApi !== "elsewhere") {
     // Before the contract: its catch-all answers every path under /admin/v1 itself.
     const admin = createAdminApp(services, services.policyAdmin);

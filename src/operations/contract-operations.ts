@@ -3,9 +3,15 @@
  * mounted for workspace tokens at `/` and under the configured base path. Their shapes in the
  * OpenAPI document are the contract's own, unchanged (the drift test holds them to it).
  */
+import * as z from "zod/mini";
+import { admitExecBody } from "../contract/parse-exec-request.js";
+import { createSessionRequest } from "../contract/schemas.js";
 import type { OperationSpec } from "./operation.js";
 
 const contract = { group: "contract", mountedFor: "workspace" } as const;
+
+/** The query of a file operation: the file or folder (`path`), sent on to the sandbox with the rest. */
+const fileQuery = z.looseObject({ path: z.optional(z.string()) });
 
 export const contractOperations = [
   {
@@ -16,6 +22,8 @@ export const contractOperations = [
     path: "/sessions",
     label: "CreateSession",
     effects: ["write"],
+    input: "optional-json",
+    body: createSessionRequest,
     answers: ["json"],
     success: 201,
   },
@@ -49,6 +57,8 @@ export const contractOperations = [
     path: "/sessions/{id}/exec",
     label: "Execute",
     effects: ["exec"],
+    input: "json",
+    admitBody: admitExecBody,
     answers: ["json", "event-stream"],
     success: 200,
   },
@@ -60,6 +70,7 @@ export const contractOperations = [
     path: "/sessions/{id}/files/list",
     label: "ListFiles",
     effects: ["read"],
+    query: fileQuery,
     answers: ["json"],
     success: 200,
   },
@@ -71,6 +82,7 @@ export const contractOperations = [
     path: "/sessions/{id}/files",
     label: "GetFile",
     effects: ["read"],
+    query: fileQuery,
     answers: ["bytes"],
     success: 200,
   },
@@ -82,6 +94,7 @@ export const contractOperations = [
     path: "/sessions/{id}/files",
     label: "PutFile",
     effects: ["write"],
+    input: "stream",
     answers: ["json"],
     success: 201,
   },

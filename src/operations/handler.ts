@@ -6,6 +6,7 @@
  */
 import type { Logger } from "pino";
 import type { Caller } from "../auth/principal.js";
+import type { AdmittedSession } from "../session/admitted-session.js";
 import type { OperationSpec } from "./operation.js";
 
 /** An operation's arguments, admitted (parsed and validated against its declared schemas). */
@@ -30,6 +31,18 @@ export interface OperationCall {
   log: Logger;
   /** Aborted when the caller goes away. */
   signal?: AbortSignal;
+  /** What the pipeline's resolve, policy and admit steps admitted, for a call on a session. */
+  session?: AdmittedSession;
+  /** What a streamed answer may ask of the transport that carries it (absent in-process). */
+  transport?: CallTransport;
+}
+
+/** Hooks of the transport for an answer that outlives its handler (a streamed Execute). */
+export interface CallTransport {
+  /** Keeps the call counted in flight until the returned release is called. */
+  holdCallInFlight?(): () => void;
+  /** Closes the connection if the answer is not delivered within `ms` (a client that stopped reading). */
+  closeUndeliveredAfter?(ms: number): void;
 }
 
 export type Outcome =

@@ -53,6 +53,18 @@ export interface OperationSpec {
   query?: $ZodType;
   /** Schema of a JSON request body, when it takes one. */
   body?: $ZodType;
+  /**
+   * How the request body is taken (the pipeline's args step): JSON (an empty body refused, or
+   * read as `{}` when optional), or a byte stream handed on unread (a multipart upload).
+   * Absent: no body is read.
+   */
+  input?: "json" | "optional-json" | "stream";
+  /**
+   * Checks a JSON body with the contract's own codes where a schema alone cannot say them
+   * (Execute: 400 for an unknown tool kind, 422 for a malformed input); it returns the body
+   * the handler gets. Without it, `body` is checked (422 `request.malformed`, every problem).
+   */
+  admitBody?: (body: unknown) => unknown;
   /** Schema of a JSON answer, for the OpenAPI document. */
   result?: $ZodType;
 }

@@ -13,12 +13,12 @@
  */
 import type { Logger } from "pino";
 import { PartialListError, type RuntimeSandbox, type SandboxRuntime } from "../runtime/sandbox-runtime.js";
+import { HOLD_GRACE_MS, type SessionLifecycle } from "../session/session-lifecycle.js";
 import type { AdmissionStore } from "../store/coordination/admission-store.js";
 import type { LeaseStore } from "../store/coordination/lease-store.js";
 import type { PoolLedger } from "../store/coordination/pool-ledger.js";
 import { type Lease, leaseDeadline } from "../store/coordination/records.js";
 import type { PoolManager } from "./pool-manager.js";
-import { HOLD_GRACE_MS, type SessionLifecycle } from "./session-lifecycle.js";
 
 export interface ReconcileDeps {
   runtime: SandboxRuntime;

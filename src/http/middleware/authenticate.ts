@@ -1,8 +1,8 @@
 /**
- * Pipeline step 2: every contract route requires a valid bearer credential, checked
- * before any route lookup, so a caller without one learns nothing (no 404 or 405 first).
- * A contract route also requires the token to name a workspace: an admin token scoped to
- * none is refused (401), failing closed, since nothing downstream could scope its calls.
+ * Pipeline steps authenticate and mounted for the contract, run ahead of the route lookup:
+ * every contract route requires a valid bearer credential, so a caller without one learns
+ * nothing (no 404 or 405 first), and a token that names a workspace (an admin token scoped to
+ * none is refused 401, failing closed: src/pipeline/steps/mounted.ts), unknown routes included.
  *
  * Failed attempts are limited per credential and per client address. A credential that
  * keeps failing is refused (429) before any verification work is spent on it. An address
@@ -11,11 +11,12 @@
  * stale token must not lock the others out.
  */
 import type { MiddlewareHandler } from "hono";
-import { AuthRefusal, authFailureReason } from "../../auth/auth-refusal.js";
+import { authFailureReason } from "../../auth/auth-refusal.js";
 import { credentialFingerprint, type FailedAuthLimiter } from "../../auth/failed-auth-limiter.js";
-import { type BearerAuthenticator, type Caller, scopedPrincipal } from "../../auth/principal.js";
+import type { BearerAuthenticator, Caller, Principal } from "../../auth/principal.js";
 import { SandpoolError } from "../../contract/error-codes.js";
 import type { GatewayMetrics } from "../../metering/gateway-metrics.js";
+import { mountedCaller } from "../../pipeline/steps/mounted.js";
 import type { GatewayEnv } from "../gateway-env.js";
 import type { GatewayServices } from "../gateway-services.js";
 import { passedAuthentication } from "./unauthenticated-gate.js";
@@ -83,17 +84,8 @@ export function authenticate(check: BearerCheck): MiddlewareHandler<GatewayEnv> 
       c.req.header("authorization"),
       c.env?.incoming?.socket?.remoteAddress,
     );
-    const principal = scopedPrincipal(caller);
     // A verified token, so not counted as a failed attempt: it is just not for this route.
-    if (principal === undefined) {
-      const refusal = new AuthRefusal(
-        "no_workspace",
-        "the token names no workspace (an admin token): contract routes need one",
-      );
-      countAuthFailure(check.metrics, refusal);
-      throw refusal;
-    }
-    c.set("principal", principal);
+    c.set("principal", mountedCaller("workspace", caller, check.metrics) as Principal);
     passedAuthentication(c);
     await next();
   };

@@ -4,8 +4,8 @@
  * routes, so an anonymous caller learns nothing) and then an admin token (403
  * `auth.forbidden`). Its routes are the admin operations of the registry
  * (src/operations/admin-operations.ts: paths, shapes), bound to their handlers (src/admin/)
- * by admin-binding.ts; a wrong method on an admin path is 405 with `Allow`, and any other
- * path under /admin/v1 is 404. Errors are the usual { detail: { code, message } }; a refused
+ * through the request pipeline (src/http/bind-operations.ts); a wrong method on an admin
+ * path is 405 with `Allow`, and any other path under /admin/v1 is 404. Errors are the usual { detail: { code, message } }; a refused
  * input adds `problems: string[]`.
  */
 import type { HttpBindings } from "@hono/node-server";
@@ -14,11 +14,13 @@ import type { Logger } from "pino";
 import { adminHandlers } from "../../admin/admin-handlers.js";
 import type { Caller } from "../../auth/principal.js";
 import { SandpoolError } from "../../contract/error-codes.js";
+import type { PipelineDeps } from "../../pipeline/pipeline.js";
 import type { PolicyAdmin } from "../../policy/policy-admin.js";
+import { bindOperations } from "../bind-operations.js";
+import { jsonBodyLimit } from "../common/read-json-body.js";
 import type { GatewayServices } from "../gateway-services.js";
 import { countAuthFailure, verifyBearer } from "../middleware/authenticate.js";
 import { passedAuthentication } from "../middleware/unauthenticated-gate.js";
-import { bindAdminOperations } from "./admin-binding.js";
 
 export const ADMIN_BASE_PATH = "/admin/v1";
 
@@ -39,12 +41,21 @@ export interface AdminEnv {
 export function createAdminApp(services: GatewayServices, policyAdmin: PolicyAdmin): Hono<AdminEnv> {
   const admin = new Hono<AdminEnv>();
   admin.use("*", requireAdmin(services));
-  bindAdminOperations(admin, adminHandlers(services, policyAdmin), services.limits.maxJsonBodyBytes);
+  // Through the request pipeline, as every operation (the mounted step checks the admin token again).
+  bindOperations(admin, "admin", adminHandlers(services, policyAdmin), pipelineOf(services), {
+    jsonLimit: jsonBodyLimit(services.limits.maxJsonBodyBytes),
+    methodNotAllowed: true,
+  });
   // Nothing under /admin/v1 falls through to the contract routes (which would ask for a workspace).
   admin.all("*", () => {
     throw new SandpoolError("request.not_found", "no such admin route");
   });
   return admin;
+}
+
+/** The pipeline's dependencies for admin operations: authentication; no session layer, no refusal audit. */
+function pipelineOf(services: GatewayServices): PipelineDeps {
+  return { check: services, usage: services.usage };
 }
 
 /** 401 without a valid token (counted like any failed attempt), then 403 unless it is an admin token. */

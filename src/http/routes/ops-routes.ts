@@ -1,6 +1,6 @@
 /**
- * Unauthenticated operational endpoints: liveness, readiness, Prometheus metrics, and
- * discovery (the OpenAPI document and the docs page, src/discovery/).
+ * Discovery, open to anyone: the OpenAPI document and the docs page (src/discovery/).
+ * Liveness, readiness and metrics are bound from the registry (src/service/service-handlers.ts).
  */
 import type { Hono } from "hono";
 import { ANONYMOUS_CALLER, discoveryHandlers } from "../../discovery/discovery-handlers.js";
@@ -12,24 +12,6 @@ import { verifyBearer } from "../middleware/authenticate.js";
 import { passedAuthentication } from "../middleware/unauthenticated-gate.js";
 
 export function registerOpsRoutes(app: Hono<GatewayEnv>, services: GatewayServices): void {
-  app.get("/healthz", (c) => {
-    c.set("operation", "healthz");
-    return c.json({ status: "ok" });
-  });
-
-  app.get("/readyz", async (c) => {
-    c.set("operation", "readyz");
-    const ready = await services.ready().catch(() => false);
-    return c.json({ status: ready ? "ready" : "not_ready" }, ready ? 200 : 503);
-  });
-
-  app.get("/metrics", async (c) => {
-    c.set("operation", "metrics");
-    await services.pools.refreshGauges().catch(() => undefined);
-    const body = await services.metrics.registry.metrics();
-    return c.body(body, 200, { "content-type": services.metrics.registry.contentType });
-  });
-
   // Open to anyone; a credential sent to /openapi.json must be valid (401) and decides the view.
   for (const [id, handler] of Object.entries(discoveryHandlers)) {
     const operation = operations.get(id)!;

@@ -9,7 +9,7 @@ import { once } from "node:events";
 import { createServer, type Server } from "node:http";
 import { type AddressInfo, connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { budgetOf } from "../../../src/http/routes/forward-to-sandbox.js";
+import { budgetOf } from "../../../src/session/forward-to-sandbox.js";
 import type { Lease } from "../../../src/store/coordination/records.js";
 import { startTestGateway, type TestGateway } from "../../support/gateway-harness.js";
 

@@ -17,11 +17,11 @@ import { sessionTimeouts } from "../policy/decide-limits.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
 import type { PolicyService } from "../policy/policy-service.js";
 import { enforce } from "../policy/verdict.js";
+import type { PoolManager } from "../pool/pool-manager.js";
 import { type Admission, settlement } from "../quota/admission.js";
 import type { SandboxUsage } from "../runtime/sandbox-runtime.js";
 import type { LeaseStore } from "../store/coordination/lease-store.js";
 import { type Lease, type LeaseKey, leaseDeadline } from "../store/coordination/records.js";
-import type { PoolManager } from "./pool-manager.js";
 
 export const DESTROY_SANDBOX_JOB = "destroy-sandbox";
 /** Slots and memberships outlive the session's own deadline by this much, never less. */

@@ -1,7 +1,7 @@
 /**
  * A streamed Execute through the gateway (`Accept: text/event-stream`, the extension in
  * src/contract/exec-events.ts). Admission, policy, the budget reservation and the busy mark
- * have run in exec-route.ts; this keeps every limit of a buffered call until the stream ends, not
+ * have run in the pipeline; this keeps every limit of a buffered call until the stream ends, not
  * until the handler returns: the session is marked busy, the call keeps its place among
  * the workspace's calls in flight, and the reservation is settled with the wall time from
  * the forward to the end of the stream. An error before the stream starts (the sandbox's
@@ -9,23 +9,22 @@
  * that answers plain JSON (one without streaming) gets its answer sent as the result event.
  */
 import { performance } from "node:perf_hooks";
-import type { Context } from "hono";
-import { EVENT_STREAM_HEADERS, EVENT_STREAM_TYPE, formatEvent } from "../../contract/exec-events.js";
-import { relayExecEvents, reserialized } from "../../forward/exec-event-relay.js";
-import { oversizedExecAnswer } from "../../forward/oversized-exec-answer.js";
-import type { OpenCall } from "../../pool/session-lifecycle.js";
-import type { Lease, LeaseKey } from "../../store/coordination/records.js";
-import { pendingWorkOf } from "../common/pending-work.js";
-import type { GatewayEnv } from "../gateway-env.js";
-import type { GatewayServices } from "../gateway-services.js";
+import { EVENT_STREAM_HEADERS, EVENT_STREAM_TYPE, formatEvent } from "../contract/exec-events.js";
+import { relayExecEvents, reserialized } from "../forward/exec-event-relay.js";
+import { oversizedExecAnswer } from "../forward/oversized-exec-answer.js";
+import { pendingWorkOf } from "../http/common/pending-work.js";
+import type { GatewayServices } from "../http/gateway-services.js";
+import type { CallTransport, Outcome } from "../operations/handler.js";
+import type { Lease, LeaseKey } from "../store/coordination/records.js";
 import {
+  answerOutcome,
   budgetOf,
   DEFAULT_MAX_SANDBOX_ANSWER_BYTES,
   DEFAULT_MAX_SANDBOX_ERROR_BYTES,
   forwardToSandbox,
-  toResponse,
 } from "./forward-to-sandbox.js";
 import { meterExecution } from "./meter-execution.js";
+import type { OpenCall } from "./session-lifecycle.js";
 
 /** How long after the deadline a client has to take the stream's last event. */
 const DELIVERY_GRACE_MS = 2_000;
@@ -42,11 +41,11 @@ export interface StreamedCall {
 }
 
 export async function streamExecution(
-  c: Context<GatewayEnv>,
   services: GatewayServices,
+  transport: CallTransport | undefined,
   call: StreamedCall,
-): Promise<Response> {
-  const releaseSlot = c.get("holdCallInFlight")?.();
+): Promise<Outcome> {
+  const releaseSlot = transport?.holdCallInFlight?.();
   let started: number | undefined;
   let finished = false;
   const finish = async () => {
@@ -76,7 +75,7 @@ export async function streamExecution(
     });
     if (answer.status !== 200) {
       await finish();
-      return toResponse(c, answer);
+      return answerOutcome(answer);
     }
     if (Buffer.isBuffer(answer.body)) {
       // A sandbox without streaming answered JSON (read with the buffered caps): one event,
@@ -89,7 +88,7 @@ export async function streamExecution(
         throw error;
       }
       await finish();
-      return c.body(formatEvent("result", result), 200, EVENT_STREAM_HEADERS);
+      return { kind: "raw", status: 200, headers: EVENT_STREAM_HEADERS, body: formatEvent("result", result) };
     }
     const maxAnswer = services.limits.maxSandboxAnswerBytes ?? DEFAULT_MAX_SANDBOX_ANSWER_BYTES;
     const relay = relayExecEvents(answer.body, {
@@ -116,26 +115,14 @@ export async function streamExecution(
     void relay.done.then(finish).catch((error) => {
       services.log.warn({ err: error, session: call.key.sessionId }, "could not close a streamed call");
     });
-    closeUndelivered(c, call.deadlineMs - (performance.now() - started));
-    return c.body(relay.body, 200, EVENT_STREAM_HEADERS);
+    // A client that stops reading would otherwise hold the stream, and the events written to
+    // it, forever: the transport closes it once the deadline and a grace have passed.
+    transport?.closeUndeliveredAfter?.(
+      Math.max(0, call.deadlineMs - (performance.now() - started)) + DELIVERY_GRACE_MS,
+    );
+    return { kind: "raw", status: 200, headers: EVENT_STREAM_HEADERS, body: relay.body };
   } catch (error) {
     await finish();
     throw error;
   }
-}
-
-/**
- * Closes the client's connection if the stream is not delivered by the deadline (and a
- * grace to take the last event): a client that stops reading would otherwise hold it, and
- * the events written to it, forever (Node waits for a drain that never comes, and the
- * server sets no socket timeout once a request is in).
- */
-function closeUndelivered(c: Context<GatewayEnv>, deadlineMs: number): void {
-  const outgoing = c.env?.outgoing;
-  if (!outgoing) return; // not served over a socket (app.request in tests)
-  const timer = setTimeout(() => {
-    if (!outgoing.writableFinished) outgoing.destroy();
-  }, Math.max(0, deadlineMs) + DELIVERY_GRACE_MS);
-  timer.unref();
-  outgoing.once("close", () => clearTimeout(timer));
 }

@@ -4,8 +4,9 @@
  * time was spent either way. A store failure here leaves the reservation charged in full,
  * which is the safe side.
  */
-import type { OpenCall } from "../../pool/session-lifecycle.js";
-import type { GatewayServices } from "../gateway-services.js";
+
+import type { GatewayServices } from "../http/gateway-services.js";
+import type { OpenCall } from "./session-lifecycle.js";
 
 export async function meterExecution(
   services: GatewayServices,

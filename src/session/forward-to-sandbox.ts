@@ -17,23 +17,22 @@
  */
 import { performance } from "node:perf_hooks";
 import { Readable } from "node:stream";
-import type { Context } from "hono";
-import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { type Dispatcher, errors } from "undici";
-import { SandpoolError } from "../../contract/error-codes.js";
-import { EVENT_STREAM_TYPE } from "../../contract/exec-events.js";
-import { ByteBudget } from "../../forward/byte-budget.js";
-import { oversizedExecAnswer } from "../../forward/oversized-exec-answer.js";
-import { readCapped } from "../../forward/read-capped.js";
+import { SandpoolError } from "../contract/error-codes.js";
+import { EVENT_STREAM_TYPE } from "../contract/exec-events.js";
+import { ByteBudget } from "../forward/byte-budget.js";
+import { oversizedExecAnswer } from "../forward/oversized-exec-answer.js";
+import { readCapped } from "../forward/read-capped.js";
 import {
   answerTooLarge,
   type ForwardRequest,
   isOutlivedBySession,
   mapTransportError,
   SMALL_ANSWER_BYTES,
-} from "../../forward/sandbox-client.js";
-import type { Lease } from "../../store/coordination/records.js";
-import type { GatewayServices } from "../gateway-services.js";
+} from "../forward/sandbox-client.js";
+import type { GatewayServices } from "../http/gateway-services.js";
+import type { Outcome } from "../operations/handler.js";
+import type { Lease } from "../store/coordination/records.js";
 
 export interface SandboxAnswer {
   status: number;
@@ -160,17 +159,15 @@ async function readWithinBudget(
 }
 
 /**
- * The client's response to a sandbox answer. Built through the context (not `new Response`)
- * so headers set earlier in the pipeline (X-Request-Id) are part of it from the start: a
- * header added to a finished response makes Hono rebuild it around a web stream, which the
- * Node adapter then drains chunk by chunk instead of writing the bytes at once.
+ * A sandbox answer as the call's outcome, its bytes as they are: a buffered answer is passed
+ * as bytes (written at once), a streamed one as a web stream with backpressure.
  */
-export function toResponse(c: Context, answer: SandboxAnswer): Response {
-  if (answer.status === 204) return c.body(null, 204, answer.headers);
+export function answerOutcome(answer: SandboxAnswer): Outcome {
+  if (answer.status === 204) return { kind: "empty", status: 204, headers: answer.headers };
   const body = Buffer.isBuffer(answer.body)
     ? (answer.body as Uint8Array<ArrayBuffer>)
     : (Readable.toWeb(answer.body) as unknown as ReadableStream<Uint8Array>);
-  return c.body(body, answer.status as ContentfulStatusCode, answer.headers);
+  return { kind: "raw", status: answer.status, headers: answer.headers, body };
 }
 
 function isEventStream(contentType: string | undefined): boolean {

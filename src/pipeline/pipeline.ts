@@ -1,0 +1,114 @@
+/**
+ * The request pipeline (DESIGN.md section 4, the seed's section 6): the one code path from a
+ * routed call to its handler, for every operation and every transport (HTTP, src/http/
+ * bind-operations.ts; in process, call.ts). Its steps run in a fixed order, each in its own
+ * file under steps/:
+ *
+ *   route -> authenticate -> mounted -> args -> resolve -> policy -> admit -> run -> audit
+ *
+ * (the transport has run before: request target, Host and Origin, the size cap, the bound on
+ * unauthenticated requests and, for the contract, the calls in flight; it renders the
+ * outcome after). Resolve costs no round trip of its own: admit resolves the session, reserves
+ * the budget and marks it busy in one, and a refusal by args or policy resolves the session
+ * first so that the 404 comes first. A refused contract call is audited, whichever step refused it.
+ */
+import type { Logger } from "pino";
+import { type Caller, scopedPrincipal } from "../auth/principal.js";
+import type { BearerCheck } from "../http/middleware/authenticate.js";
+import type { UsageSink } from "../metering/usage-sink.js";
+import type { CallArgs, CallTransport, OperationHandler, Outcome } from "../operations/handler.js";
+import type { OperationSpec } from "../operations/operation.js";
+import type { AdmittedSession } from "../session/admitted-session.js";
+import type { SessionCalls } from "../session/session-calls.js";
+import { admitCall } from "./steps/admit.js";
+import { admitArgs, type RawArgs } from "./steps/args.js";
+import { auditRefusal } from "./steps/audit.js";
+import { authenticateCaller, type Credential } from "./steps/authenticate.js";
+import { mountedCaller } from "./steps/mounted.js";
+import { policyGate } from "./steps/policy.js";
+import { refuseAfterResolving } from "./steps/resolve.js";
+
+export interface PipelineDeps {
+  /** Authentication: the authenticator, the failed-attempt limits, and metrics. */
+  check: BearerCheck;
+  /** Where refusals are audited. */
+  usage: UsageSink;
+  /** The session layer's steps, for contract calls; without it no operation has a session. */
+  sessions?: SessionCalls;
+}
+
+/** A call routed to its operation (the route step), as the transport hands it on. */
+export interface PipelineRequest {
+  operation: OperationSpec;
+  credential: Credential;
+  raw: RawArgs;
+  requestId: string;
+  log: Logger;
+  signal?: AbortSignal;
+  transport?: CallTransport;
+}
+
+/** The caller of an operation open to anyone that was called without a credential. */
+export const ANONYMOUS: Caller = Object.freeze({
+  workspace: undefined,
+  subject: undefined,
+  tokenId: undefined,
+  expiresAt: 0,
+});
+
+export async function runPipeline(
+  deps: PipelineDeps,
+  handler: OperationHandler,
+  request: PipelineRequest,
+): Promise<Outcome> {
+  const { operation } = request;
+  const authenticated = await authenticateCaller(deps.check, operation, request.credential);
+  const caller = mountedCaller(operation.mountedFor, authenticated, deps.check.metrics) ?? ANONYMOUS;
+  const principal = operation.mountedFor === "workspace" ? scopedPrincipal(caller) : undefined;
+  try {
+    const plan = principal && deps.sessions?.plan(operation.id);
+    if (!plan)
+      return await handler(callOf(request, caller, await admitArgs(operation, request.raw), undefined));
+    const sessions = deps.sessions!;
+    // The session the path names: known before its args are, so a 404 can come first.
+    const key = sessions.keyOf(principal, request.raw);
+    let args: CallArgs;
+    let policy: Awaited<ReturnType<typeof policyGate>>;
+    try {
+      args = await admitArgs(operation, request.raw);
+      policy = await policyGate(sessions, plan, principal, args);
+    } catch (refusal) {
+      return await refuseAfterResolving(sessions, key, refusal);
+    }
+    const session = await admitCall(sessions, plan, key, policy, args);
+    return await handler(callOf(request, caller, args, session));
+  } catch (error) {
+    if (principal !== undefined && operation.group === "contract") {
+      auditRefusal(
+        deps.usage,
+        request.log,
+        { principal, operationId: operation.id, sessionId: request.raw.params.id },
+        error,
+      );
+    }
+    throw error;
+  }
+}
+
+function callOf(
+  request: PipelineRequest,
+  caller: Caller,
+  args: CallArgs,
+  session: AdmittedSession | undefined,
+) {
+  return {
+    operation: request.operation,
+    caller,
+    args,
+    requestId: request.requestId,
+    log: request.log,
+    signal: request.signal,
+    session,
+    transport: request.transport,
+  };
+}

@@ -1,0 +1,68 @@
+/**
+ * Execute, once the pipeline has admitted it (src/pipeline/: the session resolved, the body
+ * validated, the tool allowed, the call's time reserved against the day's budget and the
+ * session marked busy, the last three in one store round trip): forward it with
+ * `timeout_seconds` clamped to the ceiling in force and to the time granted, and a client
+ * deadline of that plus a buffer, then settle the reservation with the wall time the gateway
+ * measured around the forwarded call (never what the sandbox reports: a sandbox's answers
+ * are not trusted), with the call's end in one more round trip, which the answer does not
+ * wait for. The sandbox's answer is returned byte for byte. Asked for as an event stream,
+ * the same steps hold, the answer streams (exec-stream.ts) and the wall time runs to the end
+ * of the stream.
+ */
+
+import { performance } from "node:perf_hooks";
+import type { ExecRequest } from "../contract/schemas.js";
+import { pendingWorkOf } from "../http/common/pending-work.js";
+import type { GatewayServices } from "../http/gateway-services.js";
+import type { OperationHandler } from "../operations/handler.js";
+import { grantedTimeoutSeconds } from "../policy/decide-limits.js";
+import { streamExecution } from "./exec-stream.js";
+import { answerOutcome, forwardToSandbox } from "./forward-to-sandbox.js";
+import { meterExecution } from "./meter-execution.js";
+import { requestedExecSeconds } from "./session-plans.js";
+
+export function executeHandler(services: GatewayServices): OperationHandler {
+  const bufferMs = services.limits.execDeadlineBufferMs;
+  return async (operationCall) => {
+    const { key, policy, call } = operationCall.session!;
+    const body = operationCall.args.body as ExecRequest;
+    const { tool } = body;
+    const requestedSeconds = requestedExecSeconds(policy!, body);
+    const { lease } = call!;
+    const timeoutSeconds = grantedTimeoutSeconds(requestedSeconds, call!.grantedMs);
+    const deadlineMs = timeoutSeconds * 1000 + bufferMs;
+    // Unknown request fields travel on to the sandbox; only the timeout is rewritten.
+    const forwarded = JSON.stringify({ ...body, timeout_seconds: timeoutSeconds });
+    if (operationCall.args.answer === "event-stream") {
+      return streamExecution(services, operationCall.transport, {
+        key,
+        lease,
+        tool,
+        call: call!,
+        deadlineMs,
+        forwarded,
+      });
+    }
+    let started: number | undefined;
+    try {
+      started = performance.now();
+      const answer = await forwardToSandbox(services, lease, {
+        method: "POST",
+        subPath: "/exec",
+        headers: { "content-type": "application/json" },
+        body: forwarded,
+        timeoutMs: deadlineMs,
+        buffer: true,
+      });
+      return answerOutcome(answer);
+    } finally {
+      const wallMs = started === undefined ? 0 : performance.now() - started;
+      // The call's end is sent now, before the answer is written (so this replica's next
+      // command for the session queues behind it on the connection), but the answer does not
+      // wait for its reply: one store round trip less on every Execute. It cannot fail the
+      // call (a store failure leaves the reservation charged in full, and is logged).
+      pendingWorkOf(services).track(meterExecution(services, key, tool, call!, wallMs));
+    }
+  };
+}

@@ -1,0 +1,140 @@
+/**
+ * ListFiles, GetFile and PutFile, once the pipeline has admitted them (the session resolved
+ * and marked busy in one store round trip; PutFile's size cap checked on Content-Length
+ * before anything is read, src/session/session-plans.ts). Bodies stream both ways: a
+ * download is never held in the gateway's memory, and neither is an upload; the cap is
+ * handed to the sandbox, which enforces it exactly while it writes. A transfer keeps its
+ * session busy until its last byte, so a slow one is never reaped as idle. Each call ends
+ * with one more round trip. Downloads are always attachments, never sniffed (`downloadHeaders`).
+ */
+import { Readable } from "node:stream";
+import type { ReadableStream as WebReadableStream } from "node:stream/web";
+import { MAX_FILE_BYTES_HEADER } from "../contract/headers.js";
+import { attachmentDisposition, fileNameOf } from "../http/common/content-disposition.js";
+import type { GatewayServices } from "../http/gateway-services.js";
+import type { CallArgs, OperationCall, OperationHandler } from "../operations/handler.js";
+import { answerOutcome, forwardToSandbox, type SandboxAnswer } from "./forward-to-sandbox.js";
+import type { OpenCall } from "./session-lifecycle.js";
+import { TRANSFER_DEADLINE_MS } from "./session-plans.js";
+
+/** The query sent on to the sandbox: the call's query arguments, as a query string. */
+function queryOf(args: CallArgs): string {
+  return new URLSearchParams(args.query).toString();
+}
+
+/** Calls `done` once the answer's body has been sent (or abandoned), or now if it is bytes. */
+function afterBody(answer: SandboxAnswer, done: () => Promise<void>): SandboxAnswer {
+  if (Buffer.isBuffer(answer.body)) {
+    void done();
+  } else {
+    answer.body.once("close", () => void done());
+  }
+  return answer;
+}
+
+/** A media type and its parameters, nothing a browser could read otherwise. */
+const MEDIA_TYPE =
+  /^[A-Za-z0-9!#$&^_.+-]+\/[A-Za-z0-9!#$&^_.+-]+(\s*;\s*[A-Za-z0-9!#$&^_.+-]+=("[^"\\]*"|[A-Za-z0-9!#$&^_.+-]+))*$/;
+
+/**
+ * What a download answers with is the gateway's decision, not the sandbox's: never sniffed,
+ * always an attachment named after the requested path, so a browser opening a GetFile URL
+ * saves an `.html` or `.svg` instead of running it. A type the sandbox names is kept only
+ * when it is a plain media type.
+ */
+function downloadHeaders(answer: SandboxAnswer, path: string | undefined): void {
+  answer.headers["x-content-type-options"] = "nosniff";
+  if (answer.status !== 200) return;
+  answer.headers["content-disposition"] = attachmentDisposition(fileNameOf(path));
+  const type = answer.headers["content-type"];
+  if (type === undefined || !MEDIA_TYPE.test(type))
+    answer.headers["content-type"] = "application/octet-stream";
+}
+
+function admitted(call: OperationCall): OpenCall {
+  return call.session!.call!;
+}
+
+export function fileHandlers(services: GatewayServices): Record<string, OperationHandler> {
+  const timeoutMs = services.limits.sandboxRequestTimeoutMs;
+  return {
+    "files.list": async (operationCall) => {
+      const call = admitted(operationCall);
+      try {
+        const answer = await forwardToSandbox(services, call.lease, {
+          method: "GET",
+          subPath: "/files/list",
+          query: queryOf(operationCall.args),
+          timeoutMs,
+        });
+        return answerOutcome(answer);
+      } finally {
+        await call.end();
+      }
+    },
+
+    "files.get": async (operationCall) => {
+      const call = admitted(operationCall);
+      const { key } = operationCall.session!;
+      const end = () => call.end().then(() => undefined);
+      let answer: SandboxAnswer;
+      try {
+        answer = await forwardToSandbox(services, call.lease, {
+          method: "GET",
+          subPath: "/files",
+          query: queryOf(operationCall.args),
+          timeoutMs,
+        });
+      } catch (error) {
+        await end();
+        throw error;
+      }
+      downloadHeaders(answer, operationCall.args.query.path);
+      if (answer.status === 200) {
+        const bytes = Number(answer.headers["content-length"] ?? 0);
+        services.usage.record({
+          workspace: key.workspace,
+          sessionId: key.sessionId,
+          kind: "file_out",
+          quantity: bytes,
+        });
+      }
+      return answerOutcome(afterBody(answer, end));
+    },
+
+    "files.put": async (operationCall) => {
+      const call = admitted(operationCall);
+      const { key, policy } = operationCall.session!;
+      const upload = operationCall.args.stream!;
+      const headers: Record<string, string> = {
+        "content-type": upload.contentType,
+        [MAX_FILE_BYTES_HEADER]: String(policy!.maxFileBytes),
+      };
+      if (upload.contentLength !== undefined) headers["content-length"] = String(upload.contentLength);
+      let answer: SandboxAnswer;
+      try {
+        answer = await forwardToSandbox(services, call.lease, {
+          method: "POST",
+          subPath: "/files",
+          headers,
+          body: Readable.fromWeb(upload.body as WebReadableStream<Uint8Array>),
+          // The upload streams through before the sandbox answers: allow for a slow sender.
+          timeoutMs: TRANSFER_DEADLINE_MS,
+          buffer: true,
+        });
+      } finally {
+        await call.end();
+      }
+      if (answer.status === 201) {
+        const stored = JSON.parse((answer.body as Buffer).toString("utf8")) as { size_bytes?: number };
+        services.usage.record({
+          workspace: key.workspace,
+          sessionId: key.sessionId,
+          kind: "file_in",
+          quantity: stored.size_bytes ?? 0,
+        });
+      }
+      return answerOutcome(answer);
+    },
+  };
+}
