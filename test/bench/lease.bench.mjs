@@ -27,23 +27,14 @@
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
-import { fileURLToPath } from "node:url";
 import { createClient } from "./lib/client.mjs";
 import { cliPath, mintDevTokens, startDev } from "./lib/dev-gateway.mjs";
 import { measureExecLatency, measureThroughput } from "./lib/exec-measures.mjs";
 import { measureHoldingSessions } from "./lib/holding-sessions.mjs";
 import { measureCold, measureWarm } from "./lib/lease-measures.mjs";
 import { buildFigures, printReport } from "./lib/lease-report.mjs";
-import {
-  installCleanupHandlers,
-  makeTempDir,
-  resolvePython,
-  runBench,
-  spawnTracked,
-  stopProcess,
-  tailOf,
-  waitForLine,
-} from "./lib/process.mjs";
+import { installCleanupHandlers, makeTempDir, resolvePython, runBench } from "./lib/process.mjs";
+import { startRelay } from "./lib/relay-process.mjs";
 import { startSandboxServer } from "./lib/sandbox-server.mjs";
 import { serveBackendsAvailable } from "./lib/serve-deployment.mjs";
 import { measureServeCold, measureServeLeases, openServe, SERVE_MIN_IDLE } from "./lib/serve-phases.mjs";
@@ -76,21 +67,12 @@ const REST_SETTLE_MS = 5_000;
 const FIRST_START_TIMEOUT_MS = 120_000;
 const START_TIMEOUT_MS = 60_000;
 const SANDBOX_IMAGE = "sandpool/sandbox:dev";
-const relayPath = fileURLToPath(new URL("./lib/bare-relay.mjs", import.meta.url));
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const formatLoad = () =>
   loadavg()
     .map((x) => x.toFixed(2))
     .join(" ");
-
-async function startRelay(upstreamUrl) {
-  const child = spawnTracked(process.execPath, [relayPath, upstreamUrl]);
-  const log = tailOf(child);
-  const match = await waitForLine(child, /^relay listening on (http:\/\/\S+)/, START_TIMEOUT_MS);
-  child.stdout.resume();
-  return { url: match[1], log, stop: () => stopProcess(child, 5_000) };
-}
 
 function assertReady() {
   if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` first`);
@@ -145,7 +127,7 @@ async function main() {
     spacingMs: REFILL_SPACING_MS,
   });
   const sandbox = await startSandboxServer(python, START_TIMEOUT_MS);
-  const relay = await startRelay(sandbox.url);
+  const relay = await startRelay(sandbox.url, START_TIMEOUT_MS);
   const paths = [
     { name: "direct", url: sandbox.url },
     // The relay reaches the same server; each path makes its own sessions, through itself.
