@@ -13,6 +13,9 @@
  *                logic to it (lib/bare-relay.mjs: what one more process on the path costs),
  *                through serve and through dev: latency one call at a time rotated across the
  *                paths, and throughput with 8 concurrent clients.
+ *                And the CPU each path's process spends per exec (read from /proc: on a
+ *                loaded machine wall time is mostly waiting for a CPU, CPU time is not), one
+ *                call at a time and with 8 clients: the gateway's own beside the relay's.
  *   memory       serve's gateway (Redis, Postgres) with a light runtime used only here
  *                (lib/light-gateway.mjs): its RSS at rest and holding 1,000 leased sessions.
  *
@@ -29,6 +32,7 @@ import { existsSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { createClient } from "./lib/client.mjs";
 import { cliPath, mintDevTokens, startDev } from "./lib/dev-gateway.mjs";
+import { measureExecCpu } from "./lib/exec-cpu.mjs";
 import { measureExecLatency, measureThroughput } from "./lib/exec-measures.mjs";
 import { measureHoldingSessions } from "./lib/holding-sessions.mjs";
 import { measureCold, measureWarm } from "./lib/lease-measures.mjs";
@@ -59,6 +63,7 @@ const EXEC_CALLS = scale(300);
 const THROUGHPUT_CLIENTS = 8;
 const THROUGHPUT_MS = quick ? 1_000 : 3_000;
 const THROUGHPUT_ROUNDS = 3;
+const EXEC_CPU_CALLS = quick ? 300 : 1_500;
 const HOLD_SESSIONS = 1_000;
 const HOLD_WORKSPACES = 20;
 const WORKSPACES = 4;
@@ -128,12 +133,13 @@ async function main() {
   });
   const sandbox = await startSandboxServer(python, START_TIMEOUT_MS);
   const relay = await startRelay(sandbox.url, START_TIMEOUT_MS);
+  // Each path's `pid` is the process in front of the sandbox, whose CPU per exec is read.
   const paths = [
-    { name: "direct", url: sandbox.url },
+    { name: "direct", url: sandbox.url, pid: sandbox.pid },
     // The relay reaches the same server; each path makes its own sessions, through itself.
-    { name: "relay", url: relay.url },
-    { name: "serve", url: serve.gateway.url, token: serve.tokens[0] },
-    { name: "dev", url: dev.url, token: devTokens[0] },
+    { name: "relay", url: relay.url, pid: relay.pid },
+    { name: "serve", url: serve.gateway.url, token: serve.tokens[0], pid: serve.gateway.pid },
+    { name: "dev", url: dev.url, token: devTokens[0], pid: dev.pid },
   ];
   const latency = await measureExecLatency(paths, { warmup: EXEC_WARMUP, calls: EXEC_CALLS });
   const throughput = await measureThroughput(paths, {
@@ -142,6 +148,7 @@ async function main() {
     maxCallsPerClient: 20_000,
     rounds: THROUGHPUT_ROUNDS,
   });
+  const cpu = await measureExecCpu(paths, { calls: EXEC_CPU_CALLS, clients: THROUGHPUT_CLIENTS });
   await relay.stop();
   await sandbox.stop();
   const serveCold = await measureServeCold(serve, SERVE_COLD_LEASES);
@@ -189,7 +196,7 @@ async function main() {
       restRss: devRestRss,
       workedRss: devWorkedRss,
     },
-    exec: { latency, throughput, clients: THROUGHPUT_CLIENTS },
+    exec: { latency, throughput, cpu, cpuCalls: EXEC_CPU_CALLS, clients: THROUGHPUT_CLIENTS },
     holding,
   };
   const figures = buildFigures(results);

@@ -72,6 +72,8 @@ export async function createServeDeployment(yaml) {
     SANDPOOL_DEPLOYMENT: name,
     SANDPOOL_PORT: "0",
     SANDPOOL_LOG_LEVEL: "warn",
+    // What the gateway image sets (deploy/gateway/Dockerfile): serve is measured as it ships.
+    NODE_OPTIONS: "--max-semi-space-size=4",
   };
   const processes = [];
   const deployment = {
