@@ -19,7 +19,9 @@
  */
 import { cpus, loadavg } from "node:os";
 import { parseArgs } from "node:util";
+import { createClient } from "./lib/client.mjs";
 import { measureExecCpu } from "./lib/exec-cpu.mjs";
+import { waitForRefill } from "./lib/gateway-metrics.mjs";
 import { installCleanupHandlers, onCleanup, resolvePython, runBench } from "./lib/process.mjs";
 import { startRelay } from "./lib/relay-process.mjs";
 import { startSandboxServer } from "./lib/sandbox-server.mjs";
@@ -76,7 +78,16 @@ policy:
       [
         { name: "direct", url: sandbox.url, pid: sandbox.pid },
         { name: "relay", url: relay.url, pid: relay.pid },
-        { name: "serve", url: serve.url, token: await deployment.token("bench-cpu"), pid: serve.pid },
+        {
+          name: "serve",
+          url: serve.url,
+          token: await deployment.token("bench-cpu"),
+          pid: serve.pid,
+          settle: async () => {
+            const metrics = createClient(serve.url);
+            await waitForRefill(metrics, clients + 1).finally(() => metrics.close());
+          },
+        },
       ],
       { calls, clients },
     );

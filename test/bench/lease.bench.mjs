@@ -138,7 +138,13 @@ async function main() {
     { name: "direct", url: sandbox.url, pid: sandbox.pid },
     // The relay reaches the same server; each path makes its own sessions, through itself.
     { name: "relay", url: relay.url, pid: relay.pid },
-    { name: "serve", url: serve.gateway.url, token: serve.tokens[0], pid: serve.gateway.pid },
+    {
+      name: "serve",
+      url: serve.gateway.url,
+      token: serve.tokens[0],
+      pid: serve.gateway.pid,
+      settle: () => serve.refilled(),
+    },
     { name: "dev", url: dev.url, token: devTokens[0], pid: dev.pid },
   ];
   const latency = await measureExecLatency(paths, { warmup: EXEC_WARMUP, calls: EXEC_CALLS });

@@ -4,7 +4,9 @@
  * path with a `pid` (the process in front of the sandbox: the relay, a gateway; or the
  * sandbox server itself for the direct path), a fixed number of calls from one client, then
  * the same number from `clients` concurrent clients, each reading the process's CPU time
- * before and after (cpu-time.mjs, less its idle rate).
+ * before and after (cpu-time.mjs, less its idle rate). A path's `settle()` (a gateway's pool
+ * refilled after the sessions were leased) runs before anything is counted: a refill's
+ * Docker calls and health polls are not an exec's work.
  */
 import { createClient, createSession, destroySession, execPrintOne } from "./client.mjs";
 import { cpuSpentOn } from "./cpu-time.mjs";
