@@ -23,11 +23,22 @@ export function unixEndpoint(socketPath: string): string {
   return `${UNIX_SCHEME}${socketPath}`;
 }
 
+/** Unix endpoints' origins, made once each: every call to a sandbox asks for one. */
+const unixOrigins = new Map<string, string>();
+const MAX_REMEMBERED_ORIGINS = 4096;
+
 /** The origin to request for an endpoint: TCP endpoints as they are, Unix ones encoded. */
 export function sandboxOrigin(endpoint: string): string {
   if (!isUnixEndpoint(endpoint)) return endpoint;
-  const hex = Buffer.from(endpoint.slice(UNIX_SCHEME.length)).toString("hex");
-  return `http://${hex.match(DNS_LABEL)!.join(".")}${SOCKET_HOST_SUFFIX}`;
+  let origin = unixOrigins.get(endpoint);
+  if (origin === undefined) {
+    const hex = Buffer.from(endpoint.slice(UNIX_SCHEME.length)).toString("hex");
+    origin = `http://${hex.match(DNS_LABEL)!.join(".")}${SOCKET_HOST_SUFFIX}`;
+    // Sandboxes come and go: a full map starts over rather than growing without end.
+    if (unixOrigins.size >= MAX_REMEMBERED_ORIGINS) unixOrigins.clear();
+    unixOrigins.set(endpoint, origin);
+  }
+  return origin;
 }
 
 function socketPathOf(origin: string | URL): string | undefined {

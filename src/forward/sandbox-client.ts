@@ -5,7 +5,7 @@
  * one that cannot be reached or hangs up is 502 `sandbox.unreachable`.
  */
 import type { Readable } from "node:stream";
-import { type Agent, type Dispatcher, errors, request } from "undici";
+import { type Agent, type Dispatcher, errors } from "undici";
 import { SandpoolError } from "../contract/error-codes.js";
 import { readCapped } from "./read-capped.js";
 import { createSandboxAgent, sandboxOrigin } from "./sandbox-agent.js";
@@ -32,11 +32,14 @@ export class SandboxClient {
 
   async send(endpoint: string, forward: ForwardRequest): Promise<Dispatcher.ResponseData> {
     try {
-      return await request(`${sandboxOrigin(endpoint)}${forward.path}`, {
+      // The agent's own request, given origin and path: undici's top-level `request` would
+      // parse the whole URL again on every call.
+      return await this.agent.request({
+        origin: sandboxOrigin(endpoint),
+        path: forward.path,
         method: forward.method,
         headers: forward.headers,
         body: forward.body ?? null,
-        dispatcher: this.agent,
         headersTimeout: forward.timeoutMs,
         // Streams (file downloads) may pause for a slow client; a stalled sandbox still ends.
         bodyTimeout: Math.max(forward.timeoutMs, 30_000),

@@ -1,12 +1,11 @@
 /**
  * Structured logs (pino) on stderr, so stdout stays free for what a command prints for
- * people and scripts. Level from SANDPOOL_LOG_LEVEL (default info). A line written while a
- * request is being served carries its id, whichever service writes it. Tokens and program
- * output are never logged: the authorization header is redacted should a request object
- * ever be logged whole.
+ * people and scripts. Level from SANDPOOL_LOG_LEVEL (default info). A request's lines carry
+ * its id through the request's child logger (`c.get("log")`, made by observe-request).
+ * Tokens and program output are never logged: the authorization header is redacted should
+ * a request object ever be logged whole.
  */
 import { type Logger, pino } from "pino";
-import { currentRequestId } from "./request-context.js";
 
 export function createLogger(
   name: string,
@@ -18,10 +17,6 @@ export function createLogger(
       name,
       level,
       base: { pid: process.pid },
-      mixin: () => {
-        const requestId = currentRequestId();
-        return requestId ? { requestId } : {};
-      },
       redact: ["req.headers.authorization", "headers.authorization", "authorization"],
     },
     destination,

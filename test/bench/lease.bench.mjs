@@ -13,6 +13,9 @@
  *                logic to it (lib/bare-relay.mjs: what one more process on the path costs),
  *                through serve and through dev: latency one call at a time rotated across the
  *                paths, and throughput with 8 concurrent clients.
+ *                And the CPU each path's process spends per exec (read from /proc: on a
+ *                loaded machine wall time is mostly waiting for a CPU, CPU time is not), one
+ *                call at a time and with 8 clients: the gateway's own beside the relay's.
  *   memory       serve's gateway (Redis, Postgres) with a light runtime used only here
  *                (lib/light-gateway.mjs): its RSS at rest and holding 1,000 leased sessions.
  *
@@ -27,23 +30,15 @@
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
-import { fileURLToPath } from "node:url";
 import { createClient } from "./lib/client.mjs";
 import { cliPath, mintDevTokens, startDev } from "./lib/dev-gateway.mjs";
+import { measureExecCpu } from "./lib/exec-cpu.mjs";
 import { measureExecLatency, measureThroughput } from "./lib/exec-measures.mjs";
 import { measureHoldingSessions } from "./lib/holding-sessions.mjs";
 import { measureCold, measureWarm } from "./lib/lease-measures.mjs";
 import { buildFigures, printReport } from "./lib/lease-report.mjs";
-import {
-  installCleanupHandlers,
-  makeTempDir,
-  resolvePython,
-  runBench,
-  spawnTracked,
-  stopProcess,
-  tailOf,
-  waitForLine,
-} from "./lib/process.mjs";
+import { installCleanupHandlers, makeTempDir, resolvePython, runBench } from "./lib/process.mjs";
+import { startRelay } from "./lib/relay-process.mjs";
 import { startSandboxServer } from "./lib/sandbox-server.mjs";
 import { serveBackendsAvailable } from "./lib/serve-deployment.mjs";
 import { measureServeCold, measureServeLeases, openServe, SERVE_MIN_IDLE } from "./lib/serve-phases.mjs";
@@ -68,6 +63,7 @@ const EXEC_CALLS = scale(300);
 const THROUGHPUT_CLIENTS = 8;
 const THROUGHPUT_MS = quick ? 1_000 : 3_000;
 const THROUGHPUT_ROUNDS = 3;
+const EXEC_CPU_CALLS = quick ? 300 : 1_500;
 const HOLD_SESSIONS = 1_000;
 const HOLD_WORKSPACES = 20;
 const WORKSPACES = 4;
@@ -76,21 +72,12 @@ const REST_SETTLE_MS = 5_000;
 const FIRST_START_TIMEOUT_MS = 120_000;
 const START_TIMEOUT_MS = 60_000;
 const SANDBOX_IMAGE = "sandpool/sandbox:dev";
-const relayPath = fileURLToPath(new URL("./lib/bare-relay.mjs", import.meta.url));
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const formatLoad = () =>
   loadavg()
     .map((x) => x.toFixed(2))
     .join(" ");
-
-async function startRelay(upstreamUrl) {
-  const child = spawnTracked(process.execPath, [relayPath, upstreamUrl]);
-  const log = tailOf(child);
-  const match = await waitForLine(child, /^relay listening on (http:\/\/\S+)/, START_TIMEOUT_MS);
-  child.stdout.resume();
-  return { url: match[1], log, stop: () => stopProcess(child, 5_000) };
-}
 
 function assertReady() {
   if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` first`);
@@ -145,13 +132,20 @@ async function main() {
     spacingMs: REFILL_SPACING_MS,
   });
   const sandbox = await startSandboxServer(python, START_TIMEOUT_MS);
-  const relay = await startRelay(sandbox.url);
+  const relay = await startRelay(sandbox.url, START_TIMEOUT_MS);
+  // Each path's `pid` is the process in front of the sandbox, whose CPU per exec is read.
   const paths = [
-    { name: "direct", url: sandbox.url },
+    { name: "direct", url: sandbox.url, pid: sandbox.pid },
     // The relay reaches the same server; each path makes its own sessions, through itself.
-    { name: "relay", url: relay.url },
-    { name: "serve", url: serve.gateway.url, token: serve.tokens[0] },
-    { name: "dev", url: dev.url, token: devTokens[0] },
+    { name: "relay", url: relay.url, pid: relay.pid },
+    {
+      name: "serve",
+      url: serve.gateway.url,
+      token: serve.tokens[0],
+      pid: serve.gateway.pid,
+      settle: () => serve.refilled(),
+    },
+    { name: "dev", url: dev.url, token: devTokens[0], pid: dev.pid },
   ];
   const latency = await measureExecLatency(paths, { warmup: EXEC_WARMUP, calls: EXEC_CALLS });
   const throughput = await measureThroughput(paths, {
@@ -160,6 +154,7 @@ async function main() {
     maxCallsPerClient: 20_000,
     rounds: THROUGHPUT_ROUNDS,
   });
+  const cpu = await measureExecCpu(paths, { calls: EXEC_CPU_CALLS, clients: THROUGHPUT_CLIENTS });
   await relay.stop();
   await sandbox.stop();
   const serveCold = await measureServeCold(serve, SERVE_COLD_LEASES);
@@ -207,7 +202,7 @@ async function main() {
       restRss: devRestRss,
       workedRss: devWorkedRss,
     },
-    exec: { latency, throughput, clients: THROUGHPUT_CLIENTS },
+    exec: { latency, throughput, cpu, cpuCalls: EXEC_CPU_CALLS, clients: THROUGHPUT_CLIENTS },
     holding,
   };
   const figures = buildFigures(results);

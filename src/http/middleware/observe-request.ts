@@ -1,7 +1,7 @@
 /**
  * Pipeline step 8 for every request, denied ones included: a request id (accepted from
- * `X-Request-Id` when it is sane, else generated) on the response and on every log line,
- * the gateway's version (`X-Sandpool-Version`) on the response,
+ * `X-Request-Id` when it is sane, else generated) on the response and on every line of the
+ * request's logger (`c.get("log")`, a child of the gateway's), the gateway's version (`X-Sandpool-Version`) on the response,
  * the request counter and latency histogram, and a count of each refusal by error code
  * (mapped onto the known codes: a sandbox's own are counted as `sandbox.other`).
  * Tokens and program output never reach the log.
@@ -11,7 +11,6 @@ import { METHODS, STATUS_CODES } from "node:http";
 import type { MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
 import { errorCodeLabel } from "../../contract/error-codes.js";
-import { runInRequest } from "../../logging/request-context.js";
 import type { GatewayMetrics } from "../../metering/gateway-metrics.js";
 import { SANDPOOL_VERSION, VERSION_HEADER } from "../../version.js";
 import type { GatewayEnv } from "../gateway-env.js";
@@ -66,13 +65,15 @@ export function observeRequest(log: Logger, metrics: GatewayMetrics): Middleware
     const offered = c.req.header("x-request-id");
     const requestId = offered && SANE_REQUEST_ID.test(offered) ? offered : randomUUID();
     c.set("requestId", requestId);
-    c.set("log", log);
+    // A child logger, not an AsyncLocalStorage the logger reads: on Node 20 a store in use
+    // runs a hook on every promise the process makes, ~13% of the gateway's CPU per Execute.
+    c.set("log", log.child({ requestId }));
     c.set("operation", "unmatched");
     // Before the response exists, so every response is built with it: adding a header to a
     // finished response makes Hono rebuild it as a stream (see forward-to-sandbox.ts).
     c.header("X-Request-Id", requestId);
     c.header(VERSION_HEADER, SANDPOOL_VERSION);
-    await runInRequest(requestId, next);
+    await next();
     const operation = c.get("operation");
     const status = c.res.status;
     labelled.count(operation, methodLabel(c.req.method), statusLabel(status));

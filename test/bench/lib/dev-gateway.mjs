@@ -40,6 +40,7 @@ export async function startDev({ dataDir, python, minIdle, maxTotal, timeoutMs, 
   child.stdout.resume();
   return {
     url: `http://127.0.0.1:${port}`,
+    pid: child.pid,
     token: match[1],
     startMs: nowMs() - started,
     log,

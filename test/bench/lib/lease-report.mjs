@@ -123,6 +123,23 @@ export function buildFigures(r) {
         dev: round(ratio("dev")),
         direct: round(ratio("direct")),
       },
+      // CPU microseconds per exec of each path's process (the sandbox server's for direct).
+      cpuUsPerExec: Object.fromEntries(
+        Object.entries(r.exec.cpu).map(([k, v]) => [
+          k,
+          { oneAtATime: round(v.sequentialUs, 0), concurrent: round(v.concurrentUs, 0) },
+        ]),
+      ),
+      // The gateway's own CPU per exec: its process's beyond the relay's.
+      ownCpuUsPerExec: Object.fromEntries(
+        ["serve", "dev"].map((k) => [
+          k,
+          {
+            oneAtATime: round(r.exec.cpu[k].sequentialUs - r.exec.cpu.relay.sequentialUs, 0),
+            concurrent: round(r.exec.cpu[k].concurrentUs - r.exec.cpu.relay.concurrentUs, 0),
+          },
+        ]),
+      ),
     },
     memory: {
       serveAtRestMb: round(r.serve.restMb, 1),
@@ -204,6 +221,28 @@ export function printReport(r, figures) {
       e.throughputPerSecond[name].toFixed(0),
       name === "relay" ? "1.00" : e.throughputToRelay[name].toFixed(2),
     ]),
+  );
+
+  heading(
+    `Exec CPU per call (${r.exec.cpuCalls} calls each way; microseconds of the process's CPU, all threads)`,
+  );
+  printTable(
+    ["process", "one at a time", `${r.exec.clients} clients`, "beyond the relay"],
+    [
+      ["the sandbox server (direct)", "direct"],
+      ["the relay", "relay"],
+      ["sandpool serve's gateway", "serve"],
+      ["sandpool dev's gateway", "dev"],
+    ].map(([label, name]) => {
+      const c = e.cpuUsPerExec[name];
+      const own = e.ownCpuUsPerExec[name];
+      return [
+        label,
+        `${c.oneAtATime} us`,
+        `${c.concurrent} us`,
+        own ? `${own.oneAtATime} / ${own.concurrent} us` : "",
+      ];
+    }),
   );
 
   heading("Memory (RSS, ps -o rss)");

@@ -35,6 +35,7 @@ export async function startSandboxServer(python, timeoutMs) {
   const match = await ready;
   return {
     url: match[1],
+    pid: child.pid,
     start,
     listeningMs: nowMs() - start,
     log,

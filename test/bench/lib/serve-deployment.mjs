@@ -72,6 +72,8 @@ export async function createServeDeployment(yaml) {
     SANDPOOL_DEPLOYMENT: name,
     SANDPOOL_PORT: "0",
     SANDPOOL_LOG_LEVEL: "warn",
+    // What the gateway image sets (deploy/gateway/Dockerfile): serve is measured as it ships.
+    NODE_OPTIONS: "--max-semi-space-size=4",
   };
   const processes = [];
   const deployment = {
@@ -79,9 +81,13 @@ export async function createServeDeployment(yaml) {
     async migrate() {
       await run(process.execPath, [cliPath, "migrate"], { env, timeout: 60_000 });
     },
-    /** Starts `sandpool serve` (or, with `script`, another gateway program on this deployment). */
-    async startGateway(script, extraEnv = {}) {
-      const args = script ? [script, "--config", configFile] : [cliPath, "serve", "--config", configFile];
+    /**
+     * Starts `sandpool serve` (or, with `script`, another gateway program on this deployment),
+     * with `nodeFlags` for node itself (e.g. `--cpu-prof`, which NODE_OPTIONS refuses).
+     */
+    async startGateway(script, extraEnv = {}, nodeFlags = []) {
+      const program = script ? [script, "--config", configFile] : [cliPath, "serve", "--config", configFile];
+      const args = [...nodeFlags, ...program];
       const child = spawnTracked(process.execPath, args, { env: { ...env, ...extraEnv } });
       const log = tailOf(child);
       const match = await waitForLine(child, LISTENING, 120_000);

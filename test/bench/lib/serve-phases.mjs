@@ -49,6 +49,11 @@ policy:
     gateway,
     tokens,
     clients,
+    /** Resolves once the pool is back to its minimum, nothing starting. */
+    async refilled() {
+      const client = createClient(gateway.url);
+      await waitForRefill(client, SERVE_MIN_IDLE).finally(() => client.close());
+    },
     async close() {
       await Promise.all(clients.map((client) => client.close()));
       unregister();

@@ -42,6 +42,10 @@ describe("deploy/gateway/Dockerfile", () => {
     expect(`/app/${pkg.bin.sandpool}`).toBe("/app/dist/cli/main.js");
   });
 
+  it("caps V8's young generation (the RSS of a gateway holding many sessions), overridable", () => {
+    expect(dockerfile).toMatch(/^ENV NODE_OPTIONS=--max-semi-space-size=4$/m);
+  });
+
   it("ships dist/, migrations/ side by side, production node_modules and package.json", () => {
     for (const target of ["./dist", "./migrations", "./node_modules", "./package.json"])
       expect(dockerfile).toMatch(new RegExp(`^COPY .* ${target.replace(".", "\\.")}$`, "m"));

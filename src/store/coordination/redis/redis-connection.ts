@@ -13,6 +13,7 @@
  * - `jobs`: BullMQ's. Its blocking commands need retries without a cap.
  */
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
+import { CoalescingRedis } from "./coalescing-redis.js";
 
 export interface HostPort {
   host: string;
@@ -71,11 +72,13 @@ export interface OpenOptions {
  */
 export function openRedis(target: RedisTarget, role: RedisRole, options: OpenOptions = {}): RedisClient {
   const perNode = nodeOptions(role, options);
+  // The store's commands of one turn leave in one write (coalescing-redis.ts).
+  const Client = role === "commands" ? CoalescingRedis : Redis;
   switch (target.kind) {
     case "standalone":
-      return new Redis(target.url, { ...perNode, ...offlineQueue(role), ...retry });
+      return new Client(target.url, { ...perNode, ...offlineQueue(role), ...retry });
     case "sentinel":
-      return new Redis({
+      return new Client({
         ...perNode,
         ...offlineQueue(role),
         ...retry,
@@ -197,10 +200,11 @@ const failFastOnCluster = {
 } satisfies ClusterOptions;
 
 /**
- * The store's commands issued in one turn of the event loop (concurrent calls' scripts) go
- * out in one write: on loopback a socket write costs more than the rest of a small command's
- * client-side work, and each call makes two. Order per connection is kept, and so is the
- * command count Redis sees (a pipeline's commands count one each).
+ * On a Cluster, the store's commands issued in one turn of the event loop (concurrent calls'
+ * scripts) go out in one write per node: on loopback a socket write costs more than the rest
+ * of a small command's client-side work, and each call makes two. Order per connection is
+ * kept, and so is the command count Redis sees (a pipeline's commands count one each). A
+ * single server's connection does the same, more cheaply (coalescing-redis.ts).
  */
 const autoPipelining = { enableAutoPipelining: true } as const;
 
@@ -215,7 +219,6 @@ function nodeOptions(role: RedisRole, options: OpenOptions): RedisOptions {
       ...common,
       maxRetriesPerRequest: 1,
       commandTimeout: options.commandTimeoutMs ?? 2_000,
-      ...autoPipelining,
     };
   return { ...common, maxRetriesPerRequest: null };
 }

@@ -1,0 +1,127 @@
+/**
+ * `npm run bench:exec-cpu`: the CPU `sandpool serve` spends per Execute (Redis store, docker
+ * runtime), beside the CPU of a relay with no logic in front of a sandbox server and of that
+ * server itself: the figure to trim the gateway's own work by, and one the machine's load
+ * hardly moves (unlike wall time). A shorter loop than bench:lease, for working on the path.
+ *
+ *   node test/bench/exec-cpu.bench.mjs [--calls N] [--clients N] [--json]
+ *                                      [--profile DIR] [--node-options "FLAGS"]
+ *
+ * --calls N          calls per path and way (default 2000): one client, then --clients at once
+ * --clients N        concurrent clients for the second way (default 8)
+ * --profile DIR      runs serve with `--cpu-prof` and writes its profile into DIR (open it in
+ *                    Chrome's DevTools, Performance panel)
+ * --node-options S   NODE_OPTIONS for serve (e.g. "--max-semi-space-size=4")
+ * --json             one JSON object on stdout instead of the text
+ *
+ * Needs the built CLI, Postgres (127.0.0.1:5432, db test), Redis (127.0.0.1:6379) and the
+ * Docker engine with sandpool/sandbox:dev; removes everything it made.
+ */
+import { cpus, loadavg } from "node:os";
+import { parseArgs } from "node:util";
+import { createClient } from "./lib/client.mjs";
+import { measureExecCpu } from "./lib/exec-cpu.mjs";
+import { waitForRefill } from "./lib/gateway-metrics.mjs";
+import { installCleanupHandlers, onCleanup, resolvePython, runBench } from "./lib/process.mjs";
+import { startRelay } from "./lib/relay-process.mjs";
+import { startSandboxServer } from "./lib/sandbox-server.mjs";
+import { createServeDeployment, serveBackendsAvailable } from "./lib/serve-deployment.mjs";
+import { progress } from "./lib/timing.mjs";
+
+const { values } = parseArgs({
+  options: {
+    calls: { type: "string", default: "2000" },
+    clients: { type: "string", default: "8" },
+    profile: { type: "string" },
+    "node-options": { type: "string" },
+    json: { type: "boolean", default: false },
+  },
+});
+const calls = Number(values.calls);
+const clients = Number(values.clients);
+if (!Number.isSafeInteger(calls) || calls < 1)
+  throw new Error(`--calls must be a positive integer, got ${values.calls}`);
+if (!Number.isSafeInteger(clients) || clients < 1)
+  throw new Error(`--clients must be a positive integer, got ${values.clients}`);
+
+async function main() {
+  installCleanupHandlers();
+  if (!(await serveBackendsAvailable())) {
+    throw new Error("serve needs Postgres at 127.0.0.1:5432 (db test) and Redis at 127.0.0.1:6379");
+  }
+  const loadStart = loadavg()[0];
+  const deployment = await createServeDeployment(`
+pools:
+  - name: default
+    image: sandpool/sandbox:dev
+    minIdle: ${clients + 1}
+    maxTotal: ${2 * clients + 4}
+    coldStartTimeoutMs: 60000
+    demand: false
+policy:
+  maxConcurrentSessions: ${2 * clients + 4}
+  sessionsPerMinute: 1000
+`);
+  const unregister = onCleanup(() => deployment.close());
+  try {
+    await deployment.migrate();
+    const nodeOptions = values["node-options"];
+    const serve = await deployment.startGateway(
+      undefined,
+      nodeOptions ? { NODE_OPTIONS: nodeOptions } : {},
+      values.profile ? ["--cpu-prof", `--cpu-prof-dir=${values.profile}`] : [],
+    );
+    const sandbox = await startSandboxServer(resolvePython(), 60_000);
+    const relay = await startRelay(sandbox.url, 60_000);
+    progress("serve, relay and sandbox server ready");
+    const figures = await measureExecCpu(
+      [
+        { name: "direct", url: sandbox.url, pid: sandbox.pid },
+        { name: "relay", url: relay.url, pid: relay.pid },
+        {
+          name: "serve",
+          url: serve.url,
+          token: await deployment.token("bench-cpu"),
+          pid: serve.pid,
+          settle: async () => {
+            const metrics = createClient(serve.url);
+            await waitForRefill(metrics, clients + 1).finally(() => metrics.close());
+          },
+        },
+      ],
+      { calls, clients },
+    );
+    await relay.stop();
+    await sandbox.stop();
+    const result = {
+      machine: { node: process.version, cpus: cpus().length, loadStart, loadEnd: loadavg()[0] },
+      calls,
+      clients,
+      nodeOptions: nodeOptions || undefined,
+      cpuUsPerExec: figures,
+      serveOwnUsPerExec: {
+        sequential: figures.serve.sequentialUs - figures.relay.sequentialUs,
+        concurrent: figures.serve.concurrentUs - figures.relay.concurrentUs,
+      },
+    };
+    if (values.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    else {
+      process.stdout.write(
+        `CPU per exec "print(1)" (${calls} calls; load ${loadStart.toFixed(1)} -> ${result.machine.loadEnd.toFixed(1)})\n`,
+      );
+      for (const [name, f] of Object.entries(figures)) {
+        process.stdout.write(
+          `  ${name.padEnd(7)} ${f.sequentialUs.toFixed(0).padStart(6)} us one at a time  ${f.concurrentUs.toFixed(0).padStart(6)} us with ${clients} clients\n`,
+        );
+      }
+      process.stdout.write(
+        `  serve beyond the relay: ${result.serveOwnUsPerExec.sequential.toFixed(0)} / ${result.serveOwnUsPerExec.concurrent.toFixed(0)} us\n`,
+      );
+    }
+  } finally {
+    unregister();
+    await deployment.close();
+  }
+}
+
+await runBench(main);

@@ -1,0 +1,60 @@
+/**
+ * The CPU each process on an exec path spends per `print(1)`, a figure the machine's load
+ * hardly moves (wall-time latency on a shared machine is mostly waiting for a CPU): for each
+ * path with a `pid` (the process in front of the sandbox: the relay, a gateway; or the
+ * sandbox server itself for the direct path), a fixed number of calls from one client, then
+ * the same number from `clients` concurrent clients, each reading the process's CPU time
+ * before and after (cpu-time.mjs, less its idle rate). A path's `settle()` (a gateway's pool
+ * refilled after the sessions were leased) runs before anything is counted: a refill's
+ * Docker calls and health polls are not an exec's work.
+ */
+import { createClient, createSession, destroySession, execPrintOne } from "./client.mjs";
+import { cpuSpentOn } from "./cpu-time.mjs";
+import { progress } from "./timing.mjs";
+
+const WARMUP = 50;
+
+/**
+ * `{ [path]: { sequentialUs, concurrentUs } }`: CPU microseconds per exec of the path's
+ * process, one call at a time and with `clients` calling at once (`calls` calls each way).
+ */
+export async function measureExecCpu(paths, { calls, clients }) {
+  const figures = {};
+  for (const path of paths.filter((p) => p.pid !== undefined)) {
+    const workers = [];
+    try {
+      for (let i = 0; i < clients; i++) {
+        const client = createClient(path.url, path.token);
+        workers.push({ client, sessionId: await (path.session ?? createSession)(client) });
+      }
+      for (let i = 0; i < WARMUP; i++)
+        await Promise.all(workers.map((w) => execPrintOne(w.client, w.sessionId)));
+      const [first] = workers;
+      const sequential = await cpuSpentOn({ p: path.pid }, async () => {
+        for (let i = 0; i < calls; i++) await execPrintOne(first.client, first.sessionId);
+      });
+      const perClient = Math.ceil(calls / clients);
+      const concurrent = await cpuSpentOn({ p: path.pid }, () =>
+        Promise.all(
+          workers.map(async (w) => {
+            for (let i = 0; i < perClient; i++) await execPrintOne(w.client, w.sessionId);
+          }),
+        ),
+      );
+      figures[path.name] = {
+        sequentialUs: (sequential.cpuMs.p * 1000) / calls,
+        concurrentUs: (concurrent.cpuMs.p * 1000) / (perClient * clients),
+      };
+      progress(
+        `exec CPU, ${path.name}: ${figures[path.name].sequentialUs.toFixed(0)} us/exec one at a time, ` +
+          `${figures[path.name].concurrentUs.toFixed(0)} us/exec with ${clients} clients`,
+      );
+    } finally {
+      for (const w of workers) {
+        await destroySession(w.client, w.sessionId).catch(() => undefined);
+        await w.client.close();
+      }
+    }
+  }
+  return figures;
+}
