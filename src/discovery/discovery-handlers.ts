@@ -4,19 +4,10 @@
  * public one without a credential or with a workspace token, every operation with an
  * admin token (the binding has refused a bad token with 401 before this runs).
  */
-import type { Caller } from "../auth/principal.js";
 import { SandpoolError } from "../contract/error-codes.js";
 import type { OperationHandlers } from "../operations/handler.js";
 import { DOCS_CSP, DOCS_PAGE, docsAsset } from "./docs-page.js";
 import { type DocumentViewer, openApiDocument } from "./openapi-document.js";
-
-/** The caller of an open operation called without a credential: no workspace, not an admin. */
-export const ANONYMOUS_CALLER: Caller = Object.freeze({
-  workspace: undefined,
-  subject: undefined,
-  tokenId: undefined,
-  expiresAt: Number.POSITIVE_INFINITY,
-});
 
 /** Each view is generated once: the registry is frozen. */
 const documents = new Map<DocumentViewer, string>();

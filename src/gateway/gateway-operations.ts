@@ -5,6 +5,8 @@
  * are both built from it, so a call made in process takes exactly the path of one over HTTP.
  * The admin API's handlers plug in here as another group's map.
  */
+
+import { discoveryHandlers } from "../discovery/discovery-handlers.js";
 import type { GatewayServices } from "../http/gateway-services.js";
 import type { OperationHandlers } from "../operations/handler.js";
 import { type InProcessCall, inProcessCall } from "../pipeline/call.js";
@@ -31,7 +33,7 @@ export function gatewayOperations(services: GatewayServices): GatewayOperations 
       }),
     },
     contract: contractHandlers(services),
-    service: serviceHandlers(services),
+    service: { ...serviceHandlers(services), ...discoveryHandlers },
   };
 }
 

@@ -84,12 +84,13 @@ function bindOne(
     c.set("operation", operation.label);
     c.set("operationId", operation.id);
     let caller: Caller | undefined = c.get("principal") ?? c.get("caller");
-    if (caller === undefined && operation.mountedFor !== "anyone") {
+    if (caller === undefined && (operation.mountedFor !== "anyone" || operation.credential === "optional")) {
       caller = await authenticateCaller(deps.check, operation, {
         authorization: c.req.header("authorization"),
         address: c.env?.incoming?.socket?.remoteAddress,
       });
-      passedAuthentication(c);
+      // An open operation called without a credential stays within the unauthenticated bound.
+      if (caller !== undefined) passedAuthentication(c);
     }
     const answer: CallArgs["answer"] =
       streams && wantsEventStream(c.req.header("accept")) ? "event-stream" : undefined;

@@ -33,7 +33,6 @@ import { checkHostAndOrigin, type HostTrust } from "./middleware/host-and-origin
 import { observeRequest } from "./middleware/observe-request.js";
 import { boundUnauthenticated, UnauthenticatedGate } from "./middleware/unauthenticated-gate.js";
 import { ADMIN_BASE_PATH, createAdminApp } from "./routes/admin-routes.js";
-import { registerOpsRoutes } from "./routes/ops-routes.js";
 import { unmatchedRoute } from "./routes/unmatched-route.js";
 
 export function createGatewayApp(
@@ -95,8 +94,7 @@ export function createGatewayApp(
     boundUnauthenticated(new UnauthenticatedGate(services.limits.maxUnauthenticatedRequests ?? 256)),
   );
   if (adminApi !== "only") {
-    bindOperations(app, "service", built.service, built.deps);
-    registerOpsRoutes(app, services);
+    bindOperations(app, "service", built.service, built.deps, { methodNotAllowed: true });
   }
   if (services.policyAdmin && adminApi !== "elsewhere") {
     // Before the contract: its catch-all answers every path under /admin/v1 itself.

@@ -42,6 +42,11 @@ export interface OperationSpec {
   /** The `route` label of the request metrics (kept stable across releases: dashboards use it). */
   label: string;
   mountedFor: Audience;
+  /**
+   * For an operation open to anyone: "optional" when a credential sent with it is verified
+   * (401 when bad) and decides its answer (`/openapi.json` shows an admin everything).
+   */
+  credential?: "optional";
   effects: readonly Effect[];
   /** Its answer kinds; the first is the default. */
   answers: readonly AnswerKind[];

@@ -34,6 +34,7 @@ export const serviceOperations = [
   {
     ...service,
     id: "service.openapi",
+    credential: "optional",
     summary:
       "The OpenAPI 3.1 document: the contract without a credential, every operation with an admin token.",
     method: "GET",

@@ -23,6 +23,12 @@ export async function authenticateCaller(
   operation: OperationSpec,
   credential: Credential,
 ): Promise<Caller | undefined> {
-  if (credential.caller !== undefined || operation.mountedFor === "anyone") return credential.caller;
+  if (credential.caller !== undefined) return credential.caller;
+  if (operation.mountedFor === "anyone" && !sentOptional(operation, credential)) return undefined;
   return verifyBearer(check, credential.authorization, credential.address);
+}
+
+/** A credential sent to an open operation that reads one (`credential: "optional"`). */
+function sentOptional(operation: OperationSpec, credential: Credential): boolean {
+  return operation.credential === "optional" && credential.authorization !== undefined;
 }

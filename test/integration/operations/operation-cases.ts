@@ -145,19 +145,3 @@ export type CheckName =
   | "wrong method"
   | "unknown route"
   | "malformed args";
-
-/**
- * FOR THE LEAD, TO DELETE AT MERGE: the checks that do not hold yet on this branch because
- * another helper's branch builds them (the name in each comment). Each listed check runs as
- * an expected failure (`it.fails`), so it turns red the moment it starts to hold: then its
- * entry must go. "every check": the operation's route does not answer yet.
- */
-export const AWAITING_OTHER_BRANCHES: Readonly<Record<string, "every check" | readonly CheckName[]>> = {
-  // pipeline: 405 with Allow from the registry on the service paths (they answer 404 today)
-  "service.healthz": ["wrong method"],
-  "service.readyz": ["wrong method"],
-  "service.metrics": ["wrong method"],
-  "service.openapi": ["wrong method"],
-  "service.docs": ["wrong method"],
-  "service.docs.asset": ["wrong method"],
-};

@@ -13,15 +13,14 @@
  * - unknown route next to it: 404, the same bytes as any unknown route (401 first without a token);
  * - malformed args: the case of operation-cases.ts (every operation must have one).
  *
- * Every contract answer is checked against the contract's schemas. Checks another helper's
- * branch builds are listed in AWAITING_OTHER_BRANCHES and run as expected failures.
+ * Every contract answer is checked against the contract's schemas.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mintToken } from "../../../src/auth/dev-keys.js";
 import { mountedPath, type OperationSpec } from "../../../src/operations/operation.js";
 import { operations } from "../../../src/operations/registry.js";
 import { startTestGateway, TEST_SECRET, type TestGateway } from "../../support/gateway-harness.js";
-import { AWAITING_OTHER_BRANCHES, type CheckName, MALFORMED, SESSION_REQUESTS } from "./operation-cases.js";
+import { type CheckName, MALFORMED, SESSION_REQUESTS } from "./operation-cases.js";
 import {
   allowedOn,
   type CaseRequest,
@@ -217,29 +216,10 @@ describe("the per-operation cases", () => {
       .map((operation) => operation.id);
     expect(Object.keys(SESSION_REQUESTS).sort()).toEqual(sessionIds.sort());
   });
-
-  it("lists as awaiting only operations of the registry, and only checks they have", () => {
-    for (const [id, awaiting] of Object.entries(AWAITING_OTHER_BRANCHES)) {
-      const operation = operations.get(id);
-      expect(operation, `${id} is not in the registry`).toBeDefined();
-      if (awaiting !== "every check")
-        for (const name of awaiting) expect(checksOf(operation!)).toContain(name);
-    }
-  });
 });
 
 for (const operation of operations.all()) {
   describe(`${operation.id} (${operation.method} ${mountedPath(operation)})`, () => {
-    const awaiting = AWAITING_OTHER_BRANCHES[operation.id];
-    if (awaiting === "every check") {
-      it.fails("every check (its route is another branch's: AWAITING_OTHER_BRANCHES)", async () => {
-        for (const name of checksOf(operation)) await CHECKS[name](operation);
-      });
-      return;
-    }
-    for (const name of checksOf(operation)) {
-      const test = awaiting?.includes(name) ? it.fails : it;
-      test(name, () => CHECKS[name](operation));
-    }
+    for (const name of checksOf(operation)) it(name, () => CHECKS[name](operation));
   });
 }
