@@ -8,7 +8,9 @@
  * or the gateway's) is answered as JSON with its status, as without the header; a sandbox
  * that answers plain JSON (one without streaming) gets its answer sent as the result event.
  */
+
 import { performance } from "node:perf_hooks";
+import type { Logger } from "pino";
 import { EVENT_STREAM_HEADERS, EVENT_STREAM_TYPE, formatEvent } from "../contract/exec-events.js";
 import { relayExecEvents, reserialized } from "../forward/exec-event-relay.js";
 import { oversizedExecAnswer } from "../forward/oversized-exec-answer.js";
@@ -38,6 +40,8 @@ export interface StreamedCall {
   deadlineMs: number;
   /** The request body sent on to the sandbox. */
   forwarded: string;
+  /** The request's logger: its lines carry the request id. */
+  log: Logger;
 }
 
 export async function streamExecution(
@@ -72,6 +76,7 @@ export async function streamExecution(
       timeoutMs: call.deadlineMs,
       buffer: true,
       passEventStream: true,
+      log: call.log,
     });
     if (answer.status !== 200) {
       await finish();
@@ -98,7 +103,7 @@ export async function streamExecution(
       deadlineMs: Math.max(0, call.deadlineMs - (performance.now() - started)),
       reserve: (bytes, timeoutMs) => budgetOf(services).reserve(bytes, timeoutMs),
       oversizedResult: () => {
-        services.log.warn(
+        call.log.warn(
           { sandbox: call.lease.sandbox.sandboxId, limit: maxAnswer },
           "a sandbox streamed more than the gateway reads",
         );
@@ -106,14 +111,14 @@ export async function streamExecution(
         return oversizedExecAnswer(call.forwarded, maxAnswer, elapsed).body.toString("utf8");
       },
       onSandboxFailure: async (error) => {
-        services.log.warn({ err: error, session: call.key.sessionId }, "a streamed call's sandbox failed");
+        call.log.warn({ err: error, session: call.key.sessionId }, "a streamed call's sandbox failed");
         await services.sessions.end(call.key, "sandbox_failed").catch((endError) => {
-          services.log.warn({ err: endError, session: call.key.sessionId }, "could not end a session");
+          call.log.warn({ err: endError, session: call.key.sessionId }, "could not end a session");
         });
       },
     });
     void relay.done.then(finish).catch((error) => {
-      services.log.warn({ err: error, session: call.key.sessionId }, "could not close a streamed call");
+      call.log.warn({ err: error, session: call.key.sessionId }, "could not close a streamed call");
     });
     // A client that stops reading would otherwise hold the stream, and the events written to
     // it, forever: the transport closes it once the deadline and a grace have passed.

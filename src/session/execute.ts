@@ -42,6 +42,7 @@ export function executeHandler(services: GatewayServices): OperationHandler {
         call: call!,
         deadlineMs,
         forwarded,
+        log: operationCall.log,
       });
     }
     let started: number | undefined;
@@ -54,6 +55,7 @@ export function executeHandler(services: GatewayServices): OperationHandler {
         body: forwarded,
         timeoutMs: deadlineMs,
         buffer: true,
+        log: operationCall.log,
       });
       return answerOutcome(answer);
     } finally {

@@ -66,6 +66,7 @@ export function fileHandlers(services: GatewayServices): Record<string, Operatio
           subPath: "/files/list",
           query: queryOf(operationCall.args),
           timeoutMs,
+          log: operationCall.log,
         });
         return answerOutcome(answer);
       } finally {
@@ -84,6 +85,7 @@ export function fileHandlers(services: GatewayServices): Record<string, Operatio
           subPath: "/files",
           query: queryOf(operationCall.args),
           timeoutMs,
+          log: operationCall.log,
         });
       } catch (error) {
         await end();
@@ -120,6 +122,7 @@ export function fileHandlers(services: GatewayServices): Record<string, Operatio
           body: Readable.fromWeb(upload.body as WebReadableStream<Uint8Array>),
           // The upload streams through before the sandbox answers: allow for a slow sender.
           timeoutMs: TRANSFER_DEADLINE_MS,
+          log: operationCall.log,
           buffer: true,
         });
       } finally {

@@ -15,8 +15,10 @@
  * each reserving what its answer declares (or its cap) and finishing within the deadline of a
  * call that runs no user code, so a sandbox that trickles cannot keep its share for long.
  */
+
 import { performance } from "node:perf_hooks";
 import { Readable } from "node:stream";
+import type { Logger } from "pino";
 import { type Dispatcher, errors } from "undici";
 import { SandpoolError } from "../contract/error-codes.js";
 import { EVENT_STREAM_TYPE } from "../contract/exec-events.js";
@@ -68,6 +70,8 @@ export async function forwardToSandbox(
   request: Omit<ForwardRequest, "path"> & {
     subPath: string;
     query?: string;
+    /** The request's logger (its lines carry the request id); the gateway's otherwise. */
+    log?: Logger;
     buffer?: boolean;
     /** A successful event stream (streamed Execute) is returned as a stream even with `buffer`. */
     passEventStream?: boolean;
@@ -94,7 +98,7 @@ export async function forwardToSandbox(
       : (services.limits.maxSandboxErrorBytes ?? DEFAULT_MAX_SANDBOX_ERROR_BYTES);
     const read = await readWithinBudget(services, response, limit);
     if (read.overflowed) {
-      services.log.warn(
+      (request.log ?? services.log).warn(
         { sandbox: lease.sandbox.sandboxId, status: response.statusCode, limit },
         "a sandbox answered more than the gateway reads",
       );
