@@ -3,34 +3,16 @@
  * process: refused calls and admin changes as a table and as JSON, filtered by workspace and
  * kind; a workspace token refused (exit 1, one line); bad usage (exit 2).
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintToken } from "../../src/auth/dev-keys.js";
-import { requireBuiltCli, runCli } from "../support/cli.js";
-import { startTestGateway, TEST_IMAGE, TEST_SECRET, type TestGateway } from "../support/gateway-harness.js";
+import { describe, expect, it } from "vitest";
+import { useAdminCliHarness } from "../support/admin-cli-harness.js";
+import { TEST_IMAGE } from "../support/gateway-harness.js";
 
-let harness: TestGateway;
-let adminToken: string;
-beforeAll(async () => {
-  requireBuiltCli();
-  harness = await startTestGateway({
-    pools: [{ name: "default", image: TEST_IMAGE, minIdle: 0, maxTotal: 2 }],
-  });
-  adminToken = await mintToken({
-    secret: TEST_SECRET,
-    admin: true,
-    subject: "cli-operator",
-    ttlSeconds: 600,
-  });
-}, 60_000);
-afterAll(() => harness?.close());
-
-const hermetic = { SANDPOOL_URL: "", SANDPOOL_ADMIN_TOKEN: "" };
-const sandpool = (args: string[], token: string = adminToken) =>
-  runCli(["audit", ...args, "--url", harness.url, "--token", token], { env: hermetic, timeoutMs: 30_000 });
+const cli = useAdminCliHarness([{ name: "default", image: TEST_IMAGE, minIdle: 0, maxTotal: 2 }], ["audit"]);
+const sandpool = cli.sandpool.bind(cli);
 
 describe("sandpool audit", () => {
   it("lists a workspace's refused calls as a table and as JSON", async () => {
-    const client = await harness.client("cli-audited");
+    const client = await cli.harness.client("cli-audited");
     expect((await client.getSession("nothing-here")).status).toBe(404);
     expect((await client.createSession({ image: "not/allowed:1" })).status).toBe(403);
 
@@ -49,7 +31,7 @@ describe("sandpool audit", () => {
   });
 
   it("lists admin changes with --kind admin", async () => {
-    await harness.gateway.policyRepository.put("cli-edited", { maxConcurrentSessions: 1 }, "someone");
+    await cli.harness.gateway.policyRepository.put("cli-edited", { maxConcurrentSessions: 1 }, "someone");
     const listed = await sandpool(["--workspace", "cli-edited", "--kind", "admin"]);
     expect(listed.code, listed.stderr).toBe(0);
     expect(listed.stdout).toMatch(/admin\s+cli-edited\s+policy\.edit\s+cli-edited\s+someone/);
@@ -58,7 +40,7 @@ describe("sandpool audit", () => {
   });
 
   it("exits 1 with one line for a workspace token, 2 for bad usage", async () => {
-    const refused = await sandpool([], await harness.token("cli-nosy"));
+    const refused = await sandpool([], await cli.harness.token("cli-nosy"));
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(
       /^sandpool audit: the token is valid but is not an admin token \(403 auth\.forbidden\)/,

@@ -4,30 +4,16 @@
  * call on an unknown session, and its refusals: a workspace token (exit 1, one line) and
  * bad usage (exit 2).
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintToken } from "../../src/auth/dev-keys.js";
-import { requireBuiltCli, runCli } from "../support/cli.js";
-import { startTestGateway, TEST_IMAGE, TEST_SECRET, type TestGateway } from "../support/gateway-harness.js";
+import { describe, expect, it } from "vitest";
+import { HERMETIC_CLI_ENV, useAdminCliHarness } from "../support/admin-cli-harness.js";
+import { runCli } from "../support/cli.js";
+import { TEST_IMAGE } from "../support/gateway-harness.js";
 
-let harness: TestGateway;
-let adminToken: string;
-beforeAll(async () => {
-  requireBuiltCli();
-  harness = await startTestGateway({
-    pools: [{ name: "default", image: TEST_IMAGE, minIdle: 0, maxTotal: 2 }],
-  });
-  adminToken = await mintToken({
-    secret: TEST_SECRET,
-    admin: true,
-    subject: "cli-operator",
-    ttlSeconds: 600,
-  });
-}, 60_000);
-afterAll(() => harness?.close());
-
-const hermetic = { SANDPOOL_URL: "", SANDPOOL_ADMIN_TOKEN: "" };
-const sandpool = (args: string[], token: string = adminToken) =>
-  runCli(["explain", ...args, "--url", harness.url, "--token", token], { env: hermetic, timeoutMs: 30_000 });
+const cli = useAdminCliHarness(
+  [{ name: "default", image: TEST_IMAGE, minIdle: 0, maxTotal: 2 }],
+  ["explain"],
+);
+const sandpool = cli.sandpool.bind(cli);
 
 describe("sandpool explain", () => {
   it("prints an allowed CreateSession's trace and the limits in force", async () => {
@@ -40,7 +26,7 @@ describe("sandpool explain", () => {
     expect(answer.stdout).toMatch(/^admit\s+pass\s+pool\.capacity\s+-\s+0\s+2\s+.*a cold start$/m);
     expect(answer.stdout).toMatch(/^image\s+sandpool\/sandbox:dev$/m);
     // Explain leased nothing, so nothing was started.
-    expect(await harness.store.countMembers("default", Date.now())).toBe(0);
+    expect(await cli.harness.store.countMembers("default", Date.now())).toBe(0);
   });
 
   it("prints a refusal with its status and code; --json prints the admin API's answer", async () => {
@@ -80,7 +66,7 @@ describe("sandpool explain", () => {
   it("exits 1 with one line for a workspace token, 2 for bad usage", async () => {
     const refused = await sandpool(
       ["--workspace", "cli-nosy", "--op", "sessions.create"],
-      await harness.token("cli-nosy"),
+      await cli.harness.token("cli-nosy"),
     );
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/^sandpool explain: the token is valid but is not an admin token/);
@@ -99,7 +85,7 @@ describe("sandpool explain", () => {
   });
 
   it("--help says what it does, what --args holds, and gives examples", async () => {
-    const help = await runCli(["explain", "--help"], { env: hermetic, timeoutMs: 30_000 });
+    const help = await runCli(["explain", "--help"], { env: HERMETIC_CLI_ENV, timeoutMs: 30_000 });
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/Nothing\s+runs/);
     expect(help.stdout).toMatch(/--args <json>/);
