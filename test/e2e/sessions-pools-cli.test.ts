@@ -5,36 +5,15 @@
  * refusals (unknown session or pool, invalid sizes, a workspace token) as one-line reasons
  * with exit code 1, and bad usage with exit code 2. Needs `npm run build` first.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintToken } from "../../src/auth/dev-keys.js";
-import { requireBuiltCli, runCli } from "../support/cli.js";
-import { startTestGateway, TEST_IMAGE, TEST_SECRET, type TestGateway } from "../support/gateway-harness.js";
+import { describe, expect, it } from "vitest";
+import { useAdminCliHarness } from "../support/admin-cli-harness.js";
+import { TEST_IMAGE } from "../support/gateway-harness.js";
 
-let harness: TestGateway;
-let adminToken: string;
-beforeAll(async () => {
-  requireBuiltCli();
-  harness = await startTestGateway({
-    pools: [{ name: "default", image: TEST_IMAGE, minIdle: 1, maxTotal: 5 }],
-  });
-  adminToken = await mintToken({
-    secret: TEST_SECRET,
-    admin: true,
-    subject: "cli-operator",
-    ttlSeconds: 600,
-  });
-}, 60_000);
-afterAll(() => harness?.close());
-
-/** Neither the test's environment nor a developer's shell leaks a URL or token in. */
-const hermetic = { SANDPOOL_URL: "", SANDPOOL_ADMIN_TOKEN: "" };
-
-function sandpool(args: string[], token: string = adminToken) {
-  return runCli([...args, "--url", harness.url, "--token", token], { env: hermetic, timeoutMs: 30_000 });
-}
+const cli = useAdminCliHarness([{ name: "default", image: TEST_IMAGE, minIdle: 1, maxTotal: 5 }]);
+const sandpool = cli.sandpool.bind(cli);
 
 async function openSession(workspace: string): Promise<string> {
-  const answer = await (await harness.client(workspace)).createSession({});
+  const answer = await (await cli.harness.client(workspace)).createSession({});
   expect(answer.status, answer.text).toBe(201);
   return (answer.body as { session_id: string }).session_id;
 }
@@ -71,7 +50,7 @@ describe("sandpool sessions", () => {
     expect(ended.stdout.trim()).toBe(
       `ended session ${id} of cli-team-end (image ${TEST_IMAGE}, pool default)`,
     );
-    expect((await (await harness.client("cli-team-end")).getSession(id)).status).toBe(404);
+    expect((await (await cli.harness.client("cli-team-end")).getSession(id)).status).toBe(404);
 
     const again = await sandpool(["sessions", "end", id]);
     expect(again.code).toBe(1);
@@ -85,7 +64,7 @@ describe("sandpool sessions", () => {
     const missing = await sandpool(["sessions", "end"]);
     expect(missing.code).toBe(2);
 
-    const refused = await sandpool(["sessions", "list"], await harness.token("cli-team-a"));
+    const refused = await sandpool(["sessions", "list"], await cli.harness.token("cli-team-a"));
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(
       /^sandpool sessions: the token is valid but is not an admin token \(403 auth\.forbidden\)/,
@@ -126,7 +105,7 @@ describe("sandpool pools", () => {
     expect(resized.code, resized.stderr).toBe(0);
     expect(resized.stdout).toContain("resized the default pool: minIdle 2, maxTotal 4");
     expect(resized.stdout).toMatch(/^default\s+\S+\s+standard\s+2 \(1\)\s+\d+\s+4 \(5\)\s/m);
-    expect(harness.gateway.services.pools.sizeOf(harness.gateway.services.pools.list()[0]!)).toEqual({
+    expect(cli.harness.gateway.services.pools.sizeOf(cli.harness.gateway.services.pools.list()[0]!)).toEqual({
       minIdle: 2,
       maxTotal: 4,
     });
@@ -168,10 +147,12 @@ describe("sandpool pools", () => {
 
     const refused = await sandpool(
       ["pools", "resize", "default", "--min-idle", "3"],
-      await harness.token("cli-team-a"),
+      await cli.harness.token("cli-team-a"),
     );
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/403 auth\.forbidden/);
-    expect(harness.gateway.services.pools.sizeOf(harness.gateway.services.pools.list()[0]!).minIdle).toBe(1);
+    expect(
+      cli.harness.gateway.services.pools.sizeOf(cli.harness.gateway.services.pools.list()[0]!).minIdle,
+    ).toBe(1);
   });
 });
