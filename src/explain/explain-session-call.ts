@@ -1,9 +1,9 @@
 /**
- * The operations on an open session, explained in the order the gateway answers them today
- * (src/http/routes/open-session-call.ts, exec-route.ts, file-routes.ts): the session is
- * resolved first (an unknown, ended, expired or other workspace's session is the same 404,
- * before any other refusal), then the workspace enabled, then the call's own arguments and
- * policy, then the day's budget (Execute only). The lease is read, never touched: an
+ * The operations on an open session, explained in the order the pipeline answers them
+ * (src/pipeline/pipeline.ts): the session is resolved first (an unknown, ended, expired or
+ * other workspace's session is the same 404, before any other refusal), then the call's own
+ * arguments, then policy (the workspace enabled, the tool, the size), then the day's budget
+ * (Execute only). The lease is read, never touched: an
  * expired one is reported as the 404 it would answer, not ended.
  */
 import { SandpoolError } from "../contract/error-codes.js";
@@ -55,8 +55,8 @@ export async function explainSessionCall(
     );
     return {};
   }
-  verdictStep(trace, workspaceEnabled(policy));
   if (operation.id === "sessions.exec") return explainExec(services, policy, args, trace);
+  verdictStep(trace, workspaceEnabled(policy));
   if (operation.id === "files.put") {
     const declared = typeof args.content_length === "number" ? args.content_length : undefined;
     verdictStep(trace, fileSizeAllowed(policy, declared));
@@ -80,6 +80,7 @@ async function explainExec(
     if (!(error instanceof SandpoolError)) throw error;
     trace.deny("args", error.code, { rule: "args.schema", detail: error.message });
   }
+  verdictStep(trace, workspaceEnabled(policy));
   if (request) verdictStep(trace, toolAllowed(policy, request.tool));
   else trace.skip("policy", "tool.allowed", "no valid tool to check");
   const timeout = execTimeout(policy, request?.timeout_seconds);

@@ -300,8 +300,8 @@ describe("explain of calls on a session", () => {
     expect(explained.steps.map((step) => step.step)).toEqual([
       "mounted",
       "resolve",
-      "policy",
       "args",
+      "policy",
       "policy",
       "policy",
       "admit",
@@ -314,6 +314,20 @@ describe("explain of calls on a session", () => {
       timeout_seconds: 90,
     });
     expect(ran.status, ran.text).toBe(200);
+  });
+
+  it("puts a malformed Execute before a disabled workspace, as the pipeline does", async () => {
+    const ws = freshWorkspace("malformed");
+    const client = await replica.client(ws);
+    const session = await sessionOf(client);
+    await setPolicy(ws, { enabled: false });
+    const body = { tool: "bash_code_execution", input: {} };
+    const explained = await explainUntouched(ws, "sessions.exec", { session_id: session, ...body });
+    expect(explained.code).toBe("request.malformed");
+    expect(stepOf(explained, "workspace.enabled")).toMatchObject({ verdict: "deny" });
+    const answer = await client.exec(session, body);
+    expect(answer.status).toBe(422);
+    expect(codeOf(answer)).toBe(explained.code);
   });
 
   it("denies a tool that is not allowed with policy.tool_not_allowed, as the call is", async () => {
