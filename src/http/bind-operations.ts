@@ -8,6 +8,8 @@
  * must come before any 404 of its own), and renders the outcome. It takes any group's
  * handler map: the contract's, the service endpoints', the admin API's.
  */
+import { PassThrough, Readable } from "node:stream";
+import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import type { Context, Env, Hono, MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
 import type { Caller } from "../auth/principal.js";
@@ -116,7 +118,14 @@ function bindOne(
 /**
  * An upload's bytes, unread: the handler streams them on. The body is taken from the request
  * only when the handler reads it: a call refused before (413 on its Content-Length, 404)
- * leaves it untouched, for Node to discard, instead of a web stream nobody drains.
+ * leaves it untouched, for the server to discard.
+ *
+ * The handler gets a pipe from the request, not the request itself nor a web stream over it:
+ * when the sandbox answers before the last byte (a body it refuses at once), the sandbox
+ * client destroys the stream it was sending. Destroying the request would close the client's
+ * keep-alive connection under its next call, and a web stream's reader would stay attached
+ * and hold the request paused, so the server's drain of the rest stalls and closes it too.
+ * Destroying a pipe only unpipes it; the rest of the body is then read and thrown away.
  */
 function uploadOf(c: Context<GatewayEnv>): CallArgs["stream"] {
   const declared = Number(c.req.header("content-length"));
@@ -124,13 +133,15 @@ function uploadOf(c: Context<GatewayEnv>): CallArgs["stream"] {
     contentType: c.req.header("content-type") ?? "application/octet-stream",
     contentLength: Number.isFinite(declared) ? declared : undefined,
     get body() {
-      return c.req.raw.body ?? emptyBody();
+      const incoming = c.env?.incoming;
+      return incoming ? incoming.pipe(new PassThrough()) : Readable.fromWeb(webBodyOf(c));
     },
   };
 }
 
-function emptyBody(): ReadableStream<Uint8Array> {
-  return new ReadableStream({ start: (controller) => controller.close() });
+function webBodyOf(c: Context<GatewayEnv>): WebReadableStream<Uint8Array> {
+  return (c.req.raw.body ??
+    new ReadableStream({ start: (controller) => controller.close() })) as WebReadableStream<Uint8Array>;
 }
 
 /** What a streamed answer may ask of the HTTP transport. */

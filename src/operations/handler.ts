@@ -4,6 +4,7 @@
  * and hands it the admitted arguments; it answers with an outcome that the HTTP layer
  * renders, or that an in-process `call()` returns as it is.
  */
+import type { Readable } from "node:stream";
 import type { Logger } from "pino";
 import type { Caller } from "../auth/principal.js";
 import type { AdmittedSession } from "../session/admitted-session.js";
@@ -18,7 +19,7 @@ export interface CallArgs {
   /** The parsed JSON body, for operations that take one. */
   body?: unknown;
   /** A streamed request body (multipart upload), for operations that take bytes. */
-  stream?: { contentType: string; contentLength?: number; body: ReadableStream<Uint8Array> };
+  stream?: { contentType: string; contentLength?: number; body: Readable };
   /** The answer kind the caller accepts, among the operation's own (`event-stream` for a streamed Execute). */
   answer?: OperationSpec["answers"][number];
 }

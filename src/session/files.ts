@@ -7,8 +7,6 @@
  * session busy until its last byte, so a slow one is never reaped as idle. Each call ends
  * with one more round trip. Downloads are always attachments, never sniffed (`downloadHeaders`).
  */
-import { Readable } from "node:stream";
-import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { MAX_FILE_BYTES_HEADER } from "../contract/headers.js";
 import { attachmentDisposition, fileNameOf } from "../http/common/content-disposition.js";
 import type { GatewayServices } from "../http/gateway-services.js";
@@ -119,7 +117,7 @@ export function fileHandlers(services: GatewayServices): Record<string, Operatio
           method: "POST",
           subPath: "/files",
           headers,
-          body: Readable.fromWeb(upload.body as WebReadableStream<Uint8Array>),
+          body: upload.body,
           // The upload streams through before the sandbox answers: allow for a slow sender.
           timeoutMs: TRANSFER_DEADLINE_MS,
           log: operationCall.log,

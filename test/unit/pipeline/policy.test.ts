@@ -1,3 +1,4 @@
+import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import type { CallArgs } from "../../../src/operations/handler.js";
 import { policyGate } from "../../../src/pipeline/steps/policy.js";
@@ -35,7 +36,7 @@ describe("pipeline step policy", () => {
     const upload = (contentLength: number): CallArgs => ({
       params: { id: "s1" },
       query: {},
-      stream: { contentType: "multipart/form-data", contentLength, body: new ReadableStream() },
+      stream: { contentType: "multipart/form-data", contentLength, body: Readable.from([]) },
     });
     const put = sessionPlans["files.put"]!;
     const cap = policy.maxFileBytes + MULTIPART_OVERHEAD_BYTES;
