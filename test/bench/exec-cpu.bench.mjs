@@ -4,11 +4,12 @@
  * server itself: the figure to trim the gateway's own work by, and one the machine's load
  * hardly moves (unlike wall time). A shorter loop than bench:lease, for working on the path.
  *
- *   node test/bench/exec-cpu.bench.mjs [--calls N] [--clients N] [--json]
+ *   node test/bench/exec-cpu.bench.mjs [--calls N] [--clients N] [--warmup N] [--json]
  *                                      [--profile DIR] [--node-options "FLAGS"]
  *
  * --calls N          calls per path and way (default 2000): one client, then --clients at once
  * --clients N        concurrent clients for the second way (default 8)
+ * --warmup N         calls per path before anything is counted (default 2000: hot code)
  * --profile DIR      runs serve with `--cpu-prof` and writes its profile into DIR (open it in
  *                    Chrome's DevTools, Performance panel)
  * --node-options S   NODE_OPTIONS for serve (e.g. "--max-semi-space-size=4")
@@ -32,6 +33,7 @@ const { values } = parseArgs({
   options: {
     calls: { type: "string", default: "2000" },
     clients: { type: "string", default: "8" },
+    warmup: { type: "string", default: "2000" },
     profile: { type: "string" },
     "node-options": { type: "string" },
     json: { type: "boolean", default: false },
@@ -39,8 +41,11 @@ const { values } = parseArgs({
 });
 const calls = Number(values.calls);
 const clients = Number(values.clients);
+const warmup = Number(values.warmup);
 if (!Number.isSafeInteger(calls) || calls < 1)
   throw new Error(`--calls must be a positive integer, got ${values.calls}`);
+if (!Number.isSafeInteger(warmup) || warmup < 0)
+  throw new Error(`--warmup must be a non-negative integer, got ${values.warmup}`);
 if (!Number.isSafeInteger(clients) || clients < 1)
   throw new Error(`--clients must be a positive integer, got ${values.clients}`);
 
@@ -69,7 +74,7 @@ policy:
     const serve = await deployment.startGateway(
       undefined,
       nodeOptions ? { NODE_OPTIONS: nodeOptions } : {},
-      values.profile ? ["--cpu-prof", `--cpu-prof-dir=${values.profile}`] : [],
+      values.profile ? ["--cpu-prof", "--cpu-prof-interval=100", `--cpu-prof-dir=${values.profile}`] : [],
     );
     const sandbox = await startSandboxServer(resolvePython(), 60_000);
     const relay = await startRelay(sandbox.url, 60_000);
@@ -89,7 +94,7 @@ policy:
           },
         },
       ],
-      { calls, clients },
+      { calls, clients, warmup },
     );
     await relay.stop();
     await sandbox.stop();
@@ -103,6 +108,8 @@ policy:
         sequential: figures.serve.sequentialUs - figures.relay.sequentialUs,
         concurrent: figures.serve.concurrentUs - figures.relay.concurrentUs,
       },
+      /** The gateway's own exec work: its p50 latency one call at a time less the relay's. */
+      serveOwnP50Ms: figures.serve.sequentialP50Ms - figures.relay.sequentialP50Ms,
     };
     if (values.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     else {
@@ -111,11 +118,12 @@ policy:
       );
       for (const [name, f] of Object.entries(figures)) {
         process.stdout.write(
-          `  ${name.padEnd(7)} ${f.sequentialUs.toFixed(0).padStart(6)} us one at a time  ${f.concurrentUs.toFixed(0).padStart(6)} us with ${clients} clients\n`,
+          `  ${name.padEnd(7)} ${f.sequentialUs.toFixed(0).padStart(6)} us one at a time  ${f.concurrentUs.toFixed(0).padStart(6)} us with ${clients} clients  p50 ${f.sequentialP50Ms.toFixed(2)} ms\n`,
         );
       }
       process.stdout.write(
-        `  serve beyond the relay: ${result.serveOwnUsPerExec.sequential.toFixed(0)} / ${result.serveOwnUsPerExec.concurrent.toFixed(0)} us\n`,
+        `  serve beyond the relay: ${result.serveOwnUsPerExec.sequential.toFixed(0)} / ${result.serveOwnUsPerExec.concurrent.toFixed(0)} us, ` +
+          `p50 +${result.serveOwnP50Ms.toFixed(2)} ms\n`,
       );
     }
   } finally {

@@ -4,21 +4,23 @@
  * path with a `pid` (the process in front of the sandbox: the relay, a gateway; or the
  * sandbox server itself for the direct path), a fixed number of calls from one client, then
  * the same number from `clients` concurrent clients, each reading the process's CPU time
- * before and after (cpu-time.mjs, less its idle rate). A path's `settle()` (a gateway's pool
+ * before and after (cpu-time.mjs, less its idle rate), after `warmup` calls that bring the
+ * path's code to the JIT's optimised tiers. A path's `settle()` (a gateway's pool
  * refilled after the sessions were leased) runs before anything is counted: a refill's
  * Docker calls and health polls are not an exec's work.
  */
 import { createClient, createSession, destroySession, execPrintOne } from "./client.mjs";
 import { cpuSpentOn } from "./cpu-time.mjs";
+import { percentile } from "./stats.mjs";
 import { progress } from "./timing.mjs";
 
-const WARMUP = 50;
-
 /**
- * `{ [path]: { sequentialUs, concurrentUs } }`: CPU microseconds per exec of the path's
- * process, one call at a time and with `clients` calling at once (`calls` calls each way).
+ * `{ [path]: { sequentialUs, concurrentUs, sequentialP50Ms } }`: CPU microseconds per exec of
+ * the path's process, one call at a time and with `clients` calling at once (`calls` calls
+ * each way), and the p50 latency of the calls one at a time (the gateway's own latency is
+ * what it adds beyond the relay's, measured side by side in the same run).
  */
-export async function measureExecCpu(paths, { calls, clients }) {
+export async function measureExecCpu(paths, { calls, clients, warmup = 2_000 }) {
   const figures = {};
   for (const path of paths.filter((p) => p.pid !== undefined)) {
     const workers = [];
@@ -27,11 +29,17 @@ export async function measureExecCpu(paths, { calls, clients }) {
         const client = createClient(path.url, path.token);
         workers.push({ client, sessionId: await (path.session ?? createSession)(client) });
       }
-      for (let i = 0; i < WARMUP; i++)
-        await Promise.all(workers.map((w) => execPrintOne(w.client, w.sessionId)));
+      // Hot code, as in a gateway that has served for a while: the JIT's optimised tiers.
       const [first] = workers;
+      for (let i = 0; i < warmup; i++) await execPrintOne(first.client, first.sessionId);
+      await Promise.all(workers.map((w) => execPrintOne(w.client, w.sessionId)));
+      const took = [];
       const sequential = await cpuSpentOn({ p: path.pid }, async () => {
-        for (let i = 0; i < calls; i++) await execPrintOne(first.client, first.sessionId);
+        for (let i = 0; i < calls; i++) {
+          const started = performance.now();
+          await execPrintOne(first.client, first.sessionId);
+          took.push(performance.now() - started);
+        }
       });
       const perClient = Math.ceil(calls / clients);
       const concurrent = await cpuSpentOn({ p: path.pid }, () =>
@@ -44,10 +52,12 @@ export async function measureExecCpu(paths, { calls, clients }) {
       figures[path.name] = {
         sequentialUs: (sequential.cpuMs.p * 1000) / calls,
         concurrentUs: (concurrent.cpuMs.p * 1000) / (perClient * clients),
+        sequentialP50Ms: percentile(took, 50),
       };
       progress(
         `exec CPU, ${path.name}: ${figures[path.name].sequentialUs.toFixed(0)} us/exec one at a time, ` +
-          `${figures[path.name].concurrentUs.toFixed(0)} us/exec with ${clients} clients`,
+          `${figures[path.name].concurrentUs.toFixed(0)} us/exec with ${clients} clients ` +
+          `(latency one at a time: p50 ${figures[path.name].sequentialP50Ms.toFixed(2)} ms)`,
       );
     } finally {
       for (const w of workers) {
