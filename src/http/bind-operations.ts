@@ -24,6 +24,7 @@ import { authenticateCaller } from "../pipeline/steps/authenticate.js";
 import { closeUndelivered } from "./close-undelivered.js";
 import { readJsonBody } from "./common/read-json-body.js";
 import { renderOutcome } from "./common/render-outcome.js";
+import { requestHeader } from "./common/request-header.js";
 import type { GatewayEnv } from "./gateway-env.js";
 import { passedAuthentication } from "./middleware/unauthenticated-gate.js";
 
@@ -88,14 +89,14 @@ function bindOne(
     let caller: Caller | undefined = c.get("principal") ?? c.get("caller");
     if (caller === undefined && (operation.mountedFor !== "anyone" || operation.credential === "optional")) {
       caller = await authenticateCaller(deps.check, operation, {
-        authorization: c.req.header("authorization"),
+        authorization: requestHeader(c, "authorization"),
         address: c.env?.incoming?.socket?.remoteAddress,
       });
       // An open operation called without a credential stays within the unauthenticated bound.
       if (caller !== undefined) passedAuthentication(c);
     }
     const answer: CallArgs["answer"] =
-      streams && wantsEventStream(c.req.header("accept")) ? "event-stream" : undefined;
+      streams && wantsEventStream(requestHeader(c, "accept")) ? "event-stream" : undefined;
     const raw: RawArgs = {
       params: hasParams ? c.req.param() : NO_ARGS,
       query: operation.query ? c.req.query() : NO_ARGS,
@@ -128,9 +129,9 @@ function bindOne(
  * Destroying a pipe only unpipes it; the rest of the body is then read and thrown away.
  */
 function uploadOf(c: Context<GatewayEnv>): CallArgs["stream"] {
-  const declared = Number(c.req.header("content-length"));
+  const declared = Number(requestHeader(c, "content-length"));
   return {
-    contentType: c.req.header("content-type") ?? "application/octet-stream",
+    contentType: requestHeader(c, "content-type") ?? "application/octet-stream",
     contentLength: Number.isFinite(declared) ? declared : undefined,
     get body() {
       const incoming = c.env?.incoming;

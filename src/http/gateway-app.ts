@@ -23,6 +23,7 @@ import { auditRefusal, sessionIdInPath } from "../pipeline/steps/audit.js";
 import { bindOperations } from "./bind-operations.js";
 import { errorResponse } from "./common/error-response.js";
 import { jsonBodyLimit } from "./common/read-json-body.js";
+import { requestHeader } from "./common/request-header.js";
 import { guardRequestTarget } from "./common/request-target.js";
 import { nameContractOperations } from "./contract-operations.js";
 import type { GatewayEnv } from "./gateway-env.js";
@@ -105,7 +106,7 @@ export function createGatewayApp(
   if (adminApi === "only") {
     // Any valid token (an admin token names no workspace), then 404: nothing else lives here.
     app.all("*", async (c) => {
-      await verifyBearer(services, c.req.header("authorization"), c.env?.incoming?.socket?.remoteAddress);
+      await verifyBearer(services, requestHeader(c, "authorization"), c.env?.incoming?.socket?.remoteAddress);
       throw new SandpoolError("request.not_found", "no such route");
     });
   } else {

@@ -11,6 +11,7 @@
 import type { IncomingMessage } from "node:http";
 import type { Context, MiddlewareHandler } from "hono";
 import { SandpoolError } from "../../contract/error-codes.js";
+import { requestHeader } from "./request-header.js";
 
 /** Bodies read early (chunked ones, by the limit middleware), by request. */
 const bodiesRead = new WeakMap<Request, string>();
@@ -54,8 +55,8 @@ function readCapped(incoming: IncomingMessage, maxBytes: number): Promise<string
 /** The cap, enforced before the handler runs: on Content-Length, or while a chunked body arrives. */
 export function jsonBodyLimit(maxBytes: number): MiddlewareHandler {
   return async (c, next) => {
-    const declared = c.req.header("content-length");
-    if (declared !== undefined && !c.req.header("transfer-encoding")) {
+    const declared = requestHeader(c, "content-length");
+    if (declared !== undefined && !requestHeader(c, "transfer-encoding")) {
       if (Number(declared) > maxBytes) throw tooLarge();
       return next();
     }
@@ -77,7 +78,7 @@ export async function readJsonBody(c: Context, options: { optional?: boolean } =
     bodiesRead.get(c.req.raw) ??
     (incoming ? await readCapped(incoming, Number.MAX_SAFE_INTEGER) : await c.req.text());
   if (text.length === 0 && options.optional) return {};
-  const type = c.req.header("content-type") ?? "";
+  const type = requestHeader(c, "content-type") ?? "";
   if (!/^application\/(.+\+)?json\s*(;|$)/i.test(type)) {
     throw new SandpoolError("request.bad_content_type", "the request body must be application/json");
   }

@@ -17,6 +17,7 @@ import type { BearerAuthenticator, Caller, Principal } from "../../auth/principa
 import { SandpoolError } from "../../contract/error-codes.js";
 import type { GatewayMetrics } from "../../metering/gateway-metrics.js";
 import { mountedCaller } from "../../pipeline/steps/mounted.js";
+import { requestHeader } from "../common/request-header.js";
 import type { GatewayEnv } from "../gateway-env.js";
 import type { GatewayServices } from "../gateway-services.js";
 import { passedAuthentication } from "./unauthenticated-gate.js";
@@ -81,7 +82,7 @@ export function authenticate(check: BearerCheck): MiddlewareHandler<GatewayEnv> 
   return async (c, next) => {
     const caller = await verifyBearer(
       check,
-      c.req.header("authorization"),
+      requestHeader(c, "authorization"),
       c.env?.incoming?.socket?.remoteAddress,
     );
     // A verified token, so not counted as a failed attempt: it is just not for this route.

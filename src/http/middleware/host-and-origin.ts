@@ -16,6 +16,7 @@
 import { isIP } from "node:net";
 import type { MiddlewareHandler } from "hono";
 import { SandpoolError } from "../../contract/error-codes.js";
+import { requestHeader } from "../common/request-header.js";
 
 export interface HostTrust {
   allowedHosts: readonly string[];
@@ -83,17 +84,13 @@ export function isAllowedOrigin(originHeader: string, allowedOrigins: readonly s
   return allowedOrigins.some((entry) => normalizedOrigin(entry)?.origin === parsed.origin);
 }
 
-interface IncomingHeaders {
-  incoming?: { headers?: Record<string, string | string[] | undefined> };
-}
-
 export function checkHostAndOrigin(trust: HostTrust): MiddlewareHandler {
   return async (c, next) => {
-    const host = c.req.header("host") ?? (c.env as IncomingHeaders | undefined)?.incoming?.headers?.host;
+    const host = requestHeader(c, "host");
     if (typeof host === "string" && !isAllowedHost(host, trust.allowedHosts)) {
       throw new SandpoolError("request.host_denied", "this gateway does not answer for that host");
     }
-    const origin = c.req.header("origin");
+    const origin = requestHeader(c, "origin");
     if (origin !== undefined && !isAllowedOrigin(origin, trust.allowedOrigins)) {
       throw new SandpoolError("request.origin_denied", "requests from that origin are not allowed");
     }

@@ -13,6 +13,7 @@ import type { Logger } from "pino";
 import { errorCodeLabel } from "../../contract/error-codes.js";
 import type { GatewayMetrics } from "../../metering/gateway-metrics.js";
 import { SANDPOOL_VERSION, VERSION_HEADER } from "../../version.js";
+import { requestHeader } from "../common/request-header.js";
 import type { GatewayEnv } from "../gateway-env.js";
 
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -62,7 +63,7 @@ export function observeRequest(log: Logger, metrics: GatewayMetrics): Middleware
   const labelled = labelledMetrics(metrics);
   return async (c, next) => {
     const started = process.hrtime.bigint();
-    const offered = c.req.header("x-request-id");
+    const offered = requestHeader(c, "x-request-id");
     const requestId = offered && SANE_REQUEST_ID.test(offered) ? offered : randomUUID();
     c.set("requestId", requestId);
     // A child logger, not an AsyncLocalStorage the logger reads: on Node 20 a store in use

@@ -18,6 +18,7 @@ import type { PipelineDeps } from "../../pipeline/pipeline.js";
 import type { PolicyAdmin } from "../../policy/policy-admin.js";
 import { bindOperations } from "../bind-operations.js";
 import { jsonBodyLimit } from "../common/read-json-body.js";
+import { requestHeader } from "../common/request-header.js";
 import type { GatewayServices } from "../gateway-services.js";
 import { countAuthFailure, verifyBearer } from "../middleware/authenticate.js";
 import { passedAuthentication } from "../middleware/unauthenticated-gate.js";
@@ -63,7 +64,7 @@ function requireAdmin(services: GatewayServices): MiddlewareHandler<AdminEnv> {
   return async (c, next) => {
     const caller = await verifyBearer(
       services,
-      c.req.header("authorization"),
+      requestHeader(c, "authorization"),
       c.env?.incoming?.socket?.remoteAddress,
     );
     if (caller.admin !== true) {

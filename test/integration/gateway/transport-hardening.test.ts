@@ -182,6 +182,26 @@ describe("with a gateway of tight transport limits", () => {
       }
     });
 
+    it("refuses a call carrying two Authorization headers (401), even when each alone is valid", async () => {
+      const other = await harness.token("team-b");
+      for (const pair of [
+        [token, other],
+        [token, token],
+      ]) {
+        const outcome = await untilClosed(harness.url, (socket) => {
+          socket.write(
+            `GET /sessions/${session}/files HTTP/1.1\r\nHost: sandpool.test\r\n` +
+              `Authorization: Bearer ${pair[0]}\r\nauthorization: Bearer ${pair[1]}\r\nConnection: close\r\n\r\n`,
+          );
+        });
+        const [head, payload] = outcome.received.split("\r\n\r\n");
+        expect(head).toMatch(/^HTTP\/1\.1 401 /);
+        const body = JSON.parse(payload!);
+        assertContractResponse("ListFiles", 401, body);
+        expect(body).toMatchObject({ detail: { code: "auth.invalid" } });
+      }
+    });
+
     it("lets loopback and configured origins, and requests without Origin, through", async () => {
       const variants: Record<string, string>[] = [
         { origin: "http://localhost:5173" },
