@@ -3,7 +3,11 @@
  * on the bytes that arrive, not on any size the sandbox declares (Content-Length is the
  * sandbox's word), and at the first byte past it the stream is destroyed, so a sandbox that
  * answers without end costs the gateway the cap and a closed connection, nothing more.
+ *
+ * Read with listeners, not `for await`: an async iterator per answer (its promises, one per
+ * chunk) was a measurable part of the gateway's CPU per Execute, whose answer is one chunk.
  */
+import type { Readable } from "node:stream";
 
 export interface CappedRead {
   /** The whole body; empty when it overflowed (nothing of an oversized answer is used). */
@@ -12,24 +16,48 @@ export interface CappedRead {
   overflowed: boolean;
 }
 
-export async function readCapped(
-  body: AsyncIterable<Uint8Array | string>,
-  maxBytes: number,
-): Promise<CappedRead> {
-  const chunks: Buffer[] = [];
-  let kept = 0;
-  // Leaving the loop early (break) destroys the stream: undici then drops the connection.
-  for await (const chunk of body) {
-    const bytes =
-      typeof chunk === "string"
-        ? Buffer.from(chunk)
-        : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    if (bytes.length > maxBytes - kept) {
-      // Not joined: a caller has no use for a broken answer, so it costs no copy either.
-      return { bytes: Buffer.alloc(0), overflowed: true };
-    }
-    chunks.push(bytes);
-    kept += bytes.length;
-  }
-  return { bytes: Buffer.concat(chunks, kept), overflowed: false };
+export function readCapped(body: Readable, maxBytes: number): Promise<CappedRead> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let kept = 0;
+    const settle = () => {
+      body.off("data", onData);
+      body.off("end", onEnd);
+      body.off("error", onError);
+      body.off("close", onClose);
+    };
+    const onData = (chunk: Buffer | string) => {
+      const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+      if (bytes.length > maxBytes - kept) {
+        // Not joined: a caller has no use for a broken answer, so it costs no copy either.
+        settle();
+        body.destroy();
+        resolve({ bytes: Buffer.alloc(0), overflowed: true });
+        return;
+      }
+      chunks.push(bytes);
+      kept += bytes.length;
+    };
+    const onEnd = () => {
+      settle();
+      resolve({ bytes: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, kept), overflowed: false });
+    };
+    const onError = (error: Error) => {
+      settle();
+      reject(error);
+    };
+    // Closed before its end with no error of its own (destroyed by someone else): cut short.
+    const onClose = () => {
+      settle();
+      reject(
+        Object.assign(new Error("the answer ended before its last byte"), {
+          code: "ERR_STREAM_PREMATURE_CLOSE",
+        }),
+      );
+    };
+    body.on("data", onData);
+    body.on("end", onEnd);
+    body.on("error", onError);
+    body.on("close", onClose);
+  });
 }

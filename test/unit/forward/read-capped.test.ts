@@ -38,6 +38,22 @@ describe("readCapped", () => {
     expect(read).toEqual({ bytes: Buffer.from("abcd"), overflowed: false });
   });
 
+  it("fails, rather than waits forever, when the stream is destroyed before its end", async () => {
+    const stream = new Readable({ read() {} });
+    stream.push(Buffer.from("part of an answer"));
+    const read = readCapped(stream, MIB);
+    setTimeout(() => stream.destroy(), 10);
+    await expect(read).rejects.toMatchObject({ code: "ERR_STREAM_PREMATURE_CLOSE" });
+  });
+
+  it("fails with the stream's own error", async () => {
+    const stream = new Readable({ read() {} });
+    stream.push(Buffer.from("part of an answer"));
+    const read = readCapped(stream, MIB);
+    setTimeout(() => stream.destroy(new Error("cut")), 10);
+    await expect(read).rejects.toThrow("cut");
+  });
+
   it("counts the bytes that arrive, one past the cap overflows", async () => {
     const read = await readCapped(Readable.from([Buffer.from("abc"), Buffer.from("de")]), 4);
     expect(read.overflowed).toBe(true);
