@@ -91,6 +91,18 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
 
+  /**
+   * The store's part of a call's start (Execute and the file calls): one round trip that
+   * resolves the lease, reserves budget and marks the session busy. Beside the request
+   * duration and the sandbox's wall time it splits the gateway's own time per call.
+   */
+  readonly callBeginDuration = new Histogram({
+    name: "sandpool_call_begin_duration_seconds",
+    help: "Time to begin a call on its session in the store (resolve, reserve budget, mark busy: one round trip)",
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [this.registry],
+  });
+
   readonly sessionsEnded = new Counter({
     name: "sandpool_sessions_ended_total",
     help: "Sessions ended, by reason",

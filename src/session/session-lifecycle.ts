@@ -6,6 +6,7 @@
  * and queues the sandbox's destruction as a job with retries, so a crash cannot leak it.
  */
 import { randomBytes } from "node:crypto";
+import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
 import { SandpoolError } from "../contract/error-codes.js";
 import type { CreateSessionRequest } from "../contract/schemas.js";
@@ -177,11 +178,13 @@ export class SessionLifecycle {
     const now = this.now();
     const { budget } = options;
     const request = budget && this.deps.admission.execRequest(budget.policy, budget.requestedMs, now);
+    const asked = performance.now();
     const started = await this.deps.store.beginCall(key, {
       now,
       busyUntil: now + options.deadlineMs,
       budget: request,
     });
+    this.deps.metrics.callBeginDuration.observe((performance.now() - asked) / 1000);
     if (started.outcome === "expired") {
       await this.end(key, "expired");
       throw notFound();

@@ -1,6 +1,7 @@
 /**
  * `npm run bench:exec-cpu`: the CPU `sandpool serve` spends per Execute (Redis store, docker
- * runtime), beside the CPU of a relay with no logic in front of a sandbox server and of that
+ * runtime), beside the CPU of a relay with no logic in front of a sandbox container (made as
+ * the docker runtime makes them, test/bench/lib/sandbox-container.mjs) and of that container's
  * server itself: the figure to trim the gateway's own work by, and one the machine's load
  * hardly moves (unlike wall time). A shorter loop than bench:lease, for working on the path.
  *
@@ -21,11 +22,11 @@
 import { cpus, loadavg } from "node:os";
 import { parseArgs } from "node:util";
 import { createClient } from "./lib/client.mjs";
-import { measureExecCpu } from "./lib/exec-cpu.mjs";
+import { formatBreakdown, measureExecCpu } from "./lib/exec-cpu.mjs";
 import { waitForRefill } from "./lib/gateway-metrics.mjs";
-import { installCleanupHandlers, onCleanup, resolvePython, runBench } from "./lib/process.mjs";
+import { installCleanupHandlers, onCleanup, runBench } from "./lib/process.mjs";
 import { startRelay } from "./lib/relay-process.mjs";
-import { startSandboxServer } from "./lib/sandbox-server.mjs";
+import { startSandboxContainer } from "./lib/sandbox-container.mjs";
 import { createServeDeployment, serveBackendsAvailable } from "./lib/serve-deployment.mjs";
 import { progress } from "./lib/timing.mjs";
 
@@ -39,6 +40,7 @@ const { values } = parseArgs({
     json: { type: "boolean", default: false },
   },
 });
+const SANDBOX_IMAGE = "sandpool/sandbox:dev";
 const calls = Number(values.calls);
 const clients = Number(values.clients);
 const warmup = Number(values.warmup);
@@ -76,9 +78,10 @@ policy:
       nodeOptions ? { NODE_OPTIONS: nodeOptions } : {},
       values.profile ? ["--cpu-prof", "--cpu-prof-interval=100", `--cpu-prof-dir=${values.profile}`] : [],
     );
-    const sandbox = await startSandboxServer(resolvePython(), 60_000);
+    // The baseline's sandbox is a container as serve runs them (its per-call work is not the gateway's).
+    const sandbox = await startSandboxContainer(SANDBOX_IMAGE, 60_000);
     const relay = await startRelay(sandbox.url, 60_000);
-    progress("serve, relay and sandbox server ready");
+    progress("serve, relay and sandbox container ready");
     const figures = await measureExecCpu(
       [
         { name: "direct", url: sandbox.url, pid: sandbox.pid },
@@ -124,6 +127,9 @@ policy:
       process.stdout.write(
         `  serve beyond the relay: ${result.serveOwnUsPerExec.sequential.toFixed(0)} / ${result.serveOwnUsPerExec.concurrent.toFixed(0)} us, ` +
           `p50 +${result.serveOwnP50Ms.toFixed(2)} ms\n`,
+      );
+      process.stdout.write(
+        `  serve's handlers, one at a time: ${formatBreakdown(figures.serve.breakdownMs)}\n`,
       );
     }
   } finally {

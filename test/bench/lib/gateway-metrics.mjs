@@ -1,4 +1,7 @@
-/** What the benches read from a gateway's Prometheus text: pool gauges, lease and request counts. */
+/**
+ * What the benches read from a gateway's Prometheus text: pool gauges, lease and request
+ * counts, and the parts of an Execute (the sandbox's wall time, the store's begin).
+ */
 import { nowMs } from "./timing.mjs";
 
 const REFILL_TIMEOUT_MS = 120_000;
@@ -24,6 +27,11 @@ export async function readMetrics(client) {
     createSeconds: value(/^sandpool_http_request_duration_seconds_sum\{route="CreateSession"\} (\S+)$/m),
     execCount: value(/^sandpool_http_request_duration_seconds_count\{route="Execute"\} (\S+)$/m),
     execSeconds: value(/^sandpool_http_request_duration_seconds_sum\{route="Execute"\} (\S+)$/m),
+    // The sandbox's part of each `print(1)` and the store's begin of it (bench execs only).
+    sandboxCount: value(/^sandpool_exec_duration_seconds_count\{tool="code_execution"\} (\S+)$/m),
+    sandboxSeconds: value(/^sandpool_exec_duration_seconds_sum\{tool="code_execution"\} (\S+)$/m),
+    beginCount: value(/^sandpool_call_begin_duration_seconds_count (\S+)$/m),
+    beginSeconds: value(/^sandpool_call_begin_duration_seconds_sum (\S+)$/m),
   };
 }
 
@@ -44,4 +52,17 @@ export async function waitForRefill(metricsClient, minIdle) {
     }
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
+}
+
+/**
+ * Where a gateway's time per Execute went between two readings (ms, means): in its handlers
+ * (`handler`, from the request's first middleware to the answer handed to Node), of which
+ * the sandbox's wall time (`sandbox`) and the store's begin of the call (`storeBegin`); the
+ * rest (`gateway`) is its own code.
+ */
+export function execBreakdownMs(before, after) {
+  const handler = serverMeanMs(before, after, "execCount", "execSeconds");
+  const sandbox = serverMeanMs(before, after, "sandboxCount", "sandboxSeconds");
+  const storeBegin = serverMeanMs(before, after, "beginCount", "beginSeconds");
+  return { handler, sandbox, storeBegin, gateway: handler - sandbox - storeBegin };
 }

@@ -2,6 +2,8 @@
  * The lease bench's figures: one object (printed as JSON with --json) and the text report,
  * every figure beside its baseline and the issue's targets with pass/fail marks.
  */
+
+import { formatBreakdown } from "./exec-cpu.mjs";
 import { summarize } from "./stats.mjs";
 import { checkAtLeast, checkAtMost, heading, latencyTable, printTable } from "./table.mjs";
 import { formatMs } from "./timing.mjs";
@@ -18,6 +20,16 @@ const TARGETS = {
   dockerColdRatio: 50,
 };
 
+/**
+ * Each gateway is held to the baseline of its own sandboxes: serve's run in containers (the
+ * docker runtime's spec, with its per-call work), dev's are processes. `direct` is straight
+ * to that sandbox, `relay` a no-logic relay in front of it.
+ */
+const BASELINES = {
+  serve: { direct: "directContainer", relay: "relayContainer" },
+  dev: { direct: "direct", relay: "relay" },
+};
+
 const round = (x, digits = 3) => (Number.isFinite(x) ? Number(x.toFixed(digits)) : null);
 const stats = (samples) =>
   Object.fromEntries(Object.entries(summarize(samples)).map(([k, v]) => [k, k === "n" ? v : round(v)]));
@@ -25,9 +37,10 @@ const stats = (samples) =>
 /** The figures as one plain object, with the targets' verdicts. */
 export function buildFigures(r) {
   const lat = Object.fromEntries(Object.entries(r.exec.latency).map(([k, v]) => [k, summarize(v)]));
-  const added = (name) => lat[name].median - lat.direct.median;
-  const ownWork = (name) => added(name) - added("relay");
-  const ratio = (name) => r.exec.throughput[name] / r.exec.throughput.relay;
+  const baseOf = (name) => BASELINES[name] ?? (name.endsWith("Container") ? BASELINES.serve : BASELINES.dev);
+  const added = (name) => lat[name].median - lat[baseOf(name).direct].median;
+  const ownWork = (name) => lat[name].median - lat[baseOf(name).relay].median;
+  const ratio = (name) => r.exec.throughput[name] / r.exec.throughput[baseOf(name).relay];
   const refill = summarize(r.serve.refill.samples);
   const serveWarm = summarize(r.serve.warm.samples);
   const serveCold = summarize(r.serve.cold.samples);
@@ -113,7 +126,12 @@ export function buildFigures(r) {
     },
     exec: {
       latency: Object.fromEntries(Object.entries(r.exec.latency).map(([k, v]) => [k, stats(v)])),
-      addedP50Ms: { relay: round(added("relay")), serve: round(added("serve")), dev: round(added("dev")) },
+      addedP50Ms: {
+        relay: round(added("relay")),
+        relayContainer: round(added("relayContainer")),
+        serve: round(added("serve")),
+        dev: round(added("dev")),
+      },
       ownWorkP50Ms: { serve: round(ownWork("serve")), dev: round(ownWork("dev")) },
       throughputPerSecond: Object.fromEntries(
         Object.entries(r.exec.throughput).map(([k, v]) => [k, round(v, 1)]),
@@ -122,6 +140,7 @@ export function buildFigures(r) {
         serve: round(ratio("serve")),
         dev: round(ratio("dev")),
         direct: round(ratio("direct")),
+        directContainer: round(ratio("directContainer")),
       },
       // CPU microseconds per exec of each path's process (the sandbox server's for direct).
       cpuUsPerExec: Object.fromEntries(
@@ -130,13 +149,22 @@ export function buildFigures(r) {
           { oneAtATime: round(v.sequentialUs, 0), concurrent: round(v.concurrentUs, 0) },
         ]),
       ),
+      // Where each gateway's time per exec went, one call at a time (its own metrics, ms).
+      handlerBreakdownMs: Object.fromEntries(
+        ["serve", "dev"].map((k) => [
+          k,
+          Object.fromEntries(
+            Object.entries(r.exec.cpu[k].breakdownMs ?? {}).map(([p, v]) => [p, round(v, 3)]),
+          ),
+        ]),
+      ),
       // The gateway's own CPU per exec: its process's beyond the relay's.
       ownCpuUsPerExec: Object.fromEntries(
         ["serve", "dev"].map((k) => [
           k,
           {
-            oneAtATime: round(r.exec.cpu[k].sequentialUs - r.exec.cpu.relay.sequentialUs, 0),
-            concurrent: round(r.exec.cpu[k].concurrentUs - r.exec.cpu.relay.concurrentUs, 0),
+            oneAtATime: round(r.exec.cpu[k].sequentialUs - r.exec.cpu[baseOf(k).relay].sequentialUs, 0),
+            concurrent: round(r.exec.cpu[k].concurrentUs - r.exec.cpu[baseOf(k).relay].concurrentUs, 0),
           },
         ]),
       ),
@@ -203,23 +231,26 @@ export function printReport(r, figures) {
 
   heading(`Exec "print(1)" (${r.exec.latency.direct.length} calls per path, rotated call by call)`);
   printTable(headers, [
-    row("straight to a sandbox server (sandpool sandbox)", r.exec.latency.direct),
-    row("through a relay with no logic (baseline)", r.exec.latency.relay),
+    row("straight to a sandbox container (as serve runs them)", r.exec.latency.directContainer),
+    row("through a relay with no logic to it (serve's baseline)", r.exec.latency.relayContainer),
+    row("straight to a sandbox process (sandpool sandbox)", r.exec.latency.direct),
+    row("through a relay with no logic to it (dev's baseline)", r.exec.latency.relay),
     row("through sandpool serve (to a container)", r.exec.latency.serve),
     row("through sandpool dev (to a sandbox process)", r.exec.latency.dev),
   ]);
   const e = figures.exec;
   process.stdout.write(
-    `added to the direct p50: relay ${formatMs(e.addedP50Ms.relay)}, serve ${formatMs(e.addedP50Ms.serve)}, dev ${formatMs(e.addedP50Ms.dev)}; ` +
-      `the gateway's own work (added minus the relay's): serve ${formatMs(e.ownWorkP50Ms.serve)}, dev ${formatMs(e.ownWorkP50Ms.dev)}\n`,
+    `added to its sandbox's direct p50: relay ${formatMs(e.addedP50Ms.relayContainer)} (container) / ${formatMs(e.addedP50Ms.relay)} (process), ` +
+      `serve ${formatMs(e.addedP50Ms.serve)}, dev ${formatMs(e.addedP50Ms.dev)}; ` +
+      `the gateway's own work (added minus its relay's): serve ${formatMs(e.ownWorkP50Ms.serve)}, dev ${formatMs(e.ownWorkP50Ms.dev)}\n`,
   );
   heading(`Exec throughput, ${r.exec.clients} concurrent clients (a session and a connection each)`);
   printTable(
-    ["path", "exec/s", "x relay"],
-    ["direct", "relay", "serve", "dev"].map((name) => [
+    ["path", "exec/s", "x its relay"],
+    ["directContainer", "relayContainer", "serve", "direct", "relay", "dev"].map((name) => [
       name,
       e.throughputPerSecond[name].toFixed(0),
-      name === "relay" ? "1.00" : e.throughputToRelay[name].toFixed(2),
+      name.startsWith("relay") ? "1.00" : e.throughputToRelay[name].toFixed(2),
     ]),
   );
 
@@ -229,9 +260,11 @@ export function printReport(r, figures) {
   printTable(
     ["process", "one at a time", `${r.exec.clients} clients`, "beyond the relay"],
     [
-      ["the sandbox server (direct)", "direct"],
-      ["the relay", "relay"],
+      ["the sandbox container's server (direct)", "directContainer"],
+      ["the relay to it", "relayContainer"],
       ["sandpool serve's gateway", "serve"],
+      ["the sandbox process (direct)", "direct"],
+      ["the relay to it", "relay"],
       ["sandpool dev's gateway", "dev"],
     ].map(([label, name]) => {
       const c = e.cpuUsPerExec[name];
@@ -244,6 +277,12 @@ export function printReport(r, figures) {
       ];
     }),
   );
+
+  for (const name of ["serve", "dev"]) {
+    const b = e.handlerBreakdownMs[name];
+    if (b.handler !== undefined)
+      process.stdout.write(`  ${name}'s handlers, one at a time: ${formatBreakdown(b)}\n`);
+  }
 
   heading("Memory (RSS, ps -o rss)");
   const h = figures.memory.gatewayHolding;

@@ -196,6 +196,23 @@ describe("GET /metrics", () => {
     ).toBeGreaterThanOrEqual(1);
     await client.destroy(id);
   });
+
+  it("times each call's begin in the store, once per call, apart from the sandbox's time", async () => {
+    const before = await scrape();
+    const client = await harness.client(freshWorkspace("begin"));
+    const id = sessionIdOf(await client.createSession());
+    await client.run(id, "code_execution", { code: "import time\ntime.sleep(0.2)" });
+    await client.run(id, "bash_code_execution", { command: "true" });
+    await client.destroy(id);
+    const { text } = await scrape();
+    const count = "sandpool_call_begin_duration_seconds_count";
+    const sum = "sandpool_call_begin_duration_seconds_sum";
+    expect(sample(text, count)! - (sample(before.text, count) ?? 0)).toBe(2);
+    const seconds = sample(text, sum)! - (sample(before.text, sum) ?? 0);
+    // The begins alone: the 0.2 s the sandbox slept is not in them.
+    expect(seconds).toBeGreaterThan(0);
+    expect(seconds).toBeLessThan(0.2);
+  });
 });
 
 describe("probes", () => {
