@@ -39,6 +39,7 @@ import { measureCold, measureWarm } from "./lib/lease-measures.mjs";
 import { buildFigures, printReport } from "./lib/lease-report.mjs";
 import { installCleanupHandlers, makeTempDir, resolvePython, runBench } from "./lib/process.mjs";
 import { startRelay } from "./lib/relay-process.mjs";
+import { startSandboxContainer } from "./lib/sandbox-container.mjs";
 import { startSandboxServer } from "./lib/sandbox-server.mjs";
 import { serveBackendsAvailable } from "./lib/serve-deployment.mjs";
 import { measureServeCold, measureServeLeases, openServe, SERVE_MIN_IDLE } from "./lib/serve-phases.mjs";
@@ -136,12 +137,17 @@ async function main() {
     refillLeases: SERVE_REFILL_LEASES,
     spacingMs: REFILL_SPACING_MS,
   });
+  // Two baselines, one per kind of sandbox: serve's are containers, dev's are processes.
+  const box = await startSandboxContainer(SANDBOX_IMAGE, START_TIMEOUT_MS);
+  const boxRelay = await startRelay(box.url, START_TIMEOUT_MS);
   const sandbox = await startSandboxServer(python, START_TIMEOUT_MS);
   const relay = await startRelay(sandbox.url, START_TIMEOUT_MS);
   // Each path's `pid` is the process in front of the sandbox, whose CPU per exec is read.
   const paths = [
+    { name: "directContainer", url: box.url, pid: box.pid },
+    // Each relay reaches the same server as its direct path; each path makes its own sessions.
+    { name: "relayContainer", url: boxRelay.url, pid: boxRelay.pid },
     { name: "direct", url: sandbox.url, pid: sandbox.pid },
-    // The relay reaches the same server; each path makes its own sessions, through itself.
     { name: "relay", url: relay.url, pid: relay.pid },
     {
       name: "serve",
@@ -167,6 +173,8 @@ async function main() {
   });
   await relay.stop();
   await sandbox.stop();
+  await boxRelay.stop();
+  await box.stop();
   const serveCold = await measureServeCold(serve, SERVE_COLD_LEASES);
   await serve.close();
 

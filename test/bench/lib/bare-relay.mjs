@@ -6,12 +6,17 @@
  * extra process on the path costs on this machine: two more hops and two more wake-ups.
  *
  * Usage: node bare-relay.mjs UPSTREAM_URL   prints `relay listening on http://127.0.0.1:PORT`
+ * (UPSTREAM_URL: http://HOST:PORT, or unix:///path/to/socket for a sandbox container)
  * Loopback only; the bench that starts it stops it (SIGTERM).
  */
 import { createServer } from "node:http";
 import { Client } from "undici";
 
-const upstream = new Client(process.argv[2]);
+// A sandbox container's server listens on a Unix socket (`unix:///path`), a process's on TCP.
+const target = process.argv[2];
+const upstream = target.startsWith("unix://")
+  ? new Client("http://localhost", { socketPath: target.slice("unix://".length) })
+  : new Client(target);
 const server = createServer(async (req, res) => {
   try {
     const chunks = [];

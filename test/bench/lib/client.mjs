@@ -8,7 +8,8 @@ import { Client } from "undici";
 export const CALL_TIMEOUT_MS = 30_000;
 
 export function createClient(baseUrl, token) {
-  const client = new Client(new URL(baseUrl).origin, {
+  const client = new Client(originOf(baseUrl), {
+    ...connectionOf(baseUrl),
     pipelining: 1,
     headersTimeout: CALL_TIMEOUT_MS,
     bodyTimeout: CALL_TIMEOUT_MS,
@@ -27,6 +28,16 @@ export function createClient(baseUrl, token) {
     },
     close: () => client.close(),
   };
+}
+
+/** `unix:///path/to/socket` (a sandbox container's) or an http URL: undici's origin for it. */
+export function originOf(baseUrl) {
+  return baseUrl.startsWith("unix://") ? "http://localhost" : new URL(baseUrl).origin;
+}
+
+/** The connection options for `baseUrl`: its socket path for a `unix://` one. */
+export function connectionOf(baseUrl) {
+  return baseUrl.startsWith("unix://") ? { socketPath: baseUrl.slice("unix://".length) } : {};
 }
 
 /** A free loopback port: bound, read, released. */
