@@ -16,6 +16,8 @@ export interface CappedRead {
   overflowed: boolean;
 }
 
+const ignore = () => undefined;
+
 export function readCapped(body: Readable, maxBytes: number): Promise<CappedRead> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -25,6 +27,9 @@ export function readCapped(body: Readable, maxBytes: number): Promise<CappedRead
       body.off("end", onEnd);
       body.off("error", onError);
       body.off("close", onClose);
+      // Decided: an error the stream still emits (undici's abort when destroyed past the
+      // cap) is nobody's to hear, and unheard it would be an uncaught exception.
+      body.on("error", ignore);
     };
     const onData = (chunk: Buffer | string) => {
       const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;

@@ -24,6 +24,21 @@ function endlessStream(total: number): { stream: Readable; pulled: () => number 
 }
 
 describe("readCapped", () => {
+  it("stops a stream that errors when destroyed (as undici's does) without an uncaught error", async () => {
+    const { stream } = endlessStream(100 * MIB);
+    stream._destroy = (_error, callback) => callback(new Error("aborted"));
+    const uncaught: unknown[] = [];
+    const hear = (error: unknown) => uncaught.push(error);
+    process.on("uncaughtException", hear);
+    try {
+      expect(await readCapped(stream, MIB)).toEqual({ bytes: Buffer.alloc(0), overflowed: true });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(uncaught).toEqual([]);
+    } finally {
+      process.off("uncaughtException", hear);
+    }
+  });
+
   it("stops a 100 MB stream at the cap and destroys it", async () => {
     const { stream, pulled } = endlessStream(100 * MIB);
     const read = await readCapped(stream, MIB);
