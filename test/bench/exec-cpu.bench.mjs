@@ -26,7 +26,7 @@ import { formatBreakdown, measureExecCpu } from "./lib/exec-cpu.mjs";
 import { waitForRefill } from "./lib/gateway-metrics.mjs";
 import { installCleanupHandlers, onCleanup, runBench } from "./lib/process.mjs";
 import { startRelay } from "./lib/relay-process.mjs";
-import { startSandboxContainer } from "./lib/sandbox-container.mjs";
+import { startSandboxContainers } from "./lib/sandbox-container.mjs";
 import { createServeDeployment, serveBackendsAvailable } from "./lib/serve-deployment.mjs";
 import { progress } from "./lib/timing.mjs";
 
@@ -78,13 +78,14 @@ policy:
       nodeOptions ? { NODE_OPTIONS: nodeOptions } : {},
       values.profile ? ["--cpu-prof", "--cpu-prof-interval=100", `--cpu-prof-dir=${values.profile}`] : [],
     );
-    // The baseline's sandbox is a container as serve runs them (its per-call work is not the gateway's).
-    const sandbox = await startSandboxContainer(SANDBOX_IMAGE, 60_000);
-    const relay = await startRelay(sandbox.url, 60_000);
+    // The baseline's sandboxes are containers as serve runs them (their per-call work is not
+    // the gateway's), one per client as serve gives each session its own.
+    const sandbox = await startSandboxContainers(SANDBOX_IMAGE, clients, 60_000);
+    const relay = await startRelay(sandbox.urls.join(","), 60_000);
     progress("serve, relay and sandbox container ready");
     const figures = await measureExecCpu(
       [
-        { name: "direct", url: sandbox.url, pid: sandbox.pid },
+        { name: "direct", url: sandbox.url, urls: sandbox.urls, pid: sandbox.pid, pids: sandbox.pids },
         { name: "relay", url: relay.url, pid: relay.pid },
         {
           name: "serve",

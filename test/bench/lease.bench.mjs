@@ -39,7 +39,7 @@ import { measureCold, measureWarm } from "./lib/lease-measures.mjs";
 import { buildFigures, printReport } from "./lib/lease-report.mjs";
 import { installCleanupHandlers, makeTempDir, resolvePython, runBench } from "./lib/process.mjs";
 import { startRelay } from "./lib/relay-process.mjs";
-import { startSandboxContainer } from "./lib/sandbox-container.mjs";
+import { startSandboxContainers } from "./lib/sandbox-container.mjs";
 import { startSandboxServer } from "./lib/sandbox-server.mjs";
 import { serveBackendsAvailable } from "./lib/serve-deployment.mjs";
 import { measureServeCold, measureServeLeases, openServe, SERVE_MIN_IDLE } from "./lib/serve-phases.mjs";
@@ -138,13 +138,15 @@ async function main() {
     spacingMs: REFILL_SPACING_MS,
   });
   // Two baselines, one per kind of sandbox: serve's are containers, dev's are processes.
-  const box = await startSandboxContainer(SANDBOX_IMAGE, START_TIMEOUT_MS);
-  const boxRelay = await startRelay(box.url, START_TIMEOUT_MS);
+  // One container per client, as serve gives each session its own (the relay places each
+  // new session on the next one); the one-client measures use the first.
+  const box = await startSandboxContainers(SANDBOX_IMAGE, THROUGHPUT_CLIENTS, START_TIMEOUT_MS);
+  const boxRelay = await startRelay(box.urls.join(","), START_TIMEOUT_MS);
   const sandbox = await startSandboxServer(python, START_TIMEOUT_MS);
   const relay = await startRelay(sandbox.url, START_TIMEOUT_MS);
   // Each path's `pid` is the process in front of the sandbox, whose CPU per exec is read.
   const paths = [
-    { name: "directContainer", url: box.url, pid: box.pid },
+    { name: "directContainer", url: box.url, urls: box.urls, pid: box.pid, pids: box.pids },
     // Each relay reaches the same server as its direct path; each path makes its own sessions.
     { name: "relayContainer", url: boxRelay.url, pid: boxRelay.pid },
     { name: "direct", url: sandbox.url, pid: sandbox.pid },

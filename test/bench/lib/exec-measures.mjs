@@ -46,7 +46,8 @@ export async function measureThroughput(paths, { clients, durationMs, maxCallsPe
     for (const path of paths) {
       const workers = [];
       for (let i = 0; i < clients; i++) {
-        const client = createClient(path.url, path.token);
+        // A path of several sandbox servers (`urls`) gives each client one of its own.
+        const client = createClient(path.urls?.[i % path.urls.length] ?? path.url, path.token);
         workers.push({ client, sessionId: await (path.session ?? createSession)(client) });
       }
       for (const w of workers) await execPrintOne(w.client, w.sessionId);

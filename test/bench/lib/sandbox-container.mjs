@@ -84,3 +84,27 @@ async function serverPid(container) {
   if (!Number.isSafeInteger(pid)) throw new Error("the sandbox container's server process was not found");
   return pid;
 }
+
+/**
+ * `count` containers at once: `{ urls, pids, url, pid, stop() }` (`url` and `pid`: the first
+ * one's, for a path measured with one session).
+ */
+export async function startSandboxContainers(image, count, timeoutMs) {
+  const started = await Promise.allSettled(
+    Array.from({ length: count }, () => startSandboxContainer(image, timeoutMs)),
+  );
+  const boxes = started.filter((s) => s.status === "fulfilled").map((s) => s.value);
+  const stop = () => Promise.all(boxes.map((box) => box.stop()));
+  const failed = started.find((s) => s.status === "rejected");
+  if (failed) {
+    await stop();
+    throw failed.reason;
+  }
+  return {
+    urls: boxes.map((b) => b.url),
+    pids: boxes.map((b) => b.pid),
+    url: boxes[0].url,
+    pid: boxes[0].pid,
+    stop,
+  };
+}
