@@ -25,9 +25,15 @@ const TARGETS = {
  * docker runtime's spec, with its per-call work), dev's are processes. `direct` is straight
  * to that sandbox, `relay` a no-logic relay in front of it.
  */
+const CONTAINER_BASELINE = { direct: "directContainer", relay: "relayContainer" };
+const PROCESS_BASELINE = { direct: "direct", relay: "relay" };
 const BASELINES = {
-  serve: { direct: "directContainer", relay: "relayContainer" },
-  dev: { direct: "direct", relay: "relay" },
+  serve: CONTAINER_BASELINE,
+  directContainer: CONTAINER_BASELINE,
+  relayContainer: CONTAINER_BASELINE,
+  dev: PROCESS_BASELINE,
+  direct: PROCESS_BASELINE,
+  relay: PROCESS_BASELINE,
 };
 
 const round = (x, digits = 3) => (Number.isFinite(x) ? Number(x.toFixed(digits)) : null);
@@ -37,7 +43,7 @@ const stats = (samples) =>
 /** The figures as one plain object, with the targets' verdicts. */
 export function buildFigures(r) {
   const lat = Object.fromEntries(Object.entries(r.exec.latency).map(([k, v]) => [k, summarize(v)]));
-  const baseOf = (name) => BASELINES[name] ?? (name.endsWith("Container") ? BASELINES.serve : BASELINES.dev);
+  const baseOf = (name) => BASELINES[name];
   const added = (name) => lat[name].median - lat[baseOf(name).direct].median;
   const ownWork = (name) => lat[name].median - lat[baseOf(name).relay].median;
   const ratio = (name) => r.exec.throughput[name] / r.exec.throughput[baseOf(name).relay];

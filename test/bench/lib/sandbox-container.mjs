@@ -9,7 +9,7 @@
  * path would then be charged for as the gateway's own.
  */
 import { randomBytes } from "node:crypto";
-import { chmod, mkdtemp, rm } from "node:fs/promises";
+import { chmod, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import Docker from "dockerode";
@@ -78,7 +78,6 @@ async function untilHealthy(url, timeoutMs) {
 /** The sandbox server's host pid: the child of the container's init (tini). */
 async function serverPid(container) {
   const { State } = await container.inspect();
-  const { readFile } = await import("node:fs/promises");
   const children = await readFile(`/proc/${State.Pid}/task/${State.Pid}/children`, "utf8");
   const [pid] = children.trim().split(/\s+/).map(Number);
   if (!Number.isSafeInteger(pid)) throw new Error("the sandbox container's server process was not found");

@@ -10,9 +10,9 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mintToken } from "../../../src/auth/dev-keys.js";
-import type { DeniedItem } from "../../../src/store/sql/audit-repository.js";
 import { adminApi } from "../../support/admin-api.js";
 import { type Answer, ContractClient } from "../../support/contract-client.js";
+import { deniedListed } from "../../support/denied-audit.js";
 import { TEST_IMAGE, TEST_SECRET } from "../../support/gateway-harness.js";
 import { redisAvailable } from "../../support/redis.js";
 import {
@@ -76,18 +76,11 @@ describe.skipIf(!available)("audit of each refusal kind across two replicas", ()
     workspace: string,
     expected: [string, string][],
   ): Promise<void> {
-    let items: DeniedItem[] = [];
-    await waitFor(
-      async () => {
-        const answer = await adminApi(replica.url, adminToken)(
-          "GET",
-          `/audit?workspace=${workspace}&kind=denied`,
-        );
-        expect(answer.status, answer.text).toBe(200);
-        items = (answer.body as { items: DeniedItem[] }).items;
-        return items.length >= expected.length;
-      },
-      2_000,
+    const items = await deniedListed(
+      replica.url,
+      adminToken,
+      workspace,
+      expected.length,
       `${expected.length} refusals of ${workspace} on ${replica.url}`,
     );
     expect(items.map((item) => [item.operation, item.code])).toEqual(expected);

@@ -5,9 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mintToken } from "../../../src/auth/dev-keys.js";
-import type { DeniedItem } from "../../../src/store/sql/audit-repository.js";
 import { adminApi } from "../../support/admin-api.js";
 import type { CliServer } from "../../support/cli.js";
+import { deniedListed } from "../../support/denied-audit.js";
 import {
   createServeDeployment,
   SERVE_AUDIENCE,
@@ -73,18 +73,11 @@ describe.skipIf(!available)("audit of refusals across two serve replicas", () =>
       ["sessions.get", "session.not_found"],
     ];
     for (const replica of [one, two]) {
-      let items: DeniedItem[] = [];
-      await waitFor(
-        async () => {
-          const answer = await adminApi(replica.url, adminToken)(
-            "GET",
-            `/audit?workspace=${workspace}&kind=denied`,
-          );
-          expect(answer.status, answer.text).toBe(200);
-          items = (answer.body as { items: DeniedItem[] }).items;
-          return items.length >= expected.length;
-        },
-        2_000,
+      const items = await deniedListed(
+        replica.url,
+        adminToken,
+        workspace,
+        expected.length,
         `the refusals on ${replica.url}`,
       );
       expect(Date.now() - refusedAt).toBeLessThan(2_500);

@@ -8,6 +8,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { mintToken } from "../../../src/auth/dev-keys.js";
+import type { TraceStep } from "../../../src/explain/explain-trace.js";
 import { budgetDay, MINUTE_MS } from "../../../src/quota/admission.js";
 import type { EditablePolicyFields } from "../../../src/store/sql/policy-row.js";
 import { adminRequest } from "../../support/admin-api.js";
@@ -44,16 +45,8 @@ async function setPolicy(workspace: string, fields: Partial<EditablePolicyFields
   replica.gateway.services.policies.invalidate(workspace);
 }
 
-interface Step {
-  step: string;
-  verdict: "pass" | "deny" | "skip";
-  rule?: string;
-  field?: string;
-  value?: unknown;
-  limit?: unknown;
-  detail?: string;
-  code?: string;
-}
+/** A step of the trace, as the admin API answers it. */
+type Step = TraceStep;
 interface Explained {
   workspace: string;
   operation: string;

@@ -9,27 +9,13 @@ import { describe, expect, it } from "vitest";
 import { SandpoolError } from "../../../src/contract/error-codes.js";
 import type { SandboxClient } from "../../../src/forward/sandbox-client.js";
 import { GatewayMetrics } from "../../../src/metering/gateway-metrics.js";
-import { effectivePolicy } from "../../../src/policy/effective-policy.js";
 import { PoolManager } from "../../../src/pool/pool-manager.js";
-import { Admission, budgetDay } from "../../../src/quota/admission.js";
+import { budgetDay } from "../../../src/quota/admission.js";
 import type { PoolSpec, SandboxRuntime } from "../../../src/runtime/sandbox-runtime.js";
 import { MemoryCoordinationStore } from "../../../src/store/coordination/memory-store.js";
-import { deployment } from "../policy/deployment.js";
+import { admissionOnClock, HOUR, NOON } from "./admission-clock.js";
 
-const NOON = Date.UTC(2030, 0, 15, 12, 0, 0);
-const HOUR = 3_600_000;
-
-function setup(limits: {
-  maxConcurrentSessions?: number;
-  sessionsPerMinute?: number;
-  execSecondsPerDay?: number;
-}) {
-  let time = NOON;
-  const store = new MemoryCoordinationStore();
-  const admission = new Admission(store, () => time);
-  const policy = effectivePolicy("ws", deployment(limits), undefined);
-  return { store, admission, policy, advance: (ms: number) => (time += ms) };
-}
+const setup = admissionOnClock;
 
 /** The real admission's answer: undefined when admitted, else its error. */
 async function admit(s: ReturnType<typeof setup>, token: string): Promise<SandpoolError | undefined> {

@@ -1,35 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { SandpoolError } from "../../../src/contract/error-codes.js";
 import { effectivePolicy } from "../../../src/policy/effective-policy.js";
-import { Admission, budgetDay } from "../../../src/quota/admission.js";
-import { MemoryCoordinationStore } from "../../../src/store/coordination/memory-store.js";
+import { budgetDay } from "../../../src/quota/admission.js";
 import { deployment } from "../policy/deployment.js";
+import { admissionOnClock, HOUR, NOON } from "./admission-clock.js";
 
-const NOON = Date.UTC(2030, 0, 15, 12, 0, 0);
-const HOUR = 3_600_000;
-
-function setup(limits: {
-  maxConcurrentSessions?: number;
-  sessionsPerMinute?: number;
-  execSecondsPerDay?: number;
-}) {
-  let time = NOON;
-  const store = new MemoryCoordinationStore();
-  const admission = new Admission(store, () => time);
-  const policy = effectivePolicy("ws", deployment(limits), undefined);
-  return {
-    store,
-    admission,
-    policy,
-    now: () => time,
-    set: (t: number) => {
-      time = t;
-    },
-    advance: (ms: number) => {
-      time += ms;
-    },
-  };
-}
+const setup = admissionOnClock;
 
 async function refusal(promise: Promise<unknown>): Promise<SandpoolError> {
   const error = await promise.then(
