@@ -65,6 +65,13 @@ export async function streamExecution(
       releaseSlot?.();
     }
   };
+  // The answer never waits for the call's end: it is queued for the store before the answer
+  // is written, so the replica's next command for the session goes behind it.
+  const couldNotClose = (error: unknown) =>
+    call.log.warn({ err: error, session: call.key.sessionId }, "could not close a streamed call");
+  const finishBehind = () => {
+    finish().catch(couldNotClose);
+  };
 
   try {
     started = performance.now();
@@ -79,7 +86,7 @@ export async function streamExecution(
       log: call.log,
     });
     if (answer.status !== 200) {
-      await finish();
+      finishBehind();
       return answerOutcome(answer);
     }
     if (Buffer.isBuffer(answer.body)) {
@@ -92,7 +99,7 @@ export async function streamExecution(
         await services.sessions.end(call.key, "sandbox_failed");
         throw error;
       }
-      await finish();
+      finishBehind();
       return { kind: "raw", status: 200, headers: EVENT_STREAM_HEADERS, body: formatEvent("result", result) };
     }
     const maxAnswer = services.limits.maxSandboxAnswerBytes ?? DEFAULT_MAX_SANDBOX_ANSWER_BYTES;
@@ -117,9 +124,7 @@ export async function streamExecution(
         });
       },
     });
-    void relay.done.then(finish).catch((error) => {
-      call.log.warn({ err: error, session: call.key.sessionId }, "could not close a streamed call");
-    });
+    relay.done.then(finishBehind, couldNotClose);
     // A client that stops reading would otherwise hold the stream, and the events written to
     // it, forever: the transport closes it once the deadline and a grace have passed.
     transport?.closeUndeliveredAfter?.(
@@ -127,7 +132,7 @@ export async function streamExecution(
     );
     return { kind: "raw", status: 200, headers: EVENT_STREAM_HEADERS, body: relay.body };
   } catch (error) {
-    await finish();
+    finishBehind();
     throw error;
   }
 }

@@ -5,10 +5,11 @@
  * download is never held in the gateway's memory, and neither is an upload; the cap is
  * handed to the sandbox, which enforces it exactly while it writes. A transfer keeps its
  * session busy until its last byte, so a slow one is never reaped as idle. Each call ends
- * with one more round trip. Downloads are always attachments, never sniffed (`downloadHeaders`).
+ * without holding its answer (`endBehind`). Downloads are always attachments, never sniffed (`downloadHeaders`).
  */
 import { MAX_FILE_BYTES_HEADER } from "../contract/headers.js";
 import { attachmentDisposition, fileNameOf } from "../http/common/content-disposition.js";
+import { pendingWorkOf } from "../http/common/pending-work.js";
 import type { GatewayServices } from "../http/gateway-services.js";
 import type { CallArgs, OperationCall, OperationHandler } from "../operations/handler.js";
 import { answerOutcome, forwardToSandbox, type SandboxAnswer } from "./forward-to-sandbox.js";
@@ -53,6 +54,17 @@ function admitted(call: OperationCall): OpenCall {
   return call.session!.call!;
 }
 
+/**
+ * Ends a file call without holding its answer: the end is queued for the store before the
+ * answer is written (the replica's next command for the session goes behind it), and the
+ * gateway's close waits for it.
+ */
+function endBehind(services: GatewayServices, call: OpenCall): Promise<void> {
+  const ended = call.end().then(() => undefined);
+  pendingWorkOf(services).track(ended);
+  return ended;
+}
+
 export function fileHandlers(services: GatewayServices): Record<string, OperationHandler> {
   const timeoutMs = services.limits.sandboxRequestTimeoutMs;
   return {
@@ -68,14 +80,14 @@ export function fileHandlers(services: GatewayServices): Record<string, Operatio
         });
         return answerOutcome(answer);
       } finally {
-        await call.end();
+        void endBehind(services, call);
       }
     },
 
     "files.get": async (operationCall) => {
       const call = admitted(operationCall);
       const { key } = operationCall.session!;
-      const end = () => call.end().then(() => undefined);
+      const end = () => endBehind(services, call);
       let answer: SandboxAnswer;
       try {
         answer = await forwardToSandbox(services, call.lease, {
@@ -86,7 +98,7 @@ export function fileHandlers(services: GatewayServices): Record<string, Operatio
           log: operationCall.log,
         });
       } catch (error) {
-        await end();
+        void end();
         throw error;
       }
       downloadHeaders(answer, operationCall.args.query.path);
@@ -124,7 +136,7 @@ export function fileHandlers(services: GatewayServices): Record<string, Operatio
           buffer: true,
         });
       } finally {
-        await call.end();
+        void endBehind(services, call);
       }
       if (answer.status === 201) {
         const stored = JSON.parse((answer.body as Buffer).toString("utf8")) as { size_bytes?: number };

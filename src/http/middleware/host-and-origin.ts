@@ -84,10 +84,24 @@ export function isAllowedOrigin(originHeader: string, allowedOrigins: readonly s
   return allowedOrigins.some((entry) => normalizedOrigin(entry)?.origin === parsed.origin);
 }
 
+/** Host headers whose verdict is remembered, at most: a client chooses them, so the memory is bounded. */
+const REMEMBERED_HOSTS = 256;
+
 export function checkHostAndOrigin(trust: HostTrust): MiddlewareHandler {
+  // A client sends the same Host on every request: its verdict (a URL parse) is kept.
+  const verdicts = new Map<string, boolean>();
+  const hostAllowed = (host: string): boolean => {
+    let allowed = verdicts.get(host);
+    if (allowed === undefined) {
+      allowed = isAllowedHost(host, trust.allowedHosts);
+      if (verdicts.size >= REMEMBERED_HOSTS) verdicts.clear();
+      verdicts.set(host, allowed);
+    }
+    return allowed;
+  };
   return async (c, next) => {
     const host = requestHeader(c, "host");
-    if (typeof host === "string" && !isAllowedHost(host, trust.allowedHosts)) {
+    if (typeof host === "string" && !hostAllowed(host)) {
       throw new SandpoolError("request.host_denied", "this gateway does not answer for that host");
     }
     const origin = requestHeader(c, "origin");

@@ -37,6 +37,7 @@ export async function measureExecCpu(paths, { calls, clients, warmup = 2_000 }) 
       const [first] = workers;
       for (let i = 0; i < warmup; i++) await execPrintOne(first.client, first.sessionId);
       await Promise.all(workers.map((w) => execPrintOne(w.client, w.sessionId)));
+      await path.settle?.();
       const took = [];
       // A gateway (a path with a token) says where its time went, from its own metrics.
       const metrics = path.token ? createClient(path.url) : undefined;

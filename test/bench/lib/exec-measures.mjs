@@ -38,7 +38,8 @@ export async function measureExecLatency(paths, { warmup, calls }) {
 /**
  * `clients` concurrent clients per path, each calling as fast as it is answered for
  * `durationMs` (at most `maxCallsPerClient` calls), in `rounds` rounds whose path order
- * alternates. Returns exec/s per path over all its rounds.
+ * alternates, once every path has settled (`settle()`: a gateway's pool refilled). Returns
+ * exec/s per path over all its rounds.
  */
 export async function measureThroughput(paths, { clients, durationMs, maxCallsPerClient, rounds }) {
   const opened = [];
@@ -53,6 +54,9 @@ export async function measureThroughput(paths, { clients, durationMs, maxCallsPe
       for (const w of workers) await execPrintOne(w.client, w.sessionId);
       opened.push({ path, workers, calls: 0, ms: 0 });
     }
+    // A gateway's pool refills behind the sessions just leased: Docker calls and container
+    // starts that are not an exec's work, over before any round is timed.
+    for (const o of opened) await o.path.settle?.();
     for (let round = 0; round < rounds; round++) {
       const order = round % 2 === 0 ? opened : [...opened].reverse();
       for (const o of order) {

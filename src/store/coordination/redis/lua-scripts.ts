@@ -1,6 +1,6 @@
 /**
- * Loads the Lua scripts beside this module (`name-<numKeys>.lua`) and registers each as an
- * ioredis command, which runs it by SHA and re-sends the source only when Redis lost it
+ * Loads the Lua scripts beside this module (`name-<numKeys>.lua`, or `name-n.lua` for a
+ * script that takes as many keys as it is given) and registers each as an ioredis command, which runs it by SHA and re-sends the source only when Redis lost it
  * (on a Cluster, to the master of the keys' slot, which loads it on first use).
  *
  * A script's keys must share one hash tag: on a Cluster keys of different slots in one
@@ -11,7 +11,7 @@ import { readdir, readFile } from "node:fs/promises";
 import type { RedisClient } from "./redis-connection.js";
 
 const scriptsFolder = new URL("./lua/", import.meta.url);
-const SCRIPT_NAME = /^([a-z][a-z-]*)-(\d+)\.lua$/;
+const SCRIPT_NAME = /^([a-z][a-z-]*)-(\d+|n)\.lua$/;
 
 type Command = (...args: (string | number)[]) => Promise<unknown>;
 
@@ -22,13 +22,14 @@ export interface LuaScripts {
 
 /** The scripts of `folder` (the ./lua beside this module unless a test names another). */
 export async function loadLuaScripts(folder: URL = scriptsFolder): Promise<LuaScripts> {
-  const scripts = new Map<string, { numberOfKeys: number; lua: string; command: string }>();
+  /** `numberOfKeys` undefined: the script's keys are counted on each run. */
+  const scripts = new Map<string, { numberOfKeys?: number; lua: string; command: string }>();
   for (const file of await readdir(folder)) {
     const match = SCRIPT_NAME.exec(file);
     if (!match) continue;
     scripts.set(match[1]!, {
       command: commandName(match[1]!),
-      numberOfKeys: Number(match[2]),
+      ...(match[2] === "n" ? {} : { numberOfKeys: Number(match[2]) }),
       lua: await readFile(new URL(file, folder), "utf8"),
     });
   }
@@ -41,13 +42,18 @@ export async function loadLuaScripts(folder: URL = scriptsFolder): Promise<LuaSc
     run(redis, name, keys, args) {
       const script = scripts.get(name);
       if (!script) throw new Error(`no Lua script named '${name}'`);
-      if (keys.length !== script.numberOfKeys) throw new Error(`'${name}' takes ${script.numberOfKeys} keys`);
+      const variable = script.numberOfKeys === undefined;
+      if (!variable && keys.length !== script.numberOfKeys)
+        throw new Error(`'${name}' takes ${script.numberOfKeys} keys`);
       const tags = new Set(keys.map(hashTag));
       if (tags.size > 1)
         throw new Error(`'${name}' got keys of different hash tags: ${[...tags].join(", ")}`);
       // The method's name is made once, at load: this runs on every call of the hot path.
       const command = (redis as unknown as Record<string, Command>)[script.command]!;
-      return command.call(redis, ...keys, ...args);
+      // ioredis sends a command defined without a key count with the first argument as that count.
+      return variable
+        ? command.call(redis, keys.length, ...keys, ...args)
+        : command.call(redis, ...keys, ...args);
     },
   };
 }

@@ -3,7 +3,8 @@
  * (`{ws:W}:lease:S`), and its deadline lives in that workspace's index (`{ws:W}:deadlines`);
  * the reaper and the listings find the workspaces from the pools' holder sets
  * (redis-holders.ts). A call's begin (resolve the lease, reserve budget, mark busy, move the
- * deadline) and its end (settle, touch, deadline) are one script, one round trip, each.
+ * deadline) is one script, one round trip; its end (settle, touch, deadline) is written
+ * behind, carried by the next begin's script (redis-call-ends.ts).
  *
  * Deployments from before the per-workspace index kept one global deadline index
  * (`{leases}:deadlines`): it is still read, and emptied, until nothing is left in it.
@@ -18,6 +19,7 @@ import {
   type LeaseKey,
   leaseDeadline,
 } from "../records.js";
+import { CALL_STEPS_SCRIPT, RedisCallEnds } from "./redis-call-ends.js";
 import type { RedisCommands } from "./redis-commands.js";
 import type { RedisHolders } from "./redis-holders.js";
 import { BUDGET_KEY_TTL_MS } from "./redis-keys.js";
@@ -33,11 +35,14 @@ const leaseEnd = (lease: Lease) => lifetimeEnd(lease) + LEASE_KEY_GRACE_MS;
 export class RedisLeases implements LeaseStore {
   /** Whether the legacy deadline index had entries when last read. */
   private legacyIndexInUse = true;
+  private readonly ends: RedisCallEnds;
 
   constructor(
     private readonly commands: RedisCommands,
     private readonly holders: RedisHolders,
-  ) {}
+  ) {
+    this.ends = new RedisCallEnds(commands);
+  }
 
   async putLease(lease: Lease) {
     const { keys } = this.commands;
@@ -82,42 +87,48 @@ export class RedisLeases implements LeaseStore {
   async beginCall(key: LeaseKey, start: CallStart): Promise<CallStarted> {
     const { keys } = this.commands;
     const budget = start.budget;
-    const [outcome, raw, granted] = (await this.commands.script(
-      "begin-call",
-      [
-        keys.lease(key),
-        keys.deadlines(key.workspace),
-        // Some key of the workspace's slot when there is no budget to reserve.
-        budget ? keys.budget(key.workspace, budget.day) : keys.slots(key.workspace),
-      ],
-      [
-        start.now,
-        Math.ceil(start.busyUntil),
-        budget ? Math.max(1, Math.ceil(budget.requestedMs)) : 0,
-        budget?.limitMs ?? 0,
-        BUDGET_KEY_TTL_MS,
-        key.sessionId,
-      ],
-    )) as [string, string?, number?];
+    // The workspace's ends this replica put off ride with this begin, ahead of it.
+    const ends = this.ends.take(key.workspace);
+    let reply: [string, string?, string?, number?];
+    try {
+      reply = (await this.commands.scriptCarryingDeferred(
+        CALL_STEPS_SCRIPT,
+        [
+          ...ends.keys,
+          keys.lease(key),
+          // Some key of the workspace's slot when there is no budget to reserve.
+          budget ? keys.budget(key.workspace, budget.day) : keys.slots(key.workspace),
+        ],
+        [
+          ...ends.args,
+          start.now,
+          Math.ceil(start.busyUntil),
+          budget ? Math.max(1, Math.ceil(budget.requestedMs)) : 0,
+          budget?.limitMs ?? 0,
+          BUDGET_KEY_TTL_MS,
+          key.sessionId,
+        ],
+      )) as typeof reply;
+    } catch (error) {
+      ends.fail(error);
+      throw error;
+    }
+    const [found, outcome, raw, granted] = reply;
+    ends.settle(found);
     if (outcome === "started") {
       return { outcome, lease: JSON.parse(raw!) as Lease, grantedMs: Number(granted) };
     }
     return { outcome: outcome === "spent" ? "budget_spent" : outcome === "expired" ? "expired" : "gone" };
   }
 
-  async endCall(key: LeaseKey, end: CallEnd) {
-    const { keys } = this.commands;
-    const refund = end.refund;
-    const found = await this.commands.script(
-      "end-call",
-      [
-        keys.lease(key),
-        keys.deadlines(key.workspace),
-        refund ? keys.budget(key.workspace, refund.day) : keys.slots(key.workspace),
-      ],
-      [end.now, refund ? Math.max(0, Math.floor(refund.milliseconds)) : 0, key.sessionId],
-    );
-    return Number(found) === 1;
+  /** Put off until the workspace's next begin on this replica, or a moment (redis-call-ends.ts). */
+  endCall(key: LeaseKey, end: CallEnd) {
+    return this.ends.end(key, end);
+  }
+
+  /** Sends the ends put off and waits for them (before the connection closes). */
+  flushEnds() {
+    return this.ends.flush();
   }
 
   async takeLease(key: LeaseKey) {

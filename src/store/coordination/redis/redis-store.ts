@@ -7,7 +7,8 @@
  * (redis-leases.ts), the broadcast (redis-broadcast.ts) and the pools' demand counts
  * (redis-pool-demand.ts) are modules of their own over the same commands (redis-commands.ts).
  * The hot path is one script per step: CreateSession is three (admission, idle lease, lease
- * record), a call's begin and its end one each.
+ * record), a call's begin one, and its end rides with the next begin (or goes alone a moment
+ * later).
  *
  * Redis being away must fail requests fast, not hang them: the offline queue is off, every
  * command has a short timeout, and any failure surfaces as 503 `store.unavailable`
@@ -285,6 +286,8 @@ export class RedisCoordinationStore implements CoordinationStore {
   }
 
   async close() {
+    // The ends of calls put off (redis-call-ends.ts) are written before the connection goes.
+    await this.leases.flushEnds();
     this.redis.disconnect();
     this.broadcast.close();
   }

@@ -1,0 +1,124 @@
+-- The calls of one workspace this replica has ended since its last command for them, then
+-- (optionally) the beginning of a new call, in one step: a call's end rides with the next
+-- call's begin instead of costing a round trip of its own (redis-call-ends.ts).
+--
+-- Each end gives back the unused part of its reservation (the day's total never drops below
+-- zero), records the activity, counts the call out (the last one clears busyUntil) and
+-- moves the session in the workspace's deadline index.
+--
+-- The begin finds the lease (an unknown key and another workspace's find the same
+-- nothing), refuses one past its deadline, reserves the call's execution time against the
+-- day's budget (cut to what remains, refused when nothing does: then the begin changes
+-- nothing), marks the session busy until the call's deadline and moves it in the index.
+--
+-- KEYS[1]             the workspace's deadline index: session id -> deadline (epoch ms)
+-- KEYS[2k], [2k+1]    end k (k = 1..E): its lease (JSON string), the budget counter of the
+--                     day its time was reserved on (or any key of the slot when no refund)
+-- KEYS[2E+2], [2E+3]  the begin, when there is one: the lease, the day's budget counter
+-- ARGV[1]             E, the number of ends
+-- ARGV[3k-1 .. 3k+1]  end k: now (epoch ms), milliseconds to give back (0: none), session id
+-- ARGV[3E+2 ..]       the begin: now, the call's deadline (how long it may hold the session
+--                     off idling out), milliseconds to reserve (0: none), the day's budget
+--                     (ms), how long a new day's counter is kept (ms), the session id
+-- Returns  {found} for ends alone, else {found, "gone"}, {found, "expired"},
+--          {found, "spent"} or {found, "started", updated lease JSON, ms granted}, where
+--          found has one character per end: "1" when its lease was still there, else "0"
+local index = KEYS[1]
+local ends = tonumber(ARGV[1])
+
+local function deadline_of(l)
+  -- The same deadline as leaseDeadline() in records.ts.
+  local idle = math.max(l.lastActivityAt + l.idleTimeoutSeconds * 1000, l.busyUntil or 0)
+  return math.min(idle, l.createdAt + l.maxLifetimeSeconds * 1000)
+end
+
+-- Each lease is decoded once and written once, however many of the steps touch it (a
+-- session's last call ending and its next beginning, as one client calls after another).
+local leases, changed_keys, session_of = {}, {}, {}
+local function lease_at(key)
+  local lease = leases[key]
+  if lease == nil then
+    local raw = redis.call("GET", key)
+    lease = raw and cjson.decode(raw) or false
+    leases[key] = lease
+  end
+  return lease or nil
+end
+local function changed(key, session)
+  if not session_of[key] then
+    changed_keys[#changed_keys + 1] = key
+  end
+  session_of[key] = session
+end
+-- Writes every lease changed, with its deadline; returns their JSON by key.
+local function commit()
+  local written = {}
+  for _, key in ipairs(changed_keys) do
+    local lease = leases[key]
+    written[key] = cjson.encode(lease)
+    redis.call("SET", key, written[key], "KEEPTTL")
+    redis.call("ZADD", index, deadline_of(lease), session_of[key])
+  end
+  return written
+end
+
+local found = {}
+for k = 1, ends do
+  local lease_key, budget_key = KEYS[2 * k], KEYS[2 * k + 1]
+  local now, refund, session = tonumber(ARGV[3 * k - 1]), tonumber(ARGV[3 * k]), ARGV[3 * k + 1]
+  if refund > 0 then
+    local used = tonumber(redis.call("GET", budget_key) or "-1")
+    if used >= 0 then
+      redis.call("SET", budget_key, math.max(0, used - refund), "KEEPTTL")
+    end
+  end
+  local lease = lease_at(lease_key)
+  if lease then
+    lease.lastActivityAt = math.max(lease.lastActivityAt, now)
+    lease.activeCalls = math.max(0, (lease.activeCalls or 0) - 1)
+    if lease.activeCalls == 0 then
+      lease.busyUntil = nil
+    end
+    changed(lease_key, session)
+    found[k] = "1"
+  else
+    found[k] = "0"
+  end
+end
+found = table.concat(found)
+if #KEYS == 2 * ends + 1 then
+  commit()
+  return { found }
+end
+
+local lease_key, budget_key = KEYS[2 * ends + 2], KEYS[2 * ends + 3]
+local at = 3 * ends + 1
+local now = tonumber(ARGV[at + 1])
+local lease = lease_at(lease_key)
+if not lease then
+  commit()
+  return { found, "gone" }
+end
+if deadline_of(lease) <= now then
+  commit()
+  return { found, "expired" }
+end
+local granted = 0
+local requested = tonumber(ARGV[at + 3])
+if requested > 0 then
+  local used = tonumber(redis.call("GET", budget_key) or "0")
+  granted = math.min(requested, tonumber(ARGV[at + 4]) - used)
+  if granted <= 0 then
+    commit()
+    return { found, "spent" }
+  end
+  redis.call("INCRBY", budget_key, granted)
+  if redis.call("PTTL", budget_key) < 0 then
+    redis.call("PEXPIRE", budget_key, ARGV[at + 5])
+  end
+end
+lease.lastActivityAt = math.max(lease.lastActivityAt, now)
+lease.activeCalls = (lease.activeCalls or 0) + 1
+lease.busyUntil = math.max(lease.busyUntil or 0, tonumber(ARGV[at + 2]))
+changed(lease_key, ARGV[at + 6])
+return { found, "started", commit()[lease_key], granted }
