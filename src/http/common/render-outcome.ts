@@ -11,7 +11,15 @@ export function renderOutcome(c: Context, outcome: Outcome): Response {
     case "json":
       return c.json(outcome.body, outcome.status as 200, outcome.headers);
     case "raw":
-      return c.body(outcome.body as BodyData, outcome.status as 200, outcome.headers);
+      // Built with its headers as a plain record, not through c.body: Hono turns two headers
+      // or more into a WHATWG Headers object, which @hono/node-server then walks back into a
+      // record; a record goes to Node's writeHead as it is (the sandbox's answers, per call).
+      // A copy: @hono/node-server adds Content-Length to the record it is given, and an
+      // outcome's headers may be shared (a constant), which would give the next answer this one's.
+      return new Response(outcome.body as BodyData, {
+        status: outcome.status,
+        headers: { ...outcome.headers },
+      });
     case "empty":
       return c.body(null, outcome.status as 204, outcome.headers);
   }

@@ -7,7 +7,7 @@
  * Tokens and program output never reach the log.
  */
 import { randomUUID } from "node:crypto";
-import { METHODS, STATUS_CODES } from "node:http";
+import { METHODS, type ServerResponse, STATUS_CODES } from "node:http";
 import type { MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
 import { errorCodeLabel } from "../../contract/error-codes.js";
@@ -70,10 +70,17 @@ export function observeRequest(log: Logger, metrics: GatewayMetrics): Middleware
     // runs a hook on every promise the process makes, ~13% of the gateway's CPU per Execute.
     c.set("log", log.child({ requestId }));
     c.set("operation", "unmatched");
-    // Before the response exists, so every response is built with it: adding a header to a
-    // finished response makes Hono rebuild it as a stream (see forward-to-sandbox.ts).
-    c.header("X-Request-Id", requestId);
-    c.header(VERSION_HEADER, SANDPOOL_VERSION);
+    // On Node's response itself, which writes them with whatever answer goes out however it
+    // was built, and keeps Hono from making a WHATWG Headers object for every answer; on
+    // Hono's context (before the response exists) for a request not served by Node.
+    const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+    if (outgoing) {
+      outgoing.setHeader("X-Request-Id", requestId);
+      outgoing.setHeader(VERSION_HEADER, SANDPOOL_VERSION);
+    } else {
+      c.header("X-Request-Id", requestId);
+      c.header(VERSION_HEADER, SANDPOOL_VERSION);
+    }
     await next();
     const operation = c.get("operation");
     const status = c.res.status;

@@ -218,6 +218,16 @@ describe("with a gateway of tight transport limits", () => {
       }
     });
 
+    it("judges every Host alike past the verdicts it remembers: asked again, and after hundreds of others", async () => {
+      const askAs = (host: string) =>
+        rawRequest(harness.url, "GET", "/healthz", { headers: { host } }).then((answer) => answer.status);
+      expect(await askAs("evil.example")).toBe(403);
+      expect(await askAs("evil.example")).toBe(403);
+      for (let i = 0; i < 300; i++) expect(await askAs(`127.0.0.${i % 250}:${1000 + i}`)).toBe(200);
+      expect(await askAs("evil.example")).toBe(403);
+      expect(await askAs("localhost:1")).toBe(200);
+    });
+
     it("counts the refusals by their code", async () => {
       const metrics = await rawRequest(harness.url, "GET", "/metrics");
       expect(metrics.body).toMatch(/sandpool_rejections_total\{code="request\.host_denied"\} [1-9]/);
