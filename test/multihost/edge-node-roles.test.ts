@@ -250,13 +250,22 @@ describe.skipIf(!available)("edges and nodes across test hosts", () => {
     }
     expect(id).toBeDefined();
     const sandboxId = (await store.getLease({ workspace: "team-lost", sessionId: id! }))!.sandbox.sandboxId;
-    const before = await adminApi(
+    const edgeAdmin = adminApi(
       edges[0]!.url,
       await mintToken({ secret: SERVE_SECRET, audience: SERVE_AUDIENCE, admin: true }),
-    )("GET", "/nodes");
-    expect(
-      (before.body as { items: { capacity: { default?: number } }[] }).items.map((n) => n.capacity.default),
-    ).toEqual([4, 4]);
+    );
+    const capacities = async () =>
+      ((await edgeAdmin("GET", "/nodes")).body as { items: { capacity: { default?: number } }[] }).items.map(
+        (n) => n.capacity.default,
+      );
+    // Each node sizes its share from the ready nodes it saw at its last heartbeat: after the
+    // drain and undrain above, both take a beat to be back at half the pool each.
+    await waitFor(
+      async () => JSON.stringify(await capacities()) === "[4,4]",
+      10_000,
+      "the pool halved again",
+    );
+    expect(await capacities()).toEqual([4, 4]);
     const inFlight = one.exec(id!, { tool: "bash_code_execution", input: { command: "sleep 20" } });
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     await nodes[1]!.kill("SIGKILL");
@@ -273,13 +282,9 @@ describe.skipIf(!available)("edges and nodes across test hosts", () => {
 
     // Its share of the pool moves to the node left: maxTotal 8 and minIdle 2 over one ready node
     // (it was 4 and 1 of them with two nodes), and that node warms it.
-    const admin = adminApi(
-      edges[0]!.url,
-      await mintToken({ secret: SERVE_SECRET, audience: SERVE_AUDIENCE, admin: true }),
-    );
     await waitFor(
       async () => {
-        const { body } = await admin("GET", "/nodes");
+        const { body } = await edgeAdmin("GET", "/nodes");
         const items = (body as { items: { id: string; state: string; freeWarm: { default?: number } }[] })
           .items;
         return (

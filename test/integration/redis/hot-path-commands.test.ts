@@ -2,8 +2,9 @@
  * How many Redis commands the hot path makes, counted as Redis' MONITOR shows them (an
  * EVALSHA is one, the commands a script runs inside are not; each command of a pipeline or
  * MULTI would count), through a real gateway on the Redis store with real sandbox servers.
- * Limits: two per Execute and per file call (one as it begins, one as it ends), three per
- * warm CreateSession (admission, idle lease, lease record).
+ * Limits: two per Execute and per file call (one as it begins, one as it ends: here it goes
+ * alone, no begin following within the 2 ms it waits for one to ride with,
+ * redis-call-ends.ts), three per warm CreateSession (admission, idle lease, lease record).
  *
  * What a request makes is told apart from the rest by markers: a GET of a marker key from
  * another connection before and after it, which MONITOR shows in the order Redis ran them.
