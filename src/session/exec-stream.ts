@@ -52,25 +52,18 @@ export async function streamExecution(
   const releaseSlot = transport?.holdCallInFlight?.();
   let started: number | undefined;
   let finished = false;
-  const finish = async () => {
+  // The call's end, once: tracked like a plain Execute's (the gateway's close waits for it),
+  // and never waited for by the answer (it is queued for the store before the answer is
+  // written, so the replica's next command for the session goes behind it).
+  const couldNotClose = (error: unknown) =>
+    call.log.warn({ err: error, session: call.key.sessionId }, "could not close a streamed call");
+  const finish = () => {
     if (finished) return;
     finished = true;
     const wallMs = started === undefined ? 0 : performance.now() - started;
-    // Tracked like a plain Execute's end: the gateway's close waits for it.
     const settled = meterExecution(services, call.key, call.tool, call.call, wallMs);
     pendingWorkOf(services).track(settled);
-    try {
-      await settled;
-    } finally {
-      releaseSlot?.();
-    }
-  };
-  // The answer never waits for the call's end: it is queued for the store before the answer
-  // is written, so the replica's next command for the session goes behind it.
-  const couldNotClose = (error: unknown) =>
-    call.log.warn({ err: error, session: call.key.sessionId }, "could not close a streamed call");
-  const finishBehind = () => {
-    finish().catch(couldNotClose);
+    settled.catch(couldNotClose).finally(() => releaseSlot?.());
   };
 
   try {
@@ -86,7 +79,7 @@ export async function streamExecution(
       log: call.log,
     });
     if (answer.status !== 200) {
-      finishBehind();
+      finish();
       return answerOutcome(answer);
     }
     if (Buffer.isBuffer(answer.body)) {
@@ -99,7 +92,7 @@ export async function streamExecution(
         await services.sessions.end(call.key, "sandbox_failed");
         throw error;
       }
-      finishBehind();
+      finish();
       return { kind: "raw", status: 200, headers: EVENT_STREAM_HEADERS, body: formatEvent("result", result) };
     }
     const maxAnswer = services.limits.maxSandboxAnswerBytes ?? DEFAULT_MAX_SANDBOX_ANSWER_BYTES;
@@ -124,7 +117,7 @@ export async function streamExecution(
         });
       },
     });
-    relay.done.then(finishBehind, couldNotClose);
+    relay.done.then(finish, couldNotClose);
     // A client that stops reading would otherwise hold the stream, and the events written to
     // it, forever: the transport closes it once the deadline and a grace have passed.
     transport?.closeUndeliveredAfter?.(
@@ -132,7 +125,7 @@ export async function streamExecution(
     );
     return { kind: "raw", status: 200, headers: EVENT_STREAM_HEADERS, body: relay.body };
   } catch (error) {
-    finishBehind();
+    finish();
     throw error;
   }
 }

@@ -5,7 +5,8 @@
  * download is never held in the gateway's memory, and neither is an upload; the cap is
  * handed to the sandbox, which enforces it exactly while it writes. A transfer keeps its
  * session busy until its last byte, so a slow one is never reaped as idle. Each call ends
- * without holding its answer (`endBehind`). Downloads are always attachments, never sniffed (`downloadHeaders`).
+ * without holding its answer (`endBehind`). Downloads are always attachments, never sniffed
+ * (`downloadHeaders`).
  */
 import { MAX_FILE_BYTES_HEADER } from "../contract/headers.js";
 import { attachmentDisposition, fileNameOf } from "../http/common/content-disposition.js";
@@ -22,11 +23,11 @@ function queryOf(args: CallArgs): string {
 }
 
 /** Calls `done` once the answer's body has been sent (or abandoned), or now if it is bytes. */
-function afterBody(answer: SandboxAnswer, done: () => Promise<void>): SandboxAnswer {
+function afterBody(answer: SandboxAnswer, done: () => void): SandboxAnswer {
   if (Buffer.isBuffer(answer.body)) {
-    void done();
+    done();
   } else {
-    answer.body.once("close", () => void done());
+    answer.body.once("close", done);
   }
   return answer;
 }
@@ -59,10 +60,8 @@ function admitted(call: OperationCall): OpenCall {
  * answer is written (the replica's next command for the session goes behind it), and the
  * gateway's close waits for it.
  */
-function endBehind(services: GatewayServices, call: OpenCall): Promise<void> {
-  const ended = call.end().then(() => undefined);
-  pendingWorkOf(services).track(ended);
-  return ended;
+function endBehind(services: GatewayServices, call: OpenCall): void {
+  pendingWorkOf(services).track(call.end());
 }
 
 export function fileHandlers(services: GatewayServices): Record<string, OperationHandler> {
@@ -80,7 +79,7 @@ export function fileHandlers(services: GatewayServices): Record<string, Operatio
         });
         return answerOutcome(answer);
       } finally {
-        void endBehind(services, call);
+        endBehind(services, call);
       }
     },
 
@@ -98,7 +97,7 @@ export function fileHandlers(services: GatewayServices): Record<string, Operatio
           log: operationCall.log,
         });
       } catch (error) {
-        void end();
+        end();
         throw error;
       }
       downloadHeaders(answer, operationCall.args.query.path);
@@ -136,7 +135,7 @@ export function fileHandlers(services: GatewayServices): Record<string, Operatio
           buffer: true,
         });
       } finally {
-        void endBehind(services, call);
+        endBehind(services, call);
       }
       if (answer.status === 201) {
         const stored = JSON.parse((answer.body as Buffer).toString("utf8")) as { size_bytes?: number };

@@ -49,21 +49,8 @@ const positive = (name) => {
 const [clients, blocks, block, warmup] = ["clients", "blocks", "block", "warmup"].map(positive);
 const callsPerClient = Math.ceil(block / clients);
 
-const config = `
-pools:
-  - name: default
-    image: sandpool/sandbox:dev
-    minIdle: ${clients + 1}
-    maxTotal: ${2 * clients + 4}
-    coldStartTimeoutMs: 60000
-    demand: false
-policy:
-  maxConcurrentSessions: ${2 * clients + 4}
-  sessionsPerMinute: 1000
-`;
-
 async function openSide(name, lib) {
-  const deployment = await lib.createServeDeployment(config);
+  const deployment = await lib.createServeDeployment(thisCheckout.execBenchConfig(clients));
   const side = { name, deployment, workers: [], cpuMs: 0, calls: 0, took: [] };
   side.unregister = onCleanup(() => deployment.close());
   await deployment.migrate();

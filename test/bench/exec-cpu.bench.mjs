@@ -27,7 +27,7 @@ import { waitForRefill } from "./lib/gateway-metrics.mjs";
 import { installCleanupHandlers, onCleanup, runBench } from "./lib/process.mjs";
 import { startRelay } from "./lib/relay-process.mjs";
 import { startSandboxContainers } from "./lib/sandbox-container.mjs";
-import { createServeDeployment, serveBackendsAvailable } from "./lib/serve-deployment.mjs";
+import { createServeDeployment, execBenchConfig, serveBackendsAvailable } from "./lib/serve-deployment.mjs";
 import { progress } from "./lib/timing.mjs";
 
 const { values } = parseArgs({
@@ -57,18 +57,7 @@ async function main() {
     throw new Error("serve needs Postgres at 127.0.0.1:5432 (db test) and Redis at 127.0.0.1:6379");
   }
   const loadStart = loadavg()[0];
-  const deployment = await createServeDeployment(`
-pools:
-  - name: default
-    image: sandpool/sandbox:dev
-    minIdle: ${clients + 1}
-    maxTotal: ${2 * clients + 4}
-    coldStartTimeoutMs: 60000
-    demand: false
-policy:
-  maxConcurrentSessions: ${2 * clients + 4}
-  sessionsPerMinute: 1000
-`);
+  const deployment = await createServeDeployment(execBenchConfig(clients));
   const unregister = onCleanup(() => deployment.close());
   try {
     await deployment.migrate();

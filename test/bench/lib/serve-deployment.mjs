@@ -53,6 +53,26 @@ export async function serveBackendsAvailable() {
   }
 }
 
+/**
+ * The configuration of a deployment whose only work is Execute from `clients` sessions
+ * (bench:exec-cpu, bench:exec-ab): a pool that keeps one warm sandbox beyond them, room for
+ * their sessions, and no demand-driven sizing to move it.
+ */
+export function execBenchConfig(clients) {
+  return `
+pools:
+  - name: default
+    image: sandpool/sandbox:dev
+    minIdle: ${clients + 1}
+    maxTotal: ${2 * clients + 4}
+    coldStartTimeoutMs: 60000
+    demand: false
+policy:
+  maxConcurrentSessions: ${2 * clients + 4}
+  sessionsPerMinute: 1000
+`;
+}
+
 /** A fresh deployment configured by `yaml`; `close()` removes all of it. */
 export async function createServeDeployment(yaml) {
   const name = `bench${randomBytes(4).toString("hex")}`;

@@ -1,7 +1,8 @@
 /**
  * Loads the Lua scripts beside this module (`name-<numKeys>.lua`, or `name-n.lua` for a
- * script that takes as many keys as it is given) and registers each as an ioredis command, which runs it by SHA and re-sends the source only when Redis lost it
- * (on a Cluster, to the master of the keys' slot, which loads it on first use).
+ * script that takes as many keys as it is given) and registers each as an ioredis command,
+ * which runs it by SHA and re-sends the source only when Redis lost it (on a Cluster, to the
+ * master of the keys' slot, which loads it on first use).
  *
  * A script's keys must share one hash tag: on a Cluster keys of different slots in one
  * script fail with CROSSSLOT. Checking it on every run makes a standalone Redis (and so
