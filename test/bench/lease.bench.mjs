@@ -69,6 +69,8 @@ const EXEC_CALLS = scale(300);
 const THROUGHPUT_CLIENTS = 8;
 const THROUGHPUT_MS = quick ? 1_000 : 3_000;
 const THROUGHPUT_ROUNDS = 3;
+/** Calls each throughput client makes first: its sandbox server's code hot (exec-measures.mjs). */
+const THROUGHPUT_WARMUP = scale(3_000);
 const EXEC_CPU_CALLS = quick ? 300 : 1_500;
 const HOLD_SESSIONS = 1_000;
 const HOLD_WORKSPACES = 20;
@@ -166,12 +168,13 @@ async function main() {
     durationMs: THROUGHPUT_MS,
     maxCallsPerClient: 20_000,
     rounds: THROUGHPUT_ROUNDS,
+    warmupPerClient: THROUGHPUT_WARMUP,
   });
-  // The paths are hot already (the latency and throughput runs): a short warm-up is enough.
+  // Its sessions are new ones (serve's in fresh containers): warmed as the throughput's were.
   const cpu = await measureExecCpu(paths, {
     calls: EXEC_CPU_CALLS,
     clients: THROUGHPUT_CLIENTS,
-    warmup: scale(500),
+    warmup: THROUGHPUT_WARMUP,
   });
   await relay.stop();
   await sandbox.stop();

@@ -76,3 +76,12 @@ export async function execPrintOne(client, sessionId) {
     throw new Error(`exec answered ${answer.status}: ${answer.text}`);
   }
 }
+
+/** Every worker (`{ client, sessionId }`) makes `calls` `print(1)` calls, all at once (a warm-up). */
+export async function execEach(workers, calls) {
+  await Promise.all(
+    workers.map(async (w) => {
+      for (let i = 0; i < calls; i++) await execPrintOne(w.client, w.sessionId);
+    }),
+  );
+}

@@ -4,12 +4,12 @@
  * path with a `pid` (the process in front of the sandbox: the relay, a gateway; or the
  * sandbox server itself for the direct path), a fixed number of calls from one client, then
  * the same number from `clients` concurrent clients, each reading the process's CPU time
- * before and after (cpu-time.mjs, less its idle rate), after `warmup` calls that bring the
- * path's code to the JIT's optimised tiers. A path's `settle()` (a gateway's pool
- * refilled after the sessions were leased) runs before anything is counted: a refill's
- * Docker calls and health polls are not an exec's work.
+ * before and after (cpu-time.mjs, less its idle rate), after `warmup` calls from every client
+ * that bring the path's code, each client's sandbox's included, to the JIT's optimised tiers.
+ * A path's `settle()` (a gateway's pool refilled after the sessions were leased) runs before
+ * anything is counted: a refill's Docker calls and health polls are not an exec's work.
  */
-import { createClient, createSession, destroySession, execPrintOne } from "./client.mjs";
+import { createClient, createSession, destroySession, execEach, execPrintOne } from "./client.mjs";
 import { cpuSpentOn } from "./cpu-time.mjs";
 import { execBreakdownMs, readMetrics } from "./gateway-metrics.mjs";
 import { percentile } from "./stats.mjs";
@@ -33,10 +33,10 @@ export async function measureExecCpu(paths, { calls, clients, warmup = 2_000 }) 
         const client = createClient(path.urls?.[i % path.urls.length] ?? path.url, path.token);
         workers.push({ client, sessionId: await (path.session ?? createSession)(client) });
       }
-      // Hot code, as in a gateway that has served for a while: the JIT's optimised tiers.
+      // Hot code, as in a gateway that has served for a while: the JIT's optimised tiers, in
+      // every client's sandbox too (serve gives each session a fresh container of its own).
       const [first] = workers;
-      for (let i = 0; i < warmup; i++) await execPrintOne(first.client, first.sessionId);
-      await Promise.all(workers.map((w) => execPrintOne(w.client, w.sessionId)));
+      await execEach(workers, Math.max(1, warmup));
       await path.settle?.();
       const took = [];
       // A gateway (a path with a token) says where its time went, from its own metrics.

@@ -4,7 +4,7 @@
  * none always follows another, and the throughput of 8 concurrent clients, each with a
  * session and a connection of its own, path after path in alternating order.
  */
-import { createClient, createSession, destroySession, execPrintOne } from "./client.mjs";
+import { createClient, createSession, destroySession, execEach, execPrintOne } from "./client.mjs";
 import { nowMs, progress } from "./timing.mjs";
 
 /** One client and one session per path; `calls` rounds of one call per path. */
@@ -38,10 +38,18 @@ export async function measureExecLatency(paths, { warmup, calls }) {
 /**
  * `clients` concurrent clients per path, each calling as fast as it is answered for
  * `durationMs` (at most `maxCallsPerClient` calls), in `rounds` rounds whose path order
- * alternates, once every path has settled (`settle()`: a gateway's pool refilled). Returns
- * exec/s per path over all its rounds.
+ * alternates, once every client has made `warmupPerClient` calls and every path has
+ * settled (`settle()`: a gateway's pool refilled). Returns exec/s per path over all its rounds.
+ *
+ * The warm-up is per client because each client's session has a sandbox of its own on some
+ * paths (serve's fresh pool containers), and a sandbox server's code takes a few thousand
+ * calls to reach the JIT's optimised tiers (its CPU per call halves meanwhile): without it,
+ * a path whose sandboxes served other paths' calls before would be timed against cold ones.
  */
-export async function measureThroughput(paths, { clients, durationMs, maxCallsPerClient, rounds }) {
+export async function measureThroughput(
+  paths,
+  { clients, durationMs, maxCallsPerClient, rounds, warmupPerClient = 0 },
+) {
   const opened = [];
   try {
     for (const path of paths) {
@@ -51,7 +59,7 @@ export async function measureThroughput(paths, { clients, durationMs, maxCallsPe
         const client = createClient(path.urls?.[i % path.urls.length] ?? path.url, path.token);
         workers.push({ client, sessionId: await (path.session ?? createSession)(client) });
       }
-      for (const w of workers) await execPrintOne(w.client, w.sessionId);
+      await execEach(workers, Math.max(1, warmupPerClient));
       opened.push({ path, workers, calls: 0, ms: 0 });
     }
     // A gateway's pool refills behind the sessions just leased: Docker calls and container
