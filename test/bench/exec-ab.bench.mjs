@@ -13,7 +13,8 @@
  * --clients N    concurrent clients per gateway, a session each (default 1)
  * --blocks N     blocks per gateway, alternating which goes first (default 8)
  * --block N      calls per block (default 500)
- * --warmup N     calls per gateway before anything is counted (default 2500: hot code)
+ * --warmup N     calls per client before anything is counted (default 2500: hot code, the
+ *                gateway's and that of each client's sandbox, a fresh container per session)
  * --json         one JSON object on stdout instead of the text
  *
  * Needs Postgres (127.0.0.1:5432, db test), Redis (127.0.0.1:6379) and the Docker engine with
@@ -90,7 +91,7 @@ async function main() {
   const sides = [];
   try {
     sides.push(await openSide("base", baseLib), await openSide("this", thisCheckout));
-    for (const side of sides) await callOn(side, Math.ceil(warmup / clients), false);
+    for (const side of sides) await callOn(side, warmup, false);
     progress(`both gateways hot; ${blocks} blocks of ${callsPerClient * clients} calls each`);
     for (let b = 0; b < blocks; b++) {
       for (const side of b % 2 === 0 ? sides : [...sides].reverse()) {
