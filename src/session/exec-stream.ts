@@ -117,7 +117,8 @@ export async function streamExecution(
         });
       },
     });
-    relay.done.then(finish, couldNotClose);
+    // `done` only resolves (the relay settles every way it can end), and `finish` catches.
+    void relay.done.then(finish);
     // A client that stops reading would otherwise hold the stream, and the events written to
     // it, forever: the transport closes it once the deadline and a grace have passed.
     transport?.closeUndeliveredAfter?.(

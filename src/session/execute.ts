@@ -5,8 +5,8 @@
  * `timeout_seconds` clamped to the ceiling in force and to the time granted, and a client
  * deadline of that plus a buffer, then settle the reservation with the wall time the gateway
  * measured around the forwarded call (never what the sandbox reports: a sandbox's answers
- * are not trusted), with the call's end in one more round trip, which the answer does not
- * wait for. The sandbox's answer is returned byte for byte. Asked for as an event stream,
+ * are not trusted), with the call's end, which the answer does not wait for (the store
+ * writes it behind, with the workspace's next begin). The sandbox's answer is returned byte for byte. Asked for as an event stream,
  * the same steps hold, the answer streams (exec-stream.ts) and the wall time runs to the end
  * of the stream.
  */
@@ -60,10 +60,10 @@ export function executeHandler(services: GatewayServices): OperationHandler {
       return answerOutcome(answer);
     } finally {
       const wallMs = started === undefined ? 0 : performance.now() - started;
-      // The call's end is sent now, before the answer is written (so this replica's next
-      // command for the session queues behind it on the connection), but the answer does not
-      // wait for its reply: one store round trip less on every Execute. It cannot fail the
-      // call (a store failure leaves the reservation charged in full, and is logged).
+      // The call's end is queued now, before the answer is written (so whatever this replica
+      // sends the store next carries it or goes behind it), but the answer does not wait for
+      // it to be applied. It cannot fail the call (a store failure leaves the reservation
+      // charged in full, and is logged).
       pendingWorkOf(services).track(meterExecution(services, key, tool, call!, wallMs));
     }
   };

@@ -1,8 +1,8 @@
 /**
  * Ends an Execute: charges it its wall time (at most what was reserved) with the call's end
- * in one store round trip, and records it. Runs whether the call answered or failed: the
- * time was spent either way. A store failure here leaves the reservation charged in full,
- * which is the safe side.
+ * (written behind by the store, src/store/coordination/redis/redis-call-ends.ts), and
+ * records it. Runs whether the call answered or failed: the time was spent either way. A
+ * store failure here leaves the reservation charged in full, which is the safe side.
  */
 
 import type { GatewayServices } from "../http/gateway-services.js";
