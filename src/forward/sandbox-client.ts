@@ -83,6 +83,19 @@ export class SandboxClient {
     return id;
   }
 
+  /**
+   * Closes the session inside a sandbox (its processes killed, its id forgotten): a call
+   * forwarded to it later is the sandbox's 404. Best effort: a sandbox that cannot be
+   * reached serves no call either, and its destruction follows.
+   */
+  async closeInnerSession(endpoint: string, innerSessionId: string, timeoutMs: number): Promise<void> {
+    await this.json(endpoint, {
+      method: "DELETE",
+      path: `/sessions/${encodeURIComponent(innerSessionId)}`,
+      timeoutMs,
+    }).catch(() => {});
+  }
+
   close(): Promise<void> {
     return this.agent.close();
   }

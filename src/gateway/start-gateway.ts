@@ -112,7 +112,17 @@ export async function startGateway(
   });
   const usageRepository = new UsageRepository(db);
   const usage = new BufferedUsageSink(usageRepository, log);
-  const sessions = new SessionLifecycle({ store, pools, admission, policies, jobs, metrics, usage, log });
+  const sessions = new SessionLifecycle({
+    store,
+    pools,
+    admission,
+    policies,
+    jobs,
+    sandboxes,
+    metrics,
+    usage,
+    log,
+  });
   edge?.bindSessions(sessions);
   await edge?.start();
 

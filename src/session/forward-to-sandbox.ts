@@ -2,7 +2,8 @@
  * Sends one request to the sandbox serving a session and turns what can go wrong into the
  * session's end: a sandbox that is unreachable or times out ends the session (its state
  * is in doubt), and so does a sandbox that no longer knows the inner session. The client
- * then gets 502/504, or the same 404 as for any unknown session.
+ * then gets 502/504, or the same 404 as for any unknown session; a failure of a session
+ * someone else ended meanwhile (the end closes the sandbox's session first) is that 404 too.
  *
  * Successful answers stream back untouched (bodies and unknown fields pass through), with
  * backpressure: a slow client slows the sandbox, the gateway holds no more than its buffers.
@@ -117,7 +118,11 @@ export async function forwardToSandbox(
     return { status: response.statusCode, headers, body };
   } catch (error) {
     if (error instanceof SandpoolError && error.code.startsWith("sandbox.") && !isOutlivedBySession(error)) {
-      await services.sessions.end(key, "sandbox_failed");
+      // Someone else ended the session meanwhile (its sandbox closed or destroyed): for the
+      // client, it is simply gone.
+      if (!(await services.sessions.end(key, "sandbox_failed"))) {
+        throw new SandpoolError("session.not_found", "no such session");
+      }
     }
     throw error;
   }

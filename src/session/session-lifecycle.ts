@@ -2,14 +2,17 @@
  * A gateway session from lease to release. CreateSession runs policy -> admission ->
  * lease -> record, giving back every step it took when a later one fails (the slot, the
  * sandbox). Every way a session ends (DestroySession, idle timeout, maximum lifetime, a
- * dead sandbox) goes through `end`, which exactly one caller wins: it releases the slot
- * and queues the sandbox's destruction as a job with retries, so a crash cannot leak it.
+ * dead sandbox) goes through `end`, which exactly one caller wins: a live session's end
+ * closes the session inside its sandbox before it returns (so no call forwarded later, from
+ * any replica's lease cache, runs in it), and every end releases the slot and queues the
+ * sandbox's destruction as a job with retries, so a crash cannot leak it.
  */
 import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
 import { SandpoolError } from "../contract/error-codes.js";
 import type { CreateSessionRequest } from "../contract/schemas.js";
+import type { SandboxClient } from "../forward/sandbox-client.js";
 import type { JobRunner } from "../jobs/job-runner.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { UsageSink } from "../metering/usage-sink.js";
@@ -27,6 +30,8 @@ import { type Lease, type LeaseKey, leaseDeadline } from "../store/coordination/
 export const DESTROY_SANDBOX_JOB = "destroy-sandbox";
 /** Slots and memberships outlive the session's own deadline by this much, never less. */
 export const HOLD_GRACE_MS = 60_000;
+/** How long an end waits for the sandbox to close the session inside it. */
+const CLOSE_INNER_TIMEOUT_MS = 1_000;
 const REAP_BATCH = 100;
 const REAP_CONCURRENCY = 8;
 
@@ -39,12 +44,17 @@ export type EndReason =
   /** The node holding the sandbox stopped heart-beating (roles edge and node). */
   | "node_lost";
 
+/** Ends of a session that may still be served from a lease cache: its sandbox session is closed first. */
+const CLOSED_BEFORE_THE_END: ReadonlySet<EndReason> = new Set(["destroyed", "ended_by_operator", "drained"]);
+
 export interface SessionLifecycleDeps {
   store: LeaseStore;
   pools: PoolManager;
   admission: Admission;
   policies: PolicyService;
   jobs: JobRunner;
+  /** Closes the session inside its sandbox as it ends. */
+  sandboxes: Pick<SandboxClient, "closeInnerSession">;
   metrics: GatewayMetrics;
   usage: UsageSink;
   log: Logger;
@@ -240,6 +250,17 @@ export class SessionLifecycle {
   async end(key: LeaseKey, reason: EndReason): Promise<boolean> {
     const lease = await this.deps.store.takeLease(key);
     if (!lease) return false;
+    // Before anything answers that the session is gone: a replica whose lease cache has not
+    // heard of the end yet may still forward a call, and the sandbox must refuse it. Only
+    // for a live session: no copy serves one past its deadline, and a dead or lost sandbox
+    // is not waited on (nor is the reaper, by a sandbox that will not answer).
+    if (CLOSED_BEFORE_THE_END.has(reason)) {
+      await this.deps.sandboxes.closeInnerSession(
+        lease.sandbox.endpoint,
+        lease.sandbox.innerSessionId,
+        CLOSE_INNER_TIMEOUT_MS,
+      );
+    }
     await this.deps.admission.releaseSession(lease.workspace, lease.sessionId);
     // Read before the destroy job can run: a removed container has no cgroup left.
     const used = await this.deps.pools.usageOf(lease.sandbox);
