@@ -18,8 +18,16 @@ import {
 export const MINUTE_MS = 60_000;
 const DAY_MS = 86_400_000;
 
+/** The last day named, and where it starts: every call asks, and nearly all on the same day. */
+let lastDay = { start: 0, name: "1970-01-01" };
+
+/** The UTC day of `now`, as YYYY-MM-DD. */
 export function budgetDay(now: number): string {
-  return new Date(now).toISOString().slice(0, 10);
+  if (now < lastDay.start || now >= lastDay.start + DAY_MS) {
+    const start = now - (((now % DAY_MS) + DAY_MS) % DAY_MS);
+    lastDay = { start, name: new Date(start).toISOString().slice(0, 10) };
+  }
+  return lastDay.name;
 }
 
 function secondsUntilNextDay(now: number): number {

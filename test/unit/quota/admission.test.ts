@@ -22,6 +22,16 @@ describe("budgetDay", () => {
     expect(budgetDay(Date.UTC(2030, 0, 15, 23, 59, 59, 999))).toBe("2030-01-15");
     expect(budgetDay(Date.UTC(2030, 0, 16))).toBe("2030-01-16");
   });
+
+  it("names each day right, however the days asked for come and go", () => {
+    const days = [16, 15, 15, 17, 1, 31].map((day) => Date.UTC(2030, 0, day, 6));
+    for (const at of [...days, ...days.reverse()]) {
+      expect(budgetDay(at)).toBe(new Date(at).toISOString().slice(0, 10));
+      expect(budgetDay(at - 6 * 3_600_000)).toBe(new Date(at).toISOString().slice(0, 10));
+      expect(budgetDay(at - 6 * 3_600_000 - 1)).toBe(new Date(at - 86_400_000).toISOString().slice(0, 10));
+    }
+    expect(budgetDay(-1)).toBe("1969-12-31");
+  });
 });
 
 describe("Admission", () => {
