@@ -1,6 +1,6 @@
 /**
  * Ends an Execute: charges it its wall time (at most what was reserved) with the call's end
- * (written behind by the store, src/store/coordination/redis/redis-call-ends.ts), and
+ * (written behind by the store, src/store/coordination/redis/redis-call-steps.ts), and
  * records it. Runs whether the call answered or failed: the time was spent either way. A
  * store failure here leaves the reservation charged in full, which is the safe side.
  */

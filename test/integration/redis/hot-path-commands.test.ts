@@ -2,9 +2,12 @@
  * How many Redis commands the hot path makes, counted as Redis' MONITOR shows them (an
  * EVALSHA is one, the commands a script runs inside are not; each command of a pipeline or
  * MULTI would count), through a real gateway on the Redis store with real sandbox servers.
- * Limits: two per Execute and per file call (one as it begins, one as it ends: here it goes
- * alone, no begin following within the 2 ms it waits for one to ride with,
- * redis-call-ends.ts), three per warm CreateSession (admission, idle lease, lease record).
+ * Limits: two per Execute and per file call, three per warm CreateSession (admission, idle
+ * lease, lease record). A call the replica's lease cache and budget allotment cannot serve
+ * makes two: its begin, and its end, which goes alone since no begin follows within the
+ * moment it waits for one to ride with (redis-call-steps.ts). A call they serve has its
+ * begin written behind like its end: one script for both when they fall within that
+ * moment, two when not.
  *
  * What a request makes is told apart from the rest by markers: a GET of a marker key from
  * another connection before and after it, which MONITOR shows in the order Redis ran them.
@@ -126,7 +129,7 @@ describe.skipIf(!available)("Redis commands on the hot path", () => {
     await waitFor(async () => (await replica.store.listIdle("default")).length >= 2, 30_000);
   }
 
-  it("a warm CreateSession makes 3 commands; an Execute, a ListFiles, a PutFile and a GetFile 2 each", async () => {
+  it("a warm CreateSession makes 3 commands; an Execute, a ListFiles, a PutFile and a GetFile 2 at most", async () => {
     // Once untimed, so the scripts are loaded (a first EVALSHA of a script Redis lacks is retried as EVAL).
     const first = await client.createSession();
     const firstId = (first.body as { session_id: string }).session_id;
@@ -148,8 +151,18 @@ describe.skipIf(!available)("Redis commands on the hot path", () => {
       output = (await client.run(id, "code_execution", { code: "print(6 * 7)" })).stdout;
     });
     expect(output).toBe("42\n");
-    expect(execCommands).toHaveLength(2);
+    expect(execCommands.length).toBeGreaterThanOrEqual(1);
+    expect(execCommands.length).toBeLessThanOrEqual(2);
     expect(execCommands.every((command) => command.startsWith("EVALSHA"))).toBe(true);
+
+    // Started from the replica's copy of the lease: begin and end written behind.
+    const again = await commandsOf(async () => {
+      output = (await client.run(id, "code_execution", { code: "print(7 * 7)" })).stdout;
+    });
+    expect(output).toBe("49\n");
+    expect(again.length).toBeGreaterThanOrEqual(1);
+    expect(again.length).toBeLessThanOrEqual(2);
+    expect(again.every((command) => command.startsWith("EVALSHA"))).toBe(true);
 
     const streamed = await commandsOf(async () => {
       const answer = await client.request("POST", `/sessions/${id}/exec`, {
@@ -159,20 +172,24 @@ describe.skipIf(!available)("Redis commands on the hot path", () => {
       expect(answer.status).toBe(200);
       expect(answer.text).toContain("event: result");
     });
-    expect(streamed).toHaveLength(2);
+    expect(streamed.length).toBeGreaterThanOrEqual(1);
+    expect(streamed.length).toBeLessThanOrEqual(2);
 
     const put = await commandsOf(async () => {
       expect((await client.putFile(id, "a,b\n1,2\n", { path: "data.csv" })).status).toBe(201);
     });
-    expect(put).toHaveLength(2);
+    expect(put.length).toBeGreaterThanOrEqual(1);
+    expect(put.length).toBeLessThanOrEqual(2);
     const list = await commandsOf(async () => {
       expect((await client.listFiles(id)).status).toBe(200);
     });
-    expect(list).toHaveLength(2);
+    expect(list.length).toBeGreaterThanOrEqual(1);
+    expect(list.length).toBeLessThanOrEqual(2);
     const get = await commandsOf(async () => {
       expect((await client.getFile(id, "data.csv")).text).toBe("a,b\n1,2\n");
     });
-    expect(get).toHaveLength(2);
+    expect(get.length).toBeGreaterThanOrEqual(1);
+    expect(get.length).toBeLessThanOrEqual(2);
 
     // For the record: the commands by name, e.g. in a failure's message.
     expect({ createCommands, execCommands }).toMatchObject({
@@ -181,10 +198,7 @@ describe.skipIf(!available)("Redis commands on the hot path", () => {
         expect.stringContaining("{pool:default}:idle"),
         expect.stringContaining(`{ws:${WORKSPACE}}:lease:`),
       ],
-      execCommands: [
-        expect.stringContaining(`{ws:${WORKSPACE}}:deadlines`),
-        expect.stringContaining(`{ws:${WORKSPACE}}:deadlines`),
-      ],
+      execCommands: execCommands.map(() => expect.stringContaining(`{ws:${WORKSPACE}}:deadlines`)),
     });
     await client.destroy(id);
   }, 120_000);

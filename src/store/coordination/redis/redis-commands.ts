@@ -5,7 +5,7 @@
  * (a GET, a listing, a count) is tried once more before that: a reply late because the
  * gateway's own event loop was busy is not Redis being away.
  *
- * Writes this replica has put off (the ends of calls, redis-call-ends.ts) are sent ahead of
+ * Writes this replica has put off (the steps of calls, redis-call-steps.ts) are sent ahead of
  * any other command: on the one connection Redis runs them first, so whatever this replica
  * reads or writes next sees them.
  */

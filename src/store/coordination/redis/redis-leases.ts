@@ -2,9 +2,14 @@
  * The leases on Redis. A lease is one key under its workspace's hash tag
  * (`{ws:W}:lease:S`), and its deadline lives in that workspace's index (`{ws:W}:deadlines`);
  * the reaper and the listings find the workspaces from the pools' holder sets
- * (redis-holders.ts). A call's begin (resolve the lease, reserve budget, mark busy, move the
- * deadline) is one script, one round trip; its end (settle, touch, deadline) is written
- * behind, carried by the next begin's script (redis-call-ends.ts).
+ * (redis-holders.ts).
+ *
+ * A call's begin (resolve the lease, reserve budget, mark busy, move the deadline) is one
+ * script, one round trip, the first time; after that, a session's calls on this replica
+ * start from its lease cache (lease-cache.ts) and the workspace's budget allotment
+ * (redis-budget-allotments.ts), and the begin is written behind like the end: both ride
+ * with the workspace's next script (redis-call-steps.ts). Taking a lease tells every replica
+ * to drop its copy (the `leases-ended` broadcast).
  *
  * Deployments from before the per-workspace index kept one global deadline index
  * (`{leases}:deadlines`): it is still read, and emptied, until nothing is left in it.
@@ -19,10 +24,15 @@ import {
   type LeaseKey,
   leaseDeadline,
 } from "../records.js";
-import { CALL_STEPS_SCRIPT, RedisCallEnds } from "./redis-call-ends.js";
+import { LeaseCache } from "./lease-cache.js";
+import { BudgetAllotments } from "./redis-budget-allotments.js";
+import { CALL_STEPS_SCRIPT, RedisCallSteps } from "./redis-call-steps.js";
 import type { RedisCommands } from "./redis-commands.js";
 import type { RedisHolders } from "./redis-holders.js";
 import { BUDGET_KEY_TTL_MS } from "./redis-keys.js";
+
+/** The broadcast channel of ended sessions: a message is `[workspace, session id]` as JSON. */
+export const LEASES_ENDED_CHANNEL = "leases-ended";
 
 /** A lease key outlives the session's own deadline by this much; the reaper ends it first. */
 const LEASE_KEY_GRACE_MS = 10 * 60_000;
@@ -35,13 +45,36 @@ const leaseEnd = (lease: Lease) => lifetimeEnd(lease) + LEASE_KEY_GRACE_MS;
 export class RedisLeases implements LeaseStore {
   /** Whether the legacy deadline index had entries when last read. */
   private legacyIndexInUse = true;
-  private readonly ends: RedisCallEnds;
+  private readonly steps: RedisCallSteps;
+  private readonly cache = new LeaseCache();
+  private readonly allotments: BudgetAllotments;
 
   constructor(
     private readonly commands: RedisCommands,
     private readonly holders: RedisHolders,
+    /** Tells every replica a session ended (LEASES_ENDED_CHANNEL). */
+    private readonly announceEnded: (message: string) => Promise<void>,
   ) {
-    this.ends = new RedisCallEnds(commands);
+    this.steps = new RedisCallSteps(commands);
+    this.allotments = new BudgetAllotments((step) => void this.steps.put(step).catch(() => {}));
+  }
+
+  /**
+   * Whether the cache may serve calls: only while this replica hears every end (see
+   * lease-cache.ts). Set by the store as its subscription comes and goes.
+   */
+  setCacheCoherent(coherent: boolean): void {
+    this.cache.setCoherent(coherent);
+  }
+
+  /** A `leases-ended` message from any replica: this replica's copy goes. */
+  forgetEnded(message: string): void {
+    try {
+      const [workspace, sessionId] = JSON.parse(message) as [string, string];
+      this.cache.forget({ workspace, sessionId }, Date.now());
+    } catch {
+      // Not a message of this channel's shape: nothing to drop.
+    }
   }
 
   async putLease(lease: Lease) {
@@ -65,6 +98,7 @@ export class RedisLeases implements LeaseStore {
       [keys.lease(lease), keys.deadlines(lease.workspace)],
       [JSON.stringify(lease), Math.ceil(leaseEnd(lease)), leaseDeadline(lease), lease.sessionId],
     );
+    this.cache.put({ ...lease }, now);
   }
 
   async getLease(key: LeaseKey) {
@@ -85,50 +119,107 @@ export class RedisLeases implements LeaseStore {
   }
 
   async beginCall(key: LeaseKey, start: CallStart): Promise<CallStarted> {
+    return this.beginFromCache(key, start) ?? this.beginAwaited(key, start);
+  }
+
+  /**
+   * The call started from this replica's copy of the lease and its budget allotment, its
+   * begin written behind; undefined when either cannot serve it (then the begin is awaited).
+   */
+  private beginFromCache(key: LeaseKey, start: CallStart): CallStarted | undefined {
+    const lease = this.cache.usable(key, start.now);
+    if (!lease) return undefined;
+    const granted = start.budget ? this.allotments.take(key.workspace, start.budget) : 0;
+    if (granted === undefined) return undefined;
+    this.cache.touch(key, start.now);
+    const begun = this.steps.put({ kind: "begin", key, now: start.now, busyUntil: start.busyUntil });
+    // The lease was gone by the time the begin reached Redis (ended on another replica
+    // meanwhile): the copy goes; the call itself meets the closed sandbox session.
+    begun.then(
+      (found) => found || this.cache.drop(key),
+      () => this.cache.drop(key),
+    );
+    return { outcome: "started", lease, grantedMs: granted };
+  }
+
+  private async beginAwaited(key: LeaseKey, start: CallStart): Promise<CallStarted> {
     const { keys } = this.commands;
     const budget = start.budget;
-    // The workspace's ends this replica put off ride with this begin, ahead of it.
-    const ends = this.ends.take(key.workspace);
+    // Time this replica holds serves the call when it covers it (a call the lease cache
+    // could not serve); else Redis reserves it, with time for later calls besides
+    // (redis-budget-allotments.ts).
+    const held = budget ? this.allotments.take(key.workspace, budget) : undefined;
+    const extraMs = budget && held === undefined ? this.allotments.extraFor(key.workspace, budget) : 0;
+    const requestedMs = budget && held === undefined ? Math.max(1, Math.ceil(budget.requestedMs)) : 0;
+    // The workspace's steps this replica put off ride with this begin, ahead of it.
+    const steps = this.steps.take(key.workspace);
     let reply: [string, string?, string?, number?];
     try {
       reply = (await this.commands.scriptCarryingDeferred(
         CALL_STEPS_SCRIPT,
         [
-          ...ends.keys,
+          ...steps.keys,
           keys.lease(key),
           // Some key of the workspace's slot when there is no budget to reserve.
           budget ? keys.budget(key.workspace, budget.day) : keys.slots(key.workspace),
         ],
         [
-          ...ends.args,
+          ...steps.args,
           start.now,
           Math.ceil(start.busyUntil),
-          budget ? Math.max(1, Math.ceil(budget.requestedMs)) : 0,
+          requestedMs + extraMs,
           budget?.limitMs ?? 0,
           BUDGET_KEY_TTL_MS,
           key.sessionId,
         ],
       )) as typeof reply;
     } catch (error) {
-      ends.fail(error);
+      steps.fail(error);
+      if (held !== undefined) this.giveBackTime(key.workspace, budget!.day, held);
       throw error;
     }
     const [found, outcome, raw, granted] = reply;
-    ends.settle(found);
+    steps.settle(found);
     if (outcome === "started") {
-      return { outcome, lease: JSON.parse(raw!) as Lease, grantedMs: Number(granted) };
+      const lease = JSON.parse(raw!) as Lease;
+      this.cache.put(lease, start.now);
+      if (held !== undefined) return { outcome, lease, grantedMs: held };
+      const grantedMs = Math.min(Number(granted), requestedMs);
+      if (budget) {
+        const kept = Number(granted) - grantedMs;
+        this.allotments.add(key.workspace, budget, kept, kept === extraMs);
+      }
+      return { outcome, lease, grantedMs };
     }
+    if (held !== undefined) this.giveBackTime(key.workspace, budget!.day, held);
+    this.cache.drop(key);
     return { outcome: outcome === "spent" ? "budget_spent" : outcome === "expired" ? "expired" : "gone" };
   }
 
-  /** Put off until the workspace's next begin on this replica, or a moment (redis-call-ends.ts). */
-  endCall(key: LeaseKey, end: CallEnd) {
-    return this.ends.end(key, end);
+  /** Time granted to no call after all: to the workspace's allotment, or back to Redis. */
+  private giveBackTime(workspace: string, day: string, milliseconds: number): void {
+    if (this.allotments.keep(workspace, day, milliseconds)) return;
+    void this.steps
+      .put({ kind: "refund", workspace, now: Date.now(), refund: { day, milliseconds } })
+      .catch(() => {});
   }
 
-  /** Sends the ends put off and waits for them (before the connection closes). */
-  flushEnds() {
-    return this.ends.flush();
+  /**
+   * Put off until the workspace's next script on this replica, or a moment
+   * (redis-call-steps.ts). The call's unused time goes to the workspace's allotment when
+   * this replica holds one for its day, else back to Redis with the end.
+   */
+  endCall(key: LeaseKey, end: CallEnd) {
+    this.cache.touch(key, end.now);
+    const refund = end.refund;
+    const kept = refund !== undefined && this.allotments.keep(key.workspace, refund.day, refund.milliseconds);
+    return this.steps.put({ kind: "end", key, now: end.now, ...(refund && !kept ? { refund } : {}) });
+  }
+
+  /** Gives the allotments back, sends the steps put off and waits for them (before the connection closes). */
+  flushSteps() {
+    this.allotments.returnAll();
+    return this.steps.flush();
   }
 
   async takeLease(key: LeaseKey) {
@@ -141,7 +232,12 @@ export class RedisLeases implements LeaseStore {
     if (this.legacyIndexInUse) {
       await this.commands.call(() => redis.zrem(keys.legacyLeaseIndex(), keys.indexMember(key)));
     }
-    return typeof raw === "string" ? (JSON.parse(raw) as Lease) : undefined;
+    if (typeof raw !== "string") return undefined;
+    this.cache.forget(key, Date.now());
+    // Every other replica's copy goes too. Before the session's end answers, its sandbox
+    // session is closed as well, so a copy the message has not reached yet serves nothing.
+    await this.announceEnded(JSON.stringify([key.workspace, key.sessionId])).catch(() => {});
+    return JSON.parse(raw) as Lease;
   }
 
   async dueLeases(now: number, limit: number) {

@@ -7,8 +7,8 @@
  * (redis-leases.ts), the broadcast (redis-broadcast.ts) and the pools' demand counts
  * (redis-pool-demand.ts) are modules of their own over the same commands (redis-commands.ts).
  * The hot path is one script per step: CreateSession is three (admission, idle lease, lease
- * record), a call's begin one, and its end rides with the next begin (or goes alone a moment
- * later).
+ * record), a call's first begin on a replica one; later begins (from the lease cache) and
+ * every end ride with the workspace's next script (or go together a moment later).
  *
  * Redis being away must fail requests fast, not hang them: the offline queue is off, every
  * command has a short timeout, and any failure surfaces as 503 `store.unavailable`
@@ -35,7 +35,7 @@ import { RedisCommands } from "./redis-commands.js";
 import { connectRedis, openRedis, type RedisTarget, redactUrl } from "./redis-connection.js";
 import { RedisHolders } from "./redis-holders.js";
 import { BUDGET_KEY_TTL_MS, RedisKeys } from "./redis-keys.js";
-import { RedisLeases } from "./redis-leases.js";
+import { LEASES_ENDED_CHANNEL, RedisLeases } from "./redis-leases.js";
 import { RedisPoolDemand } from "./redis-pool-demand.js";
 
 export { redactUrl };
@@ -64,8 +64,10 @@ export class RedisCoordinationStore implements CoordinationStore {
     target: RedisTarget,
   ) {
     this.holders = new RedisHolders(commands);
-    this.leases = new RedisLeases(commands, this.holders);
     this.broadcast = new RedisBroadcast(commands, target);
+    this.leases = new RedisLeases(commands, this.holders, (message) =>
+      this.broadcast.publish(LEASES_ENDED_CHANNEL, message),
+    );
     this.demand = new RedisPoolDemand(commands);
   }
 
@@ -79,7 +81,18 @@ export class RedisCoordinationStore implements CoordinationStore {
     const commands = new RedisCommands(redis, new RedisKeys(options.prefix), scripts);
     const store = new RedisCoordinationStore(commands, target);
     await connectRedis(redis, target, options.startupTimeoutMs);
+    await store.listenForEndedLeases();
     return store;
+  }
+
+  /**
+   * The lease cache serves calls only while this replica hears every session's end: from
+   * its subscription on, and again after each reconnect (lease-cache.ts).
+   */
+  private async listenForEndedLeases(): Promise<void> {
+    await this.broadcast.subscribe(LEASES_ENDED_CHANNEL, (message) => this.leases.forgetEnded(message));
+    this.broadcast.onListening((listening) => this.leases.setCacheCoherent(listening));
+    this.leases.setCacheCoherent(true);
   }
 
   /** True when Redis answers now (readiness). */
@@ -286,8 +299,8 @@ export class RedisCoordinationStore implements CoordinationStore {
   }
 
   async close() {
-    // The ends of calls put off (redis-call-ends.ts) are written before the connection goes.
-    await this.leases.flushEnds();
+    // The steps of calls put off (redis-call-steps.ts) are written before the connection goes.
+    await this.leases.flushSteps();
     this.redis.disconnect();
     this.broadcast.close();
   }

@@ -1,10 +1,16 @@
--- The calls of one workspace this replica has ended since its last command for them, then
--- (optionally) the beginning of a new call, in one step: a call's end rides with the next
--- call's begin instead of costing a round trip of its own (redis-call-ends.ts).
+-- The steps of one workspace's calls this replica has put off since its last command for
+-- them, then (optionally) the beginning of a new call, in one step: a call's end, and the
+-- begin of a call served from the replica's lease cache, ride with the next script instead
+-- of costing a round trip of their own (redis-call-steps.ts).
 --
--- Each end gives back the unused part of its reservation (the day's total never drops below
--- zero), records the activity, counts the call out (the last one clears busyUntil) and
--- moves the session in the workspace's deadline index.
+-- A step is one of:
+--   "b"  a call begun from the cache: records the activity, counts the call in and raises
+--        busyUntil to its deadline (the replica already reserved its budget);
+--   "e"  a call's end: gives back the unused part of its reservation (the day's total never
+--        drops below zero), records the activity, counts the call out (the last one clears
+--        busyUntil);
+--   "r"  time a replica held for the workspace and gives back (a budget allotment).
+-- Every step on a lease moves the session in the workspace's deadline index.
 --
 -- The begin finds the lease (an unknown key and another workspace's find the same
 -- nothing), refuses one past its deadline, reserves the call's execution time against the
@@ -12,19 +18,22 @@
 -- nothing), marks the session busy until the call's deadline and moves it in the index.
 --
 -- KEYS[1]             the workspace's deadline index: session id -> deadline (epoch ms)
--- KEYS[2k], [2k+1]    end k (k = 1..E): its lease (JSON string), the budget counter of the
---                     day its time was reserved on (or any key of the slot when no refund)
--- KEYS[2E+2], [2E+3]  the begin, when there is one: the lease, the day's budget counter
--- ARGV[1]             E, the number of ends
--- ARGV[3k-1 .. 3k+1]  end k: now (epoch ms), milliseconds to give back (0: none), session id
--- ARGV[3E+2 ..]       the begin: now, the call's deadline (how long it may hold the session
+-- KEYS[2k], [2k+1]    step k (k = 1..S): its lease (JSON string; any key of the slot for
+--                     "r"), the budget counter of the day its time is given back to (any
+--                     key of the slot when none is)
+-- KEYS[2S+2], [2S+3]  the begin, when there is one: the lease, the day's budget counter
+-- ARGV[1]             S, the number of steps
+-- ARGV[4k-2 .. 4k+1]  step k: its kind ("b", "e", "r"), now (epoch ms), the call's deadline
+--                     ("b") or the milliseconds to give back ("e", "r"; 0: none), session id
+-- ARGV[4S+2 ..]       the begin: now, the call's deadline (how long it may hold the session
 --                     off idling out), milliseconds to reserve (0: none), the day's budget
 --                     (ms), how long a new day's counter is kept (ms), the session id
--- Returns  {found} for ends alone, else {found, "gone"}, {found, "expired"},
+-- Returns  {found} for steps alone, else {found, "gone"}, {found, "expired"},
 --          {found, "spent"} or {found, "started", updated lease JSON, ms granted}, where
---          found has one character per end: "1" when its lease was still there, else "0"
+--          found has one character per step: "1" when its lease was still there (always
+--          for "r"), else "0"
 local index = KEYS[1]
-local ends = tonumber(ARGV[1])
+local steps = tonumber(ARGV[1])
 
 local function deadline_of(l)
   -- The same deadline as leaseDeadline() in records.ts.
@@ -61,23 +70,37 @@ local function commit()
   end
   return written
 end
+local function give_back(budget_key, milliseconds)
+  if milliseconds <= 0 then
+    return
+  end
+  local used = tonumber(redis.call("GET", budget_key) or "-1")
+  if used >= 0 then
+    redis.call("SET", budget_key, math.max(0, used - milliseconds), "KEEPTTL")
+  end
+end
 
 local found = {}
-for k = 1, ends do
+for k = 1, steps do
   local lease_key, budget_key = KEYS[2 * k], KEYS[2 * k + 1]
-  local now, refund, session = tonumber(ARGV[3 * k - 1]), tonumber(ARGV[3 * k]), ARGV[3 * k + 1]
-  if refund > 0 then
-    local used = tonumber(redis.call("GET", budget_key) or "-1")
-    if used >= 0 then
-      redis.call("SET", budget_key, math.max(0, used - refund), "KEEPTTL")
-    end
+  local kind, now, amount, session =
+    ARGV[4 * k - 2], tonumber(ARGV[4 * k - 1]), tonumber(ARGV[4 * k]), ARGV[4 * k + 1]
+  if kind ~= "b" then
+    give_back(budget_key, amount)
   end
-  local lease = lease_at(lease_key)
-  if lease then
+  local lease = kind ~= "r" and lease_at(lease_key)
+  if kind == "r" then
+    found[k] = "1"
+  elseif lease then
     lease.lastActivityAt = math.max(lease.lastActivityAt, now)
-    lease.activeCalls = math.max(0, (lease.activeCalls or 0) - 1)
-    if lease.activeCalls == 0 then
-      lease.busyUntil = nil
+    if kind == "b" then
+      lease.activeCalls = (lease.activeCalls or 0) + 1
+      lease.busyUntil = math.max(lease.busyUntil or 0, amount)
+    else
+      lease.activeCalls = math.max(0, (lease.activeCalls or 0) - 1)
+      if lease.activeCalls == 0 then
+        lease.busyUntil = nil
+      end
     end
     changed(lease_key, session)
     found[k] = "1"
@@ -86,13 +109,13 @@ for k = 1, ends do
   end
 end
 found = table.concat(found)
-if #KEYS == 2 * ends + 1 then
+if #KEYS == 2 * steps + 1 then
   commit()
   return { found }
 end
 
-local lease_key, budget_key = KEYS[2 * ends + 2], KEYS[2 * ends + 3]
-local at = 3 * ends + 1
+local lease_key, budget_key = KEYS[2 * steps + 2], KEYS[2 * steps + 3]
+local at = 4 * steps + 1
 local now = tonumber(ARGV[at + 1])
 local lease = lease_at(lease_key)
 if not lease then

@@ -1,0 +1,288 @@
+/**
+ * The per-replica lease cache and budget allotments of the Redis store
+ * (src/store/coordination/redis/lease-cache.ts, redis-budget-allotments.ts), on a real
+ * Redis with two stores on one prefix as two replicas: a session's later calls start from
+ * the replica's copy with no round trip, Redis still sees every begin and end, an end on any
+ * replica drops every copy, a copy near its session's deadline is not used, and the day's
+ * budget is never overspent, however two replicas share it.
+ */
+import { randomBytes } from "node:crypto";
+import { Redis } from "ioredis";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { CallStart, Lease, LeaseKey } from "../../../src/store/coordination/records.js";
+import { LEASE_CACHE_MARGIN_MS } from "../../../src/store/coordination/redis/lease-cache.js";
+import { RETURN_AFTER_MS } from "../../../src/store/coordination/redis/redis-budget-allotments.js";
+import { RedisCoordinationStore } from "../../../src/store/coordination/redis/redis-store.js";
+import { redisAvailable, redisUrl, startPrivateRedis } from "../../support/redis.js";
+import { waitFor } from "../../support/wait-for.js";
+
+const available = await redisAvailable();
+const prefix = `sandpool-test-${randomBytes(4).toString("hex")}:`;
+const DAY = "2026-12-01";
+/** Large enough for allotments: 8 calls' time (16 s) held at a time. */
+const budget = { day: DAY, requestedMs: 2_000, limitMs: 3_600_000 };
+
+let names = 0;
+const fresh = (what: string) => `${what}-${++names}-${randomBytes(3).toString("hex")}`;
+
+function leaseIn(workspace: string, idleTimeoutSeconds = 600): Lease {
+  const now = Date.now();
+  return {
+    sessionId: fresh("sess"),
+    workspace,
+    pool: "default",
+    image: "sandpool/sandbox:dev",
+    sandbox: {
+      sandboxId: fresh("sb"),
+      pool: "default",
+      endpoint: "http://127.0.0.1:1",
+      runtimeId: fresh("rt"),
+      innerSessionId: fresh("inner"),
+      createdAt: now,
+    },
+    createdAt: now,
+    lastActivityAt: now,
+    idleTimeoutSeconds,
+    maxLifetimeSeconds: 3_600,
+  };
+}
+const keyOf = (l: Lease): LeaseKey => ({ workspace: l.workspace, sessionId: l.sessionId });
+const start = (ask: CallStart["budget"] = budget): CallStart => ({
+  now: Date.now(),
+  busyUntil: Date.now() + 60_000,
+  ...(ask ? { budget: ask } : {}),
+});
+
+describe.skipIf(!available)("the lease cache and budget allotments", () => {
+  let admin: Redis;
+  const opened: RedisCoordinationStore[] = [];
+  const replica = async (url = redisUrl) => {
+    const store = await RedisCoordinationStore.connect({ url, prefix });
+    opened.push(store);
+    return store;
+  };
+
+  beforeAll(() => {
+    admin = new Redis(redisUrl);
+  });
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((store) => store.close()));
+  });
+  afterAll(async () => {
+    const keys = await admin.keys(`${prefix}*`);
+    if (keys.length > 0) await admin.del(...keys);
+    admin.disconnect();
+  });
+
+  const leaseKey = (l: Lease) => `${prefix}{ws:${l.workspace}}:lease:${l.sessionId}`;
+  const stored = async (l: Lease) => JSON.parse((await admin.get(leaseKey(l)))!) as Lease;
+  const budgetUsed = async (workspace: string) =>
+    Number((await admin.get(`${prefix}{ws:${workspace}}:budget:${DAY}`)) ?? 0);
+
+  /** The scripts Redis runs on `workspace`'s keys while `work` runs (their inner commands left out). */
+  async function scriptsDuring(workspace: string, work: () => Promise<void>): Promise<number> {
+    const monitor = await new Redis(redisUrl).monitor();
+    let scripts = 0;
+    monitor.on("monitor", (_time: string, args: string[], source: string) => {
+      if (!source.includes("lua") && args.some((arg) => arg.includes(`{ws:${workspace}}:`))) scripts++;
+    });
+    try {
+      await work();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      return scripts;
+    } finally {
+      monitor.disconnect();
+    }
+  }
+
+  it("starts a session's later calls from the replica's copy, and Redis still sees every begin and end", async () => {
+    const store = await replica();
+    const lease = leaseIn(fresh("ws"));
+    await store.putLease(lease);
+    let lastEnd = 0;
+    const scripts = await scriptsDuring(lease.workspace, async () => {
+      const ends: Promise<boolean>[] = [];
+      for (let i = 0; i < 20; i++) {
+        const started = await store.beginCall(keyOf(lease), start());
+        expect(started).toMatchObject({ outcome: "started", grantedMs: 2_000 });
+        lastEnd = Date.now() + i; // later with every call, however fast they go
+        // Each call is charged 500 ms of its 2 s. Not waited on, as the gateway does not.
+        ends.push(store.endCall(keyOf(lease), { now: lastEnd, refund: { day: DAY, milliseconds: 1_500 } }));
+      }
+      expect(await Promise.all(ends)).toEqual(ends.map(() => true));
+    });
+    // One awaited begin for the first call; the rest were written behind, many steps to a
+    // script (without the cache: one script for every begin, 20 at least).
+    expect(scripts).toBeLessThanOrEqual(4);
+    expect(await stored(lease)).toMatchObject({ activeCalls: 0, lastActivityAt: lastEnd });
+    // The first begin held 8 calls' time for later ones; it goes back when the store closes,
+    // and then what is used is what the calls were charged.
+    expect(await budgetUsed(lease.workspace)).toBeGreaterThan(20 * 500);
+    await store.close();
+    expect(await budgetUsed(lease.workspace)).toBe(20 * 500);
+  });
+
+  it("marks the session busy in Redis a moment after a begin from the copy", async () => {
+    const store = await replica();
+    const lease = leaseIn(fresh("ws"));
+    await store.putLease(lease);
+    await store.beginCall(keyOf(lease), start());
+    const busyUntil = Date.now() + 30 * 60_000; // past its idle timeout (10 min)
+    const started = await store.beginCall(keyOf(lease), { ...start(), busyUntil });
+    expect(started.outcome).toBe("started");
+    await waitFor(async () => (await stored(lease)).activeCalls === 2, 2_000, "both begins in Redis");
+    expect((await stored(lease)).busyUntil).toBe(busyUntil);
+    const deadlines = `${prefix}{ws:${lease.workspace}}:deadlines`;
+    expect(Number(await admin.zscore(deadlines, lease.sessionId))).toBe(busyUntil);
+  });
+
+  it("drops the copy when a begin from it finds the lease gone", async () => {
+    const store = await replica();
+    const lease = leaseIn(fresh("ws"));
+    await store.putLease(lease);
+    await store.beginCall(keyOf(lease), start());
+    // Removed behind the replica's back (no end announced): the copy still serves once...
+    await admin.del(leaseKey(lease));
+    expect((await store.beginCall(keyOf(lease), start())).outcome).toBe("started");
+    // ...until that begin reaches Redis and finds nothing.
+    await waitFor(
+      async () => (await store.beginCall(keyOf(lease), start())).outcome === "gone",
+      2_000,
+      "the copy dropped",
+    );
+  });
+
+  it("drops every replica's copy when one of them ends the session", async () => {
+    const [one, two] = [await replica(), await replica()];
+    const lease = leaseIn(fresh("ws"));
+    await one.putLease(lease);
+    // Replica two's copy, from its first begin; its next one is served from it.
+    expect((await two.beginCall(keyOf(lease), start())).outcome).toBe("started");
+    expect((await two.beginCall(keyOf(lease), start())).outcome).toBe("started");
+    // That begin reached Redis while the lease was there: it drops nothing.
+    await waitFor(async () => (await stored(lease)).activeCalls === 2, 2_000, "both begins in Redis");
+    expect(await one.takeLease(keyOf(lease))).toMatchObject({ sessionId: lease.sessionId });
+    // Well within the copy's own lifetime (5 s), and before any begin of replica two could
+    // have found the lease gone: the broadcast dropped the copy.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect((await two.beginCall(keyOf(lease), start())).outcome).toBe("gone");
+  });
+
+  it("keeps another workspace's calls away from a copy", async () => {
+    const store = await replica();
+    const lease = leaseIn(fresh("ws"));
+    await store.putLease(lease);
+    await store.beginCall(keyOf(lease), start());
+    const intruder = { workspace: fresh("ws"), sessionId: lease.sessionId };
+    expect((await store.beginCall(intruder, start())).outcome).toBe("gone");
+  });
+
+  it("does not use a copy whose session is close to its idle deadline: the awaited begin decides", async () => {
+    const store = await replica();
+    const lease = leaseIn(fresh("ws"), Math.floor(LEASE_CACHE_MARGIN_MS / 1000) - 1);
+    await store.putLease(lease);
+    expect((await store.beginCall(keyOf(lease), start())).outcome).toBe("started");
+    await admin.del(leaseKey(lease));
+    // A copy in use would say started.
+    expect((await store.beginCall(keyOf(lease), start())).outcome).toBe("gone");
+  });
+
+  it("gives the time it holds back to Redis once the workspace is quiet", async () => {
+    const store = await replica();
+    const lease = leaseIn(fresh("ws"));
+    await store.putLease(lease);
+    await store.beginCall(keyOf(lease), start());
+    // The call's 2 s and 8 calls' more.
+    expect(await budgetUsed(lease.workspace)).toBe(18_000);
+    await store.endCall(keyOf(lease), { now: Date.now(), refund: { day: DAY, milliseconds: 1_900 } });
+    await waitFor(
+      async () => (await budgetUsed(lease.workspace)) === 100,
+      3 * RETURN_AFTER_MS + 1_000,
+      "the allotment given back",
+    );
+  });
+
+  it("never lets two replicas together spend more than the day's budget", async () => {
+    const [one, two] = [await replica(), await replica()];
+    const workspace = fresh("ws");
+    const [mine, theirs] = [leaseIn(workspace), leaseIn(workspace)];
+    await one.putLease(mine);
+    await two.putLease(theirs);
+    // 40 calls' worth: each replica holds up to 8 calls' time (a sixteenth of the budget).
+    const ask = { day: DAY, requestedMs: 1_000, limitMs: 40_000 };
+    const sides = [
+      { store: one, lease: mine, granted: 0, spent: false },
+      { store: two, lease: theirs, granted: 0, spent: false },
+    ];
+    for (let round = 0; round < 200 && sides.some((side) => !side.spent); round++) {
+      for (const side of sides.filter((s) => !s.spent)) {
+        const started = await side.store.beginCall(keyOf(side.lease), start(ask));
+        if (started.outcome === "budget_spent") {
+          side.spent = true;
+          continue;
+        }
+        expect(started.outcome).toBe("started");
+        if (started.outcome !== "started") continue;
+        side.granted += started.grantedMs;
+        // Charged in full: nothing given back.
+        await side.store.endCall(keyOf(side.lease), { now: Date.now() });
+      }
+    }
+    expect(sides.every((side) => side.spent)).toBe(true);
+    // Both replicas had their share, and together exactly the budget: none held back at the end.
+    expect(sides.every((side) => side.granted > 0)).toBe(true);
+    expect(sides[0]!.granted + sides[1]!.granted).toBe(ask.limitMs);
+    expect(await budgetUsed(workspace)).toBe(ask.limitMs);
+  });
+
+  it("grants a call it has no copy for from the time it holds, rather than refuse it", async () => {
+    const [one, two] = [await replica(), await replica()];
+    const workspace = fresh("ws");
+    const [mine, other] = [leaseIn(workspace), leaseIn(workspace)];
+    await one.putLease(mine);
+    const ask = { day: DAY, requestedMs: 1_000, limitMs: 40_000 };
+    await one.beginCall(keyOf(mine), start(ask)); // holds 2.5 s more for later calls
+    // The rest of the day's budget spent elsewhere.
+    await admin.set(`${prefix}{ws:${workspace}}:budget:${DAY}`, String(ask.limitMs), "KEEPTTL");
+    // A session replica one has no copy of (made through replica two).
+    await two.putLease(other);
+    expect(await one.beginCall(keyOf(other), start(ask))).toMatchObject({
+      outcome: "started",
+      grantedMs: 1_000,
+    });
+  });
+
+  it("serves nothing from a copy while it cannot hear the ends, and again once subscribed", async () => {
+    const redis = await startPrivateRedis();
+    const privateAdmin = new Redis(redis.url);
+    try {
+      const store = await replica(redis.url);
+      const lease = leaseIn(fresh("ws"));
+      await store.putLease(lease);
+      await store.beginCall(keyOf(lease), start());
+      // The replica's subscription drops: it may miss an end from now on.
+      await privateAdmin.call("CLIENT", "KILL", "TYPE", "pubsub");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await privateAdmin.del(`${prefix}{ws:${lease.workspace}}:lease:${lease.sessionId}`);
+      expect((await store.beginCall(keyOf(lease), start())).outcome).toBe("gone");
+      // Subscribed again, the cache serves calls again.
+      const again = leaseIn(fresh("ws"));
+      await waitFor(
+        async () =>
+          Number(((await privateAdmin.pubsub("NUMSUB", `${prefix}leases-ended`)) as [string, number])[1]) >=
+          1,
+        5_000,
+        "the subscription back",
+      );
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await store.putLease(again);
+      await store.beginCall(keyOf(again), start());
+      await privateAdmin.del(`${prefix}{ws:${again.workspace}}:lease:${again.sessionId}`);
+      expect((await store.beginCall(keyOf(again), start())).outcome).toBe("started");
+    } finally {
+      privateAdmin.disconnect();
+      await Promise.all(opened.splice(0).map((store) => store.close()));
+      await redis.stop();
+    }
+  });
+});
