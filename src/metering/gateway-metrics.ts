@@ -92,13 +92,14 @@ export class GatewayMetrics {
   });
 
   /**
-   * The store's part of a call's start (Execute and the file calls): one round trip that
-   * resolves the lease, reserves budget and marks the session busy. Beside the request
-   * duration and the sandbox's wall time it splits the gateway's own time per call.
+   * The store's part of a call's start (Execute and the file calls): resolve the lease,
+   * reserve budget and mark the session busy, one round trip at most (none when the
+   * replica's lease cache serves the call). Beside the request duration and the sandbox's
+   * wall time it splits the gateway's own time per call.
    */
   readonly callBeginDuration = new Histogram({
     name: "sandpool_call_begin_duration_seconds",
-    help: "Time to begin a call on its session in the store (resolve, reserve budget, mark busy: one round trip)",
+    help: "Time to begin a call on its session in the store (resolve, reserve budget, mark busy: one round trip at most, none from the lease cache)",
     buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     registers: [this.registry],
   });

@@ -2,7 +2,7 @@
  * The session layer's part of the pipeline for a contract call: the policy gate (from the
  * replica's policy cache, no store round trip), the 404-first order of refusals, and the
  * admission of the call on its session (`SessionLifecycle.beginCall`: resolve, budget and
- * busy in one round trip). The pipeline's resolve, policy and admit steps call these.
+ * busy in one round trip at most). The pipeline's resolve, policy and admit steps call these.
  */
 import type { Principal } from "../auth/principal.js";
 import type { CallArgs } from "../operations/handler.js";
@@ -46,7 +46,7 @@ export class SessionCalls {
 
   /**
    * Throws `refusal`, or the session's 404 when there is no such session: that comes first,
-   * so a refusal found before the call's one round trip says nothing a 404 would not.
+   * so a refusal found before the call's begin says nothing a 404 would not.
    */
   async refuseInOrder(key: LeaseKey, refusal: unknown): Promise<never> {
     await this.deps.sessions.resolve(key);

@@ -15,7 +15,7 @@ export interface LeaseStore {
    */
   touchLease(key: LeaseKey, now: number, call?: CallMark): Promise<Lease | undefined>;
   /**
-   * Begins a call in one atomic step (one round trip on the hot path): resolves the lease,
+   * Begins a call in one atomic step (one round trip at most on the hot path): resolves the lease,
    * refuses one past its deadline, reserves the budget asked for (cut to what remains,
    * `budget_spent` when nothing does), and marks the session busy (as `touchLease` with
    * `{ begin: busyUntil }`). Only `started` changes anything.

@@ -51,11 +51,12 @@ export class BudgetAllotments {
   /** Grants all of `ask` from the allotment, or nothing (undefined) when it holds too little. */
   take(workspace: string, ask: BudgetAsk): number | undefined {
     const allotment = this.held.get(allotmentKey(workspace, ask.day));
-    if (!allotment || allotment.limitMs !== ask.limitMs || allotment.freeMs < ask.requestedMs)
-      return undefined;
-    allotment.freeMs -= ask.requestedMs;
+    // Whole milliseconds, at least one, as Redis reserves them.
+    const wanted = Math.max(1, Math.ceil(ask.requestedMs));
+    if (!allotment || allotment.limitMs !== ask.limitMs || allotment.freeMs < wanted) return undefined;
+    allotment.freeMs -= wanted;
     allotment.lastUsedAt = this.now();
-    return ask.requestedMs;
+    return wanted;
   }
 
   /**
