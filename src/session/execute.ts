@@ -1,14 +1,14 @@
 /**
  * Execute, once the pipeline has admitted it (src/pipeline/: the session resolved, the body
  * validated, the tool allowed, the call's time reserved against the day's budget and the
- * session marked busy, the last three in one store round trip): forward it with
+ * session marked busy, the last three in one store round trip at most): forward it with
  * `timeout_seconds` clamped to the ceiling in force and to the time granted, and a client
  * deadline of that plus a buffer, then settle the reservation with the wall time the gateway
  * measured around the forwarded call (never what the sandbox reports: a sandbox's answers
  * are not trusted), with the call's end, which the answer does not wait for (the store
- * writes it behind, with the workspace's next begin). The sandbox's answer is returned byte for byte. Asked for as an event stream,
- * the same steps hold, the answer streams (exec-stream.ts) and the wall time runs to the end
- * of the stream.
+ * writes it behind, with the workspace's next script). The sandbox's answer is returned
+ * byte for byte. Asked for as an event stream, the same steps hold, the answer streams
+ * (exec-stream.ts) and the wall time runs to the end of the stream.
  */
 
 import { performance } from "node:perf_hooks";

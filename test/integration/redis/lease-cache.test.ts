@@ -9,10 +9,11 @@
 import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { CallStart, Lease, LeaseKey } from "../../../src/store/coordination/records.js";
+import type { CallStart, Lease } from "../../../src/store/coordination/records.js";
 import { LEASE_CACHE_MARGIN_MS } from "../../../src/store/coordination/redis/lease-cache.js";
 import { RETURN_AFTER_MS } from "../../../src/store/coordination/redis/redis-budget-allotments.js";
 import { RedisCoordinationStore } from "../../../src/store/coordination/redis/redis-store.js";
+import { fresh, keyOf, leaseIn } from "../../support/lease-fixture.js";
 import { redisAvailable, redisUrl, startPrivateRedis } from "../../support/redis.js";
 import { waitFor } from "../../support/wait-for.js";
 
@@ -22,31 +23,6 @@ const DAY = "2026-12-01";
 /** Large enough for allotments: 8 calls' time (16 s) held at a time. */
 const budget = { day: DAY, requestedMs: 2_000, limitMs: 3_600_000 };
 
-let names = 0;
-const fresh = (what: string) => `${what}-${++names}-${randomBytes(3).toString("hex")}`;
-
-function leaseIn(workspace: string, idleTimeoutSeconds = 600): Lease {
-  const now = Date.now();
-  return {
-    sessionId: fresh("sess"),
-    workspace,
-    pool: "default",
-    image: "sandpool/sandbox:dev",
-    sandbox: {
-      sandboxId: fresh("sb"),
-      pool: "default",
-      endpoint: "http://127.0.0.1:1",
-      runtimeId: fresh("rt"),
-      innerSessionId: fresh("inner"),
-      createdAt: now,
-    },
-    createdAt: now,
-    lastActivityAt: now,
-    idleTimeoutSeconds,
-    maxLifetimeSeconds: 3_600,
-  };
-}
-const keyOf = (l: Lease): LeaseKey => ({ workspace: l.workspace, sessionId: l.sessionId });
 const start = (ask: CallStart["budget"] = budget): CallStart => ({
   now: Date.now(),
   busyUntil: Date.now() + 60_000,
@@ -73,6 +49,14 @@ describe.skipIf(!available)("the lease cache and budget allotments", () => {
     if (keys.length > 0) await admin.del(...keys);
     admin.disconnect();
   });
+
+  /** A new session in a workspace of its own, with one call begun on `store` (which now holds a copy). */
+  async function withCopy(store: RedisCoordinationStore): Promise<Lease> {
+    const lease = leaseIn(fresh("ws"));
+    await store.putLease(lease);
+    await store.beginCall(keyOf(lease), start());
+    return lease;
+  }
 
   const leaseKey = (l: Lease) => `${prefix}{ws:${l.workspace}}:lease:${l.sessionId}`;
   const stored = async (l: Lease) => JSON.parse((await admin.get(leaseKey(l)))!) as Lease;
@@ -124,9 +108,7 @@ describe.skipIf(!available)("the lease cache and budget allotments", () => {
 
   it("marks the session busy in Redis a moment after a begin from the copy", async () => {
     const store = await replica();
-    const lease = leaseIn(fresh("ws"));
-    await store.putLease(lease);
-    await store.beginCall(keyOf(lease), start());
+    const lease = await withCopy(store);
     const busyUntil = Date.now() + 30 * 60_000; // past its idle timeout (10 min)
     const started = await store.beginCall(keyOf(lease), { ...start(), busyUntil });
     expect(started.outcome).toBe("started");
@@ -138,9 +120,7 @@ describe.skipIf(!available)("the lease cache and budget allotments", () => {
 
   it("drops the copy when a begin from it finds the lease gone", async () => {
     const store = await replica();
-    const lease = leaseIn(fresh("ws"));
-    await store.putLease(lease);
-    await store.beginCall(keyOf(lease), start());
+    const lease = await withCopy(store);
     // Removed behind the replica's back (no end announced): the copy still serves once...
     await admin.del(leaseKey(lease));
     expect((await store.beginCall(keyOf(lease), start())).outcome).toBe("started");
@@ -170,9 +150,7 @@ describe.skipIf(!available)("the lease cache and budget allotments", () => {
 
   it("keeps another workspace's calls away from a copy", async () => {
     const store = await replica();
-    const lease = leaseIn(fresh("ws"));
-    await store.putLease(lease);
-    await store.beginCall(keyOf(lease), start());
+    const lease = await withCopy(store);
     const intruder = { workspace: fresh("ws"), sessionId: lease.sessionId };
     expect((await store.beginCall(intruder, start())).outcome).toBe("gone");
   });
@@ -189,9 +167,7 @@ describe.skipIf(!available)("the lease cache and budget allotments", () => {
 
   it("gives the time it holds back to Redis once the workspace is quiet", async () => {
     const store = await replica();
-    const lease = leaseIn(fresh("ws"));
-    await store.putLease(lease);
-    await store.beginCall(keyOf(lease), start());
+    const lease = await withCopy(store);
     // The call's 2 s and 8 calls' more.
     expect(await budgetUsed(lease.workspace)).toBe(18_000);
     await store.endCall(keyOf(lease), { now: Date.now(), refund: { day: DAY, milliseconds: 1_900 } });
@@ -257,16 +233,13 @@ describe.skipIf(!available)("the lease cache and budget allotments", () => {
     const privateAdmin = new Redis(redis.url);
     try {
       const store = await replica(redis.url);
-      const lease = leaseIn(fresh("ws"));
-      await store.putLease(lease);
-      await store.beginCall(keyOf(lease), start());
+      const lease = await withCopy(store);
       // The replica's subscription drops: it may miss an end from now on.
       await privateAdmin.call("CLIENT", "KILL", "TYPE", "pubsub");
       await new Promise((resolve) => setTimeout(resolve, 50));
-      await privateAdmin.del(`${prefix}{ws:${lease.workspace}}:lease:${lease.sessionId}`);
+      await privateAdmin.del(leaseKey(lease));
       expect((await store.beginCall(keyOf(lease), start())).outcome).toBe("gone");
       // Subscribed again, the cache serves calls again.
-      const again = leaseIn(fresh("ws"));
       await waitFor(
         async () =>
           Number(((await privateAdmin.pubsub("NUMSUB", `${prefix}leases-ended`)) as [string, number])[1]) >=
@@ -275,9 +248,8 @@ describe.skipIf(!available)("the lease cache and budget allotments", () => {
         "the subscription back",
       );
       await new Promise((resolve) => setTimeout(resolve, 100));
-      await store.putLease(again);
-      await store.beginCall(keyOf(again), start());
-      await privateAdmin.del(`${prefix}{ws:${again.workspace}}:lease:${again.sessionId}`);
+      const again = await withCopy(store);
+      await privateAdmin.del(leaseKey(again));
       expect((await store.beginCall(keyOf(again), start())).outcome).toBe("started");
     } finally {
       privateAdmin.disconnect();

@@ -8,9 +8,10 @@
 import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { Lease, LeaseKey } from "../../../src/store/coordination/records.js";
+import type { Lease } from "../../../src/store/coordination/records.js";
 import { MAX_STEPS_PER_SCRIPT } from "../../../src/store/coordination/redis/redis-call-steps.js";
 import { RedisCoordinationStore } from "../../../src/store/coordination/redis/redis-store.js";
+import { fresh, keyOf, leaseIn } from "../../support/lease-fixture.js";
 import { redisAvailable, redisUrl, startPrivateRedis } from "../../support/redis.js";
 import { waitFor } from "../../support/wait-for.js";
 
@@ -23,32 +24,6 @@ const DAY = "2026-12-01";
 const budget = { day: DAY, requestedMs: 2_000, limitMs: 30_000 };
 /** A budget large enough for allotments: most begins are then served from the lease cache. */
 const roomyBudget = { ...budget, limitMs: 3_600_000 };
-
-let names = 0;
-const fresh = (what: string) => `${what}-${++names}-${randomBytes(3).toString("hex")}`;
-
-function leaseIn(workspace: string): Lease {
-  const now = Date.now();
-  return {
-    sessionId: fresh("sess"),
-    workspace,
-    pool: "default",
-    image: "sandpool/sandbox:dev",
-    sandbox: {
-      sandboxId: fresh("sb"),
-      pool: "default",
-      endpoint: "http://127.0.0.1:1",
-      runtimeId: fresh("rt"),
-      innerSessionId: fresh("inner"),
-      createdAt: now,
-    },
-    createdAt: now,
-    lastActivityAt: now,
-    idleTimeoutSeconds: 600,
-    maxLifetimeSeconds: 3_600,
-  };
-}
-const keyOf = (l: Lease): LeaseKey => ({ workspace: l.workspace, sessionId: l.sessionId });
 
 describe.skipIf(!available)("the ends of calls, written behind", () => {
   let store: RedisCoordinationStore;

@@ -49,7 +49,7 @@ export class LeaseCache {
    */
   private readonly ended = new Map<string, number>();
   /** False while an end could be missed: nothing is served from the cache then. */
-  coherent = false;
+  private coherent = false;
 
   /** The lease of `key` when it may serve a call starting at `now`, else undefined. */
   usable(key: LeaseKey, now: number): Lease | undefined {

@@ -105,6 +105,11 @@ export class BudgetAllotments {
     return true;
   }
 
+  /** Time taken for a call that did not start after all: kept when it fits, else given back to Redis. */
+  restore(workspace: string, day: string, milliseconds: number): void {
+    if (!this.keep(workspace, day, milliseconds)) this.sendBack(workspace, day, milliseconds);
+  }
+
   /** Gives every allotment back (the store is closing). */
   returnAll(): void {
     for (const allotment of this.held.values())

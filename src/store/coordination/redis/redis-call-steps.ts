@@ -122,16 +122,12 @@ export class RedisCallSteps {
         step.kind === "refund" ? anyKey : names.lease(step.key),
         refund ? names.budget(workspace, refund.day) : anyKey,
       );
-      args.push(
-        KIND_CODES[step.kind],
-        step.now,
+      // A begin's deadline, or the milliseconds an end or a refund gives back.
+      const amount =
         step.kind === "begin"
           ? Math.ceil(step.busyUntil)
-          : refund
-            ? Math.max(0, Math.floor(refund.milliseconds))
-            : 0,
-        step.kind === "refund" ? "" : step.key.sessionId,
-      );
+          : Math.max(0, Math.floor(refund?.milliseconds ?? 0));
+      args.push(KIND_CODES[step.kind], step.now, amount, step.kind === "refund" ? "" : step.key.sessionId);
     }
     return {
       keys,

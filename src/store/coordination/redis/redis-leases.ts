@@ -131,7 +131,7 @@ export class RedisLeases implements LeaseStore {
     if (!lease) return undefined;
     const granted = start.budget ? this.allotments.take(key.workspace, start.budget) : 0;
     if (granted === undefined) return undefined;
-    this.cache.touch(key, start.now);
+    if (start.now > lease.lastActivityAt) lease.lastActivityAt = start.now; // the copy's activity
     const begun = this.steps.put({ kind: "begin", key, now: start.now, busyUntil: start.busyUntil });
     // The lease was gone by the time the begin reached Redis (ended on another replica
     // meanwhile): the copy goes; the call itself meets the closed sandbox session.
@@ -175,7 +175,7 @@ export class RedisLeases implements LeaseStore {
       )) as typeof reply;
     } catch (error) {
       steps.fail(error);
-      if (held !== undefined) this.giveBackTime(key.workspace, budget!.day, held);
+      if (held !== undefined) this.allotments.restore(key.workspace, budget!.day, held);
       throw error;
     }
     const [found, outcome, raw, granted] = reply;
@@ -191,17 +191,9 @@ export class RedisLeases implements LeaseStore {
       }
       return { outcome, lease, grantedMs };
     }
-    if (held !== undefined) this.giveBackTime(key.workspace, budget!.day, held);
+    if (held !== undefined) this.allotments.restore(key.workspace, budget!.day, held);
     this.cache.drop(key);
     return { outcome: outcome === "spent" ? "budget_spent" : outcome === "expired" ? "expired" : "gone" };
-  }
-
-  /** Time granted to no call after all: to the workspace's allotment, or back to Redis. */
-  private giveBackTime(workspace: string, day: string, milliseconds: number): void {
-    if (this.allotments.keep(workspace, day, milliseconds)) return;
-    void this.steps
-      .put({ kind: "refund", workspace, now: Date.now(), refund: { day, milliseconds } })
-      .catch(() => {});
   }
 
   /**
