@@ -67,8 +67,12 @@ const REFILL_SPACING_MS = 300;
 const EXEC_WARMUP = scale(2_500);
 const EXEC_CALLS = scale(300);
 const THROUGHPUT_CLIENTS = 8;
-const THROUGHPUT_MS = quick ? 1_000 : 3_000;
-const THROUGHPUT_ROUNDS = 3;
+/**
+ * Short windows, many rounds: the machine's speed drifts within seconds (a neighbour's load),
+ * and paths timed close together, in alternating order, share the drift alike.
+ */
+const THROUGHPUT_MS = 1_000;
+const THROUGHPUT_ROUNDS = quick ? 3 : 9;
 /** Calls each throughput client makes first: its sandbox server's code hot (exec-measures.mjs). */
 const THROUGHPUT_WARMUP = scale(3_000);
 const EXEC_CPU_CALLS = quick ? 300 : 1_500;
@@ -141,15 +145,20 @@ async function main() {
   });
   // Two baselines, one per kind of sandbox: serve's are containers, dev's are processes.
   // One container per client, as serve gives each session its own (the relay places each
-  // new session on the next one); the one-client measures use the first.
+  // new session on the next one); the one-client measures use the first. The relay has
+  // containers of its own: shared with the direct path, they would have served twice the
+  // calls of serve's fresh ones before the rounds, and a sandbox server's CPU per call keeps
+  // falling for thousands of calls (the JIT), which the relay would be credited with.
   const box = await startSandboxContainers(SANDBOX_IMAGE, THROUGHPUT_CLIENTS, START_TIMEOUT_MS);
-  const boxRelay = await startRelay(box.urls.join(","), START_TIMEOUT_MS);
+  const relayBox = await startSandboxContainers(SANDBOX_IMAGE, THROUGHPUT_CLIENTS, START_TIMEOUT_MS);
+  const boxRelay = await startRelay(relayBox.urls.join(","), START_TIMEOUT_MS);
   const sandbox = await startSandboxServer(python, START_TIMEOUT_MS);
   const relay = await startRelay(sandbox.url, START_TIMEOUT_MS);
   // Each path's `pid` is the process in front of the sandbox, whose CPU per exec is read.
   const paths = [
     { name: "directContainer", url: box.url, urls: box.urls, pid: box.pid, pids: box.pids },
-    // Each relay reaches the same server as its direct path; each path makes its own sessions.
+    // The process relay reaches the same server as its direct path (one process serves many
+    // sessions); each path makes its own sessions.
     { name: "relayContainer", url: boxRelay.url, pid: boxRelay.pid },
     { name: "direct", url: sandbox.url, pid: sandbox.pid },
     { name: "relay", url: relay.url, pid: relay.pid },
@@ -179,6 +188,7 @@ async function main() {
   await relay.stop();
   await sandbox.stop();
   await boxRelay.stop();
+  await relayBox.stop();
   await box.stop();
   const serveCold = await measureServeCold(serve, SERVE_COLD_LEASES);
   await serve.close();
