@@ -11,8 +11,8 @@
  *                bursts, cold leases; its RSS at rest (gateway + PGlite host).
  *   exec         `print(1)` straight to a `sandpool sandbox` server, through a relay with no
  *                logic to it (lib/bare-relay.mjs: what one more process on the path costs),
- *                through serve and through dev: latency one call at a time rotated across the
- *                paths, and throughput with 8 concurrent clients.
+ *                through serve and through dev: latency one call at a time across the paths
+ *                in a new order every round, and throughput with 8 concurrent clients.
  *                And the CPU each path's process spends per exec (read from /proc: on a
  *                loaded machine wall time is mostly waiting for a CPU, CPU time is not), one
  *                call at a time and with 8 clients: the gateway's own beside the relay's.

@@ -1,13 +1,38 @@
 /**
  * Exec measures across paths (a path: a base URL, a token, a way to make a session there):
- * the latency of `print(1)` one call at a time, rotated call by call across the paths so
- * none always follows another, and the throughput of 8 concurrent clients, each with a
+ * the latency of `print(1)` one call at a time, call by call across the paths in a new order
+ * every round so none always follows another, and the throughput of 8 concurrent clients, each with a
  * session and a connection of its own, path after path in alternating order.
  */
 import { createClient, createSession, destroySession, execEach, execPrintOne } from "./client.mjs";
 import { nowMs, progress } from "./timing.mjs";
 
-/** One client and one session per path; `calls` rounds of one call per path. */
+/** The same orders run after run, so two runs of a bench time the same sequence. */
+const LATENCY_ORDER_SEED = 13;
+
+/** mulberry32: a small seeded generator of floats in [0, 1). */
+function seededRandom(seed) {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A copy of `items` in a random order (Fisher-Yates). */
+function shuffled(items, random) {
+  const copy = [...items];
+  for (let i = copy.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [copy[i], copy[j]] = [copy[j], copy[i]];
+  }
+  return copy;
+}
+
+/** One client and one session per path; `calls` rounds of one call per path, in random orders. */
 export async function measureExecLatency(paths, { warmup, calls }) {
   const opened = [];
   try {
@@ -17,9 +42,13 @@ export async function measureExecLatency(paths, { warmup, calls }) {
     }
     for (let i = 0; i < warmup; i++) for (const o of opened) await execPrintOne(o.client, o.sessionId);
     const samples = Object.fromEntries(paths.map((path) => [path.name, []]));
+    const random = seededRandom(LATENCY_ORDER_SEED);
     for (let i = 0; i < calls; i++) {
-      for (let k = 0; k < opened.length; k++) {
-        const o = opened[(i + k) % opened.length];
+      // A new order every round: each path follows every other alike. A rotation keeps the
+      // cycle, so a path would nearly always follow the same one, and a call right after one
+      // of the same kind (a container's server after another's: the same binary, warm in the
+      // CPU's caches) is faster than one after another kind.
+      for (const o of shuffled(opened, random)) {
         const start = nowMs();
         await execPrintOne(o.client, o.sessionId);
         samples[o.path.name].push(nowMs() - start);
