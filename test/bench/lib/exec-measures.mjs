@@ -1,8 +1,8 @@
 /**
  * Exec measures across paths (a path: a base URL, a token, a way to make a session there):
  * the latency of `print(1)` one call at a time, call by call across the paths in a new order
- * every round so none always follows another, and the throughput of 8 concurrent clients, each with a
- * session and a connection of its own, path after path in alternating order.
+ * every round so none always follows another, and the throughput of 8 concurrent clients,
+ * each with a session and a connection of its own, path after path in alternating order.
  */
 import { createClient, createSession, destroySession, execEach, execPrintOne } from "./client.mjs";
 import { nowMs, progress } from "./timing.mjs";
@@ -45,9 +45,9 @@ export async function measureExecLatency(paths, { warmup, calls }) {
     const random = seededRandom(LATENCY_ORDER_SEED);
     for (let i = 0; i < calls; i++) {
       // A new order every round: each path follows every other alike. A rotation keeps the
-      // cycle, so a path would nearly always follow the same one, and a call right after one
-      // of the same kind (a container's server after another's: the same binary, warm in the
-      // CPU's caches) is faster than one after another kind.
+      // cycle, so a path would nearly always follow the same one, and what ran just before a
+      // call (its processes' neighbours in the CPU's caches, the CPUs awake or halted) weighs
+      // on it: the order itself would favour one path over another.
       for (const o of shuffled(opened, random)) {
         const start = nowMs();
         await execPrintOne(o.client, o.sessionId);
