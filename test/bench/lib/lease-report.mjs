@@ -235,7 +235,9 @@ export function printReport(r, figures) {
     `gateway's counts: serve ${sc.warmLeases} warm, ${sc.coldLeases} cold; dev ${dc.warmLeases} warm, ${dc.coldLeases} cold\n`,
   );
 
-  heading(`Exec "print(1)" (${r.exec.latency.direct.length} calls per path, call by call, a new order of the paths every round)`);
+  heading(
+    `Exec "print(1)" (${r.exec.latency.direct.length} calls per path, the paths in a new order every round)`,
+  );
   printTable(headers, [
     row("straight to a sandbox container (as serve runs them)", r.exec.latency.directContainer),
     row("through a relay with no logic to it (serve's baseline)", r.exec.latency.relayContainer),
