@@ -111,7 +111,8 @@ async function main() {
       );
       for (const [name, f] of Object.entries(figures)) {
         process.stdout.write(
-          `  ${name.padEnd(7)} ${f.sequentialUs.toFixed(0).padStart(6)} us one at a time  ${f.concurrentUs.toFixed(0).padStart(6)} us with ${clients} clients  p50 ${f.sequentialP50Ms.toFixed(2)} ms\n`,
+          `  ${name.padEnd(7)} ${f.sequentialUs.toFixed(0).padStart(6)} us one at a time  ${f.concurrentUs.toFixed(0).padStart(6)} us with ${clients} clients` +
+            `  (machine ${f.machineConcurrentUs.toFixed(0).padStart(5)} us)  p50 ${f.sequentialP50Ms.toFixed(2)} ms\n`,
         );
       }
       process.stdout.write(

@@ -6,6 +6,10 @@
  * Every thread's scheduler time (`/proc/PID/task/TID/schedstat`, nanoseconds: the main
  * thread, V8's GC and compiler threads, libuv's pool) is summed; where schedstat is missing,
  * the process's utime + stime (`/proc/PID/stat`, clock ticks of 10 ms) stands in.
+ *
+ * And the whole machine's busy CPU (`/proc/stat`): what a path costs beyond its own process
+ * (the client, the sandbox servers, Redis, the kernel), which with every CPU in use is what
+ * sets its throughput.
  */
 import { readdir, readFile } from "node:fs/promises";
 
@@ -27,6 +31,17 @@ export async function cpuMsOf(pid) {
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   // utime and stime are fields 14 and 15 of stat; after the command they are the 12th and 13th.
   return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+}
+
+/** The CPU milliseconds all CPUs of the machine have been busy so far (not idle, not stolen). */
+export async function machineBusyMs() {
+  const [user, nice, system, , , irq, softirq] = (await readFile("/proc/stat", "utf8"))
+    .slice(0, 256)
+    .split("\n")[0]
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  return (user + nice + system + irq + softirq) * TICK_MS;
 }
 
 /**

@@ -10,16 +10,18 @@
  * anything is counted: a refill's Docker calls and health polls are not an exec's work.
  */
 import { createClient, createSession, destroySession, execEach, execPrintOne } from "./client.mjs";
-import { cpuSpentOn } from "./cpu-time.mjs";
+import { cpuSpentOn, machineBusyMs } from "./cpu-time.mjs";
 import { execBreakdownMs, readMetrics } from "./gateway-metrics.mjs";
 import { percentile } from "./stats.mjs";
 import { progress } from "./timing.mjs";
 
 /**
- * `{ [path]: { sequentialUs, concurrentUs, sequentialP50Ms } }`: CPU microseconds per exec of
- * the path's process, one call at a time and with `clients` calling at once (`calls` calls
- * each way), and the p50 latency of the calls one at a time (the gateway's own latency is
- * what it adds beyond the relay's, measured side by side in the same run).
+ * `{ [path]: { sequentialUs, concurrentUs, machineConcurrentUs, sequentialP50Ms } }`: CPU
+ * microseconds per exec of the path's process, one call at a time and with `clients` calling
+ * at once (`calls` calls each way), the whole machine's with `clients` calling (every process
+ * on the path and the kernel: what bounds its throughput once every CPU is in use), and the
+ * p50 latency of the calls one at a time (the gateway's own latency is what it adds beyond
+ * the relay's, measured side by side in the same run).
  */
 export async function measureExecCpu(paths, { calls, clients, warmup = 2_000 }) {
   const figures = {};
@@ -52,22 +54,28 @@ export async function measureExecCpu(paths, { calls, clients, warmup = 2_000 }) 
       const breakdown = metrics && execBreakdownMs(before, await readMetrics(metrics));
       await metrics?.close();
       const perClient = Math.ceil(calls / clients);
-      const concurrent = await cpuSpentOn(pids, () =>
-        Promise.all(
+      let machineMs = 0;
+      const concurrent = await cpuSpentOn(pids, async () => {
+        const busyBefore = await machineBusyMs();
+        await Promise.all(
           workers.map(async (w) => {
             for (let i = 0; i < perClient; i++) await execPrintOne(w.client, w.sessionId);
           }),
-        ),
-      );
+        );
+        machineMs = (await machineBusyMs()) - busyBefore;
+      });
       figures[path.name] = {
         sequentialUs: (total(sequential.cpuMs) * 1000) / calls,
         concurrentUs: (total(concurrent.cpuMs) * 1000) / (perClient * clients),
+        /** The whole machine's busy CPU per exec with `clients` calling (every process, the kernel). */
+        machineConcurrentUs: (machineMs * 1000) / (perClient * clients),
         sequentialP50Ms: percentile(took, 50),
         ...(breakdown ? { breakdownMs: breakdown } : {}),
       };
       progress(
         `exec CPU, ${path.name}: ${figures[path.name].sequentialUs.toFixed(0)} us/exec one at a time, ` +
-          `${figures[path.name].concurrentUs.toFixed(0)} us/exec with ${clients} clients ` +
+          `${figures[path.name].concurrentUs.toFixed(0)} us/exec with ${clients} clients, ` +
+          `the whole machine ${figures[path.name].machineConcurrentUs.toFixed(0)} ` +
           `(latency one at a time: p50 ${figures[path.name].sequentialP50Ms.toFixed(2)} ms)`,
       );
       if (breakdown) progress(`exec time in ${path.name}'s handlers: ${formatBreakdown(breakdown)}`);

@@ -152,7 +152,11 @@ export function buildFigures(r) {
       cpuUsPerExec: Object.fromEntries(
         Object.entries(r.exec.cpu).map(([k, v]) => [
           k,
-          { oneAtATime: round(v.sequentialUs, 0), concurrent: round(v.concurrentUs, 0) },
+          {
+            oneAtATime: round(v.sequentialUs, 0),
+            concurrent: round(v.concurrentUs, 0),
+            machineConcurrent: round(v.machineConcurrentUs, 0),
+          },
         ]),
       ),
       // Where each gateway's time per exec went, one call at a time (its own metrics, ms).
@@ -266,7 +270,13 @@ export function printReport(r, figures) {
     `Exec CPU per call (${r.exec.cpuCalls} calls each way; microseconds of the process's CPU, all threads)`,
   );
   printTable(
-    ["process", "one at a time", `${r.exec.clients} clients`, "beyond the relay"],
+    [
+      "process",
+      "one at a time",
+      `${r.exec.clients} clients`,
+      "beyond the relay",
+      `machine, ${r.exec.clients} clients`,
+    ],
     [
       ["the sandbox container's server (direct)", "directContainer"],
       ["the relay to it", "relayContainer"],
@@ -282,6 +292,7 @@ export function printReport(r, figures) {
         `${c.oneAtATime} us`,
         `${c.concurrent} us`,
         own ? `${own.oneAtATime} / ${own.concurrent} us` : "",
+        `${c.machineConcurrent} us`,
       ];
     }),
   );
