@@ -36,7 +36,6 @@ export async function cpuMsOf(pid) {
 /** The CPU milliseconds all CPUs of the machine have been busy so far (not idle, not stolen). */
 export async function machineBusyMs() {
   const [user, nice, system, , , irq, softirq] = (await readFile("/proc/stat", "utf8"))
-    .slice(0, 256)
     .split("\n")[0]
     .split(/\s+/)
     .slice(1)
