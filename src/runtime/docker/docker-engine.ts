@@ -10,6 +10,9 @@ import { dockerMessageOf, dockerStatusOf, isEngineUnreachable } from "./docker-a
 import { type DockerTlsFiles, parseDockerHost } from "./docker-runtime-options.js";
 import { readDockerTls } from "./docker-tls.js";
 
+/** How long an image seen on an engine is taken to be there without asking again. */
+const IMAGE_KNOWN_MS = 30_000;
+
 export class DockerEngine {
   readonly docker: Dockerode;
   /** Starts placed here and not finished yet: counted as load so parallel warm-ups spread out. */
@@ -17,6 +20,8 @@ export class DockerEngine {
   private downUntil = 0;
   private lastProblem: string | undefined;
   private readonly agent: http.Agent;
+  /** When each image was last seen here (hasImage). */
+  private readonly imagesSeen = new Map<string, number>();
 
   constructor(
     readonly index: number,
@@ -86,14 +91,28 @@ export class DockerEngine {
     }
   }
 
+  /**
+   * Whether the engine has `image`. A yes is remembered for IMAGE_KNOWN_MS: every start asks,
+   * and an API call per start is Docker work (and event-loop time) taken from the leases served
+   * while the pool refills. An image removed meanwhile fails the create, which forgets it.
+   */
   async hasImage(image: string): Promise<boolean> {
+    const seen = this.imagesSeen.get(image);
+    if (seen !== undefined && Date.now() - seen < IMAGE_KNOWN_MS) return true;
     try {
       await this.call((docker) => docker.getImage(image).inspect());
+      this.imagesSeen.set(image, Date.now());
       return true;
     } catch (error) {
+      this.imagesSeen.delete(image);
       if (dockerStatusOf(error) === 404) return false;
       throw error;
     }
+  }
+
+  /** Asks again next time: a create found the image gone. */
+  forgetImage(image: string): void {
+    this.imagesSeen.delete(image);
   }
 
   /** Containers of the deployment; running ones only unless `all`. */

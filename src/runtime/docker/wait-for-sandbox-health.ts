@@ -2,7 +2,11 @@
  * Readiness: a sandbox is ready when its server answers `GET /health` with 200. Probes are
  * short and frequent (a container is usually ready in well under a second); the container's
  * state is checked now and then so one that exited fails at once, not at the deadline.
+ * A server on a Unix socket is probed only once its socket exists: until then a probe would
+ * be a failed connection (an error built, a stack captured) every interval, work of the event
+ * loop the leases served meanwhile wait behind, for an answer a stat gives.
  */
+import { stat } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type Dispatcher, request } from "undici";
 import { sandboxOrigin } from "../../forward/sandbox-agent.js";
@@ -16,6 +20,8 @@ export interface HealthWait {
   /** Resolves to a reason when the container is gone or stopped, else undefined. */
   checkAlive: () => Promise<string | undefined>;
   aliveCheckEveryMs?: number;
+  /** The Unix socket the server will listen on, when it is one: no probe before it exists. */
+  socketPath?: string;
 }
 
 export class SandboxStartError extends Error {
@@ -32,21 +38,9 @@ export async function waitForSandboxHealth(wait: HealthWait): Promise<void> {
       throw new SandboxStartError(`the sandbox at ${wait.endpoint} was not ready by its deadline (${last})`);
     }
     const timeout = Math.max(1, Math.min(wait.probeTimeoutMs, remaining));
-    try {
-      const res = await request(`${sandboxOrigin(wait.endpoint)}/health`, {
-        method: "GET",
-        dispatcher: wait.dispatcher,
-        headersTimeout: timeout,
-        bodyTimeout: timeout,
-        signal: AbortSignal.timeout(timeout),
-      });
-      await res.body.dump();
-      if (res.statusCode === 200) return;
-      last = `HTTP ${res.statusCode}`;
-    } catch (error) {
-      last =
-        error instanceof Error ? `${(error as NodeJS.ErrnoException).code ?? error.name}` : String(error);
-    }
+    const problem = await probe(wait, timeout);
+    if (problem === undefined) return;
+    last = problem;
     if (Date.now() - lastAliveCheck >= aliveEvery) {
       lastAliveCheck = Date.now();
       const dead = await wait.checkAlive();
@@ -54,5 +48,31 @@ export async function waitForSandboxHealth(wait: HealthWait): Promise<void> {
     }
     const pause = Math.min(wait.intervalMs, wait.deadline - Date.now());
     if (pause > 0) await sleep(pause);
+  }
+}
+
+/** Undefined when the server answers 200; what went wrong otherwise. */
+async function probe(wait: HealthWait, timeout: number): Promise<string | undefined> {
+  if (wait.socketPath !== undefined && !(await socketExists(wait.socketPath))) return "no socket yet";
+  try {
+    const res = await request(`${sandboxOrigin(wait.endpoint)}/health`, {
+      method: "GET",
+      dispatcher: wait.dispatcher,
+      headersTimeout: timeout,
+      bodyTimeout: timeout,
+      signal: AbortSignal.timeout(timeout),
+    });
+    await res.body.dump();
+    return res.statusCode === 200 ? undefined : `HTTP ${res.statusCode}`;
+  } catch (error) {
+    return error instanceof Error ? `${(error as NodeJS.ErrnoException).code ?? error.name}` : String(error);
+  }
+}
+
+async function socketExists(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isSocket();
+  } catch {
+    return false;
   }
 }

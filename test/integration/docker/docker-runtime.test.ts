@@ -27,9 +27,10 @@ import {
   SandboxImageMissingError,
   type StartTimings,
 } from "../../../src/runtime/docker/docker-runtime.js";
-import { dockerHostsFromEnv } from "../../../src/runtime/docker/docker-runtime-options.js";
+import { dockerHostsFromEnv, parseDockerHost } from "../../../src/runtime/docker/docker-runtime-options.js";
 import type { PoolSpec, StartedSandbox } from "../../../src/runtime/sandbox-runtime.js";
 import { ContractClient } from "../../support/contract-client.js";
+import { countDockerCalls } from "../../support/docker-call-counter.js";
 import { dockerSuiteAvailable, removeDeploymentContainers } from "../../support/docker-suite.js";
 import { newSession } from "../../support/sandbox-server.js";
 
@@ -366,6 +367,55 @@ except OSError as e:
     );
     expect(Date.now() - began).toBeLessThan(5_000);
     expect((await runtime.list()).some((s) => s.sandboxId === sandboxId)).toBe(false);
+  });
+
+  it("makes three Docker calls per sandbox once its image is known: create, start, remove", async () => {
+    const engine = parseDockerHost(hosts[0]!);
+    if (engine?.kind !== "unix")
+      throw new Error(`the call count needs a local engine socket, not ${hosts[0]}`);
+    const counter = await countDockerCalls(engine.socketPath);
+    try {
+      const counted = makeRuntime({ hosts: [counter.host] });
+      // The first start asks whether the engine has the image; the answer is remembered.
+      await counted.destroy(
+        (await counted.start({ sandboxId: newSandboxId(), pool: pool("py"), deadline: deadlineIn(30_000) }))
+          .runtimeId,
+      );
+      counter.reset();
+      const started = await counted.start({
+        sandboxId: newSandboxId(),
+        pool: pool("py"),
+        deadline: deadlineIn(30_000),
+      });
+      await counted.destroy(started.runtimeId);
+      // One engine: no listing for its load. Its own container: no inspect to find its files.
+      expect(counter.calls()).toEqual({
+        "POST /containers/create": 1,
+        "POST /containers/:id/start": 1,
+        "DELETE /containers/:id": 1,
+      });
+    } finally {
+      await counter.close();
+    }
+  });
+
+  it("an image removed after a start was placed on it: the next create fails, the one after says it is missing", async () => {
+    const image = `sandpool/sandbox-removed:${suffix}`;
+    await docker.getImage(IMAGE).tag({ repo: "sandpool/sandbox-removed", tag: suffix });
+    const seeing = makeRuntime();
+    const first = await seeing.start({
+      sandboxId: newSandboxId(),
+      pool: pool("py", image),
+      deadline: deadlineIn(30_000),
+    });
+    await seeing.destroy(first.runtimeId);
+    await docker.getImage(image).remove();
+    await expect(
+      seeing.start({ sandboxId: newSandboxId(), pool: pool("py", image), deadline: deadlineIn(30_000) }),
+    ).rejects.toThrow(/No such image/);
+    await expect(
+      seeing.start({ sandboxId: newSandboxId(), pool: pool("py", image), deadline: deadlineIn(30_000) }),
+    ).rejects.toBeInstanceOf(SandboxImageMissingError);
   });
 
   it("honours the start deadline and removes what it started", async () => {
