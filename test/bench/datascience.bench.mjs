@@ -4,10 +4,14 @@
  * cold interpreter), without the rest of bench:lease. Needs a Docker engine with the images
  * (`npm run build:sandbox-image`) and the build (`npm run build`).
  */
+
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { imagePresent, LEAN_IMAGE, measureImages, printImageReport } from "./lib/image-bench.mjs";
 import { installCleanupHandlers, makeTempDir, removeTempDir, runBench } from "./lib/process.mjs";
+import { handleUsage } from "./lib/usage.mjs";
+
+handleUsage(import.meta.url, []);
 
 async function main() {
   installCleanupHandlers();

@@ -20,6 +20,7 @@
  * Needs Postgres (127.0.0.1:5432, db test), Redis (127.0.0.1:6379) and the Docker engine with
  * sandpool/sandbox:dev; removes everything it made.
  */
+
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { createClient, createSession, execPrintOne } from "./lib/client.mjs";
@@ -29,6 +30,9 @@ import { installCleanupHandlers, onCleanup, runBench } from "./lib/process.mjs";
 import * as thisCheckout from "./lib/serve-deployment.mjs";
 import { percentile } from "./lib/stats.mjs";
 import { progress } from "./lib/timing.mjs";
+import { handleUsage } from "./lib/usage.mjs";
+
+handleUsage(import.meta.url);
 
 const { values } = parseArgs({
   options: {

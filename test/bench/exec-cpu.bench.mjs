@@ -19,6 +19,7 @@
  * Needs the built CLI, Postgres (127.0.0.1:5432, db test), Redis (127.0.0.1:6379) and the
  * Docker engine with sandpool/sandbox:dev; removes everything it made.
  */
+
 import { cpus, loadavg } from "node:os";
 import { parseArgs } from "node:util";
 import { createClient } from "./lib/client.mjs";
@@ -29,6 +30,9 @@ import { startRelay } from "./lib/relay-process.mjs";
 import { startSandboxContainers } from "./lib/sandbox-container.mjs";
 import { createServeDeployment, execBenchConfig, serveBackendsAvailable } from "./lib/serve-deployment.mjs";
 import { progress } from "./lib/timing.mjs";
+import { handleUsage } from "./lib/usage.mjs";
+
+handleUsage(import.meta.url);
 
 const { values } = parseArgs({
   options: {

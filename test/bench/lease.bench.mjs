@@ -27,6 +27,7 @@
  * it made is removed (also on errors and Ctrl-C). Exits 0 when the measurements ran, whether
  * targets pass or not; 1 when something failed. Progress goes to stderr, results to stdout.
  */
+
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
@@ -44,6 +45,9 @@ import { startSandboxServer } from "./lib/sandbox-server.mjs";
 import { serveBackendsAvailable } from "./lib/serve-deployment.mjs";
 import { measureServeCold, measureServeLeases, openServe, SERVE_MIN_IDLE } from "./lib/serve-phases.mjs";
 import { formatMs, progress } from "./lib/timing.mjs";
+import { handleUsage } from "./lib/usage.mjs";
+
+handleUsage(import.meta.url, ["--json", "--quick"]);
 
 const json = process.argv.includes("--json");
 const quick = process.argv.includes("--quick");

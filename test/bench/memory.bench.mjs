@@ -20,6 +20,7 @@
  * child and temp dir cleaned up. Exits 0 when the measurements ran, whether the target
  * passes or not; 1 when something failed. Progress goes to stderr, results to stdout.
  */
+
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -38,6 +39,9 @@ import {
 } from "./lib/process.mjs";
 import { heading, printTable } from "./lib/table.mjs";
 import { formatMs, nowMs, progress } from "./lib/timing.mjs";
+import { handleUsage } from "./lib/usage.mjs";
+
+handleUsage(import.meta.url, []);
 
 const CONCURRENT = 20;
 const ROUNDS = 3;

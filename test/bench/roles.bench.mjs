@@ -8,6 +8,7 @@
  * any extra hop. `--quick` runs fewer rounds. Needs the built CLI, Postgres, Redis and Docker
  * with sandpool/sandbox:dev; everything it made is removed. Progress on stderr, figures on stdout.
  */
+
 import { fileURLToPath } from "node:url";
 import { createClient, createSession, destroySession, execPrintOne, freePort } from "./lib/client.mjs";
 import {
@@ -22,6 +23,9 @@ import { createServeDeployment, serveBackendsAvailable } from "./lib/serve-deplo
 import { median } from "./lib/stats.mjs";
 import { heading, latencyTable, printTable } from "./lib/table.mjs";
 import { progress, timed } from "./lib/timing.mjs";
+import { handleUsage } from "./lib/usage.mjs";
+
+handleUsage(import.meta.url, ["--quick"]);
 
 const quick = process.argv.includes("--quick");
 const ROUNDS = quick ? 8 : 40;

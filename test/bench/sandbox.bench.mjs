@@ -10,6 +10,7 @@
  * Ctrl-C). Always exits 0 when the measurements ran, whether targets pass or not; exits 1 when
  * something failed. Progress goes to stderr, results to stdout.
  */
+
 import { existsSync } from "node:fs";
 import { createJsonClient, defaultHttpKind } from "./lib/http.mjs";
 import { installCleanupHandlers, resolvePython, runBench, timeProcess } from "./lib/process.mjs";
@@ -17,6 +18,9 @@ import { createSession, sandboxProgram, startSandboxServer } from "./lib/sandbox
 import { summarize } from "./lib/stats.mjs";
 import { checkBelow, heading, latencyTable, printTable } from "./lib/table.mjs";
 import { formatMs, nowMs, progress, sample, withTimeout } from "./lib/timing.mjs";
+import { handleUsage } from "./lib/usage.mjs";
+
+handleUsage(import.meta.url, []);
 
 const STARTUP_RUNS = 10;
 const EXEC_WARMUP = 20;
