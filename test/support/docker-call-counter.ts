@@ -32,9 +32,7 @@ export async function countDockerCalls(engineSocket: string): Promise<DockerCall
       // connection. Only the method and path are read (a create's query holds its whole spec).
       const line = REQUEST_LINE.exec(chunk.toString("latin1", 0, 512));
       if (line) {
-        const route = line[2]!
-          .replace(/^\/v\d+\.\d+/, "")
-          .replace(/\/[0-9a-f]{64}(?=\/|$)/, "/:id");
+        const route = line[2]!.replace(/^\/v\d+\.\d+/, "").replace(/\/[0-9a-f]{64}(?=\/|$)/, "/:id");
         const key = `${line[1]} ${route}`;
         counts[key] = (counts[key] ?? 0) + 1;
       }
