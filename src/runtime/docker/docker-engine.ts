@@ -115,7 +115,6 @@ export class DockerEngine {
     this.imagesSeen.delete(image);
   }
 
-  /** Containers of the deployment; running ones only unless `all`. */
   /** The deployment's containers (only `owner`'s, when given), running ones or all. */
   listContainers(deployment: string, all: boolean, owner?: string): Promise<Dockerode.ContainerInfo[]> {
     const label = [
