@@ -4,7 +4,6 @@
  * cold interpreter), without the rest of bench:lease. Needs a Docker engine with the images
  * (`npm run build:sandbox-image`) and the build (`npm run build`).
  */
-
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { imagePresent, LEAN_IMAGE, measureImages, printImageReport } from "./lib/image-bench.mjs";

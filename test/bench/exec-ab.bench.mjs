@@ -20,7 +20,6 @@
  * Needs Postgres (127.0.0.1:5432, db test), Redis (127.0.0.1:6379) and the Docker engine with
  * sandpool/sandbox:dev; removes everything it made.
  */
-
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { createClient, createSession, execPrintOne } from "./lib/client.mjs";

@@ -19,7 +19,6 @@
  * Needs the built CLI, Postgres (127.0.0.1:5432, db test), Redis (127.0.0.1:6379) and the
  * Docker engine with sandpool/sandbox:dev; removes everything it made.
  */
-
 import { cpus, loadavg } from "node:os";
 import { parseArgs } from "node:util";
 import { createClient } from "./lib/client.mjs";

@@ -27,7 +27,6 @@
  * it made is removed (also on errors and Ctrl-C). Exits 0 when the measurements ran, whether
  * targets pass or not; 1 when something failed. Progress goes to stderr, results to stdout.
  */
-
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { cpus, loadavg } from "node:os";

@@ -20,7 +20,6 @@
  * child and temp dir cleaned up. Exits 0 when the measurements ran, whether the target
  * passes or not; 1 when something failed. Progress goes to stderr, results to stdout.
  */
-
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";

@@ -8,7 +8,6 @@
  * any extra hop. `--quick` runs fewer rounds. Needs the built CLI, Postgres, Redis and Docker
  * with sandpool/sandbox:dev; everything it made is removed. Progress on stderr, figures on stdout.
  */
-
 import { fileURLToPath } from "node:url";
 import { createClient, createSession, destroySession, execPrintOne, freePort } from "./lib/client.mjs";
 import {

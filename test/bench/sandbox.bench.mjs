@@ -10,7 +10,6 @@
  * Ctrl-C). Always exits 0 when the measurements ran, whether targets pass or not; exits 1 when
  * something failed. Progress goes to stderr, results to stdout.
  */
-
 import { existsSync } from "node:fs";
 import { createJsonClient, defaultHttpKind } from "./lib/http.mjs";
 import { installCleanupHandlers, resolvePython, runBench, timeProcess } from "./lib/process.mjs";

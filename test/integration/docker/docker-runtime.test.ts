@@ -403,13 +403,17 @@ except OSError as e:
     const image = `sandpool/sandbox-removed:${suffix}`;
     await docker.getImage(IMAGE).tag({ repo: "sandpool/sandbox-removed", tag: suffix });
     const seeing = makeRuntime();
-    const first = await seeing.start({
-      sandboxId: newSandboxId(),
-      pool: pool("py", image),
-      deadline: deadlineIn(30_000),
-    });
-    await seeing.destroy(first.runtimeId);
-    await docker.getImage(image).remove();
+    try {
+      const first = await seeing.start({
+        sandboxId: newSandboxId(),
+        pool: pool("py", image),
+        deadline: deadlineIn(30_000),
+      });
+      await seeing.destroy(first.runtimeId);
+    } finally {
+      // The tag only: the image it names stays.
+      await docker.getImage(image).remove();
+    }
     await expect(
       seeing.start({ sandboxId: newSandboxId(), pool: pool("py", image), deadline: deadlineIn(30_000) }),
     ).rejects.toThrow(/No such image/);
