@@ -5,7 +5,7 @@
  * JSON (400), and input validation (400 unknown tool, 422 malformed). The gateway serves the
  * contract under a base path as well as at the root; one harness covers both.
  */
-import { connect } from "node:net";
+import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SANDPOOL_VERSION } from "../../../src/version.js";
 import { assertContractResponse, assertSchema } from "../../support/contract.js";
@@ -46,7 +46,13 @@ function parseBody(headers: Record<string, string>, text: string): unknown {
  * do, and resolves with the first response. Rejects when none comes within `timeoutMs`: the
  * gateway was waiting for the rest of the body.
  */
-function exchange(head: string, parts: (string | Buffer)[] = [], timeoutMs = 5_000): Promise<Exchange> {
+function exchange(
+  head: string,
+  parts: (string | Buffer)[] = [],
+  timeoutMs = 5_000,
+  /** A pause before each part, so that each arrives on its own. */
+  gapMs = 0,
+): Promise<Exchange> {
   const { hostname, port } = new URL(harness.url);
   return new Promise((resolve, reject) => {
     const socket = connect({ host: hostname, port: Number(port) });
@@ -96,9 +102,19 @@ function exchange(head: string, parts: (string | Buffer)[] = [], timeoutMs = 5_0
     });
     socket.on("end", () => tryParse(true));
     socket.on("error", (error) => finish(error));
+    socket.setNoDelay(true);
     socket.write(head);
-    for (const part of parts) socket.write(part);
+    if (gapMs === 0) for (const part of parts) socket.write(part);
+    else void writeSpaced(socket, parts, gapMs);
   });
+}
+
+async function writeSpaced(socket: Socket, parts: (string | Buffer)[], gapMs: number): Promise<void> {
+  for (const part of parts) {
+    await new Promise((resolve) => setTimeout(resolve, gapMs));
+    if (socket.destroyed) return;
+    socket.write(part);
+  }
 }
 
 const requestHead = (method: string, target: string, headers: Record<string, string | number>) =>
@@ -246,6 +262,30 @@ describe("JSON bodies (pipeline steps 1 and 4)", () => {
     const answer = await exchange(head, [chunk(payload.slice(0, 20)), chunk(payload.slice(20)), "0\r\n\r\n"]);
     assertContractResponse("Execute", answer.status, answer.body);
     expect(answer.status).toBe(200);
+  });
+
+  it("reads a Content-Length body whole, sent with its headers or after them in pieces", async () => {
+    const payload = JSON.stringify({ tool: "code_execution", input: { code: "print('a' + 'b')" } });
+    const head = requestHead("POST", execPath(), {
+      ...auth(),
+      "content-type": "application/json",
+      "content-length": Buffer.byteLength(payload),
+    });
+    // One write: the body arrives in the packet of its headers.
+    const together = await exchange(`${head}${payload}`);
+    // Three, 30 ms apart: the body is still arriving when the handler asks for it.
+    const spaced = await exchange(
+      head,
+      [payload.slice(0, 9), payload.slice(9, 30), payload.slice(30)],
+      5_000,
+      30,
+    );
+    for (const answer of [together, spaced]) {
+      assertContractResponse("Execute", answer.status, answer.body);
+      expect(answer.status).toBe(200);
+      const { content } = (answer.body as { result_block: { content: { stdout: string } } }).result_block;
+      expect(content.stdout).toBe("ab\n");
+    }
   });
 
   it("answers an unauthenticated oversized body with 401 without reading it", async () => {
