@@ -107,7 +107,8 @@ export async function createServeDeployment(yaml) {
      */
     async startGateway(script, extraEnv = {}, nodeFlags = []) {
       const program = script ? [script, "--config", configFile] : [cliPath, "serve", "--config", configFile];
-      const args = [...nodeFlags, ...program];
+      // The gateway image's own flag (deploy/gateway/Dockerfile's ENTRYPOINT): serve as it ships.
+      const args = ["--single-threaded-gc", ...nodeFlags, ...program];
       const child = spawnTracked(process.execPath, args, { env: { ...env, ...extraEnv } });
       const log = tailOf(child);
       const match = await waitForLine(child, LISTENING, 120_000);

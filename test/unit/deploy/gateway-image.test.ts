@@ -35,7 +35,7 @@ describe("deploy/gateway/Dockerfile", () => {
   });
 
   it("runs the sandpool CLI, `serve` with the mounted configuration by default", () => {
-    expect(execForm("ENTRYPOINT")).toEqual(["node", "/app/dist/cli/main.js"]);
+    expect(execForm("ENTRYPOINT")).toEqual(["node", "--single-threaded-gc", "/app/dist/cli/main.js"]);
     expect(execForm("CMD")).toEqual(["serve", "--config", "/etc/sandpool/sandpool.yaml"]);
     // The CLI's bin is the file the entrypoint runs.
     const pkg = readJson<{ bin: Record<string, string> }>("package.json");
