@@ -73,6 +73,9 @@ policy:
 `;
 }
 
+/** node's own flags in the gateway image (deploy/gateway/Dockerfile's ENTRYPOINT): serve as it ships. */
+const GATEWAY_NODE_FLAGS = ["--single-threaded-gc"];
+
 /** A fresh deployment configured by `yaml`; `close()` removes all of it. */
 export async function createServeDeployment(yaml) {
   const name = `bench${randomBytes(4).toString("hex")}`;
@@ -107,8 +110,7 @@ export async function createServeDeployment(yaml) {
      */
     async startGateway(script, extraEnv = {}, nodeFlags = []) {
       const program = script ? [script, "--config", configFile] : [cliPath, "serve", "--config", configFile];
-      // The gateway image's own flag (deploy/gateway/Dockerfile's ENTRYPOINT): serve as it ships.
-      const args = ["--single-threaded-gc", ...nodeFlags, ...program];
+      const args = [...GATEWAY_NODE_FLAGS, ...nodeFlags, ...program];
       const child = spawnTracked(process.execPath, args, { env: { ...env, ...extraEnv } });
       const log = tailOf(child);
       const match = await waitForLine(child, LISTENING, 120_000);
