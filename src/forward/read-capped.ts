@@ -66,3 +66,17 @@ export function readCapped(body: Readable, maxBytes: number): Promise<CappedRead
     body.on("close", onClose);
   });
 }
+
+/**
+ * The whole body when every byte of it is already buffered (`declared` bytes, the length
+ * undici holds the sandbox to): an Execute's answer most often came in the same read as its
+ * headers, and taking it at once spares the listeners, a promise and a deadline timer. Else
+ * undefined, and the body is left as it was, for `readCapped`.
+ */
+export function takeIfBuffered(body: Readable, declared: number): Buffer | undefined {
+  if (body.readableLength !== declared || body.readableFlowing === true) return undefined;
+  // An error undici may still report (the connection lost before the message's end) is
+  // nobody's to hear: the answer is whole.
+  body.on("error", ignore);
+  return declared === 0 ? Buffer.alloc(0) : (body.read() as Buffer);
+}

@@ -25,7 +25,7 @@ import { SandpoolError } from "../contract/error-codes.js";
 import { EVENT_STREAM_TYPE } from "../contract/exec-events.js";
 import { ByteBudget } from "../forward/byte-budget.js";
 import { oversizedExecAnswer } from "../forward/oversized-exec-answer.js";
-import { readCapped } from "../forward/read-capped.js";
+import { readCapped, takeIfBuffered } from "../forward/read-capped.js";
 import {
   answerTooLarge,
   type ForwardRequest,
@@ -145,6 +145,9 @@ async function readWithinBudget(
     response.body.destroy();
     return { bytes: Buffer.alloc(0), overflowed: true };
   }
+  // Already in memory, so there is nothing to reserve or wait for.
+  const buffered = known ? takeIfBuffered(response.body, declared) : undefined;
+  if (buffered !== undefined) return { bytes: buffered, overflowed: false };
   // A budget held by others for longer than a read may take is given up on (503), the
   // answer dropped: waiting on it has no end if a holder is stalled.
   const release = await budgetOf(services)

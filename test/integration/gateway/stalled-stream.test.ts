@@ -149,7 +149,11 @@ describe("a streamed Execute whose client stops reading", () => {
         authorization: `Bearer ${await harness.token("team-other")}`,
         "content-type": "application/json",
       },
-      body: JSON.stringify({ tool: "bash_code_execution", input: { command: "echo through" } }),
+      // An answer too large to come in one read with its headers, so it must wait for budget.
+      body: JSON.stringify({
+        tool: "bash_code_execution",
+        input: { command: "head -c 262144 /dev/zero | tr '\\0' x; echo through" },
+      }),
       signal: AbortSignal.timeout(STALLED_DEADLINE_MS + 8_000),
     });
     expect(answer.status).toBe(200);

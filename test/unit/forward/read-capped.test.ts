@@ -3,7 +3,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
-import { readCapped } from "../../../src/forward/read-capped.js";
+import { readCapped, takeIfBuffered } from "../../../src/forward/read-capped.js";
 import { SandboxClient } from "../../../src/forward/sandbox-client.js";
 
 const MIB = 1024 * 1024;
@@ -72,6 +72,74 @@ describe("readCapped", () => {
   it("counts the bytes that arrive, one past the cap overflows", async () => {
     const read = await readCapped(Readable.from([Buffer.from("abc"), Buffer.from("de")]), 4);
     expect(read.overflowed).toBe(true);
+  });
+});
+
+describe("takeIfBuffered", () => {
+  it("takes a body whose declared bytes are all buffered, chunks joined, and leaves it to end", async () => {
+    const stream = new Readable({ read() {} });
+    stream.push(Buffer.from("ab"));
+    stream.push(Buffer.from("cd"));
+    stream.push(null);
+    expect(takeIfBuffered(stream, 4)).toEqual(Buffer.from("abcd"));
+    stream.resume();
+    await once(stream, "end");
+  });
+
+  it("leaves a body alone while bytes are still to come", async () => {
+    const stream = new Readable({ read() {} });
+    stream.push(Buffer.from("ab"));
+    expect(takeIfBuffered(stream, 4)).toBeUndefined();
+    stream.push(Buffer.from("cd"));
+    stream.push(null);
+    expect(await readCapped(stream, 4)).toEqual({ bytes: Buffer.from("abcd"), overflowed: false });
+  });
+
+  it("takes an empty declared body as empty bytes", () => {
+    const stream = new Readable({ read() {} });
+    stream.push(null);
+    expect(takeIfBuffered(stream, 0)).toEqual(Buffer.alloc(0));
+  });
+
+  it("leaves no error of a taken body unheard", async () => {
+    const stream = new Readable({ read() {} });
+    stream.push(Buffer.from("ab"));
+    const uncaught: unknown[] = [];
+    const hear = (error: unknown) => uncaught.push(error);
+    process.on("uncaughtException", hear);
+    try {
+      expect(takeIfBuffered(stream, 2)).toEqual(Buffer.from("ab"));
+      stream.destroy(new Error("connection lost after the answer"));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(uncaught).toEqual([]);
+    } finally {
+      process.off("uncaughtException", hear);
+    }
+  });
+
+  it("finds a small answer from a real server whole when its headers arrive", async () => {
+    const server = createServer((_request, response) => {
+      response.writeHead(200, { "content-type": "application/json", "content-length": "11" });
+      response.end('{"ok":true}');
+    });
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const { port } = server.address() as AddressInfo;
+    const client = new SandboxClient();
+    try {
+      for (let i = 0; i < 3; i++) {
+        const answer = await client.send(`http://127.0.0.1:${port}`, {
+          method: "GET",
+          path: "/",
+          timeoutMs: 5_000,
+        });
+        expect(takeIfBuffered(answer.body, 11)?.toString()).toBe('{"ok":true}');
+      }
+    } finally {
+      await client.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
 
