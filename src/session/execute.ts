@@ -13,6 +13,7 @@
 
 import { performance } from "node:perf_hooks";
 import type { ExecRequest } from "../contract/schemas.js";
+import { answersWritten } from "../http/common/answers-written.js";
 import { pendingWorkOf } from "../http/common/pending-work.js";
 import type { GatewayServices } from "../http/gateway-services.js";
 import type { OperationHandler } from "../operations/handler.js";
@@ -60,11 +61,13 @@ export function executeHandler(services: GatewayServices): OperationHandler {
       return answerOutcome(answer);
     } finally {
       const wallMs = started === undefined ? 0 : performance.now() - started;
-      // The call's end is queued now, before the answer is written (so whatever this replica
-      // sends the store next carries it or goes behind it), but the answer does not wait for
-      // it to be applied. It cannot fail the call (a store failure leaves the reservation
-      // charged in full, and is logged).
-      pendingWorkOf(services).track(meterExecution(services, key, tool, call!, wallMs));
+      // The call's end is queued once the answer is written, before this replica reads
+      // another request (so whatever it sends the store next carries the end or goes behind
+      // it): the answer waits neither for the settling nor for it being applied. It cannot
+      // fail the call (a store failure leaves the reservation charged in full, and is logged).
+      pendingWorkOf(services).track(
+        answersWritten().then(() => meterExecution(services, key, tool, call!, wallMs)),
+      );
     }
   };
 }

@@ -13,6 +13,7 @@ import type { Logger } from "pino";
 import { errorCodeLabel } from "../../contract/error-codes.js";
 import type { GatewayMetrics } from "../../metering/gateway-metrics.js";
 import { SANDPOOL_VERSION, VERSION_HEADER } from "../../version.js";
+import { answersWritten } from "../common/answers-written.js";
 import { requestHeader } from "../common/request-header.js";
 import type { GatewayEnv } from "../gateway-env.js";
 
@@ -84,8 +85,12 @@ export function observeRequest(log: Logger, metrics: GatewayMetrics): Middleware
     await next();
     const operation = c.get("operation");
     const status = c.res.status;
-    labelled.count(operation, methodLabel(c.req.method), statusLabel(status));
-    labelled.observe(operation, Number(process.hrtime.bigint() - started) / 1e9);
+    const method = c.req.method;
+    // Counted once the answer is written (a stream's, begun): off the time its client waits.
+    void answersWritten().then(() => {
+      labelled.count(operation, methodLabel(method), statusLabel(status));
+      labelled.observe(operation, Number(process.hrtime.bigint() - started) / 1e9);
+    });
     if (REFUSAL_STATUSES.has(status) && c.res.headers.get("content-type")?.includes("application/json")) {
       const code = await c.res
         .clone()

@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
+import { answersWritten } from "../../../src/http/common/answers-written.js";
 import type { GatewayEnv } from "../../../src/http/gateway-env.js";
 import { observeRequest } from "../../../src/http/middleware/observe-request.js";
 import { GatewayMetrics } from "../../../src/metering/gateway-metrics.js";
@@ -16,6 +17,8 @@ describe("observeRequest labels", () => {
     app.get("/known", (c) => c.json({ detail: { code: "file.too_large", message: "x" } }, 413));
 
     for (const path of ["/forged", "/odd", "/known"]) await app.request(path);
+    // A request is counted once its answer is written, off the time its client waits.
+    await answersWritten();
 
     const text = await metrics.registry.metrics();
     expect(text).not.toContain("sandbox.pwned");
