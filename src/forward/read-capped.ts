@@ -78,5 +78,7 @@ export function takeIfBuffered(body: Readable, declared: number): Buffer | undef
   // An error undici may still report (the connection lost before the message's end) is
   // nobody's to hear: the answer is whole.
   body.on("error", ignore);
-  return declared === 0 ? Buffer.alloc(0) : (body.read() as Buffer);
+  const bytes = declared === 0 ? Buffer.alloc(0) : (body.read() as Buffer);
+  body.resume(); // nothing more is read from it: it ends, and is released, on its own
+  return bytes;
 }
