@@ -14,7 +14,10 @@
  * (the contract reports failures in the payload; Otari turns any non-2xx into a 502).
  * All reads together stay within `limits.maxBufferedAnswerBytes` (src/forward/byte-budget.ts),
  * each reserving what its answer declares (or its cap) and finishing within the deadline of a
- * call that runs no user code, so a sandbox that trickles cannot keep its share for long.
+ * call that runs no user code, so a sandbox that trickles cannot keep its share for long. An
+ * answer already whole in undici's buffer when its headers are read is taken without a
+ * reservation: those bytes are what undici reads ahead of any reader (its high-water mark and
+ * one socket read), held whether reserved or not.
  */
 
 import { performance } from "node:perf_hooks";
@@ -130,8 +133,8 @@ export async function forwardToSandbox(
 
 /**
  * Reads a buffered answer: at most its declared length (undici holds the sandbox to it) or,
- * undeclared, `limit`, reserved from the gateway's budget first. A declared length above
- * `limit` is refused unread. The wait for the budget and the read must each end within
+ * undeclared, `limit`, reserved from the gateway's budget first (unless all of it is
+ * buffered already: nothing is left to read). A declared length above `limit` is refused unread. The wait for the budget and the read must each end within
  * `sandboxRequestTimeoutMs`.
  */
 async function readWithinBudget(
