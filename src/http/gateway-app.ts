@@ -65,20 +65,6 @@ export function createGatewayApp(
   bindOperations(contract, "contract", built.contract, built.deps, { jsonLimit });
   const basePath = normalizeBasePath(options.basePath);
   contract.all("*", unmatchedRoute(basePath));
-  contract.onError((error, c) => {
-    // A refusal the pipeline audited is not audited again: this one is a middleware's.
-    auditRefusal(
-      services.usage,
-      c.get("log") ?? services.log,
-      {
-        principal: c.get("principal"),
-        operationId: c.get("operationId") ?? "unmatched",
-        sessionId: sessionIdInPath(c.req.path),
-      },
-      error,
-    );
-    return onError(error, c);
-  });
 
   const app = new Hono<GatewayEnv>();
   app.use("*", observeRequest(services.log, services.metrics));
@@ -113,7 +99,22 @@ export function createGatewayApp(
     if (basePath) app.route(basePath, contract);
     app.route("/", contract);
   }
-  app.onError(onError);
+  // One error handler, the app's: Hono wraps every route of a sub-app that has its own in a
+  // composition of its own, per request. A contract call refused after authentication (a
+  // principal is known) is audited here unless the pipeline did: then a middleware refused it.
+  app.onError((error, c) => {
+    auditRefusal(
+      services.usage,
+      c.get("log") ?? services.log,
+      {
+        principal: c.get("principal"),
+        operationId: c.get("operationId") ?? "unmatched",
+        sessionId: sessionIdInPath(c.req.path),
+      },
+      error,
+    );
+    return onError(error, c);
+  });
   return app;
 }
 
