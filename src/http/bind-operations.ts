@@ -10,7 +10,7 @@
  */
 import { PassThrough, Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
-import type { Context, Env, Hono, MiddlewareHandler } from "hono";
+import type { Context, Env, Hono } from "hono";
 import type { Logger } from "pino";
 import type { Caller } from "../auth/principal.js";
 import { SandpoolError } from "../contract/error-codes.js";
@@ -22,7 +22,7 @@ import { type PipelineDeps, runPipeline } from "../pipeline/pipeline.js";
 import { inputOf, type RawArgs } from "../pipeline/steps/args.js";
 import { authenticateCaller } from "../pipeline/steps/authenticate.js";
 import { closeUndelivered } from "./close-undelivered.js";
-import { readJsonBody } from "./common/read-json-body.js";
+import { admitJsonSize, readJsonBody } from "./common/read-json-body.js";
 import { renderOutcome } from "./common/render-outcome.js";
 import { requestHeader } from "./common/request-header.js";
 import type { GatewayEnv } from "./gateway-env.js";
@@ -30,7 +30,7 @@ import { passedAuthentication } from "./middleware/unauthenticated-gate.js";
 
 export interface BindOptions {
   /** The size cap of JSON bodies (413 before anything is read), for operations that take one. */
-  jsonLimit?: MiddlewareHandler;
+  maxJsonBytes?: number;
   registry?: OperationRegistry;
   /**
    * Answers a wrong method on a bound path with 405 and `Allow` (the methods bound there),
@@ -57,11 +57,11 @@ export function bindOperations<E extends BindableEnv>(
   const table = app as unknown as Hono<GatewayEnv>;
   const served = (options.registry ?? operations).all(group).filter((operation) => handlers[operation.id]);
   for (const operation of served) {
-    const route = bindOne(operation, handlers[operation.id]!, deps);
-    const input = inputOf(operation);
-    if ((input === "json" || input === "optional-json") && options.jsonLimit)
-      table.on(operation.method, honoPath(operation.path), options.jsonLimit, route);
-    else table.on(operation.method, honoPath(operation.path), route);
+    table.on(
+      operation.method,
+      honoPath(operation.path),
+      bindOne(operation, handlers[operation.id]!, deps, options),
+    );
   }
   if (!options.methodNotAllowed) return;
   for (const path of new Set(served.map((operation) => operation.path))) {
@@ -78,12 +78,20 @@ function bindOne(
   operation: OperationSpec,
   handler: OperationHandler,
   deps: PipelineDeps,
+  options: BindOptions,
 ): (c: Context<GatewayEnv>) => Promise<Response> {
   const hasParams = operation.path.includes("{");
   const input = inputOf(operation);
   const takesJson = input === "json" || input === "optional-json";
+  const maxJsonBytes = takesJson ? options.maxJsonBytes : undefined;
   const streams = operation.answers.includes("event-stream");
   return async (c) => {
+    // The size cap first, in the route rather than a middleware before it (a layer costs every
+    // call a step of Hono's composition); a body within it is read only by the args step.
+    if (maxJsonBytes !== undefined) {
+      const reading = admitJsonSize(c, maxJsonBytes);
+      if (reading) await reading;
+    }
     c.set("operation", operation.label);
     c.set("operationId", operation.id);
     let caller: Caller | undefined = c.get("principal") ?? c.get("caller");

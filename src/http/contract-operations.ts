@@ -7,14 +7,19 @@
 import type { Hono, MiddlewareHandler } from "hono";
 import { honoPath, operations } from "../operations/registry.js";
 import type { GatewayEnv } from "./gateway-env.js";
+import { type CallsInFlight, withinCallsInFlight } from "./middleware/calls-in-flight.js";
 
-/** Names the operation of every call that matches one, before the steps that may refuse it. */
-export function nameContractOperations(app: Hono<GatewayEnv>): void {
+/**
+ * Names the operation of every call that matches one, then counts it in flight (429 past
+ * the workspace's bound, calls-in-flight.ts), before the steps that may refuse it. One
+ * middleware per operation for both: every layer costs each call a step of Hono's composition.
+ */
+export function nameContractOperations(app: Hono<GatewayEnv>, calls: CallsInFlight): void {
   for (const operation of operations.all("contract")) {
-    const name: MiddlewareHandler<GatewayEnv> = async (c, next) => {
+    const name: MiddlewareHandler<GatewayEnv> = (c, next) => {
       c.set("operation", operation.label);
       c.set("operationId", operation.id);
-      await next();
+      return withinCallsInFlight(calls, c, next);
     };
     app.on(operation.method, honoPath(operation.path), name);
   }

@@ -22,17 +22,16 @@ import { gatewayOperations } from "../gateway/gateway-operations.js";
 import { auditRefusal, sessionIdInPath } from "../pipeline/steps/audit.js";
 import { bindOperations } from "./bind-operations.js";
 import { errorResponse } from "./common/error-response.js";
-import { jsonBodyLimit } from "./common/read-json-body.js";
 import { requestHeader } from "./common/request-header.js";
-import { guardRequestTarget } from "./common/request-target.js";
 import { nameContractOperations } from "./contract-operations.js";
 import type { GatewayEnv } from "./gateway-env.js";
 import type { GatewayServices } from "./gateway-services.js";
 import { authenticate, verifyBearer } from "./middleware/authenticate.js";
-import { CallsInFlight, limitCallsInFlight } from "./middleware/calls-in-flight.js";
-import { checkHostAndOrigin, type HostTrust } from "./middleware/host-and-origin.js";
+import { CallsInFlight } from "./middleware/calls-in-flight.js";
+import type { HostTrust } from "./middleware/host-and-origin.js";
 import { observeRequest } from "./middleware/observe-request.js";
-import { boundUnauthenticated, UnauthenticatedGate } from "./middleware/unauthenticated-gate.js";
+import { transportChecks } from "./middleware/transport-checks.js";
+import { UnauthenticatedGate } from "./middleware/unauthenticated-gate.js";
 import { ADMIN_BASE_PATH, createAdminApp } from "./routes/admin-routes.js";
 import { unmatchedRoute } from "./routes/unmatched-route.js";
 
@@ -55,30 +54,25 @@ export function createGatewayApp(
 
   const built = gatewayOperations(services);
   const contract = new Hono<GatewayEnv>();
-  const jsonLimit = jsonBodyLimit(services.limits.maxJsonBodyBytes);
   contract.use("*", authenticate(services));
-  nameContractOperations(contract);
-  contract.use(
-    "*",
-    limitCallsInFlight(new CallsInFlight(services.limits.maxCallsInFlightPerWorkspace ?? 32)),
-  );
-  bindOperations(contract, "contract", built.contract, built.deps, { jsonLimit });
+  nameContractOperations(contract, new CallsInFlight(services.limits.maxCallsInFlightPerWorkspace ?? 32));
+  bindOperations(contract, "contract", built.contract, built.deps, {
+    maxJsonBytes: services.limits.maxJsonBodyBytes,
+  });
   const basePath = normalizeBasePath(options.basePath);
   contract.all("*", unmatchedRoute(basePath));
 
   const app = new Hono<GatewayEnv>();
   app.use("*", observeRequest(services.log, services.metrics));
-  app.use("*", guardRequestTarget());
   app.use(
     "*",
-    checkHostAndOrigin({
-      allowedHosts: options.http?.allowedHosts ?? [],
-      allowedOrigins: options.http?.allowedOrigins ?? [],
-    }),
-  );
-  app.use(
-    "*",
-    boundUnauthenticated(new UnauthenticatedGate(services.limits.maxUnauthenticatedRequests ?? 256)),
+    transportChecks(
+      {
+        allowedHosts: options.http?.allowedHosts ?? [],
+        allowedOrigins: options.http?.allowedOrigins ?? [],
+      },
+      new UnauthenticatedGate(services.limits.maxUnauthenticatedRequests ?? 256),
+    ),
   );
   if (adminApi !== "only") {
     bindOperations(app, "service", built.service, built.deps, { methodNotAllowed: true });

@@ -17,7 +17,7 @@ export interface GatewayEnv {
     caller?: Caller;
     /**
      * Keeps the call counted in flight after its handler returns (a streamed answer); the
-     * caller then owns the returned release. Set by limitCallsInFlight.
+     * caller then owns the returned release. Set by withinCallsInFlight.
      */
     holdCallInFlight: () => () => void;
   };

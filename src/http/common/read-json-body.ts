@@ -64,22 +64,34 @@ function takeWhole(c: Context, incoming: IncomingMessage): string | undefined {
   return takeIfBuffered(incoming, Number(declared))?.toString("utf8");
 }
 
-/** The cap, enforced before the handler runs: on Content-Length, or while a chunked body arrives. */
+/**
+ * The cap, enforced before the handler runs: on Content-Length (at once: undefined, nothing
+ * to wait for), or while a chunked body arrives (the promise of its read).
+ */
+export function admitJsonSize(c: Context, maxBytes: number): Promise<void> | undefined {
+  const declared = requestHeader(c, "content-length");
+  if (declared !== undefined && !requestHeader(c, "transfer-encoding")) {
+    if (Number(declared) > maxBytes) throw tooLarge();
+    return undefined;
+  }
+  return readWithinCap(c, maxBytes);
+}
+
+async function readWithinCap(c: Context, maxBytes: number): Promise<void> {
+  const incoming = incomingOf(c);
+  if (incoming) {
+    bodiesRead.set(c.req.raw, await readCapped(incoming, maxBytes));
+  } else {
+    const text = await c.req.text();
+    if (Buffer.byteLength(text) > maxBytes) throw tooLarge();
+    bodiesRead.set(c.req.raw, text);
+  }
+}
+
+/** `admitJsonSize` as a middleware (the sandbox's app). */
 export function jsonBodyLimit(maxBytes: number): MiddlewareHandler {
   return async (c, next) => {
-    const declared = requestHeader(c, "content-length");
-    if (declared !== undefined && !requestHeader(c, "transfer-encoding")) {
-      if (Number(declared) > maxBytes) throw tooLarge();
-      return next();
-    }
-    const incoming = incomingOf(c);
-    if (incoming) {
-      bodiesRead.set(c.req.raw, await readCapped(incoming, maxBytes));
-    } else {
-      const text = await c.req.text();
-      if (Buffer.byteLength(text) > maxBytes) throw tooLarge();
-      bodiesRead.set(c.req.raw, text);
-    }
+    await admitJsonSize(c, maxBytes);
     return next();
   };
 }

@@ -6,7 +6,7 @@
  * middleware after request observation, so even these refusals carry a request id and
  * are counted.
  */
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { SandpoolError } from "../../contract/error-codes.js";
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what we refuse
@@ -27,12 +27,17 @@ interface RawRequestBindings {
 }
 
 /** Refuses a bad raw request target (taken from Node's request, not the parsed URL). */
+export function refuseBadTarget(c: Context): void {
+  const raw = (c.env as RawRequestBindings | undefined)?.incoming?.url;
+  if (raw !== undefined && isBadRequestTarget(raw)) {
+    throw new SandpoolError("request.bad_target", "malformed request target");
+  }
+}
+
+/** `refuseBadTarget` as a middleware of its own (the sandbox's app). */
 export function guardRequestTarget(): MiddlewareHandler {
   return async (c, next) => {
-    const raw = (c.env as RawRequestBindings | undefined)?.incoming?.url;
-    if (raw !== undefined && isBadRequestTarget(raw)) {
-      throw new SandpoolError("request.bad_target", "malformed request target");
-    }
+    refuseBadTarget(c);
     await next();
   };
 }

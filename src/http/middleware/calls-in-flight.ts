@@ -10,7 +10,7 @@
  * no buffered answer). A streamed Execute holds its place until its stream ends
  * (`holdCallInFlight`): it runs user code and reads the sandbox's answer all along.
  */
-import type { MiddlewareHandler } from "hono";
+import type { Context } from "hono";
 import { SandpoolError } from "../../contract/error-codes.js";
 import type { GatewayEnv } from "../gateway-env.js";
 
@@ -48,19 +48,21 @@ export class CallsInFlight {
   }
 }
 
-/** Runs after authentication: the principal names the workspace. */
-export function limitCallsInFlight(calls: CallsInFlight): MiddlewareHandler<GatewayEnv> {
-  return async (c, next) => {
-    const release = calls.enter(c.get("principal").workspace);
-    let held = false;
-    c.set("holdCallInFlight", () => {
-      held = true;
-      return release;
-    });
-    try {
-      await next();
-    } finally {
-      if (!held) release();
-    }
-  };
+/** Runs the rest of the call (`next`) counted in flight; after authentication: the principal names the workspace. */
+export async function withinCallsInFlight(
+  calls: CallsInFlight,
+  c: Context<GatewayEnv>,
+  next: () => Promise<void>,
+): Promise<void> {
+  const release = calls.enter(c.get("principal").workspace);
+  let held = false;
+  c.set("holdCallInFlight", () => {
+    held = true;
+    return release;
+  });
+  try {
+    await next();
+  } finally {
+    if (!held) release();
+  }
 }

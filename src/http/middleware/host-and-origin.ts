@@ -14,7 +14,7 @@
  * (`http.allowedOrigins`, exact `scheme://host[:port]`, or `*`) pass; `null` never does.
  */
 import { isIP } from "node:net";
-import type { MiddlewareHandler } from "hono";
+import type { Context } from "hono";
 import { SandpoolError } from "../../contract/error-codes.js";
 import { requestHeader } from "../common/request-header.js";
 
@@ -87,7 +87,8 @@ export function isAllowedOrigin(originHeader: string, allowedOrigins: readonly s
 /** Host headers whose verdict is remembered, at most: a client chooses them, so the memory is bounded. */
 const REMEMBERED_HOSTS = 256;
 
-export function checkHostAndOrigin(trust: HostTrust): MiddlewareHandler {
+/** A check that refuses a request whose Host or Origin is not trusted (403). */
+export function hostAndOriginCheck(trust: HostTrust): (c: Context) => void {
   // A client sends the same Host on every request: its verdict (a URL parse) is kept.
   const verdicts = new Map<string, boolean>();
   const hostAllowed = (host: string): boolean => {
@@ -99,7 +100,7 @@ export function checkHostAndOrigin(trust: HostTrust): MiddlewareHandler {
     }
     return allowed;
   };
-  return async (c, next) => {
+  return (c) => {
     const host = requestHeader(c, "host");
     if (typeof host === "string" && !hostAllowed(host)) {
       throw new SandpoolError("request.host_denied", "this gateway does not answer for that host");
@@ -108,6 +109,5 @@ export function checkHostAndOrigin(trust: HostTrust): MiddlewareHandler {
     if (origin !== undefined && !isAllowedOrigin(origin, trust.allowedOrigins)) {
       throw new SandpoolError("request.origin_denied", "requests from that origin are not allowed");
     }
-    await next();
   };
 }

@@ -9,7 +9,7 @@
  * Health and metrics (`/healthz`, `/readyz`, `/metrics`) are never counted nor refused: an
  * orchestrator must still see a gateway that is busy fending off anonymous load.
  */
-import type { Context, MiddlewareHandler } from "hono";
+import type { Context } from "hono";
 import { SandpoolError } from "../../contract/error-codes.js";
 
 export const OPS_PATHS: ReadonlySet<string> = new Set(["/healthz", "/readyz", "/metrics"]);
@@ -51,16 +51,19 @@ export function passedAuthentication(c: Context): void {
   releases.delete(c.req.raw);
 }
 
-export function boundUnauthenticated(gate: UnauthenticatedGate): MiddlewareHandler {
-  return async (c, next) => {
-    if (OPS_PATHS.has(c.req.path)) return next();
-    const release = gate.enter();
-    releases.set(c.req.raw, release);
-    try {
-      await next();
-    } finally {
-      release();
-      releases.delete(c.req.raw);
-    }
-  };
+/** Runs the rest of the request (`next`) counted by `gate` until it passes authentication. */
+export async function withinUnauthenticatedBound(
+  gate: UnauthenticatedGate,
+  c: Context,
+  next: () => Promise<void>,
+): Promise<void> {
+  if (OPS_PATHS.has(c.req.path)) return next();
+  const release = gate.enter();
+  releases.set(c.req.raw, release);
+  try {
+    await next();
+  } finally {
+    release();
+    releases.delete(c.req.raw);
+  }
 }

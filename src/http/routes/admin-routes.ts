@@ -17,7 +17,6 @@ import { SandpoolError } from "../../contract/error-codes.js";
 import type { PipelineDeps } from "../../pipeline/pipeline.js";
 import type { PolicyAdmin } from "../../policy/policy-admin.js";
 import { bindOperations } from "../bind-operations.js";
-import { jsonBodyLimit } from "../common/read-json-body.js";
 import { requestHeader } from "../common/request-header.js";
 import type { GatewayServices } from "../gateway-services.js";
 import { countAuthFailure, verifyBearer } from "../middleware/authenticate.js";
@@ -44,7 +43,7 @@ export function createAdminApp(services: GatewayServices, policyAdmin: PolicyAdm
   admin.use("*", requireAdmin(services));
   // Through the request pipeline, as every operation (the mounted step checks the admin token again).
   bindOperations(admin, "admin", adminHandlers(services, policyAdmin), pipelineOf(services), {
-    jsonLimit: jsonBodyLimit(services.limits.maxJsonBodyBytes),
+    maxJsonBytes: services.limits.maxJsonBodyBytes,
     methodNotAllowed: true,
   });
   // Nothing under /admin/v1 falls through to the contract routes (which would ask for a workspace).

@@ -9,7 +9,6 @@ import { describe, expect, it } from "vitest";
 import * as z from "zod/mini";
 import { bindOperations } from "../../../src/http/bind-operations.js";
 import { errorResponse } from "../../../src/http/common/error-response.js";
-import { jsonBodyLimit } from "../../../src/http/common/read-json-body.js";
 import type { GatewayEnv } from "../../../src/http/gateway-env.js";
 import { observeRequest } from "../../../src/http/middleware/observe-request.js";
 import type { OperationCall, OperationHandlers } from "../../../src/operations/handler.js";
@@ -22,7 +21,7 @@ function adminApp(handlers: OperationHandlers, registry?: OperationRegistry) {
   const deps = { check: check(), usage: new KeptUsage() };
   const app = new Hono<GatewayEnv>();
   app.use("*", observeRequest(log, deps.check.metrics));
-  bindOperations(app, "admin", handlers, deps, { jsonLimit: jsonBodyLimit(1024), registry });
+  bindOperations(app, "admin", handlers, deps, { maxJsonBytes: 1024, registry });
   app.onError((error, c) => errorResponse(c, error, log));
   return app;
 }
