@@ -59,9 +59,14 @@ function readCapped(incoming: IncomingMessage, maxBytes: number): Promise<string
  * for the stream's end, which comes several ticks later. Else undefined, the stream untouched.
  */
 function takeWhole(c: Context, incoming: IncomingMessage): string | undefined {
+  const declared = declaredLength(c);
+  return declared === undefined ? undefined : takeIfBuffered(incoming, declared)?.toString("utf8");
+}
+
+/** The length a body declares, unless it is chunked (then its Content-Length means nothing). */
+function declaredLength(c: Context): number | undefined {
   const declared = requestHeader(c, "content-length");
-  if (declared === undefined || requestHeader(c, "transfer-encoding") !== undefined) return undefined;
-  return takeIfBuffered(incoming, Number(declared))?.toString("utf8");
+  return declared === undefined || requestHeader(c, "transfer-encoding") ? undefined : Number(declared);
 }
 
 /**
@@ -69,9 +74,9 @@ function takeWhole(c: Context, incoming: IncomingMessage): string | undefined {
  * to wait for), or while a chunked body arrives (the promise of its read).
  */
 export function admitJsonSize(c: Context, maxBytes: number): Promise<void> | undefined {
-  const declared = requestHeader(c, "content-length");
-  if (declared !== undefined && !requestHeader(c, "transfer-encoding")) {
-    if (Number(declared) > maxBytes) throw tooLarge();
+  const declared = declaredLength(c);
+  if (declared !== undefined) {
+    if (declared > maxBytes) throw tooLarge();
     return undefined;
   }
   return readWithinCap(c, maxBytes);
