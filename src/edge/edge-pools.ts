@@ -123,6 +123,11 @@ export class EdgePools extends PoolManager {
     return Promise.resolve();
   }
 
+  /** Nor to mark: a lease waits on the node, whose pool frees the place when it destroys. */
+  override retiring(): Promise<void> {
+    return Promise.resolve();
+  }
+
   /** Nodes keep their share of every pool warm themselves. */
   override warm(): Promise<void> {
     return Promise.resolve();

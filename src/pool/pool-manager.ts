@@ -10,6 +10,7 @@
  * share (src/pool/warmup-limiter.ts) across all pools.
  */
 import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { SandpoolError } from "../contract/error-codes.js";
 import type { SandboxClient } from "../forward/sandbox-client.js";
@@ -27,6 +28,11 @@ import { WarmupLimiter } from "./warmup-limiter.js";
 export const IDLE_MEMBERSHIP_MS = 10 * 60_000;
 /** How long ending a session waits for a sandbox's usage before it goes on without it. */
 const USAGE_TIMEOUT_MS = 5_000;
+/** A lease stops waiting for a sandbox being destroyed after this: a stuck destroy is not waited on. */
+const RETIRING_MARK_MS = 60_000;
+/** A lease waiting for a warm-up polls first after this, then twice as long each time, up to the most. */
+const LEASE_POLL_FIRST_MS = 10;
+const LEASE_POLL_MAX_MS = 200;
 /** Idle memberships are renewed this often (not on every warm-up): well within their expiry. */
 const RENEW_IDLE_EVERY_MS = IDLE_MEMBERSHIP_MS / 10;
 
@@ -54,7 +60,8 @@ export interface PoolCounters {
 /** What a lease from a pool would get now (`PoolManager.capacity`). */
 export interface PoolCapacity {
   pool: string;
-  outcome: "warm" | "cold" | "exhausted";
+  /** `wait`: at the cap, but a warm-up start or a destroy under way will give the lease a sandbox. */
+  outcome: "warm" | "cold" | "wait" | "exhausted";
   idle: number;
   /** Sandboxes counted against maxTotal (idle, leased, starting); on an edge, the nodes' capacity in use. */
   members: number;
@@ -175,23 +182,12 @@ export class PoolManager {
 
   /**
    * A ready sandbox for one session: warm from the pool (its place held for `hold` in the
-   * same step), else cold-started (the caller then holds it: `holdMembership`), else 503.
+   * same step), else cold-started (the caller then holds it: `holdMembership`), else, while
+   * warm-up is starting sandboxes of the pool, the first of them to turn idle, else 503.
    */
   async lease(pool: PoolSpec, hold: MemberHold): Promise<LeasedSandbox> {
     const started = process.hrtime.bigint();
-    const idle = await this.deps.store.leaseIdle(pool.name, hold);
-    let leased: LeasedSandbox;
-    if (idle) {
-      leased = { record: idle, warm: true };
-    } else {
-      const record = await this.startSandbox(pool);
-      if (!record) {
-        throw new SandpoolError("capacity.exhausted", `the '${pool.name}' pool is at capacity`, {
-          retryAfterSeconds: 2,
-        });
-      }
-      leased = { record, warm: false };
-    }
+    const leased = await this.leaseOrWait(pool, hold, started);
     const counters = this.counters.get(pool.name);
     if (counters) counters[leased.warm ? "warmLeases" : "coldLeases"]++;
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
@@ -203,25 +199,68 @@ export class PoolManager {
   }
 
   /**
+   * A pool at its cap whose places are turning over (warm-up starts, or sandboxes whose
+   * session ended waiting to be destroyed, on any replica) has a sandbox or a place on its
+   * way: the lease waits for it, polling, rather than refusing what the pool is about to
+   * have. It would have waited as long for a cold start, so it waits at most the pool's
+   * cold-start deadline; a pool full of leased sandboxes refuses at once.
+   */
+  private async leaseOrWait(pool: PoolSpec, hold: MemberHold, started: bigint): Promise<LeasedSandbox> {
+    for (let attempt = 0; ; attempt++) {
+      const idle = await this.deps.store.leaseIdle(
+        pool.name,
+        attempt === 0 ? hold : { ...hold, now: this.now() },
+      );
+      if (idle) return { record: idle, warm: true };
+      const record = await this.startSandbox(pool, "cold");
+      if (record) return { record, warm: false };
+      const waitedMs = Number(process.hrtime.bigint() - started) / 1e6;
+      if (waitedMs >= pool.coldStartTimeoutMs || (await this.turningOver(pool)) === 0) {
+        throw new SandpoolError("capacity.exhausted", `the '${pool.name}' pool is at capacity`, {
+          retryAfterSeconds: 2,
+        });
+      }
+      await sleep(Math.min(LEASE_POLL_MAX_MS, LEASE_POLL_FIRST_MS * 2 ** attempt));
+    }
+  }
+
+  /** How many of the pool's places are about to change: warm-up starts and sandboxes being destroyed. */
+  private async turningOver(pool: PoolSpec): Promise<number> {
+    const now = this.now();
+    const [warming, retiring] = await Promise.all([
+      this.deps.store.countWarming(pool.name, now),
+      this.deps.store.countRetiring(pool.name, now),
+    ]);
+    return warming + retiring;
+  }
+
+  /**
    * What `lease` would do now, taking nothing (explain): a warm lease while the pool has an
    * idle sandbox, else a cold start while it is below `maxTotal`, else 503 capacity.exhausted.
    */
   async capacity(pool: PoolSpec): Promise<PoolCapacity> {
-    const [idle, members] = await Promise.all([
+    const now = this.now();
+    const [idle, members, turningOver] = await Promise.all([
       this.deps.store.countIdle(pool.name),
-      this.deps.store.countMembers(pool.name, this.now()),
+      this.deps.store.countMembers(pool.name, now),
+      this.turningOver(pool),
     ]);
     const { maxTotal } = this.sizeOf(pool);
-    const outcome = idle > 0 ? "warm" : members < maxTotal ? "cold" : "exhausted";
+    const atCap = members >= maxTotal;
+    const outcome = idle > 0 ? "warm" : !atCap ? "cold" : turningOver > 0 ? "wait" : "exhausted";
+    const how = {
+      warm: "a warm lease",
+      cold: "a cold start",
+      wait: `at capacity, ${turningOver} starting or being destroyed: the lease waits for one`,
+      exhausted: "at capacity",
+    }[outcome];
     return {
       pool: pool.name,
       outcome,
       idle,
       members,
       maxTotal,
-      detail:
-        `${idle} idle, ${members} of ${maxTotal} sandboxes in the pool` +
-        (outcome === "warm" ? ": a warm lease" : outcome === "cold" ? ": a cold start" : ": at capacity"),
+      detail: `${idle} idle, ${members} of ${maxTotal} sandboxes in the pool: ${how}`,
     };
   }
 
@@ -248,6 +287,15 @@ export class PoolManager {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * Marks a sandbox whose session ended as about to be destroyed (the destroy job runs
+   * `retire` later), so a lease that finds the pool at its cap meanwhile waits for the place.
+   */
+  async retiring(record: Pick<SandboxRecord, "pool" | "sandboxId">): Promise<void> {
+    const now = this.now();
+    await this.deps.store.markRetiring(record.pool, record.sandboxId, now + RETIRING_MARK_MS, now);
   }
 
   /** Destroys a sandbox and frees its place in the pool. Idempotent. */
@@ -299,9 +347,13 @@ export class PoolManager {
     for (;;) {
       wake.again = false;
       if (!stopped && this.mayWarm(pool)) {
-        const idle = (await this.deps.store.listIdle(pool.name)).length;
+        // Every replica's warm-up starts count, or two replicas would each start the same
+        // shortfall. Read before the idle queue: a start that turns idle in between counts
+        // twice (the next look starts it), never not at all (the pool would over-fill).
+        const warming = await this.deps.store.countWarming(pool.name, this.now());
+        const idle = await this.deps.store.countIdle(pool.name);
         const wanted = Math.min(
-          this.effectiveMinIdle(pool) - idle - inFlight.size,
+          this.effectiveMinIdle(pool) - idle - Math.max(inFlight.size, warming),
           pool.warmupConcurrency - inFlight.size,
         );
         // What the machine can take now; the rest waits for a place or the next tick.
@@ -330,7 +382,7 @@ export class PoolManager {
 
   /** One warm-up start: true when a sandbox joined the idle list. */
   private async warmOne(pool: PoolSpec): Promise<boolean> {
-    const record = await this.startSandbox(pool).catch(() => undefined);
+    const record = await this.startSandbox(pool, "warm-up").catch(() => undefined);
     if (!record) return false;
     await this.deps.store.renewMember(pool.name, record.sandboxId, this.now() + IDLE_MEMBERSHIP_MS);
     await this.deps.store.pushIdle(record);
@@ -392,13 +444,18 @@ export class PoolManager {
   }
 
   /**
-   * Starts one sandbox and creates its inner session. Undefined when the pool is at its
-   * cap; throws when the start fails (after cleaning up what it started).
+   * Starts one sandbox and creates its inner session, for a lease (cold) or for the idle
+   * queue (warm-up: marked warming until it is pushed idle). Undefined when the pool is at
+   * its cap; throws when the start fails (after cleaning up what it started).
    */
-  private async startSandbox(pool: PoolSpec): Promise<SandboxRecord | undefined> {
+  private async startSandbox(
+    pool: PoolSpec,
+    purpose: "cold" | "warm-up",
+  ): Promise<SandboxRecord | undefined> {
     const sandboxId = randomBytes(12).toString("hex");
     const deadline = this.now() + pool.coldStartTimeoutMs;
-    const counted = await this.deps.store.addMember(
+    const add = purpose === "warm-up" ? "addWarmingMember" : "addMember";
+    const counted = await this.deps.store[add](
       pool.name,
       sandboxId,
       this.sizeOf(pool).maxTotal,

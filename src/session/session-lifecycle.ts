@@ -25,7 +25,12 @@ import type { PoolManager } from "../pool/pool-manager.js";
 import { type Admission, settlement } from "../quota/admission.js";
 import type { SandboxUsage } from "../runtime/sandbox-runtime.js";
 import type { LeaseStore } from "../store/coordination/lease-store.js";
-import { type Lease, type LeaseKey, leaseDeadline } from "../store/coordination/records.js";
+import {
+  type Lease,
+  type LeaseKey,
+  leaseDeadline,
+  type SandboxRecord,
+} from "../store/coordination/records.js";
 
 export const DESTROY_SANDBOX_JOB = "destroy-sandbox";
 /** Slots and memberships outlive the session's own deadline by this much, never less. */
@@ -147,7 +152,7 @@ export class SessionLifecycle {
       return { lease, policy, warm: leased.warm };
     } catch (error) {
       await this.deps.admission.releaseSession(workspace, sessionId);
-      if (leased) await this.deps.jobs.enqueue(DESTROY_SANDBOX_JOB, leased.record);
+      if (leased) await this.destroyLater(leased.record);
       throw error;
     } finally {
       // Refill behind the lease, off the request path: after this turn of the event loop,
@@ -264,7 +269,7 @@ export class SessionLifecycle {
     await this.deps.admission.releaseSession(lease.workspace, lease.sessionId);
     // Read before the destroy job can run: a removed container has no cgroup left.
     const used = await this.deps.pools.usageOf(lease.sandbox);
-    await this.deps.jobs.enqueue(DESTROY_SANDBOX_JOB, lease.sandbox);
+    await this.destroyLater(lease.sandbox);
     this.deps.metrics.sessionsEnded.inc({ reason });
     this.deps.usage.record({
       workspace: lease.workspace,
@@ -277,6 +282,12 @@ export class SessionLifecycle {
     if (used) this.recordSandboxUsage(lease, used);
     this.deps.log.info({ session: lease.sessionId, workspace: lease.workspace, reason }, "session ended");
     return true;
+  }
+
+  /** Hands a sandbox to the destroy job, its place marked as freeing up meanwhile. */
+  private async destroyLater(record: SandboxRecord): Promise<void> {
+    await this.deps.pools.retiring(record);
+    await this.deps.jobs.enqueue(DESTROY_SANDBOX_JOB, record);
   }
 
   /**

@@ -429,6 +429,47 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
       });
     });
 
+    describe("warm-up starts", () => {
+      it("a warming member takes a place and is counted warming until it is pushed idle", async () => {
+        const pool = freshName("pool");
+        expect(await store.addWarmingMember(pool, "w1", 2, t0 + MINUTE, t0)).toBe(true);
+        expect(await store.addMember(pool, "c1", 2, t0 + MINUTE, t0)).toBe(true);
+        expect(await store.countMembers(pool, t0)).toBe(2);
+        expect(await store.countWarming(pool, t0)).toBe(1); // the cold start is not warming
+        expect(await store.addWarmingMember(pool, "w2", 2, t0 + MINUTE, t0)).toBe(false);
+        expect(await store.countWarming(pool, t0)).toBe(1); // a refused start is not marked
+        await store.pushIdle(record(pool, { sandboxId: "w1" }));
+        expect(await store.countWarming(pool, t0)).toBe(0);
+        expect(await store.countMembers(pool, t0)).toBe(2); // still a member, now idle
+        expect(await store.countIdle(pool)).toBe(1);
+      });
+
+      it("removing a warming member ends its mark; marks expire with the start's deadline", async () => {
+        const pool = freshName("pool");
+        await store.addWarmingMember(pool, "w1", 4, t0 + MINUTE, t0);
+        await store.addWarmingMember(pool, "w2", 4, t0 + HOUR, t0);
+        await store.removeMember(pool, "w2");
+        expect(await store.countWarming(pool, t0)).toBe(1);
+        expect(await store.countWarming(pool, t0 + 2 * MINUTE)).toBe(0); // a crashed start stops counting
+        expect(await store.countWarming(freshName("pool"), t0)).toBe(0);
+      });
+
+      it("a retiring mark lasts until the member is removed or the mark lapses", async () => {
+        const pool = freshName("pool");
+        await store.addMember(pool, "s1", 4, t0 + HOUR, t0);
+        await store.addMember(pool, "s2", 4, t0 + HOUR, t0);
+        await store.markRetiring(pool, "s1", t0 + MINUTE, t0);
+        await store.markRetiring(pool, "s2", t0 + HOUR, t0);
+        expect(await store.countRetiring(pool, t0)).toBe(2);
+        expect(await store.countWarming(pool, t0)).toBe(0);
+        await store.removeMember(pool, "s2");
+        expect(await store.countRetiring(pool, t0)).toBe(1);
+        expect(await store.countMembers(pool, t0)).toBe(1); // a mark is not a place
+        expect(await store.countRetiring(pool, t0 + 2 * MINUTE)).toBe(0);
+        expect(await store.countRetiring(freshName("pool"), t0)).toBe(0);
+      });
+    });
+
     describe("idle sandboxes", () => {
       it("pops in the order pushed (oldest first), then nothing", async () => {
         const pool = freshName("pool");

@@ -74,6 +74,10 @@ export class MemoryCoordinationStore implements CoordinationStore {
   private readonly rates = new Map<string, number[]>();
   private readonly budgets = new Map<string, number>();
   private readonly members = new Map<string, ExpiringSet>();
+  /** Per pool, the members warm-up is starting (see PoolLedger.addWarmingMember). */
+  private readonly warming = new Map<string, ExpiringSet>();
+  /** Per pool, the members waiting to be destroyed (see PoolLedger.markRetiring). */
+  private readonly retiring = new Map<string, ExpiringSet>();
   private readonly idle = new Map<string, SandboxRecord[]>();
   private readonly leases = new Map<string, Lease>();
   private readonly subscribers = new Map<string, ((message: string) => void)[]>();
@@ -144,16 +148,37 @@ export class MemoryCoordinationStore implements CoordinationStore {
     return getOrCreate(this.members, pool, () => new ExpiringSet()).add(sandboxId, maxTotal, expiresAt, now);
   }
 
+  async addWarmingMember(pool: string, sandboxId: string, maxTotal: number, expiresAt: number, now: number) {
+    const held = await this.addMember(pool, sandboxId, maxTotal, expiresAt, now);
+    if (held)
+      getOrCreate(this.warming, pool, () => new ExpiringSet()).add(sandboxId, Infinity, expiresAt, now);
+    return held;
+  }
+
   async renewMember(pool: string, sandboxId: string, expiresAt: number) {
     this.members.get(pool)?.renew(sandboxId, expiresAt);
   }
 
   async removeMember(pool: string, sandboxId: string) {
     this.members.get(pool)?.delete(sandboxId);
+    this.warming.get(pool)?.delete(sandboxId);
+    this.retiring.get(pool)?.delete(sandboxId);
+  }
+
+  async markRetiring(pool: string, sandboxId: string, expiresAt: number, now: number) {
+    getOrCreate(this.retiring, pool, () => new ExpiringSet()).add(sandboxId, Infinity, expiresAt, now);
+  }
+
+  async countRetiring(pool: string, now: number) {
+    return this.retiring.get(pool)?.live(now) ?? 0;
   }
 
   async countMembers(pool: string, now: number) {
     return this.members.get(pool)?.live(now) ?? 0;
+  }
+
+  async countWarming(pool: string, now: number) {
+    return this.warming.get(pool)?.live(now) ?? 0;
   }
 
   async listMembers(pool: string, now: number) {
@@ -165,6 +190,7 @@ export class MemoryCoordinationStore implements CoordinationStore {
 
   async pushIdle(record: SandboxRecord) {
     getOrCreate(this.idle, record.pool, () => []).push(record);
+    this.warming.get(record.pool)?.delete(record.sandboxId);
   }
 
   async popIdle(pool: string) {

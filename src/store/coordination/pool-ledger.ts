@@ -14,11 +14,34 @@ export interface PoolLedger {
     expiresAt: number,
     now: number,
   ): Promise<boolean>;
+  /**
+   * As `addMember`, for a start of warm-up: the member is also marked warming (with the same
+   * expiry) until `pushIdle` or `removeMember` ends the mark, so a lease that finds the pool
+   * at its cap knows an idle sandbox is on its way, whichever replica starts it.
+   */
+  addWarmingMember(
+    pool: string,
+    sandboxId: string,
+    maxTotal: number,
+    expiresAt: number,
+    now: number,
+  ): Promise<boolean>;
   renewMember(pool: string, sandboxId: string, expiresAt: number): Promise<void>;
+  /** Frees the member's place, and ends its warming or retiring mark if it has one. */
   removeMember(pool: string, sandboxId: string): Promise<void>;
+  /**
+   * Marks a member whose session ended as waiting to be destroyed, until `removeMember` or
+   * `expiresAt`: its place frees soon, which a lease that finds the pool at its cap waits for.
+   */
+  markRetiring(pool: string, sandboxId: string, expiresAt: number, now: number): Promise<void>;
+  /** The pool's members marked retiring (unexpired), on every replica. */
+  countRetiring(pool: string, now: number): Promise<number>;
   countMembers(pool: string, now: number): Promise<number>;
+  /** The pool's warm-up starts under way (marked, unexpired), on every replica. */
+  countWarming(pool: string, now: number): Promise<number>;
   /** The members whose expiry is after `now`. */
   listMembers(pool: string, now: number): Promise<string[]>;
+  /** Queues a started sandbox to be leased, ending its warming mark in the same step. */
   pushIdle(record: SandboxRecord): Promise<void>;
   /** Atomically takes the oldest idle sandbox of the pool, if any. */
   popIdle(pool: string): Promise<SandboxRecord | undefined>;
@@ -36,6 +59,6 @@ export interface PoolLedger {
   /** Atomically takes one particular idle sandbox (for draining or reconciliation). */
   takeIdle(pool: string, sandboxId: string): Promise<SandboxRecord | undefined>;
   listIdle(pool: string): Promise<SandboxRecord[]>;
-  /** Read-only, for explain: how many idle sandboxes the pool holds (what `leaseIdle` could take). */
+  /** How many idle sandboxes the pool holds (what `leaseIdle` could take); read-only. */
   countIdle(pool: string): Promise<number>;
 }

@@ -145,6 +145,67 @@ describe("warm-up concurrency", () => {
     await warming;
   });
 
+  it("a lease at the cap while warm-up starts fill it waits for one to turn idle", async () => {
+    const gate = gatedRuntime();
+    const pool = spec("a", { minIdle: 2, maxTotal: 2, warmupConcurrency: 2 });
+    const { manager, store } = poolManager([pool], gate.runtime, 2);
+    const warming = manager.warm(pool);
+    await gate.settle();
+    expect(await store.countWarming(pool.name, Date.now())).toBe(2);
+    let settled = false;
+    const leasing = manager.lease(pool, HOLD).finally(() => {
+      settled = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(settled).toBe(false); // no idle sandbox, no place for a cold start: it waits
+    expect(gate.counts.inFlight).toBe(2);
+    await gate.releaseOne();
+    expect((await leasing).warm).toBe(true);
+    await gate.release();
+    await warming;
+    expect(gate.counts.started).toBe(2); // no start beyond the cap
+  });
+
+  it("a lease at the cap waits for a sandbox being destroyed to free its place", async () => {
+    const gate = gatedRuntime();
+    const pool = spec("a", { minIdle: 0, maxTotal: 1 });
+    const { manager } = poolManager([pool], gate.runtime, 2);
+    const first = manager.lease(pool, HOLD);
+    await gate.release();
+    const { record } = await first;
+    await manager.holdMembership(record, HOLD);
+    await manager.retiring(record); // its session ended: the destroy job runs later
+    const second = manager.lease(pool, HOLD);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(gate.counts.inFlight).toBe(0); // waiting: no place for a start yet
+    await manager.retire(record);
+    await new Promise((resolve) => setTimeout(resolve, 250)); // the next poll finds the place
+    await gate.release();
+    expect((await second).warm).toBe(false);
+  });
+
+  it("a pool full of leased sandboxes refuses at once; a wait ends at the cold-start deadline", async () => {
+    const gate = gatedRuntime();
+    const full = spec("full", { minIdle: 1, maxTotal: 1 });
+    const slow = spec("slow", { minIdle: 1, maxTotal: 1, coldStartTimeoutMs: 100 });
+    const { manager } = poolManager([full, slow], gate.runtime, 2);
+    const warmingFull = manager.warm(full);
+    await gate.release();
+    await warmingFull;
+    await manager.lease(full, HOLD);
+    const began = Date.now();
+    await expect(manager.lease(full, HOLD)).rejects.toMatchObject({ code: "capacity.exhausted" });
+    expect(Date.now() - began).toBeLessThan(100);
+
+    const warmingSlow = manager.warm(slow); // its one start never ends while the lease waits
+    await gate.settle();
+    const waitBegan = Date.now();
+    await expect(manager.lease(slow, HOLD)).rejects.toMatchObject({ code: "capacity.exhausted" });
+    expect(Date.now() - waitBegan).toBeGreaterThanOrEqual(95);
+    await gate.release();
+    await warmingSlow;
+  });
+
   it("runs one warm-up per pool at a time: concurrent calls do not start the shortfall twice", async () => {
     const gate = gatedRuntime();
     const pool = spec("a", { minIdle: 2, warmupConcurrency: 4 });

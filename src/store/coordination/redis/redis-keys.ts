@@ -35,6 +35,16 @@ export class RedisKeys {
     return `${this.prefix}{pool:${pool}}:idle`;
   }
 
+  /** A pool's warm-up starts under way, sandbox id -> expiry: what a lease at the cap waits for. */
+  warming(pool: string): string {
+    return `${this.prefix}{pool:${pool}}:warming`;
+  }
+
+  /** A pool's sandboxes whose session ended, waiting to be destroyed, sandbox id -> expiry. */
+  retiring(pool: string): string {
+    return `${this.prefix}{pool:${pool}}:retiring`;
+  }
+
   /** Every replica's lease and start counts of a pool, summed (src/pool/pool-demand-sync.ts). */
   demand(pool: string): string {
     return `${this.prefix}{pool:${pool}}:demand`;

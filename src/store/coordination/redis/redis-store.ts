@@ -108,7 +108,7 @@ export class RedisCoordinationStore implements CoordinationStore {
   // Admission: concurrent-session slots, session rate, execution budget.
 
   acquireSlot(workspace: string, token: string, limit: number, expiresAt: number, now: number) {
-    return this.addUnderLimit(this.keys.slots(workspace), token, limit, expiresAt, now);
+    return this.addUnderLimit([this.keys.slots(workspace)], token, limit, expiresAt, now);
   }
 
   async admitSession(workspace: string, a: SessionAdmission): Promise<AdmissionVerdict> {
@@ -177,7 +177,17 @@ export class RedisCoordinationStore implements CoordinationStore {
 
   async addMember(pool: string, sandboxId: string, maxTotal: number, expiresAt: number, now: number) {
     await this.holders.rememberPool(pool, now, true);
-    return this.addUnderLimit(this.keys.members(pool), sandboxId, maxTotal, expiresAt, now);
+    return this.addUnderLimit([this.keys.members(pool)], sandboxId, maxTotal, expiresAt, now);
+  }
+
+  async addWarmingMember(pool: string, sandboxId: string, maxTotal: number, expiresAt: number, now: number) {
+    await this.holders.rememberPool(pool, now, true);
+    const keys = [this.keys.members(pool), this.keys.warming(pool)];
+    return this.addUnderLimit(keys, sandboxId, maxTotal, expiresAt, now);
+  }
+
+  countWarming(pool: string, now: number) {
+    return this.commands.read(() => this.redis.zcount(this.keys.warming(pool), `(${now}`, "+inf"));
   }
 
   async renewMember(pool: string, sandboxId: string, expiresAt: number) {
@@ -185,7 +195,20 @@ export class RedisCoordinationStore implements CoordinationStore {
   }
 
   async removeMember(pool: string, sandboxId: string) {
-    await this.commands.call(() => this.redis.zrem(this.keys.members(pool), sandboxId));
+    const keys = [this.keys.members(pool), this.keys.warming(pool), this.keys.retiring(pool)];
+    await this.commands.script("remove-member", keys, [sandboxId]);
+  }
+
+  async markRetiring(pool: string, sandboxId: string, expiresAt: number, now: number) {
+    await this.commands.script(
+      "mark-retiring",
+      [this.keys.retiring(pool)],
+      [sandboxId, Math.ceil(expiresAt), now],
+    );
+  }
+
+  countRetiring(pool: string, now: number) {
+    return this.commands.read(() => this.redis.zcount(this.keys.retiring(pool), `(${now}`, "+inf"));
   }
 
   countMembers(pool: string, now: number) {
@@ -197,7 +220,11 @@ export class RedisCoordinationStore implements CoordinationStore {
   }
 
   async pushIdle(record: SandboxRecord) {
-    await this.commands.call(() => this.redis.lpush(this.keys.idle(record.pool), JSON.stringify(record)));
+    await this.commands.script(
+      "push-idle",
+      [this.keys.idle(record.pool), this.keys.warming(record.pool)],
+      [JSON.stringify(record), record.sandboxId],
+    );
   }
 
   async popIdle(pool: string) {
@@ -313,12 +340,14 @@ export class RedisCoordinationStore implements CoordinationStore {
     return this.commands.keys;
   }
 
-  private async addUnderLimit(key: string, token: string, limit: number, expiresAt: number, now: number) {
-    const held = await this.commands.script(
-      "add-under-limit",
-      [key],
-      [token, limit, Math.ceil(expiresAt), now],
-    );
+  /** Holds `token` in `keys[0]` under `limit`, marked in `keys[1]` too if given (add-under-limit-n.lua). */
+  private async addUnderLimit(keys: string[], token: string, limit: number, expiresAt: number, now: number) {
+    const held = await this.commands.script("add-under-limit", keys, [
+      token,
+      limit,
+      Math.ceil(expiresAt),
+      now,
+    ]);
     return Number(held) === 1;
   }
 }
