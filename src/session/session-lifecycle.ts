@@ -284,9 +284,14 @@ export class SessionLifecycle {
     return true;
   }
 
-  /** Hands a sandbox to the destroy job, its place marked as freeing up meanwhile. */
+  /**
+   * Hands a sandbox to the destroy job, its place marked as freeing up meanwhile. The mark
+   * only spares a waiting lease a 503: failing to set it must not keep the sandbox alive.
+   */
   private async destroyLater(record: SandboxRecord): Promise<void> {
-    await this.deps.pools.retiring(record);
+    await this.deps.pools.retiring(record).catch((error: unknown) => {
+      this.deps.log.warn({ err: error, sandbox: record.sandboxId }, "could not mark a sandbox as retiring");
+    });
     await this.deps.jobs.enqueue(DESTROY_SANDBOX_JOB, record);
   }
 

@@ -122,6 +122,22 @@ describe("a warm pool", () => {
     expect(idle).not.toContain(secondLease.sandbox.sandboxId);
     await client.destroy(third);
   });
+
+  it("destroys an ended session's sandbox even when its retiring mark cannot be set", async () => {
+    const client = await harness.client(freshWorkspace("mark"));
+    const id = sessionIdOf(await client.createSession());
+    const pid = Number((await leaseOf(harness, id)).sandbox.runtimeId);
+    const markRetiring = harness.store.markRetiring;
+    harness.store.markRetiring = async () => {
+      throw new Error("the store refused the mark");
+    };
+    try {
+      expect((await client.destroy(id)).status).toBe(204);
+      await waitFor(() => !processExists(pid), 10_000, "the sandbox to be destroyed");
+    } finally {
+      harness.store.markRetiring = markRetiring;
+    }
+  });
 });
 
 describe("a pool with no idle sandboxes", () => {
@@ -168,14 +184,27 @@ describe("a pool with no idle sandboxes", () => {
     expect((await harness.store.listLeases()).map((l) => l.sessionId).sort()).toEqual([...open].sort());
     expect(await harness.store.listMembers(POOL, Date.now())).toHaveLength(MAX_TOTAL);
 
-    // After a DELETE (and the sandbox's destruction) the workspace creates again.
-    expect((await client.destroy(open[0]!)).status).toBe(204);
-    await waitFor(
-      async () => (await harness.store.listMembers(POOL, Date.now())).length < MAX_TOTAL,
-      10_000,
-      "the destroyed sandbox to leave the pool",
-    );
-    const again = sessionIdOf(await client.createSession());
+    // Right after a DELETE the workspace creates again: while the destroy job is still to
+    // free the place (held back here), the lease waits for it instead of refusing.
+    const pools = harness.gateway.services.pools;
+    const retire = pools.retire;
+    let retired = false;
+    pools.retire = async (record) => {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await retire.call(pools, record);
+      retired = true;
+    };
+    let again: string;
+    try {
+      expect((await client.destroy(open[0]!)).status).toBe(204);
+      expect(retired).toBe(false);
+      const created = await client.createSession();
+      expect(created.status, created.text).toBe(201);
+      expect(retired).toBe(true); // served once the place was free, not before
+      again = sessionIdOf(created);
+    } finally {
+      pools.retire = retire;
+    }
     expect(await harness.store.countSlots(workspace, Date.now())).toBe(MAX_TOTAL);
     await client.destroy(again);
     await client.destroy(open[1]!);
