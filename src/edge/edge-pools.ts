@@ -124,7 +124,7 @@ export class EdgePools extends PoolManager {
   }
 
   /** Nor to mark: a lease waits on the node, whose pool frees the place when it destroys. */
-  override retiring(): Promise<void> {
+  override markRetiring(): Promise<void> {
     return Promise.resolve();
   }
 

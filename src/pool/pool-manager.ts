@@ -1,7 +1,8 @@
 /**
  * The warm pool. Each pool keeps `minIdle` started sandboxes (each with its inner session
  * already created) so a lease is one atomic pop; a dry pool below `maxTotal` cold-starts a
- * sandbox within the pool's deadline; a pool at `maxTotal` refuses with 503. Membership in
+ * sandbox within the pool's deadline; a pool at `maxTotal` waits while places are turning
+ * over (warm-up starts, sandboxes being destroyed) and else refuses with 503. Membership in
  * the store caps a pool's size across replicas. A pool whose starts keep failing backs off
  * exponentially, so an image that cannot start does not spin. Sizes are read through
  * `sizes` on every warm-up and start, so an operator's resize is obeyed without a restart.
@@ -28,9 +29,9 @@ import { WarmupLimiter } from "./warmup-limiter.js";
 export const IDLE_MEMBERSHIP_MS = 10 * 60_000;
 /** How long ending a session waits for a sandbox's usage before it goes on without it. */
 const USAGE_TIMEOUT_MS = 5_000;
-/** A lease stops waiting for a sandbox being destroyed after this: a stuck destroy is not waited on. */
+/** A retiring mark lapses after this, so a destroy that never ends stops making leases wait. */
 const RETIRING_MARK_MS = 60_000;
-/** A lease waiting for a warm-up polls first after this, then twice as long each time, up to the most. */
+/** A lease waiting for places turning over looks again after this, then twice as long each time, up to the most. */
 const LEASE_POLL_FIRST_MS = 10;
 const LEASE_POLL_MAX_MS = 200;
 /** Idle memberships are renewed this often (not on every warm-up): well within their expiry. */
@@ -101,6 +102,15 @@ export class PoolManager {
       this.demand.set(pool.name, new PoolDemand(pool.demand ?? true));
       this.refills.set(pool.name, []);
     }
+  }
+
+  /**
+   * The longest a lease from `pool` may take: a wait for places turning over (the pool's
+   * cold-start deadline, and one more poll) and then a cold start of its own. What a
+   * session's slot and pool place must be held for beyond the session's lifetime.
+   */
+  leaseBudgetMs(pool: PoolSpec): number {
+    return 2 * pool.coldStartTimeoutMs + LEASE_POLL_MAX_MS;
   }
 
   /** The sizes in force for a pool. */
@@ -236,7 +246,8 @@ export class PoolManager {
 
   /**
    * What `lease` would do now, taking nothing (explain): a warm lease while the pool has an
-   * idle sandbox, else a cold start while it is below `maxTotal`, else 503 capacity.exhausted.
+   * idle sandbox, else a cold start while it is below `maxTotal`, else a wait while places
+   * are turning over, else 503 capacity.exhausted.
    */
   async capacity(pool: PoolSpec): Promise<PoolCapacity> {
     const now = this.now();
@@ -293,7 +304,7 @@ export class PoolManager {
    * Marks a sandbox whose session ended as about to be destroyed (the destroy job runs
    * `retire` later), so a lease that finds the pool at its cap meanwhile waits for the place.
    */
-  async retiring(record: Pick<SandboxRecord, "pool" | "sandboxId">): Promise<void> {
+  async markRetiring(record: Pick<SandboxRecord, "pool" | "sandboxId">): Promise<void> {
     const now = this.now();
     await this.deps.store.markRetiring(record.pool, record.sandboxId, now + RETIRING_MARK_MS, now);
   }
@@ -384,7 +395,8 @@ export class PoolManager {
   private async warmOne(pool: PoolSpec): Promise<boolean> {
     const record = await this.startSandbox(pool, "warm-up").catch(() => undefined);
     if (!record) return false;
-    await this.deps.store.renewMember(pool.name, record.sandboxId, this.now() + IDLE_MEMBERSHIP_MS);
+    const now = this.now();
+    await this.deps.store.renewMember(pool.name, record.sandboxId, now + IDLE_MEMBERSHIP_MS, now);
     await this.deps.store.pushIdle(record);
     return true;
   }
@@ -396,7 +408,7 @@ export class PoolManager {
     if (last !== undefined && now - last < RENEW_IDLE_EVERY_MS && now >= last) return;
     this.renewedIdleAt.set(pool.name, now);
     for (const idle of await this.deps.store.listIdle(pool.name)) {
-      await this.deps.store.renewMember(pool.name, idle.sandboxId, now + IDLE_MEMBERSHIP_MS);
+      await this.deps.store.renewMember(pool.name, idle.sandboxId, now + IDLE_MEMBERSHIP_MS, now);
     }
   }
 
@@ -454,14 +466,10 @@ export class PoolManager {
   ): Promise<SandboxRecord | undefined> {
     const sandboxId = randomBytes(12).toString("hex");
     const deadline = this.now() + pool.coldStartTimeoutMs;
-    const add = purpose === "warm-up" ? "addWarmingMember" : "addMember";
-    const counted = await this.deps.store[add](
-      pool.name,
-      sandboxId,
-      this.sizeOf(pool).maxTotal,
-      deadline + 5_000,
-      this.now(),
-    );
+    const place = [pool.name, sandboxId, this.sizeOf(pool).maxTotal, deadline + 5_000, this.now()] as const;
+    const counted = await (purpose === "warm-up"
+      ? this.deps.store.addWarmingMember(...place)
+      : this.deps.store.addMember(...place));
     if (!counted) return undefined;
     this.starting.set(pool.name, (this.starting.get(pool.name) ?? 0) + 1);
     let runtimeId: string | undefined;

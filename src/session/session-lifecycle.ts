@@ -115,8 +115,9 @@ export class SessionLifecycle {
     const maxLifetimeSeconds = timeouts.lifetime.value;
     // 144 random bits, URL-safe: unguessable, and unrelated to the container or its session.
     const sessionId = newSessionId();
-    // The slot is held from now; a slow cold start must not eat into it.
-    const holdUntil = this.now() + maxLifetimeSeconds * 1000 + HOLD_GRACE_MS + pool.coldStartTimeoutMs;
+    // The slot is held from now; a slow lease (a wait for a place, a cold start) must not eat into it.
+    const holdUntil =
+      this.now() + maxLifetimeSeconds * 1000 + HOLD_GRACE_MS + this.deps.pools.leaseBudgetMs(pool);
 
     await this.deps.admission.admitSession(policy, sessionId, holdUntil);
     let leased: Awaited<ReturnType<PoolManager["lease"]>> | undefined;
@@ -152,7 +153,10 @@ export class SessionLifecycle {
       return { lease, policy, warm: leased.warm };
     } catch (error) {
       await this.deps.admission.releaseSession(workspace, sessionId);
-      if (leased) await this.destroyLater(leased.record);
+      if (leased) {
+        await this.markRetiring(leased.record);
+        await this.deps.jobs.enqueue(DESTROY_SANDBOX_JOB, leased.record);
+      }
       throw error;
     } finally {
       // Refill behind the lease, off the request path: after this turn of the event loop,
@@ -255,6 +259,8 @@ export class SessionLifecycle {
   async end(key: LeaseKey, reason: EndReason): Promise<boolean> {
     const lease = await this.deps.store.takeLease(key);
     if (!lease) return false;
+    // At once: the place frees with the destroy below, and a lease at the pool's cap meanwhile waits for it.
+    await this.markRetiring(lease.sandbox);
     // Before anything answers that the session is gone: a replica whose lease cache has not
     // heard of the end yet may still forward a call, and the sandbox must refuse it. Only
     // for a live session: no copy serves one past its deadline, and a dead or lost sandbox
@@ -269,7 +275,7 @@ export class SessionLifecycle {
     await this.deps.admission.releaseSession(lease.workspace, lease.sessionId);
     // Read before the destroy job can run: a removed container has no cgroup left.
     const used = await this.deps.pools.usageOf(lease.sandbox);
-    await this.destroyLater(lease.sandbox);
+    await this.deps.jobs.enqueue(DESTROY_SANDBOX_JOB, lease.sandbox);
     this.deps.metrics.sessionsEnded.inc({ reason });
     this.deps.usage.record({
       workspace: lease.workspace,
@@ -285,14 +291,13 @@ export class SessionLifecycle {
   }
 
   /**
-   * Hands a sandbox to the destroy job, its place marked as freeing up meanwhile. The mark
-   * only spares a waiting lease a 503: failing to set it must not keep the sandbox alive.
+   * Marks a sandbox about to be destroyed as freeing its place. The mark only spares a
+   * waiting lease a 503: failing to set it must not keep the sandbox alive.
    */
-  private async destroyLater(record: SandboxRecord): Promise<void> {
-    await this.deps.pools.retiring(record).catch((error: unknown) => {
+  private async markRetiring(record: SandboxRecord): Promise<void> {
+    await this.deps.pools.markRetiring(record).catch((error: unknown) => {
       this.deps.log.warn({ err: error, sandbox: record.sandboxId }, "could not mark a sandbox as retiring");
     });
-    await this.deps.jobs.enqueue(DESTROY_SANDBOX_JOB, record);
   }
 
   /**

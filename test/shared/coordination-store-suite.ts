@@ -382,18 +382,29 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
       it("renew moves a member's expiry", async () => {
         const pool = freshName("pool");
         await store.addMember(pool, "s1", 1, t0 + MINUTE, t0);
-        await store.renewMember(pool, "s1", t0 + HOUR);
+        await store.renewMember(pool, "s1", t0 + HOUR, t0);
         expect(await store.countMembers(pool, t0 + 2 * MINUTE)).toBe(1);
         expect(await store.addMember(pool, "s2", 1, t0 + HOUR, t0 + 2 * MINUTE)).toBe(false);
       });
 
+      it("a renewed member outlives the expiry its set had when it was added", async () => {
+        // Real time: the Redis set's own expiry is the store's, and a quiet pool renews only.
+        const pool = freshName("pool");
+        const now = Date.now();
+        await store.addMember(pool, "s1", 4, now + 200, now);
+        await store.renewMember(pool, "s1", now + HOUR, now);
+        await new Promise((resolve) => setTimeout(resolve, 1_500));
+        expect(await store.countMembers(pool, Date.now())).toBe(1);
+        expect(await store.addMember(pool, "s2", 1, now + HOUR, Date.now())).toBe(false);
+      });
+
       it("renew of a member that is not there does not add it", async () => {
         const pool = freshName("pool");
-        await store.renewMember(pool, "ghost", t0 + HOUR);
+        await store.renewMember(pool, "ghost", t0 + HOUR, t0);
         expect(await store.countMembers(pool, t0)).toBe(0);
         await store.addMember(pool, "s1", 1, t0 + HOUR, t0);
         await store.removeMember(pool, "s1");
-        await store.renewMember(pool, "s1", t0 + HOUR);
+        await store.renewMember(pool, "s1", t0 + HOUR, t0);
         expect(await store.countMembers(pool, t0)).toBe(0);
         expect(await store.listMembers(pool, t0)).toEqual([]);
       });

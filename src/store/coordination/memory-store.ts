@@ -149,13 +149,19 @@ export class MemoryCoordinationStore implements CoordinationStore {
   }
 
   async addWarmingMember(pool: string, sandboxId: string, maxTotal: number, expiresAt: number, now: number) {
-    const held = await this.addMember(pool, sandboxId, maxTotal, expiresAt, now);
+    // In one step, as the Redis script: no lease may see the place taken and not yet marked.
+    const held = getOrCreate(this.members, pool, () => new ExpiringSet()).add(
+      sandboxId,
+      maxTotal,
+      expiresAt,
+      now,
+    );
     if (held)
       getOrCreate(this.warming, pool, () => new ExpiringSet()).add(sandboxId, Infinity, expiresAt, now);
     return held;
   }
 
-  async renewMember(pool: string, sandboxId: string, expiresAt: number) {
+  async renewMember(pool: string, sandboxId: string, expiresAt: number, _now: number) {
     this.members.get(pool)?.renew(sandboxId, expiresAt);
   }
 

@@ -26,7 +26,8 @@ export interface PoolLedger {
     expiresAt: number,
     now: number,
   ): Promise<boolean>;
-  renewMember(pool: string, sandboxId: string, expiresAt: number): Promise<void>;
+  /** Moves a member's expiry (a member only: one removed is not added back). */
+  renewMember(pool: string, sandboxId: string, expiresAt: number, now: number): Promise<void>;
   /** Frees the member's place, and ends its warming or retiring mark if it has one. */
   removeMember(pool: string, sandboxId: string): Promise<void>;
   /**

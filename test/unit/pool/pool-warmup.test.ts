@@ -152,6 +152,7 @@ describe("warm-up concurrency", () => {
     const warming = manager.warm(pool);
     await gate.settle();
     expect(await store.countWarming(pool.name, Date.now())).toBe(2);
+    expect((await manager.capacity(pool)).outcome).toBe("wait"); // what explain says meanwhile
     let settled = false;
     const leasing = manager.lease(pool, HOLD).finally(() => {
       settled = true;
@@ -174,12 +175,13 @@ describe("warm-up concurrency", () => {
     await gate.release();
     const { record } = await first;
     await manager.holdMembership(record, HOLD);
-    await manager.retiring(record); // its session ended: the destroy job runs later
+    await manager.markRetiring(record); // its session ended: the destroy job runs later
     const second = manager.lease(pool, HOLD);
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(gate.counts.inFlight).toBe(0); // waiting: no place for a start yet
     await manager.retire(record);
-    await new Promise((resolve) => setTimeout(resolve, 250)); // the next poll finds the place
+    // The next poll finds the place and cold-starts into it.
+    while (gate.counts.inFlight === 0) await new Promise((resolve) => setTimeout(resolve, 10));
     await gate.release();
     expect((await second).warm).toBe(false);
   });
@@ -204,6 +206,29 @@ describe("warm-up concurrency", () => {
     expect(Date.now() - waitBegan).toBeGreaterThanOrEqual(95);
     await gate.release();
     await warmingSlow;
+  });
+
+  it("counts another replica's warm-up starts in the shortfall", async () => {
+    const gate = gatedRuntime();
+    const pool = spec("a", { minIdle: 2, warmupConcurrency: 2 });
+    const first = poolManager([pool], gate.runtime, 2);
+    // A second replica on the same store, with its own warm-up.
+    const second = new PoolManager({
+      pools: [pool],
+      store: first.store,
+      runtime: gate.runtime,
+      client: { createInnerSession: async () => "inner" } as unknown as SandboxClient,
+      metrics: new GatewayMetrics({ processMetrics: false }),
+      log: pino({ level: "silent" }),
+      warmupLimiter: new WarmupLimiter(2),
+    });
+    const warming = first.manager.warm(pool);
+    await gate.settle();
+    await second.warm(pool); // the shortfall is being started already: nothing to start
+    expect(gate.counts.inFlight).toBe(2);
+    await gate.release();
+    await warming;
+    expect(gate.counts.started).toBe(2);
   });
 
   it("runs one warm-up per pool at a time: concurrent calls do not start the shortfall twice", async () => {

@@ -190,8 +190,12 @@ export class RedisCoordinationStore implements CoordinationStore {
     return this.commands.read(() => this.redis.zcount(this.keys.warming(pool), `(${now}`, "+inf"));
   }
 
-  async renewMember(pool: string, sandboxId: string, expiresAt: number) {
-    await this.commands.call(() => this.redis.zadd(this.keys.members(pool), "XX", expiresAt, sandboxId));
+  async renewMember(pool: string, sandboxId: string, expiresAt: number, now: number) {
+    await this.commands.script(
+      "renew-member",
+      [this.keys.members(pool)],
+      [sandboxId, Math.ceil(expiresAt), now],
+    );
   }
 
   async removeMember(pool: string, sandboxId: string) {
