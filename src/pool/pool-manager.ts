@@ -466,10 +466,14 @@ export class PoolManager {
   ): Promise<SandboxRecord | undefined> {
     const sandboxId = randomBytes(12).toString("hex");
     const deadline = this.now() + pool.coldStartTimeoutMs;
-    const place = [pool.name, sandboxId, this.sizeOf(pool).maxTotal, deadline + 5_000, this.now()] as const;
-    const counted = await (purpose === "warm-up"
-      ? this.deps.store.addWarmingMember(...place)
-      : this.deps.store.addMember(...place));
+    const counted = await this.deps.store.addMember(
+      pool.name,
+      sandboxId,
+      this.sizeOf(pool).maxTotal,
+      deadline + 5_000,
+      this.now(),
+      purpose === "warm-up",
+    );
     if (!counted) return undefined;
     this.starting.set(pool.name, (this.starting.get(pool.name) ?? 0) + 1);
     let runtimeId: string | undefined;

@@ -443,11 +443,11 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
     describe("warm-up starts", () => {
       it("a warming member takes a place and is counted warming until it is pushed idle", async () => {
         const pool = freshName("pool");
-        expect(await store.addWarmingMember(pool, "w1", 2, t0 + MINUTE, t0)).toBe(true);
+        expect(await store.addMember(pool, "w1", 2, t0 + MINUTE, t0, true)).toBe(true);
         expect(await store.addMember(pool, "c1", 2, t0 + MINUTE, t0)).toBe(true);
         expect(await store.countMembers(pool, t0)).toBe(2);
         expect(await store.countWarming(pool, t0)).toBe(1); // the cold start is not warming
-        expect(await store.addWarmingMember(pool, "w2", 2, t0 + MINUTE, t0)).toBe(false);
+        expect(await store.addMember(pool, "w2", 2, t0 + MINUTE, t0, true)).toBe(false);
         expect(await store.countWarming(pool, t0)).toBe(1); // a refused start is not marked
         await store.pushIdle(record(pool, { sandboxId: "w1" }));
         expect(await store.countWarming(pool, t0)).toBe(0);
@@ -457,8 +457,8 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
 
       it("removing a warming member ends its mark; marks expire with the start's deadline", async () => {
         const pool = freshName("pool");
-        await store.addWarmingMember(pool, "w1", 4, t0 + MINUTE, t0);
-        await store.addWarmingMember(pool, "w2", 4, t0 + HOUR, t0);
+        await store.addMember(pool, "w1", 4, t0 + MINUTE, t0, true);
+        await store.addMember(pool, "w2", 4, t0 + HOUR, t0, true);
         await store.removeMember(pool, "w2");
         expect(await store.countWarming(pool, t0)).toBe(1);
         expect(await store.countWarming(pool, t0 + 2 * MINUTE)).toBe(0); // a crashed start stops counting

@@ -74,7 +74,7 @@ export class MemoryCoordinationStore implements CoordinationStore {
   private readonly rates = new Map<string, number[]>();
   private readonly budgets = new Map<string, number>();
   private readonly members = new Map<string, ExpiringSet>();
-  /** Per pool, the members warm-up is starting (see PoolLedger.addWarmingMember). */
+  /** Per pool, the members warm-up is starting (see PoolLedger.addMember, warming). */
   private readonly warming = new Map<string, ExpiringSet>();
   /** Per pool, the members waiting to be destroyed (see PoolLedger.markRetiring). */
   private readonly retiring = new Map<string, ExpiringSet>();
@@ -144,20 +144,24 @@ export class MemoryCoordinationStore implements CoordinationStore {
     return this.budgets.get(`${workspace}\u0000${day}`) ?? 0;
   }
 
-  async addMember(pool: string, sandboxId: string, maxTotal: number, expiresAt: number, now: number) {
-    return getOrCreate(this.members, pool, () => new ExpiringSet()).add(sandboxId, maxTotal, expiresAt, now);
-  }
-
-  async addWarmingMember(pool: string, sandboxId: string, maxTotal: number, expiresAt: number, now: number) {
-    // In one step, as the Redis script: no lease may see the place taken and not yet marked.
+  async addMember(
+    pool: string,
+    sandboxId: string,
+    maxTotal: number,
+    expiresAt: number,
+    now: number,
+    warming = false,
+  ) {
     const held = getOrCreate(this.members, pool, () => new ExpiringSet()).add(
       sandboxId,
       maxTotal,
       expiresAt,
       now,
     );
-    if (held)
+    // In the same step, as the Redis script: no lease may see the place taken and not yet marked.
+    if (held && warming) {
       getOrCreate(this.warming, pool, () => new ExpiringSet()).add(sandboxId, Infinity, expiresAt, now);
+    }
     return held;
   }
 

@@ -6,25 +6,19 @@
 import type { MemberHold, SandboxRecord } from "./records.js";
 
 export interface PoolLedger {
-  /** Counts `sandboxId` against the pool if fewer than `maxTotal` unexpired members exist. */
+  /**
+   * Counts `sandboxId` against the pool if fewer than `maxTotal` unexpired members exist.
+   * `warming` (a start of warm-up) also marks it warming, in the same step and with the same
+   * expiry, until `pushIdle` or `removeMember` ends the mark: a lease that finds the pool at
+   * its cap then knows an idle sandbox is on its way, whichever replica starts it.
+   */
   addMember(
     pool: string,
     sandboxId: string,
     maxTotal: number,
     expiresAt: number,
     now: number,
-  ): Promise<boolean>;
-  /**
-   * As `addMember`, for a start of warm-up: the member is also marked warming (with the same
-   * expiry) until `pushIdle` or `removeMember` ends the mark, so a lease that finds the pool
-   * at its cap knows an idle sandbox is on its way, whichever replica starts it.
-   */
-  addWarmingMember(
-    pool: string,
-    sandboxId: string,
-    maxTotal: number,
-    expiresAt: number,
-    now: number,
+    warming?: boolean,
   ): Promise<boolean>;
   /** Moves a member's expiry (a member only: one removed is not added back). */
   renewMember(pool: string, sandboxId: string, expiresAt: number, now: number): Promise<void>;

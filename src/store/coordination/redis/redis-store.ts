@@ -175,19 +175,21 @@ export class RedisCoordinationStore implements CoordinationStore {
 
   // The pools' ledger: membership caps a pool's size; idle members wait to be leased.
 
-  async addMember(pool: string, sandboxId: string, maxTotal: number, expiresAt: number, now: number) {
+  async addMember(
+    pool: string,
+    sandboxId: string,
+    maxTotal: number,
+    expiresAt: number,
+    now: number,
+    warming = false,
+  ) {
     await this.holders.rememberPool(pool, now, true);
-    return this.addUnderLimit([this.keys.members(pool)], sandboxId, maxTotal, expiresAt, now);
-  }
-
-  async addWarmingMember(pool: string, sandboxId: string, maxTotal: number, expiresAt: number, now: number) {
-    await this.holders.rememberPool(pool, now, true);
-    const keys = [this.keys.members(pool), this.keys.warming(pool)];
+    const keys = warming ? [this.keys.members(pool), this.keys.warming(pool)] : [this.keys.members(pool)];
     return this.addUnderLimit(keys, sandboxId, maxTotal, expiresAt, now);
   }
 
   countWarming(pool: string, now: number) {
-    return this.commands.read(() => this.redis.zcount(this.keys.warming(pool), `(${now}`, "+inf"));
+    return this.countLive(this.keys.warming(pool), now);
   }
 
   async renewMember(pool: string, sandboxId: string, expiresAt: number, now: number) {
@@ -212,11 +214,11 @@ export class RedisCoordinationStore implements CoordinationStore {
   }
 
   countRetiring(pool: string, now: number) {
-    return this.commands.read(() => this.redis.zcount(this.keys.retiring(pool), `(${now}`, "+inf"));
+    return this.countLive(this.keys.retiring(pool), now);
   }
 
   countMembers(pool: string, now: number) {
-    return this.commands.read(() => this.redis.zcount(this.keys.members(pool), `(${now}`, "+inf"));
+    return this.countLive(this.keys.members(pool), now);
   }
 
   listMembers(pool: string, now: number) {
@@ -342,6 +344,11 @@ export class RedisCoordinationStore implements CoordinationStore {
 
   private get keys() {
     return this.commands.keys;
+  }
+
+  /** How many entries of an expiring sorted set are still live at `now`. */
+  private countLive(key: string, now: number) {
+    return this.commands.read(() => this.redis.zcount(key, `(${now}`, "+inf"));
   }
 
   /** Holds `token` in `keys[0]` under `limit`, marked in `keys[1]` too if given (add-under-limit-n.lua). */
