@@ -1,8 +1,9 @@
 /**
  * Opaque bearer tokens checked at the platform's token introspection endpoint (RFC 7662):
  * POST `token=<token>` form-encoded, with the configured client credentials as HTTP Basic.
- * `active: true` with a valid workspace in the configured field authenticates; every other
- * answer is 401 `auth.invalid`. An endpoint that is down, slow, or answers something that is
+ * `active: true` with a valid workspace in the configured field, for this audience (the
+ * answer's `aud` names `audience`, its `client_id` is one of `allowedClientIds`, each when
+ * set), authenticates; every other answer is 401 `auth.invalid`. An endpoint that is down, slow, or answers something that is
  * not an RFC 7662 JSON object is 503 `auth.introspection_unavailable`: a token nobody could
  * vouch for never falls back to a default tenant.
  *
@@ -115,6 +116,8 @@ export class IntrospectionAuthenticator implements BearerAuthenticator {
   #judge(answer: Record<string, unknown>): Verdict {
     // Only the JSON `true` (own property): "true", 1 or anything else is inactive.
     if (!Object.hasOwn(answer, "active") || answer.active !== true) return { refusal: "token not active" };
+    const notMeantHere = this.#audienceRefusal(answer);
+    if (notMeantHere !== undefined) return { refusal: notMeantHere };
     const workspace = readWorkspaceClaim(answer, this.config.workspaceField);
     if (workspace === undefined) return { refusal: `no valid workspace in '${this.config.workspaceField}'` };
     const nowSeconds = Math.floor(this.#now() / 1000);
@@ -131,6 +134,26 @@ export class IntrospectionAuthenticator implements BearerAuthenticator {
       },
     };
   }
+
+  /** Why the token is not meant for sandpool (its `aud`, its `client_id`), or undefined when it is. */
+  #audienceRefusal(answer: Record<string, unknown>): string | undefined {
+    const { audience, allowedClientIds } = this.config;
+    if (audience !== undefined && !ownStrings(answer, "aud").includes(audience))
+      return `aud does not name '${audience}'`;
+    if (allowedClientIds !== undefined) {
+      const client = Object.hasOwn(answer, "client_id") ? answer.client_id : undefined;
+      if (typeof client !== "string" || !allowedClientIds.includes(client)) return "client_id is not allowed";
+    }
+    return undefined;
+  }
+}
+
+/** An answer's field as a list of strings (RFC 7662 `aud`: one string or an array); [] otherwise. */
+function ownStrings(answer: Record<string, unknown>, field: string): string[] {
+  const value = Object.hasOwn(answer, field) ? answer[field] : undefined;
+  if (typeof value === "string") return [value];
+  if (Array.isArray(value)) return value.filter((item): item is string => typeof item === "string");
+  return [];
 }
 
 async function readCapped(body: AsyncIterable<Uint8Array> & { destroy?: () => void }): Promise<string> {

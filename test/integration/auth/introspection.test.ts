@@ -2,7 +2,8 @@
  * Opaque tokens checked at a real RFC 7662 endpoint this test serves on 127.0.0.1: active
  * with a workspace authenticates, inactive (or no workspace) is 401, slow or down is 503
  * `auth.introspection_unavailable`; answers are cached (never past exp), refusals briefly;
- * the request is form-encoded with HTTP Basic client credentials.
+ * the request is form-encoded with HTTP Basic client credentials; an active token meant for
+ * another audience or client (the answer's `aud`, `client_id`) is 401 like an inactive one.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -102,6 +103,72 @@ describe("introspection", () => {
         status: 401,
       });
     }
+  });
+
+  it("with an audience, refuses an active token whose aud does not name it (the server's other clients)", async () => {
+    const answers: Record<string, unknown> = {
+      "for-sandpool": { active: true, workspace_id: "team-a", aud: "sandpool" },
+      "for-both": { active: true, workspace_id: "team-a", aud: ["billing", "sandpool"] },
+      "for-billing": { active: true, workspace_id: "team-a", aud: "billing" },
+      "for-many-others": { active: true, workspace_id: "team-a", aud: ["billing", "sandpool-staging"] },
+      "no-aud": { active: true, workspace_id: "team-a" },
+      "aud-not-a-string": { active: true, workspace_id: "team-a", aud: { sandpool: true } },
+    };
+    respond = (token, res) => json(res, answers[token]);
+    const auth = authenticator({ audience: "sandpool" });
+    await expect(auth.authenticate("for-sandpool")).resolves.toMatchObject({ workspace: "team-a" });
+    await expect(auth.authenticate("for-both")).resolves.toMatchObject({ workspace: "team-a" });
+    for (const token of ["for-billing", "for-many-others", "no-aud", "aud-not-a-string"]) {
+      await expect(auth.authenticate(token), token).rejects.toMatchObject({
+        code: "auth.invalid",
+        status: 401,
+        reason: "introspection_refused",
+      });
+    }
+  });
+
+  it("with allowed client ids, refuses an active token issued to another client", async () => {
+    const answers: Record<string, unknown> = {
+      ours: { active: true, workspace_id: "team-a", client_id: "agent-runner" },
+      theirs: { active: true, workspace_id: "team-a", client_id: "billing-ui" },
+      "no-client": { active: true, workspace_id: "team-a" },
+      "client-list": { active: true, workspace_id: "team-a", client_id: ["agent-runner"] },
+    };
+    respond = (token, res) => json(res, answers[token]);
+    const auth = authenticator({ allowedClientIds: ["agent-runner", "notebooks"] });
+    await expect(auth.authenticate("ours")).resolves.toMatchObject({ workspace: "team-a" });
+    for (const token of ["theirs", "no-client", "client-list"]) {
+      await expect(auth.authenticate(token), token).rejects.toMatchObject({ code: "auth.invalid" });
+    }
+    // Both set: both must hold.
+    answers.both = { active: true, workspace_id: "team-a", client_id: "notebooks", aud: "sandpool" };
+    answers["right-client-wrong-aud"] = { ...(answers.both as object), aud: "billing" };
+    const strict = authenticator({ audience: "sandpool", allowedClientIds: ["notebooks"] });
+    await expect(strict.authenticate("both")).resolves.toMatchObject({ workspace: "team-a" });
+    await expect(strict.authenticate("right-client-wrong-aud")).rejects.toMatchObject({
+      code: "auth.invalid",
+    });
+  });
+
+  it("refuses anyAudience beside an audience or client ids: the waiver and the check contradict", () => {
+    for (const extra of [{ audience: "sandpool" }, { allowedClientIds: ["agent-runner"] }]) {
+      const parsed = introspectionConfigSchema.safeParse({
+        url,
+        clientId: "c",
+        clientSecret: "s",
+        anyAudience: true,
+        ...extra,
+      });
+      expect(parsed.success).toBe(false);
+      expect(parsed.error?.issues[0]?.path).toEqual(["anyAudience"]);
+    }
+    const waived = introspectionConfigSchema.parse({
+      url,
+      clientId: "c",
+      clientSecret: "s",
+      anyAudience: true,
+    });
+    expect(waived.anyAudience).toBe(true);
   });
 
   it("caches an active answer but never past exp, and a refusal only briefly", async () => {

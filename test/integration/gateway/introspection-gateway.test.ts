@@ -1,6 +1,7 @@
 /**
  * A gateway with `auth.introspection` pointing at an endpoint this test serves on 127.0.0.1:
- * opaque tokens authenticate as the workspace the endpoint names, inactive ones are 401,
+ * opaque tokens authenticate as the workspace the endpoint names, inactive ones and active
+ * ones issued for another audience are 401,
  * an endpoint that is down is 503 `auth.introspection_unavailable` (never a default tenant),
  * and JWTs and sandpool keys keep working without ever being sent to the endpoint.
  */
@@ -31,7 +32,12 @@ beforeAll(async () => {
       res.writeHead(200, { "content-type": "application/json" });
       res.end(
         JSON.stringify(
-          token.startsWith("platform-") ? { active: true, tenant: "team-p" } : { active: false },
+          token.startsWith("platform-")
+            ? { active: true, tenant: "team-p", aud: "sandpool" }
+            : // Active, the same workspace, but issued for another of the server's services.
+              token.startsWith("billing-")
+              ? { active: true, tenant: "team-p", aud: "billing" }
+              : { active: false },
         ),
       );
     });
@@ -45,6 +51,7 @@ beforeAll(async () => {
         clientId: "sandpool",
         clientSecret: "secret",
         workspaceField: "tenant",
+        audience: "sandpool",
         cacheSeconds: 0,
         refusalCacheSeconds: 0,
       },
@@ -82,6 +89,15 @@ describe("introspection on the gateway", () => {
     expect(down.status).toBe(503);
     expect(codeOf(down.body)).toBe("auth.introspection_unavailable");
     up = true;
+  });
+
+  it("an active token the server issued for another audience is 401, counted as introspection_refused", async () => {
+    up = true;
+    const refused = await new ContractClient(harness.url, "billing-user-1").getSession("x");
+    expect(refused.status).toBe(401);
+    expect(codeOf(refused.body)).toBe("auth.invalid");
+    const metrics = await (await fetch(`${harness.url}/metrics`)).text();
+    expect(metrics).toMatch(/sandpool_auth_failures_total\{reason="introspection_refused"\} [1-9]/);
   });
 
   it("an endpoint outage is not counted as failed attempts: the token works once it is back", async () => {
