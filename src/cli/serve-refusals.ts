@@ -3,11 +3,18 @@
  * (dev mode accepts it): each refusal names the setting and why, so the operator can fix
  * them all at once. Checked before any backend is contacted.
  */
+import type { AuthConfig } from "../auth/auth-config.js";
+import type { IntrospectionConfig } from "../auth/introspection-config.js";
 import type { GatewayConfig } from "../config/gateway-config.js";
 import { MIN_NODE_SECRET_BYTES } from "../nodes/node-settings.js";
 
+type AuthChecked = Pick<AuthConfig, "audience" | "anyAudience"> & {
+  introspection?: Pick<IntrospectionConfig, "audience" | "allowedClientIds" | "anyAudience">;
+};
+
 type ServeChecked = Pick<GatewayConfig, "runtime"> & {
-  auth: Pick<GatewayConfig["auth"], "audience" | "anyAudience">;
+  /** Absent on a node, which verifies no bearer token. */
+  auth?: AuthChecked;
   role?: GatewayConfig["role"];
   node?: Pick<GatewayConfig["node"], "advertiseUrl" | "secrets">;
 };
@@ -36,11 +43,33 @@ export function refusedForServe(config: ServeChecked): string[] {
     );
   }
   // A node verifies no bearer token: the edges do, and sign what they send it.
-  if (role !== "node" && config.auth.audience === undefined && !config.auth.anyAudience) {
+  if (role !== "node" && config.auth) refused.push(...refusedAudiences(config.auth));
+  return refused;
+}
+
+/** Tokens checked without an audience: any token of the issuer, whatever service it was for. */
+function refusedAudiences(auth: AuthChecked): string[] {
+  const refused: string[] = [];
+  if (auth.audience === undefined && !auth.anyAudience) {
     refused.push(
       "auth.audience is not set: without it a token your issuer minted for any other service is accepted " +
         "here. Set auth.audience (SANDPOOL_JWT_AUDIENCE), or auth.anyAudience: true " +
         "(SANDPOOL_JWT_ANY_AUDIENCE) if every token of this issuer is meant for sandpool",
+    );
+  }
+  const introspection = auth.introspection;
+  if (
+    introspection &&
+    introspection.audience === undefined &&
+    introspection.allowedClientIds === undefined &&
+    !introspection.anyAudience
+  ) {
+    refused.push(
+      "auth.introspection.audience is not set: without it (or allowedClientIds) any active token of the " +
+        "introspection endpoint's server is accepted here, whichever service it was issued for. Set " +
+        "auth.introspection.audience (SANDPOOL_INTROSPECTION_AUDIENCE) or allowedClientIds " +
+        "(SANDPOOL_INTROSPECTION_ALLOWED_CLIENT_IDS), or auth.introspection.anyAudience: true " +
+        "(SANDPOOL_INTROSPECTION_ANY_AUDIENCE) if every token of that server is meant for sandpool",
     );
   }
   return refused;

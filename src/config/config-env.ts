@@ -294,6 +294,23 @@ const bindings: readonly EnvBinding[] = [
     "auth.introspection.clientSecret",
     "client secret sent to the endpoint",
   ),
+  scalar(
+    "SANDPOOL_INTROSPECTION_AUDIENCE",
+    "auth.introspection.audience",
+    "the aud an introspected token must carry",
+  ),
+  scalar(
+    "SANDPOOL_INTROSPECTION_ALLOWED_CLIENT_IDS",
+    "auth.introspection.allowedClientIds",
+    "client_ids an introspected token may be issued to, comma-separated",
+    commaList,
+  ),
+  scalar(
+    "SANDPOOL_INTROSPECTION_ANY_AUDIENCE",
+    "auth.introspection.anyAudience",
+    "accept introspected tokens of any aud (true/false); serve needs this, an audience or client ids",
+    flag,
+  ),
   {
     name: "SANDPOOL_DEFAULT_IMAGE",
     path: "policy.defaultImage",

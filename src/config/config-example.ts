@@ -133,6 +133,20 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
     comment:
       "A slower endpoint fails the call with 503 auth.introspection_unavailable (never a default tenant).",
   },
+  "auth.introspection.audience": {
+    comment:
+      "The aud an active answer must name; sandpool serve refuses to start without it (or allowedClientIds) unless anyAudience is true. Env SANDPOOL_INTROSPECTION_AUDIENCE.",
+    example: "sandpool",
+  },
+  "auth.introspection.allowedClientIds": {
+    comment:
+      "The client_ids an active answer may name (the clients tokens meant for sandpool are issued to). Env SANDPOOL_INTROSPECTION_ALLOWED_CLIENT_IDS.",
+    example: ["agent-runner"],
+  },
+  "auth.introspection.anyAudience": {
+    comment:
+      "Accept every active token of the server, whatever its aud and client_id; only if all of them are meant for sandpool.",
+  },
   "auth.apiKeyCacheSeconds": {
     comment:
       "A workspace API key's record is reused this long; revocations reach every replica at once by pub/sub.",
@@ -251,6 +265,10 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   intervals: { comment: "Periods of the background jobs." },
   "intervals.warmMs": { comment: "How often pools are topped up to minIdle." },
   "intervals.reapMs": { comment: "How often idle and expired sessions are ended." },
+  "intervals.cpuMeterMs": {
+    comment:
+      "How often every leased sandbox's CPU is read and charged to its workspace's day; a spent day's sandboxes that still run code are stopped within about one period.",
+  },
   "intervals.reconcileMs": { comment: "How often the runtime's containers are compared with the store." },
   "intervals.orphanGraceMs": {
     comment: "How old a sandbox nobody knows must be before it is destroyed as an orphan.",

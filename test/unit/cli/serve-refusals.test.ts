@@ -59,6 +59,40 @@ describe("refusedForServe", () => {
     expect(refusals({ SANDPOOL_JWT_AUDIENCE: "" }, "auth:\n  audience: sandpool-prod\n")).toEqual([]);
   });
 
+  describe("introspection", () => {
+    const introspection = {
+      SANDPOOL_INTROSPECTION_URL: "https://platform.example/oauth/introspect",
+      SANDPOOL_INTROSPECTION_CLIENT_ID: "sandpool",
+      SANDPOOL_INTROSPECTION_CLIENT_SECRET: "s3cret",
+    };
+
+    it("refuses introspection without an audience or client ids, naming every way out", () => {
+      const refused = refusals(introspection);
+      expect(refused).toEqual([expect.stringMatching(/^auth\.introspection\.audience is not set/)]);
+      for (const name of [
+        "SANDPOOL_INTROSPECTION_AUDIENCE",
+        "SANDPOOL_INTROSPECTION_ALLOWED_CLIENT_IDS",
+        "auth.introspection.anyAudience: true (SANDPOOL_INTROSPECTION_ANY_AUDIENCE)",
+      ])
+        expect(refused[0]).toContain(name);
+    });
+
+    it("accepts an audience, client ids, or the waiver said outright, from the file or the environment", () => {
+      expect(refusals({ ...introspection, SANDPOOL_INTROSPECTION_AUDIENCE: "sandpool" })).toEqual([]);
+      expect(
+        refusals({ ...introspection, SANDPOOL_INTROSPECTION_ALLOWED_CLIENT_IDS: "agent-runner" }),
+      ).toEqual([]);
+      expect(refusals({ ...introspection, SANDPOOL_INTROSPECTION_ANY_AUDIENCE: "true" })).toEqual([]);
+      expect(refusals(introspection, "auth:\n  introspection:\n    audience: sandpool-prod\n")).toEqual([]);
+    });
+
+    it("the JWT audience's waiver does not waive introspection's", () => {
+      expect(
+        refusals({ ...introspection, SANDPOOL_JWT_AUDIENCE: "", SANDPOOL_JWT_ANY_AUDIENCE: "true" }),
+      ).toEqual([expect.stringMatching(/^auth\.introspection\.audience is not set/)]);
+    });
+  });
+
   it("lists every refusal at once", () => {
     expect(refusals({ SANDPOOL_RUNTIME: "process", SANDPOOL_JWT_AUDIENCE: "" })).toHaveLength(2);
   });

@@ -179,6 +179,21 @@ const cases: Record<
         workspaceField: "workspace_id",
       }),
   },
+  SANDPOOL_INTROSPECTION_AUDIENCE: {
+    value: "sandpool",
+    with: introspectionEnv,
+    expect: (c) => expect(c.auth.introspection?.audience).toBe("sandpool"),
+  },
+  SANDPOOL_INTROSPECTION_ALLOWED_CLIENT_IDS: {
+    value: "agent-runner, notebooks",
+    with: introspectionEnv,
+    expect: (c) => expect(c.auth.introspection?.allowedClientIds).toEqual(["agent-runner", "notebooks"]),
+  },
+  SANDPOOL_INTROSPECTION_ANY_AUDIENCE: {
+    value: "true",
+    with: introspectionEnv,
+    expect: (c) => expect(c.auth.introspection?.anyAudience).toBe(true),
+  },
   SANDPOOL_DEFAULT_IMAGE: {
     value: "registry.example/sandbox:2",
     expect: (c) => {
