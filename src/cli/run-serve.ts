@@ -41,10 +41,18 @@ export interface ServeOptions {
   json?: boolean;
 }
 
-/** Everything `serve` cannot run without, said in one message. */
-export function missingForServe(what: { databaseUrl?: string; redisConfigured: boolean }): string[] {
+/**
+ * Everything `serve` cannot run without, said in one message. A node uses no Postgres (policy,
+ * usage and audit live with the edges), so it is not asked for one: DATABASE_URL stays off nodes.
+ */
+export function missingForServe(what: {
+  databaseUrl?: string;
+  redisConfigured: boolean;
+  role?: string;
+}): string[] {
   const missing: string[] = [];
-  if (!what.databaseUrl) missing.push("DATABASE_URL (Postgres, for policy and usage)");
+  if (!what.databaseUrl && what.role !== "node")
+    missing.push("DATABASE_URL (Postgres, for policy and usage)");
   if (!what.redisConfigured)
     missing.push(
       "REDIS_URL (Redis, for the shared pool, quotas and jobs; or SANDPOOL_REDIS_SENTINELS, or SANDPOOL_REDIS_CLUSTER_NODES)",
@@ -92,10 +100,12 @@ function loadServeConfig(options: ServeOptions): GatewayConfig {
     ? missingForServe({
         databaseUrl: config.databaseUrl,
         redisConfigured: redisTargetFrom(config) !== undefined,
+        role: config.role,
       })
     : missingForServe({
         databaseUrl: process.env.DATABASE_URL,
         redisConfigured: REDIS_VARIABLES.some((name) => process.env[name]),
+        role: options.role ?? process.env.SANDPOOL_ROLE,
       });
   if (options.config && !config) missing.length = 0; // the file may set them: its problems come first
   problems.push(...missing.map((what) => `missing ${what}`));
@@ -129,7 +139,7 @@ async function refuseUnlessIsolated(
   }
 }
 
-/** Role node: the engine, its warm share and the node API; no contract, no Postgres use. */
+/** Role node: the engine, its warm share and the node API; no contract, no Postgres, no token keys. */
 async function runNodeRole(config: GatewayConfig, options: ServeOptions, log: Logger): Promise<void> {
   // Egress pools' proxy binds to workspace policy, which lives with the edges: not on nodes yet.
   const runtime = createRuntime(config, log, undefined, nodeSandboxOwner(nodeIdOf(config.node)));

@@ -93,11 +93,23 @@ function refusedSecrets(role: "edge" | "node", secrets: readonly string[]): stri
 }
 
 /** What serve accepts but says, so an operator is not surprised (logged at start-up). */
-export function noticesForServe(config: Pick<GatewayConfig, "role" | "runtime">): string[] {
+export function noticesForServe(
+  config: Pick<GatewayConfig, "role" | "runtime"> & Partial<Pick<GatewayConfig, "auth" | "databaseUrl">>,
+): string[] {
   if (config.role === "edge" && config.runtime.docker !== undefined) {
     return [
       "role is edge: the configured Docker engine (DOCKER_HOST or runtime.docker) is not used; " +
         "sandboxes run on the nodes",
+    ];
+  }
+  // Unused, and the worst things a sandbox that escaped onto the node could find there.
+  const unused = [
+    ...(config.auth ? ["the token key source (auth)"] : []),
+    ...(config.databaseUrl ? ["DATABASE_URL"] : []),
+  ];
+  if (config.role === "node" && unused.length > 0) {
+    return [
+      `role is node: not used here, so keep off nodes (a sandbox escape there would find it): ${unused.join(", ")}`,
     ];
   }
   return [];

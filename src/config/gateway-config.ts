@@ -68,7 +68,8 @@ export const gatewayConfigSchema = z
       .string()
       .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/)
       .default("sandpool"),
-    auth: authConfigSchema,
+    /** Required, except on a node (role node), which verifies no bearer token: edges do. */
+    auth: authConfigSchema.optional(),
     policy: deploymentPolicySchema,
     pools: z.array(poolSpecSchema).min(1),
     limits: z
@@ -179,6 +180,13 @@ export const gatewayConfigSchema = z
   .superRefine((config, ctx) => {
     const names = new Set<string>();
     for (const pool of config.pools) {
+    if (config.auth === undefined && config.role !== "node")
+      ctx.addIssue({
+        code: "custom",
+        message:
+          "required: how bearer tokens are verified (one key source: jwtSecret, jwtPublicKey or jwksUrl)",
+        path: ["auth"],
+      });
       if (names.has(pool.name))
         ctx.addIssue({ code: "custom", message: `pool '${pool.name}' is defined twice`, path: ["pools"] });
       names.add(pool.name);

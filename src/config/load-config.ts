@@ -116,11 +116,19 @@ export function loadGatewayConfigWithSources(options: LoadConfigOptions): Loaded
   // Without the file, schema issues would only repeat that its settings are missing.
   if (file.problems.length > 0) throw new ConfigError(problems, origin);
   // A missing auth section is reported as the missing key source it is, not as "expected object".
-  overlay.config.auth ??= {};
+  // A node verifies no token: without a key source (a file shared with the edges still has their
+  // claims and audience) its auth section is not read at all, so the token keys can stay off nodes.
+  if (overlay.config.role !== "node") overlay.config.auth ??= {};
+  else if (!hasKeySource(overlay.config.auth)) delete overlay.config.auth;
   const result = gatewayConfigSchema.safeParse(overlay.config);
   if (!result.success) problems.push(...formatSchemaIssues(result.error.issues, overlay.sources));
   if (problems.length > 0 || !result.success) throw new ConfigError(problems, origin);
   return { config: result.data, fromEnvironment: overlay.applied };
+}
+
+function hasKeySource(auth: unknown): boolean {
+  if (typeof auth !== "object" || auth === null) return false;
+  return ["jwtSecret", "jwtPublicKey", "jwksUrl"].some((key) => (auth as RawConfig)[key] !== undefined);
 }
 
 /**

@@ -179,6 +179,8 @@ export async function startGateway(
     pools,
     sessions,
     sandboxes,
+  // Only a node runs without auth (the loader lets it), and a node runs no gateway.
+  if (!config.auth) throw new Error("the gateway needs auth: how bearer tokens are verified");
     usage,
     limits: config.limits,
     ready: async () => accepting && ((await options.ready?.()) ?? true),

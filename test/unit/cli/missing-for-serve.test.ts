@@ -9,6 +9,16 @@ describe("missingForServe", () => {
     ]);
   });
 
+  it("asks a node for Redis only: it uses no Postgres", () => {
+    expect(missingForServe({ redisConfigured: true, role: "node" })).toEqual([]);
+    expect(missingForServe({ redisConfigured: false, role: "node" })).toEqual([
+      expect.stringMatching(/^REDIS_URL/),
+    ]);
+    expect(missingForServe({ redisConfigured: true, role: "edge" })).toEqual([
+      "DATABASE_URL (Postgres, for policy and usage)",
+    ]);
+  });
+
   it("asks for nothing once both are there", () => {
     expect(missingForServe({ databaseUrl: "postgres://db/sandpool", redisConfigured: true })).toEqual([]);
   });

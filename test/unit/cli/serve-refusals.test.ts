@@ -138,6 +138,20 @@ describe("refusedForServe", () => {
       expect(refusals({ ...node, SANDPOOL_JWT_AUDIENCE: "" })).toEqual([]);
     });
 
+    it("accepts a node without a token key source or a database, and says when it was given them", () => {
+      const bare = { SANDPOOL_DEFAULT_IMAGE: "sandpool/sandbox:dev", ...node };
+      const config = loadGatewayConfig({ env: bare });
+      expect(config.auth).toBeUndefined();
+      expect(refusedForServe(config)).toEqual([]);
+      expect(noticesForServe(config)).toEqual([]);
+      const given = loadGatewayConfig({
+        env: { ...baseEnv, ...node, DATABASE_URL: "postgres://db/sandpool" },
+      });
+      expect(noticesForServe(given)).toEqual([
+        "role is node: not used here, so keep off nodes (a sandbox escape there would find it): the token key source (auth), DATABASE_URL",
+      ]);
+    });
+
     it("accepts an edge configured with an engine, and says it is not used", () => {
       const env = {
         ...baseEnv,

@@ -127,10 +127,10 @@ const cases: Record<
     value: "9091",
     expect: (c) => expect(c.adminListener).toEqual({ host: "127.0.0.1", port: 9091 }),
   },
-  SANDPOOL_JWT_ANY_AUDIENCE: { value: "true", expect: (c) => expect(c.auth.anyAudience).toBe(true) },
+  SANDPOOL_JWT_ANY_AUDIENCE: { value: "true", expect: (c) => expect(c.auth?.anyAudience).toBe(true) },
   SANDPOOL_JWT_MAX_TOKEN_AGE_SECONDS: {
     value: "3600",
-    expect: (c) => expect(c.auth.maxTokenAgeSeconds).toBe(3600),
+    expect: (c) => expect(c.auth?.maxTokenAgeSeconds).toBe(3600),
   },
   SANDPOOL_PYTHON: {
     value: "/usr/bin/python3",
@@ -139,42 +139,42 @@ const cases: Record<
   SANDPOOL_JWT_SECRET: {
     value: SECRET,
     expect: (c) => {
-      expect(c.auth.jwtSecret).toBe(SECRET);
-      expect(c.auth.jwksUrl).toBeUndefined();
+      expect(c.auth?.jwtSecret).toBe(SECRET);
+      expect(c.auth?.jwksUrl).toBeUndefined();
     },
   },
   SANDPOOL_JWT_PUBLIC_KEY: {
     value: publicKeyPem.replace(/\n/g, "\\n"),
     expect: (c) => {
-      expect(c.auth.jwtPublicKey).toBe(publicKeyPem);
-      expect(c.auth.algorithms).toContain("EdDSA");
+      expect(c.auth?.jwtPublicKey).toBe(publicKeyPem);
+      expect(c.auth?.algorithms).toContain("EdDSA");
     },
   },
   SANDPOOL_JWKS_URL: {
     value: "https://other.example/jwks",
-    expect: (c) => expect(c.auth.jwksUrl).toBe("https://other.example/jwks"),
+    expect: (c) => expect(c.auth?.jwksUrl).toBe("https://other.example/jwks"),
   },
   SANDPOOL_JWT_ISSUER: {
     value: "https://issuer.example/",
-    expect: (c) => expect(c.auth.issuer).toBe("https://issuer.example/"),
+    expect: (c) => expect(c.auth?.issuer).toBe("https://issuer.example/"),
   },
-  SANDPOOL_JWT_AUDIENCE: { value: "sandpool", expect: (c) => expect(c.auth.audience).toBe("sandpool") },
-  SANDPOOL_WORKSPACE_CLAIM: { value: "org.id", expect: (c) => expect(c.auth.workspaceClaim).toBe("org.id") },
+  SANDPOOL_JWT_AUDIENCE: { value: "sandpool", expect: (c) => expect(c.auth?.audience).toBe("sandpool") },
+  SANDPOOL_WORKSPACE_CLAIM: { value: "org.id", expect: (c) => expect(c.auth?.workspaceClaim).toBe("org.id") },
   SANDPOOL_INTROSPECTION_URL: {
     value: "http://127.0.0.1:9999/introspect",
     with: introspectionEnv,
-    expect: (c) => expect(c.auth.introspection?.url).toBe("http://127.0.0.1:9999/introspect"),
+    expect: (c) => expect(c.auth?.introspection?.url).toBe("http://127.0.0.1:9999/introspect"),
   },
   SANDPOOL_INTROSPECTION_CLIENT_ID: {
     value: "gateway-7",
     with: introspectionEnv,
-    expect: (c) => expect(c.auth.introspection?.clientId).toBe("gateway-7"),
+    expect: (c) => expect(c.auth?.introspection?.clientId).toBe("gateway-7"),
   },
   SANDPOOL_INTROSPECTION_CLIENT_SECRET: {
     value: "other-secret",
     with: introspectionEnv,
     expect: (c) =>
-      expect(c.auth.introspection).toMatchObject({
+      expect(c.auth?.introspection).toMatchObject({
         clientSecret: "other-secret",
         workspaceField: "workspace_id",
       }),
@@ -182,17 +182,17 @@ const cases: Record<
   SANDPOOL_INTROSPECTION_AUDIENCE: {
     value: "sandpool",
     with: introspectionEnv,
-    expect: (c) => expect(c.auth.introspection?.audience).toBe("sandpool"),
+    expect: (c) => expect(c.auth?.introspection?.audience).toBe("sandpool"),
   },
   SANDPOOL_INTROSPECTION_ALLOWED_CLIENT_IDS: {
     value: "agent-runner, notebooks",
     with: introspectionEnv,
-    expect: (c) => expect(c.auth.introspection?.allowedClientIds).toEqual(["agent-runner", "notebooks"]),
+    expect: (c) => expect(c.auth?.introspection?.allowedClientIds).toEqual(["agent-runner", "notebooks"]),
   },
   SANDPOOL_INTROSPECTION_ANY_AUDIENCE: {
     value: "true",
     with: introspectionEnv,
-    expect: (c) => expect(c.auth.introspection?.anyAudience).toBe(true),
+    expect: (c) => expect(c.auth?.introspection?.anyAudience).toBe(true),
   },
   SANDPOOL_DEFAULT_IMAGE: {
     value: "registry.example/sandbox:2",

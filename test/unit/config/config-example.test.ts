@@ -63,7 +63,7 @@ describe("configExample", () => {
 
   it("loads as it is, with the defaults and its placeholders", () => {
     const config = loadText(text, "as-is.yaml");
-    expect(config.auth.jwksUrl).toBe("https://issuer.example/.well-known/jwks.json");
+    expect(config.auth?.jwksUrl).toBe("https://issuer.example/.well-known/jwks.json");
     expect(config.policy.allowedImages).toEqual([config.policy.defaultImage]);
     expect(config.pools).toEqual([
       expect.objectContaining({ name: "default", image: config.policy.defaultImage }),
@@ -76,7 +76,7 @@ describe("configExample", () => {
     const everything = loadText(uncomment(text, ["jwtSecret", "jwtPublicKey", "redis"]), "uncommented.yaml");
     expect(everything.databaseUrl).toMatch(/^postgres:\/\//);
     expect(everything.redisUrl).toMatch(/^redis:\/\//);
-    expect(everything.auth.issuer).toBeDefined();
+    expect(everything.auth?.issuer).toBeDefined();
     expect(everything.runtime.docker).toBeDefined();
     const strip = (config: typeof asIs) => {
       // Settings without a default that switch something on when uncommented.
@@ -88,7 +88,7 @@ describe("configExample", () => {
         maxTokenAgeSeconds: _m,
         introspection: _n,
         ...auth
-      } = config.auth;
+      } = config.auth!;
       // Unset, the warm-up cap is the machine's CPU count.
       const { maxWarmupStarts: _w, ...limits } = config.limits;
       // Unset, a node is named after its host and advertises nothing (serve then refuses role node).
@@ -117,7 +117,7 @@ describe("configExample", () => {
       /^ {2}jwksUrl: .*$/m,
       "",
     );
-    expect(loadText(secretOnly, "secret.yaml").auth.algorithms).toEqual(["HS256"]);
+    expect(loadText(secretOnly, "secret.yaml").auth?.algorithms).toEqual(["HS256"]);
   });
 
   it("gives every setting a one-line comment above it", () => {

@@ -91,8 +91,8 @@ migrateOnStart: true
     expect(config.port).toBe(5678);
     expect(config.host).toBe("10.0.0.1");
     expect(config.redisUrl).toBe("redis://env");
-    expect(config.auth.jwksUrl).toBe(JWKS);
-    expect(config.auth.jwtSecret).toBeUndefined();
+    expect(config.auth?.jwksUrl).toBe(JWKS);
+    expect(config.auth?.jwtSecret).toBeUndefined();
     expect(fromEnvironment).toEqual(["REDIS_URL", "SANDPOOL_PORT", "SANDPOOL_JWKS_URL"]);
   });
 
@@ -193,6 +193,30 @@ describe("one error listing every problem", () => {
     expect(problems(minimal.replace("  defaultImage: img/a\n", ""))).toEqual([
       "policy.defaultImage: required (expected string) (or set SANDPOOL_DEFAULT_IMAGE)",
     ]);
+  });
+});
+
+describe("a node's auth (role node verifies no bearer token)", () => {
+  const shared = minimal.replace(
+    `auth:\n  jwtSecret: ${SECRET}\n`,
+    "auth:\n  audience: sandpool\n  workspaceClaim: org\n",
+  );
+
+  it("loads a node without an auth section, and without a key source in a file shared with edges", () => {
+    const bare = minimal.replace(`auth:\n  jwtSecret: ${SECRET}\n`, "");
+    expect(load(bare, { SANDPOOL_ROLE: "node" }).auth).toBeUndefined();
+    expect(load(shared, { SANDPOOL_ROLE: "node" }).auth).toBeUndefined();
+  });
+
+  it("still checks a node's key source when it is given one, and asks every other role for one", () => {
+    expect(load(shared, { SANDPOOL_ROLE: "node", SANDPOOL_JWT_SECRET: SECRET }).auth?.jwtSecret).toBe(SECRET);
+    expect(problems(shared, { SANDPOOL_ROLE: "node", SANDPOOL_JWT_SECRET: "short" })).toEqual([
+      "auth.jwtSecret: jwtSecret must be at least 32 bytes (from SANDPOOL_JWT_SECRET)",
+    ]);
+    for (const role of ["edge", "all"])
+      expect(problems(shared, { SANDPOOL_ROLE: role })).toEqual([
+        "auth: configure exactly one of jwtSecret, jwtPublicKey, jwksUrl (none is set) (or set SANDPOOL_JWT_SECRET, SANDPOOL_JWT_PUBLIC_KEY, SANDPOOL_JWKS_URL)",
+      ]);
   });
 });
 

@@ -31,7 +31,7 @@ describe("compose", () => {
 
   it("sets the audience sandpool by default, so serve starts", () => {
     const config = load();
-    expect(config.auth.audience).toBe("sandpool");
+    expect(config.auth?.audience).toBe("sandpool");
     expect(refusedForServe(config).join("\n")).not.toMatch(audienceRefusal);
   });
 
@@ -60,7 +60,7 @@ describe("helm", () => {
       file,
       env: { ...serviceUrls, SANDPOOL_JWT_SECRET: "a-test-secret-that-is-at-least-32-bytes-long" },
     });
-    expect(config.auth.audience).toBe("sandpool");
+    expect(config.auth?.audience).toBe("sandpool");
     expect(refusedForServe(config).join("\n")).not.toMatch(audienceRefusal);
   });
 });

@@ -190,7 +190,7 @@ describe("the gateway service's configuration", () => {
     expect(mountedAt(gateway, CONFIG_PATH)).toBe(repoPath("deploy/compose/sandpool.yaml"));
     const config = gatewayConfig();
     expect(config.runtime.kind).toBe("docker");
-    expect(config.auth.jwtSecret).toBe(composeEnv.SANDPOOL_JWT_SECRET);
+    expect(config.auth?.jwtSecret).toBe(composeEnv.SANDPOOL_JWT_SECRET);
   });
 
   it("refuses to start without a JWT secret of the operator's own (no published default)", () => {

@@ -82,9 +82,9 @@ describe("helm/sandpool: Chart.yaml and values.yaml", () => {
     const withSecret = loadValuesConfig({
       SANDPOOL_JWT_SECRET: "a-test-secret-that-is-at-least-32-bytes-long",
     });
-    expect(withSecret.auth.algorithms).toEqual(["HS256"]);
+    expect(withSecret.auth?.algorithms).toEqual(["HS256"]);
     const withJwks = loadValuesConfig({ SANDPOOL_JWKS_URL: "https://issuer.test/.well-known/jwks.json" });
-    expect(withJwks.auth.jwksUrl).toBeDefined();
+    expect(withJwks.auth?.jwksUrl).toBeDefined();
     // Listening on the pod's address: the Service and the probes reach it there.
     expect(withSecret.host).toBe("0.0.0.0");
     expect(withSecret.runtime.kind).toBe("docker");
