@@ -117,6 +117,8 @@ export const gatewayConfigSchema = z
         reapMs: positive.default(1_000),
         reconcileMs: positive.default(30_000),
         /** Longer than any sandbox start takes, so a start in progress is never called an orphan. */
+        /** How often leased sandboxes' CPU is read and charged (src/quota/cpu-meter.ts). */
+        cpuMeterMs: positive.default(2_000),
         orphanGraceMs: positive.default(120_000),
       })
       .prefault({}),

@@ -30,6 +30,7 @@ import { poolStatus } from "../pool/pool-status.js";
 import { type ReconcileReport, reconcile } from "../pool/reconcile.js";
 import { defaultWarmupStarts, WarmupLimiter } from "../pool/warmup-limiter.js";
 import { Admission } from "../quota/admission.js";
+import { CPU_METER_JOB, CpuMeter } from "../quota/cpu-meter.js";
 import type { SandboxRuntime } from "../runtime/sandbox-runtime.js";
 import { DESTROY_SANDBOX_JOB, SessionLifecycle } from "../session/session-lifecycle.js";
 import type { CoordinationStore } from "../store/coordination/coordination-store.js";
@@ -131,6 +132,18 @@ export async function startGateway(
   jobs.register("reap-sessions", async () => {
     await sessions.reap();
   });
+  const cpuMeter = new CpuMeter({
+    store,
+    admission,
+    policies,
+    usageOf: (sandbox) => pools.usageOf(sandbox),
+    end: (key, reason) => sessions.end(key, reason),
+    log,
+    observe: (tick) => metrics.cpuMeteredSeconds.inc(tick.chargedMs / 1000),
+  });
+  jobs.register(CPU_METER_JOB, async () => {
+    await cpuMeter.tick();
+  });
   const reconcileWithRuntime = (asOf?: number) =>
     reconcile({
       now: asOf === undefined ? undefined : () => asOf,
@@ -147,6 +160,7 @@ export async function startGateway(
   jobs.register("reconcile", edge ? async () => {} : reconcileNow);
   if (!edge) jobs.schedule("warm-pools", config.intervals.warmMs);
   jobs.schedule("reap-sessions", config.intervals.reapMs);
+  jobs.schedule(CPU_METER_JOB, config.intervals.cpuMeterMs);
   if (!edge) jobs.schedule("reconcile", config.intervals.reconcileMs);
   const usageDaily = new UsageDailyRepository(db);
   jobs.register(USAGE_RETENTION_JOB, async () => {

@@ -111,6 +111,13 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
 
+  /** The CPU meter's charges (src/quota/cpu-meter.ts): sandbox CPU beyond the calls' wall time shows here. */
+  readonly cpuMeteredSeconds = new Counter({
+    name: "sandpool_sandbox_cpu_metered_seconds_total",
+    help: "CPU time of leased sandboxes read by the CPU meter and charged to their workspaces' days",
+    registers: [this.registry],
+  });
+
   private readonly eventLoopDelay: EventLoopDelay = recordEventLoopDelay(this.registry);
 
   constructor(options: { processMetrics?: boolean } = {}) {

@@ -17,6 +17,7 @@ import { SandpoolError } from "../contract/error-codes.js";
 import type { SandboxClient } from "../forward/sandbox-client.js";
 import type { PoolSpec, SandboxRuntime } from "../runtime/sandbox-runtime.js";
 import type { SandboxRecord } from "../store/coordination/records.js";
+import { cpuBaselineMs } from "../pool/cpu-baseline.js";
 
 /** Warm sandboxes above min idle longer than this are evicted (their place is free again). */
 const IDLE_EVICTION_MS = 10 * 60_000;
@@ -148,6 +149,7 @@ export class NodeWarmPool {
         started.endpoint,
         Math.max(1, deadline - Date.now()),
       );
+      const cpuBaseMs = await cpuBaselineMs(this.deps.runtime, started.runtimeId);
       return {
         sandboxId,
         pool: this.spec.name,
@@ -156,6 +158,7 @@ export class NodeWarmPool {
         innerSessionId,
         createdAt: Date.now(),
         node: this.deps.nodeId,
+        ...(cpuBaseMs === undefined ? {} : { cpuBaseMs }),
       };
     } catch (error) {
       await this.deps.runtime.destroy(started.runtimeId).catch(() => undefined);

@@ -20,6 +20,7 @@ import type { PoolSpec, SandboxRuntime, SandboxUsage } from "../runtime/sandbox-
 import type { PoolDemandDelta, PoolDemandTotals } from "../store/coordination/pool-demand-exchange.js";
 import type { PoolLedger } from "../store/coordination/pool-ledger.js";
 import type { MemberHold, SandboxRecord } from "../store/coordination/records.js";
+import { cpuBaselineMs } from "./cpu-baseline.js";
 import { PoolDemand, type PoolDemandView, REFILL_WINDOW } from "./pool-demand.js";
 import type { PoolSizes } from "./pool-sizes.js";
 import { StartBackoff } from "./start-backoff.js";
@@ -485,6 +486,7 @@ export class PoolManager {
         started.endpoint,
         Math.max(1, deadline - this.now()),
       );
+      const cpuBaseMs = await cpuBaselineMs(this.deps.runtime, runtimeId);
       this.backoff.get(pool.name)!.succeeded(this.now());
       this.recordRefill(pool.name, Number(process.hrtime.bigint() - began) / 1e6);
       return {
@@ -494,6 +496,7 @@ export class PoolManager {
         runtimeId,
         innerSessionId,
         createdAt: this.now(),
+        ...(cpuBaseMs === undefined ? {} : { cpuBaseMs }),
       };
     } catch (error) {
       this.deps.metrics.warmupFailures.inc({ pool: pool.name });

@@ -8,6 +8,7 @@
 import { SandpoolError } from "../contract/error-codes.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
 import type { AdmissionStore } from "../store/coordination/admission-store.js";
+import type { CpuCharged } from "../store/coordination/records.js";
 import {
   type ExecAdmissionPreview,
   previewExec,
@@ -123,6 +124,25 @@ export class Admission {
     );
     if (grantedMs <= 0) throw this.budgetSpent(policy);
     return { workspace: policy.workspace, day: request.day, grantedMs };
+  }
+
+  /**
+   * Charges a session's sandbox CPU reading to its workspace's day (AdmissionStore.chargeCpu):
+   * the CPU burned since the session's last reading, counted from `baseMs` (the sandbox's
+   * CPU when it became ready) on the first one. `final` when the session ended.
+   */
+  chargeCpu(
+    lease: { workspace: string; sessionId: string; sandbox: { cpuBaseMs?: number } },
+    cpuSeconds: number,
+    final = false,
+  ): Promise<CpuCharged> {
+    return this.store.chargeCpu(lease.workspace, {
+      sessionId: lease.sessionId,
+      cpuMs: cpuSeconds * 1000,
+      ...(lease.sandbox.cpuBaseMs === undefined ? {} : { baseMs: lease.sandbox.cpuBaseMs }),
+      day: budgetDay(this.now()),
+      final,
+    });
   }
 
   /** Settles a reservation made by `reserveExec` (see `settlement`); returns the ms charged. */

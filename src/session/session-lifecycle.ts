@@ -47,10 +47,17 @@ export type EndReason =
   | "drained"
   | "ended_by_operator"
   /** The node holding the sandbox stopped heart-beating (roles edge and node). */
-  | "node_lost";
+  | "node_lost"
+  /** Its sandbox ran code after its workspace's day was spent (src/quota/cpu-meter.ts). */
+  | "budget_spent";
 
 /** Ends of a session that may still be served from a lease cache: its sandbox session is closed first. */
-const CLOSED_BEFORE_THE_END: ReadonlySet<EndReason> = new Set(["destroyed", "ended_by_operator", "drained"]);
+const CLOSED_BEFORE_THE_END: ReadonlySet<EndReason> = new Set([
+  "destroyed",
+  "ended_by_operator",
+  "drained",
+  "budget_spent",
+]);
 
 export interface SessionLifecycleDeps {
   store: LeaseStore;
@@ -285,7 +292,13 @@ export class SessionLifecycle {
       quantity: this.now() - lease.createdAt,
       detail: { reason },
     });
-    if (used) this.recordSandboxUsage(lease, used);
+    if (used) {
+      this.recordSandboxUsage(lease, used);
+      // The CPU burned since the meter's last reading is charged too, and the reading forgotten.
+      await this.deps.admission.chargeCpu(lease, used.cpuSeconds, true).catch((error: unknown) => {
+        this.deps.log.warn({ err: error, session: lease.sessionId }, "could not charge a sandbox's last CPU");
+      });
+    }
     this.deps.log.info({ session: lease.sessionId, workspace: lease.workspace, reason }, "session ended");
     return true;
   }
@@ -301,9 +314,9 @@ export class SessionLifecycle {
   }
 
   /**
-   * The sandbox's own account of the session, from its cgroup: CPU time, and peak memory
-   * where the engine reports one (the memory held at the end rides along as detail). It
-   * covers the sandbox's whole life, the server's start-up before the lease included.
+   * The sandbox's own account of the session, from its cgroup: CPU time since it became
+   * ready (its server's start-up is nobody's), and peak memory where the engine reports one
+   * (the memory held at the end rides along as detail).
    */
   private recordSandboxUsage(lease: Lease, used: SandboxUsage): void {
     const common = {
@@ -314,7 +327,7 @@ export class SessionLifecycle {
     this.deps.usage.record({
       ...common,
       kind: "sandbox_cpu",
-      quantity: Math.round(used.cpuSeconds * 1000),
+      quantity: Math.max(0, Math.round(used.cpuSeconds * 1000 - (lease.sandbox.cpuBaseMs ?? 0))),
       ...(used.memoryBytes === undefined ? {} : { detail: { memoryBytes: used.memoryBytes } }),
     });
     if (used.memoryPeakBytes !== undefined) {

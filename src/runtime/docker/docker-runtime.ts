@@ -18,6 +18,7 @@ import {
   type StartedSandbox,
   type StartRequest,
 } from "../sandbox-runtime.js";
+import { CgroupUsageReader } from "./cgroup-usage.js";
 import { buildContainerSpec, LABELS } from "./container-spec.js";
 import { usageFromStats } from "./container-usage.js";
 import { dockerMessageOf, dockerStatusOf } from "./docker-api-errors.js";
@@ -108,6 +109,7 @@ export class DockerRuntime implements SandboxRuntime {
    */
   private readonly sandboxIdOf = new Map<string, string>();
   private readonly engineList: DockerEngine[];
+  private readonly cgroups = new CgroupUsageReader();
   private readonly http: Agent;
   private readonly log: Logger | undefined;
 
@@ -461,10 +463,16 @@ export class DockerRuntime implements SandboxRuntime {
     return engine ? { engine, containerId: match[2]! } : undefined;
   }
 
-  /** What the sandbox used, from its cgroup (container-usage.ts); undefined once it is gone or stopped. */
+  /**
+   * What the sandbox used, from its cgroup: its files when this host sees them
+   * (cgroup-usage.ts), else Docker's stats (container-usage.ts); undefined once it is gone
+   * or stopped.
+   */
   async usage(runtimeId: string) {
     const parsed = this.parseRuntimeId(runtimeId);
     if (!parsed) return undefined;
+    const fromFiles = await this.cgroups.read(parsed.containerId);
+    if (fromFiles) return fromFiles;
     const container = parsed.engine.docker.getContainer(parsed.containerId);
     try {
       return usageFromStats(

@@ -3,7 +3,7 @@
  * session rate window and its execution budget per UTC day. Slots carry an expiry, so a
  * holder that crashes ages out instead of leaking capacity.
  */
-import type { AdmissionVerdict, SessionAdmission } from "./records.js";
+import type { AdmissionVerdict, CpuCharge, CpuCharged, SessionAdmission } from "./records.js";
 
 export interface AdmissionStore {
   /** Takes a slot for `token` if fewer than `limit` unexpired slots are held. */
@@ -38,6 +38,15 @@ export interface AdmissionStore {
   refundBudget(workspace: string, day: string, milliseconds: number): Promise<number>;
   /** Milliseconds charged (reserved, net of refunds) for `day`. */
   readBudget(workspace: string, day: string): Promise<number>;
+  /**
+   * Charges a sandbox's CPU to its workspace's day, in one atomic step: the CPU it burned
+   * since the session's last reading (or its baseline) is added to the day's CPU total, and
+   * the day's budget counter is raised to that total when it is below it, so a day is
+   * charged the larger of its calls' wall time and its sandboxes' CPU time. Readings only
+   * move forward: replicas reading the same sandbox charge each CPU second once. `final`
+   * forgets the session's reading (it ended).
+   */
+  chargeCpu(workspace: string, charge: CpuCharge): Promise<CpuCharged>;
 
   /**
    * Read-only, for explain: the session-rate window as `takeRate` would see it at `now`:

@@ -12,6 +12,8 @@ import {
   type CallMark,
   type CallStart,
   type CallStarted,
+  type CpuCharge,
+  type CpuCharged,
   type Lease,
   type LeaseKey,
   leaseDeadline,
@@ -73,6 +75,9 @@ export class MemoryCoordinationStore implements CoordinationStore {
   private readonly slots = new Map<string, ExpiringSet>();
   private readonly rates = new Map<string, number[]>();
   private readonly budgets = new Map<string, number>();
+  /** workspace + day -> the day's CPU total (ms); workspace + session -> its last CPU reading. */
+  private readonly cpuDays = new Map<string, number>();
+  private readonly cpuReadings = new Map<string, number>();
   private readonly members = new Map<string, ExpiringSet>();
   /** Per pool, the members warm-up is starting (see PoolLedger.addMember, warming). */
   private readonly warming = new Map<string, ExpiringSet>();
@@ -142,6 +147,20 @@ export class MemoryCoordinationStore implements CoordinationStore {
 
   async readBudget(workspace: string, day: string) {
     return this.budgets.get(`${workspace}\u0000${day}`) ?? 0;
+  }
+
+  async chargeCpu(workspace: string, charge: CpuCharge): Promise<CpuCharged> {
+    const readingKey = `${workspace}\u0000${charge.sessionId}`;
+    const last = this.cpuReadings.get(readingKey) ?? charge.baseMs ?? charge.cpuMs;
+    const chargedMs = Math.max(0, Math.floor(charge.cpuMs) - Math.floor(last));
+    if (charge.final) this.cpuReadings.delete(readingKey);
+    else this.cpuReadings.set(readingKey, Math.max(last, Math.floor(charge.cpuMs)));
+    const dayKey = `${workspace}\u0000${charge.day}`;
+    const cpuDayMs = (this.cpuDays.get(dayKey) ?? 0) + chargedMs;
+    this.cpuDays.set(dayKey, cpuDayMs);
+    const usedMs = Math.max(this.budgets.get(dayKey) ?? 0, cpuDayMs);
+    this.budgets.set(dayKey, usedMs);
+    return { chargedMs, cpuDayMs, usedMs };
   }
 
   async addMember(

@@ -13,6 +13,11 @@ export interface SandboxRecord {
   createdAt: number;
   /** The node holding it (roles edge and node); absent on one host (`--role all`). */
   node?: string;
+  /**
+   * Its CPU time (ms) when it became ready: what its server's start-up burned, which no
+   * session is charged for. Absent where the runtime measures none (the process runtime).
+   */
+  cpuBaseMs?: number;
 }
 
 /** A client's session: which sandbox serves it, for whom, and until when. */
@@ -99,4 +104,27 @@ export interface MemberHold {
   workspace: string;
   until: number;
   now: number;
+}
+
+/** A reading of a session's sandbox CPU (AdmissionStore.chargeCpu). */
+export interface CpuCharge {
+  sessionId: string;
+  /** The sandbox's CPU time so far (ms), as its cgroup counts it: every process, since it started. */
+  cpuMs: number;
+  /** Its reading at lease time, for a session read for the first time; else its first reading is. */
+  baseMs?: number;
+  /** The UTC day charged (YYYY-MM-DD). */
+  day: string;
+  /** The session ended: charge this last reading and forget the session. */
+  final?: boolean;
+}
+
+/** What `chargeCpu` charged, and the day's totals after it (ms). */
+export interface CpuCharged {
+  /** CPU charged by this reading: what the sandbox burned since the last one. */
+  chargedMs: number;
+  /** The day's CPU total of every sandbox of the workspace. */
+  cpuDayMs: number;
+  /** The day's budget counter: at least `cpuDayMs`. */
+  usedMs: number;
 }

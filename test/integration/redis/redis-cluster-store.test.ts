@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { scanKeys } from "../../../src/store/coordination/redis/redis-connection.js";
 import { RedisCoordinationStore } from "../../../src/store/coordination/redis/redis-store.js";
 import { describeCoordinationStore, freshName } from "../../shared/coordination-store-suite.js";
+import { describeCpuCharging } from "../../shared/cpu-charge-store-suite.js";
 import {
   type RedisClusterHandle,
   redisClusterToolsAvailable,
@@ -32,6 +33,10 @@ describe.skipIf(!available)("Redis coordination store on a Redis Cluster", () =>
   });
 
   describeCoordinationStore("redis cluster", async () => {
+    const store = await connect();
+    return { store, close: () => store.close() };
+  });
+  describeCpuCharging("redis cluster", async () => {
     const store = await connect();
     return { store, close: () => store.close() };
   });

@@ -3,6 +3,7 @@ import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { RedisCoordinationStore } from "../../../src/store/coordination/redis/redis-store.js";
 import { describeCoordinationStore } from "../../shared/coordination-store-suite.js";
+import { describeCpuCharging } from "../../shared/cpu-charge-store-suite.js";
 import { redisAvailable, redisUrl, startPrivateRedis } from "../../support/redis.js";
 import { waitFor } from "../../support/sandbox-server.js";
 
@@ -20,6 +21,10 @@ afterAll(async () => {
 
 describe.skipIf(!available)("Redis coordination store", () => {
   describeCoordinationStore("redis", async () => {
+    const store = await RedisCoordinationStore.connect({ url: redisUrl, prefix });
+    return { store, close: () => store.close() };
+  });
+  describeCpuCharging("redis", async () => {
     const store = await RedisCoordinationStore.connect({ url: redisUrl, prefix });
     return { store, close: () => store.close() };
   });

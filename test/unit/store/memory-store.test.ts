@@ -1,8 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { MemoryCoordinationStore } from "../../../src/store/coordination/memory-store.js";
 import { describeCoordinationStore } from "../../shared/coordination-store-suite.js";
+import { describeCpuCharging } from "../../shared/cpu-charge-store-suite.js";
 
 describeCoordinationStore("memory", async () => {
+  const store = new MemoryCoordinationStore();
+  return { store, close: () => store.close() };
+});
+
+describeCpuCharging("memory", async () => {
   const store = new MemoryCoordinationStore();
   return { store, close: () => store.close() };
 });

@@ -23,6 +23,16 @@ export class RedisKeys {
     return `${this.prefix}{ws:${workspace}}:budget:${day}`;
   }
 
+  /** The day's CPU total of the workspace's sandboxes (ms). */
+  cpuDay(workspace: string, day: string): string {
+    return `${this.prefix}{ws:${workspace}}:cpu:${day}`;
+  }
+
+  /** The last CPU reading of each of the workspace's sessions (ms). */
+  cpuReadings(workspace: string): string {
+    return `${this.prefix}{ws:${workspace}}:cpu-readings`;
+  }
+
   lease(key: LeaseKey): string {
     return `${this.prefix}{ws:${key.workspace}}:lease:${key.sessionId}`;
   }

@@ -23,6 +23,8 @@ import type {
   CallMark,
   CallStart,
   CallStarted,
+  CpuCharge,
+  CpuCharged,
   Lease,
   LeaseKey,
   MemberHold,
@@ -171,6 +173,25 @@ export class RedisCoordinationStore implements CoordinationStore {
 
   async readBudget(workspace: string, day: string) {
     return Number((await this.commands.read(() => this.redis.get(this.keys.budget(workspace, day)))) ?? 0);
+  }
+
+  async chargeCpu(workspace: string, charge: CpuCharge): Promise<CpuCharged> {
+    const [chargedMs, cpuDayMs, usedMs] = (await this.commands.script(
+      "charge-cpu",
+      [
+        this.keys.cpuReadings(workspace),
+        this.keys.cpuDay(workspace, charge.day),
+        this.keys.budget(workspace, charge.day),
+      ],
+      [
+        charge.sessionId,
+        Math.floor(charge.cpuMs),
+        charge.baseMs === undefined ? -1 : Math.floor(charge.baseMs),
+        charge.final ? "1" : "0",
+        BUDGET_KEY_TTL_MS,
+      ],
+    )) as [number, number, number];
+    return { chargedMs: Number(chargedMs), cpuDayMs: Number(cpuDayMs), usedMs: Number(usedMs) };
   }
 
   // The pools' ledger: membership caps a pool's size; idle members wait to be leased.

@@ -1,0 +1,131 @@
+/**
+ * The CPU meter: every few seconds, every leased sandbox's CPU time (its cgroup) is read and
+ * charged to its workspace's day, including what runs between calls (a spinning thread, a
+ * background process). A day is charged the larger of its Executes' wall time and its
+ * sandboxes' CPU time (AdmissionStore.chargeCpu), so no CPU second goes uncharged.
+ *
+ * Once a workspace's day is spent, its sandboxes stop running code: each session whose
+ * sandbox still burned CPU since the last reading is ended (`budget_spent`; its sandbox is
+ * destroyed), so work can hide from the budget for one period of the meter at most. Idle
+ * sessions are left alone: their files can still be read, and every Execute (and every
+ * CreateSession) is refused with 429 `quota.exec_budget` by admission, as for any spent day.
+ *
+ * Any replica may run a tick, several at once included: readings only move forward in the
+ * store, so each CPU millisecond is charged once, and ending a session is idempotent.
+ */
+import type { Logger } from "pino";
+import type { PolicyService } from "../policy/policy-service.js";
+import type { SandboxUsage } from "../runtime/sandbox-runtime.js";
+import type { LeaseStore } from "../store/coordination/lease-store.js";
+import type { Lease, LeaseKey } from "../store/coordination/records.js";
+import type { Admission } from "./admission.js";
+
+/** The background job that runs a tick (scheduled every `intervals.cpuMeterMs`). */
+export const CPU_METER_JOB = "meter-cpu";
+/** Sandboxes read at once: each reading is a cgroup file, or a Docker stats call. */
+const READ_CONCURRENCY = 16;
+/**
+ * CPU (ms) burned since the last reading above which a sandbox counts as running code. An
+ * idle sandbox server and interpreter burn a few ms a period; a spinning thread burns it all.
+ */
+export const BURNING_MS = 100;
+
+export interface CpuMeterDeps {
+  store: Pick<LeaseStore, "listLeases">;
+  admission: Pick<Admission, "chargeCpu">;
+  policies: Pick<PolicyService, "forWorkspace">;
+  /** The sandbox's usage (PoolManager.usageOf): bounded in time, undefined when unknown. */
+  usageOf: (sandbox: Lease["sandbox"]) => Promise<SandboxUsage | undefined>;
+  /** Ends a session (SessionLifecycle.end). */
+  end: (key: LeaseKey, reason: "budget_spent") => Promise<boolean>;
+  log: Logger;
+  /** Counts what was charged and what was stopped. */
+  observe?: (tick: MeterTick) => void;
+}
+
+export interface MeterTick {
+  /** Sandboxes read. */
+  read: number;
+  /** CPU charged by this tick (ms), all workspaces together. */
+  chargedMs: number;
+  /** Sessions ended because their workspace's day was spent while their sandbox ran code. */
+  stopped: number;
+}
+
+interface Reading {
+  lease: Lease;
+  chargedMs: number;
+  usedMs: number;
+}
+
+export class CpuMeter {
+  private running: Promise<MeterTick> | undefined;
+
+  constructor(private readonly deps: CpuMeterDeps) {}
+
+  /** One round over every leased sandbox; a tick asked for while one runs joins it. */
+  tick(): Promise<MeterTick> {
+    this.running ??= this.round().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  private async round(): Promise<MeterTick> {
+    const leases = await this.deps.store.listLeases();
+    const readings: Reading[] = [];
+    for (let i = 0; i < leases.length; i += READ_CONCURRENCY) {
+      const batch = await Promise.all(leases.slice(i, i + READ_CONCURRENCY).map((lease) => this.read(lease)));
+      for (const reading of batch) if (reading) readings.push(reading);
+    }
+    const stopped = await this.stopSpentWork(readings);
+    const tick = {
+      read: readings.length,
+      chargedMs: readings.reduce((sum, reading) => sum + reading.chargedMs, 0),
+      stopped,
+    };
+    this.deps.observe?.(tick);
+    return tick;
+  }
+
+  private async read(lease: Lease): Promise<Reading | undefined> {
+    try {
+      const usage = await this.deps.usageOf(lease.sandbox);
+      if (!usage) return undefined;
+      const charged = await this.deps.admission.chargeCpu(lease, usage.cpuSeconds);
+      return { lease, chargedMs: charged.chargedMs, usedMs: charged.usedMs };
+    } catch (error) {
+      this.deps.log.warn({ err: error, session: lease.sessionId }, "could not charge a sandbox's CPU");
+      return undefined;
+    }
+  }
+
+  /** Ends the sessions still running code in workspaces whose day is spent. */
+  private async stopSpentWork(readings: Reading[]): Promise<number> {
+    const burning = readings.filter((reading) => reading.chargedMs > BURNING_MS);
+    const spentByWorkspace = new Map<string, boolean>();
+    let stopped = 0;
+    for (const { lease } of burning) {
+      let spent = spentByWorkspace.get(lease.workspace);
+      if (spent === undefined) {
+        const policy = await this.deps.policies.forWorkspace(lease.workspace);
+        // The highest counter any reading of the workspace saw this tick.
+        const used = Math.max(
+          ...readings.filter((r) => r.lease.workspace === lease.workspace).map((r) => r.usedMs),
+        );
+        spent = used >= policy.execSecondsPerDay * 1000;
+        spentByWorkspace.set(lease.workspace, spent);
+      }
+      if (!spent) continue;
+      const key = { workspace: lease.workspace, sessionId: lease.sessionId };
+      if (await this.deps.end(key, "budget_spent").catch(() => false)) {
+        stopped++;
+        this.deps.log.warn(
+          { session: lease.sessionId, workspace: lease.workspace },
+          "ended a session that ran code past its workspace's spent execution budget",
+        );
+      }
+    }
+    return stopped;
+  }
+}
