@@ -108,6 +108,19 @@ function keySource(
   } satisfies EnvBinding;
 }
 
+/** Sets the metrics token or its file and drops the other, so env wins over whichever the file has. */
+function metricsToken(name: string, key: "token" | "tokenFile", description: string): EnvBinding {
+  return {
+    name,
+    path: `metrics.${key}`,
+    description,
+    apply: (config, value, sources) => {
+      delete objectAt(config, ["metrics"])[key === "token" ? "tokenFile" : "token"];
+      setAt(config, ["metrics", key], value, sources, name);
+    },
+  };
+}
+
 /** The pool serving the default image in the policy's resource class, as an index into `pools`. */
 function defaultPoolIndex(config: RawConfig): number | undefined {
   const policy = isPlainObject(config.policy) ? config.policy : {};
@@ -310,6 +323,16 @@ const bindings: readonly EnvBinding[] = [
     "auth.introspection.anyAudience",
     "accept introspected tokens of any aud (true/false); serve needs this, an audience or client ids",
     flag,
+  ),
+  metricsToken(
+    "SANDPOOL_METRICS_TOKEN",
+    "token",
+    "bearer token /metrics requires (32 bytes or more); replaces the file's",
+  ),
+  metricsToken(
+    "SANDPOOL_METRICS_TOKEN_FILE",
+    "tokenFile",
+    "file holding the bearer token /metrics requires; replaces the file's",
   ),
   {
     name: "SANDPOOL_DEFAULT_IMAGE",

@@ -235,7 +235,7 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   },
   "limits.maxUnauthenticatedRequests": {
     comment:
-      "Requests in flight not yet past authentication; more get 503 request.busy. /healthz, /readyz, /metrics never count.",
+      "Requests in flight not yet past authentication (/metrics too); more get 503 request.busy. /healthz and /readyz never count.",
   },
   "limits.writeStallTimeoutMs": {
     comment:
@@ -274,6 +274,19 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
     comment: "How old a sandbox nobody knows must be before it is destroyed as an orphan.",
   },
   authFailures: { comment: "Failed authentications allowed per credential fingerprint before 429." },
+  metrics: {
+    comment:
+      "Who may read /metrics (here and on nodes): anyone who reaches the port, or with a token only Authorization: Bearer <token>.",
+  },
+  "metrics.token": {
+    comment: "The bearer token /metrics requires, 32 bytes or more. Env SANDPOOL_METRICS_TOKEN.",
+    example: "change-me-to-32-bytes-or-more-0123456789",
+  },
+  "metrics.tokenFile": {
+    comment:
+      "A file holding that token instead (a mounted secret), read at start-up. Env SANDPOOL_METRICS_TOKEN_FILE.",
+    example: "/run/secrets/sandpool-metrics-token",
+  },
   "authFailures.maxFailures": { comment: "Failures allowed within the window." },
   "authFailures.windowMs": { comment: "The window, in milliseconds." },
   retention: {

@@ -12,6 +12,7 @@ import {
   cleartextEngineIssues,
   dockerRuntimeSettingsSchema,
 } from "../runtime/docker/docker-runtime-options.js";
+import { metricsSettingsSchema } from "../service/metrics-settings.js";
 import { redisSettingsIssues, redisSettingsSchema } from "../store/coordination/redis/redis-config.js";
 
 const positive = z.number().int().min(1);
@@ -116,15 +117,17 @@ export const gatewayConfigSchema = z
         warmMs: positive.default(1_000),
         reapMs: positive.default(1_000),
         reconcileMs: positive.default(30_000),
-        /** Longer than any sandbox start takes, so a start in progress is never called an orphan. */
         /** How often leased sandboxes' CPU is read and charged (src/quota/cpu-meter.ts). */
         cpuMeterMs: positive.default(2_000),
+        /** Longer than any sandbox start takes, so a start in progress is never called an orphan. */
         orphanGraceMs: positive.default(120_000),
       })
       .prefault({}),
     authFailures: z
       .strictObject({ maxFailures: positive.default(20), windowMs: positive.default(60_000) })
       .prefault({}),
+    /** Who may read /metrics: anyone who reaches the port, or only with `metrics.token`. */
+    metrics: metricsSettingsSchema,
     /**
      * How long raw usage events and audit rows are kept. Raw events are rolled up per UTC day
      * (usage_daily, kept for good) before they are pruned; audit rows are simply deleted.
@@ -180,8 +183,6 @@ export const gatewayConfigSchema = z
     migrateOnStart: z.boolean().default(false),
   })
   .superRefine((config, ctx) => {
-    const names = new Set<string>();
-    for (const pool of config.pools) {
     if (config.auth === undefined && config.role !== "node")
       ctx.addIssue({
         code: "custom",
@@ -189,6 +190,8 @@ export const gatewayConfigSchema = z
           "required: how bearer tokens are verified (one key source: jwtSecret, jwtPublicKey or jwksUrl)",
         path: ["auth"],
       });
+    const names = new Set<string>();
+    for (const pool of config.pools) {
       if (names.has(pool.name))
         ctx.addIssue({ code: "custom", message: `pool '${pool.name}' is defined twice`, path: ["pools"] });
       names.add(pool.name);

@@ -32,6 +32,7 @@ import { defaultWarmupStarts, WarmupLimiter } from "../pool/warmup-limiter.js";
 import { Admission } from "../quota/admission.js";
 import { CPU_METER_JOB, CpuMeter } from "../quota/cpu-meter.js";
 import type { SandboxRuntime } from "../runtime/sandbox-runtime.js";
+import { metricsTokenOf } from "../service/metrics-token.js";
 import { DESTROY_SANDBOX_JOB, SessionLifecycle } from "../session/session-lifecycle.js";
 import type { CoordinationStore } from "../store/coordination/coordination-store.js";
 import type { SandboxRecord } from "../store/coordination/records.js";
@@ -179,6 +180,8 @@ export async function startGateway(
   );
 
   // JWTs, workspace API keys (revocations announced on the store) and, if configured, introspection.
+  // Only a node runs without auth (the loader lets it), and a node runs no gateway.
+  if (!config.auth) throw new Error("the gateway needs auth: how bearer tokens are verified");
   const authentication = await buildAuthentication(config.auth, { db, store, log });
 
   let accepting = false;
@@ -193,10 +196,9 @@ export async function startGateway(
     pools,
     sessions,
     sandboxes,
-  // Only a node runs without auth (the loader lets it), and a node runs no gateway.
-  if (!config.auth) throw new Error("the gateway needs auth: how bearer tokens are verified");
     usage,
     limits: config.limits,
+    metricsToken: metricsTokenOf(config.metrics),
     ready: async () => accepting && ((await options.ready?.()) ?? true),
     policyAdmin,
     usageSummary: async (workspace, from, to) => {

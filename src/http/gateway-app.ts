@@ -5,11 +5,11 @@
  * The admin API lives at `/admin/v1`, never under the base path, and needs an admin token;
  * with a listener of its own (`adminListener`), the public app answers its paths as unknown
  * routes, and the admin listener's app serves the admin API and nothing else (no health, no
- * metrics, no contract). Health and metrics stay open.
+ * metrics, no contract). Health stays open; metrics too unless `metrics.token` is set.
  *
  * Before any of that, every request passes the transport checks: its target (400), its
- * Host and Origin (403), and the bound on requests not yet authenticated (503; health and
- * metrics exempt). An authenticated contract call then counts against its workspace's
+ * Host and Origin (403), and the bound on requests not yet authenticated (503; health
+ * exempt, metrics counted until its token is accepted). An authenticated contract call then counts against its workspace's
  * calls in flight (429). The routes are generated from the operation registry: each
  * operation is bound to the pipeline (src/pipeline/) with its handler (bind-operations.ts);
  * a contract call refused after authentication (policy, quota, capacity, unknown session)
@@ -20,6 +20,7 @@ import { Hono } from "hono";
 import { SandpoolError } from "../contract/error-codes.js";
 import { gatewayOperations } from "../gateway/gateway-operations.js";
 import { auditRefusal, sessionIdInPath } from "../pipeline/steps/audit.js";
+import { requireMetricsToken } from "../service/require-metrics-token.js";
 import { bindOperations } from "./bind-operations.js";
 import { errorResponse } from "./common/error-response.js";
 import { requestHeader } from "./common/request-header.js";
@@ -75,6 +76,7 @@ export function createGatewayApp(
     ),
   );
   if (adminApi !== "only") {
+    if (services.metricsToken) app.use("/metrics", requireMetricsToken(services.metricsToken));
     bindOperations(app, "service", built.service, built.deps, { methodNotAllowed: true });
   }
   if (services.policyAdmin && adminApi !== "elsewhere") {

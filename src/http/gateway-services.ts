@@ -14,6 +14,7 @@ import type { PoolManager } from "../pool/pool-manager.js";
 import type { RuntimePoolSizes } from "../pool/pool-sizes.js";
 import type { PoolStatus } from "../pool/pool-status.js";
 import type { Admission } from "../quota/admission.js";
+import type { MetricsToken } from "../service/metrics-token.js";
 import type { SessionLifecycle } from "../session/session-lifecycle.js";
 import type { AdminAuditRepository } from "../store/sql/admin-audit-repository.js";
 import type { AuditRepository } from "../store/sql/audit-repository.js";
@@ -31,6 +32,8 @@ export interface GatewayServices {
   sandboxes: SandboxClient;
   usage: UsageSink;
   limits: GatewayLimits;
+  /** The bearer token /metrics requires (`metrics.token`); unset, /metrics answers anyone. */
+  metricsToken?: MetricsToken;
   /** Answers /readyz: false while the gateway cannot serve (start-up, shutdown, store down). */
   ready: () => Promise<boolean>;
   /** Workspace policy edits for the admin API (`/admin/v1`); without it the admin API is not served. */

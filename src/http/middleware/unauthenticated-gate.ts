@@ -6,13 +6,15 @@
  * count the moment its bearer token is accepted (`passedAuthentication`, called by the
  * contract's and the admin API's authentication) or when it is answered, whichever is first.
  *
- * Health and metrics (`/healthz`, `/readyz`, `/metrics`) are never counted nor refused: an
- * orchestrator must still see a gateway that is busy fending off anonymous load.
+ * Health (`/healthz`, `/readyz`) is never counted nor refused: an orchestrator must still see
+ * a gateway that is busy fending off anonymous load. `/metrics` is counted like any other
+ * request anyone can send (it renders every series: work, not a probe), and leaves the count
+ * once its bearer token (`metrics.token`) is accepted.
  */
 import type { Context } from "hono";
 import { SandpoolError } from "../../contract/error-codes.js";
 
-export const OPS_PATHS: ReadonlySet<string> = new Set(["/healthz", "/readyz", "/metrics"]);
+export const OPS_PATHS: ReadonlySet<string> = new Set(["/healthz", "/readyz"]);
 const RETRY_AFTER_SECONDS = 1;
 
 /** Counts requests not yet authenticated; `enter` refuses once `max` are in flight. */

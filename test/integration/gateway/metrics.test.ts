@@ -1,13 +1,21 @@
 /**
- * The operational endpoints: Prometheus metrics (open, no credential) reflecting what the
+ * The operational endpoints: Prometheus metrics (open by default, behind a bearer token with
+ * `metrics.token`, and always under the bound on unauthenticated requests) reflecting what the
  * gateway did — requests by route, warm leases, pool gauges, refusals by code, execution
  * time — and the liveness and readiness probes.
  */
 import { randomUUID } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mintToken } from "../../../src/auth/dev-keys.js";
 import type { Answer } from "../../support/contract-client.js";
 import { startTestGateway, TEST_SECRET, type TestGateway } from "../../support/gateway-harness.js";
+import { rawRequest } from "../../support/raw-http.js";
+import { waitFor } from "../../support/wait-for.js";
 
 let harness: TestGateway;
 beforeAll(async () => {
@@ -223,5 +231,119 @@ describe("probes", () => {
     const ready = await fetch(`${harness.url}/readyz`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toEqual({ status: "ready" });
+  });
+});
+
+describe("GET /metrics with metrics.token", () => {
+  const METRICS_TOKEN = "a-metrics-token-of-at-least-32-bytes-0123";
+  let guarded: TestGateway;
+  let introspection: Server;
+  /** Introspection answers held back while set: calls with opaque tokens wait unauthenticated. */
+  const held: ServerResponse[] = [];
+  let scratch: string;
+
+  beforeAll(async () => {
+    scratch = await mkdtemp(path.join(tmpdir(), "sandpool-metrics-token-"));
+    introspection = createServer((req, res) => {
+      req.resume();
+      held.push(res);
+    });
+    await new Promise<void>((resolve) => introspection.listen(0, "127.0.0.1", resolve));
+    guarded = await startTestGateway({
+      auth: {
+        jwtSecret: TEST_SECRET,
+        introspection: {
+          url: `http://127.0.0.1:${(introspection.address() as AddressInfo).port}/introspect`,
+          clientId: "sandpool",
+          clientSecret: "secret",
+          anyAudience: true,
+          timeoutMs: 20_000,
+          refusalCacheSeconds: 0,
+        },
+      },
+      limits: { maxUnauthenticatedRequests: 1 },
+      metrics: { token: METRICS_TOKEN },
+      pools: [{ name: "default", image: "sandpool/sandbox:dev", minIdle: 0, maxTotal: 1 }],
+    });
+  });
+  afterAll(async () => {
+    for (const res of held) res.destroy();
+    await guarded?.close();
+    introspection?.closeAllConnections();
+    await new Promise((resolve) => introspection?.close(resolve));
+    if (scratch) await rm(scratch, { recursive: true, force: true });
+  });
+
+  const scrapeWith = (authorization?: string) =>
+    rawRequest(guarded.url, "GET", "/metrics", { headers: authorization ? { authorization } : {} });
+
+  it("answers 401 without the token, with another token, or with a token of the API", async () => {
+    const apiToken = await guarded.token("team-a");
+    for (const authorization of [
+      undefined,
+      "Bearer not-the-metrics-token",
+      `Bearer ${METRICS_TOKEN}x`,
+      `Bearer ${METRICS_TOKEN.slice(0, -1)}`,
+      `Basic ${Buffer.from(`prometheus:${METRICS_TOKEN}`).toString("base64")}`,
+      `Bearer ${apiToken}`,
+    ]) {
+      const answer = await scrapeWith(authorization);
+      expect(answer.status, authorization).toBe(401);
+      expect(answer.headers["www-authenticate"]).toMatch(/^Bearer/);
+      expect(answer.body).not.toContain("sandpool_http_requests_total");
+    }
+    const missing = JSON.parse((await scrapeWith()).body) as { detail: { code: string } };
+    expect(missing.detail.code).toBe("auth.missing");
+  });
+
+  it("answers the Prometheus text with the token, whatever the scheme's case", async () => {
+    for (const scheme of ["Bearer", "bearer"]) {
+      const answer = await scrapeWith(`${scheme} ${METRICS_TOKEN}`);
+      expect(answer.status).toBe(200);
+      expect(answer.body).toContain("# TYPE sandpool_http_requests_total counter");
+    }
+    // Health stays open: probes carry no token.
+    expect((await rawRequest(guarded.url, "GET", "/healthz")).status).toBe(200);
+  });
+
+  it("takes the token from a file named by metrics.tokenFile, as a mounted secret is", async () => {
+    const file = path.join(scratch, "metrics-token");
+    await writeFile(file, `${METRICS_TOKEN}-from-a-file\n`);
+    const fromFile = await startTestGateway({
+      metrics: { tokenFile: file },
+      pools: [{ name: "default", image: "sandpool/sandbox:dev", minIdle: 0, maxTotal: 1 }],
+    });
+    try {
+      const scrape = (authorization: string) =>
+        rawRequest(fromFile.url, "GET", "/metrics", { headers: { authorization } });
+      expect((await scrape(`Bearer ${METRICS_TOKEN}-from-a-file`)).status).toBe(200);
+      expect((await scrape(`Bearer ${METRICS_TOKEN}`)).status).toBe(401);
+    } finally {
+      await fromFile.close();
+    }
+  });
+
+  it("counts /metrics under the bound on unauthenticated requests, the token's scrape too", async () => {
+    // One call waits for the introspection endpoint: the bound (1) is full.
+    const waiting = rawRequest(guarded.url, "GET", "/sessions/x", {
+      headers: { authorization: "Bearer an-opaque-platform-token" },
+    });
+    await waitFor(() => held.length >= 1, 10_000, "the gateway to ask the introspection endpoint");
+    for (const authorization of [undefined, `Bearer ${METRICS_TOKEN}`]) {
+      const busy = await scrapeWith(authorization);
+      expect(busy.status, authorization).toBe(503);
+      expect(JSON.parse(busy.body)).toMatchObject({ detail: { code: "request.busy" } });
+      expect(busy.headers["retry-after"]).toBe("1");
+    }
+    expect((await rawRequest(guarded.url, "GET", "/healthz")).status).toBe(200);
+    // The endpoint answers: the call is refused and leaves the count; scraping works again.
+    for (const res of held.splice(0)) {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end('{"active":false}');
+    }
+    expect((await waiting).status).toBe(401);
+    const after = await scrapeWith(`Bearer ${METRICS_TOKEN}`);
+    expect(after.status).toBe(200);
+    expect(after.body).toMatch(/sandpool_rejections_total\{code="request\.busy"\} [1-9]/);
   });
 });

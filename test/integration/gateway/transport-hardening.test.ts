@@ -345,7 +345,7 @@ describe("requests waiting for authentication", () => {
       body: "{}",
     });
 
-  it("answers 503 request.busy past the bound while health and metrics still answer", async () => {
+  it("answers 503 request.busy past the bound, /metrics too, while health still answers", async () => {
     const waiting = Array.from({ length: MAX_UNAUTHENTICATED }, () => createSession());
     await waitFor(() => held.length >= 1, 10_000, "the gateway to fetch the JWKS");
     await sleep(200); // the second request reaches the same fetch
@@ -363,14 +363,16 @@ describe("requests waiting for authentication", () => {
 
     expect((await rawRequest(harness.url, "GET", "/healthz")).status).toBe(200);
     expect((await rawRequest(harness.url, "GET", "/readyz")).status).toBe(200);
-    const metrics = await rawRequest(harness.url, "GET", "/metrics");
-    expect(metrics.status).toBe(200);
-    expect(metrics.body).toMatch(/sandpool_rejections_total\{code="request\.busy"\} [1-9]/);
+    // Anyone can ask for /metrics: it is counted like any other unauthenticated request.
+    expect((await rawRequest(harness.url, "GET", "/metrics")).status).toBe(503);
 
     // The key fetch fails: the waiting requests are refused (401) and leave the count.
     holding = false;
     for (const res of held.splice(0)) res.writeHead(500).end();
     for (const answer of await Promise.all(waiting)) expect(answer.status).toBe(401);
     for (let i = 0; i <= MAX_UNAUTHENTICATED; i++) expect((await createSession()).status).toBe(401);
+    const metrics = await rawRequest(harness.url, "GET", "/metrics");
+    expect(metrics.status).toBe(200);
+    expect(metrics.body).toMatch(/sandpool_rejections_total\{code="request\.busy"\} [1-9]/);
   });
 });

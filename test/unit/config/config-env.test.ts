@@ -1,7 +1,8 @@
 import { generateKeyPairSync } from "node:crypto";
-import { homedir } from "node:os";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
 import path from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import {
   applyEnvironment,
   configEnvVariables,
@@ -14,6 +15,12 @@ import { problemsOf } from "./config-problems.js";
 const IMAGE = "sandpool/sandbox:dev";
 const JWKS = "https://issuer.example/.well-known/jwks.json";
 const SECRET = "a-test-secret-that-is-at-least-32-bytes-long";
+const scratch = mkdtempSync(path.join(tmpdir(), "sandpool-config-env-"));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+/** A mounted secret: the metrics token in a file of its own, with the usual trailing newline. */
+const metricsTokenFile = path.join(scratch, "metrics-token");
+writeFileSync(metricsTokenFile, "a-metrics-token-read-from-its-own-file\n");
+
 /** The smallest environment that configures a gateway on its own. */
 const baseEnv = { SANDPOOL_JWKS_URL: JWKS, SANDPOOL_DEFAULT_IMAGE: IMAGE };
 
@@ -193,6 +200,18 @@ const cases: Record<
     value: "true",
     with: introspectionEnv,
     expect: (c) => expect(c.auth?.introspection?.anyAudience).toBe(true),
+  },
+  SANDPOOL_METRICS_TOKEN: {
+    value: "a-metrics-token-of-at-least-32-bytes-0123",
+    expect: (c) => expect(c.metrics.token).toBe("a-metrics-token-of-at-least-32-bytes-0123"),
+  },
+  SANDPOOL_METRICS_TOKEN_FILE: {
+    value: metricsTokenFile,
+    expect: (c) =>
+      expect(c.metrics).toEqual({
+        tokenFile: metricsTokenFile,
+        token: "a-metrics-token-read-from-its-own-file",
+      }),
   },
   SANDPOOL_DEFAULT_IMAGE: {
     value: "registry.example/sandbox:2",

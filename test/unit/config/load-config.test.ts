@@ -220,6 +220,43 @@ describe("a node's auth (role node verifies no bearer token)", () => {
   });
 });
 
+describe("metrics", () => {
+  const TOKEN = "a-metrics-token-of-at-least-32-bytes-0123";
+
+  it("is open unless a token is set, in the file, the environment or a file of its own", () => {
+    expect(load(minimal).metrics).toEqual({});
+    expect(load(`${minimal}metrics:\n  token: ${TOKEN}\n`).metrics.token).toBe(TOKEN);
+    const file = yamlFile(`  ${TOKEN}-in-a-file\n`);
+    expect(load(`${minimal}metrics:\n  tokenFile: ${file}\n`).metrics.token).toBe(`${TOKEN}-in-a-file`);
+    // The environment's wins over whichever the file has.
+    expect(
+      load(`${minimal}metrics:\n  tokenFile: ${file}\n`, { SANDPOOL_METRICS_TOKEN: TOKEN }).metrics,
+    ).toEqual({
+      token: TOKEN,
+    });
+    expect(
+      load(`${minimal}metrics:\n  token: ${TOKEN}\n`, { SANDPOOL_METRICS_TOKEN_FILE: file }).metrics.token,
+    ).toBe(`${TOKEN}-in-a-file`);
+  });
+
+  it("refuses a short token, a file it cannot read or that holds a short one, and both at once", () => {
+    expect(problems(minimal, { SANDPOOL_METRICS_TOKEN: "short" })).toEqual([
+      "metrics.token: must be 32 bytes or more (e.g. `openssl rand -hex 32`) (from SANDPOOL_METRICS_TOKEN)",
+    ]);
+    const missing = path.join(dir, "no-such-token");
+    expect(problems(`${minimal}metrics:\n  tokenFile: ${missing}\n`)).toEqual([
+      `metrics.tokenFile: ${missing} cannot be read (ENOENT)`,
+    ]);
+    const short = yamlFile("short\n");
+    expect(problems(`${minimal}metrics:\n  tokenFile: ${short}\n`)).toEqual([
+      `metrics.tokenFile: the token in ${short} must be 32 bytes or more (e.g. \`openssl rand -hex 32\`)`,
+    ]);
+    expect(problems(`${minimal}metrics:\n  token: ${TOKEN}\n  tokenFile: ${short}\n`)).toEqual([
+      "metrics.tokenFile: set token or tokenFile, not both",
+    ]);
+  });
+});
+
 describe("the file itself", () => {
   it("reports YAML syntax errors with the position", () => {
     const [problem, ...rest] = problems("port: [1, 2\nhost: x\n");
