@@ -2,17 +2,45 @@
  * An Execute body checked as the contract asks: an unknown (or missing) tool kind is 400,
  * a known kind whose input is malformed is 422. Shared by the gateway and the sandbox.
  */
+import { suggest } from "../config/did-you-mean.js";
 import { malformed, SandpoolError } from "./error-codes.js";
-import { type ExecRequest, execRequest, issueProblems, isToolKind } from "./schemas.js";
+import { type ExecRequest, execRequest, issueProblems, isToolKind, toolKinds } from "./schemas.js";
 
 export function parseExecRequest(body: unknown): ExecRequest {
   if (isPlainCodeOrCommand(body)) return body;
   const tool = (body as { tool?: unknown } | null)?.tool;
-  if (!isToolKind(tool))
-    throw new SandpoolError("tool.unknown", `unknown tool kind: ${JSON.stringify(tool)}`);
+  if (!isToolKind(tool)) throw new SandpoolError("tool.unknown", unknownToolMessage(tool));
   const parsed = execRequest.safeParse(body);
   if (!parsed.success) throw malformed(issueProblems(parsed.error));
   return parsed.data;
+}
+
+/** Names the tools a body may ask for, and the one it most likely meant. */
+export function unknownToolMessage(tool: unknown): string {
+  const valid = `the tools are ${toolKinds.join(", ")}`;
+  if (tool === undefined) return `the body names no tool: ${valid}`;
+  const meant = typeof tool === "string" ? meantTool(tool) : undefined;
+  const hint = meant === undefined ? "" : ` (did you mean "${meant}"?)`;
+  return `unknown tool kind: ${JSON.stringify(tool)}${hint}; ${valid}`;
+}
+
+/**
+ * Names clients send for a tool by habit: the client-side tools' names in the model APIs
+ * (`bash`, the text editor's `str_replace_based_edit_tool`), or a language.
+ */
+const habitualNames: Readonly<Record<string, (typeof toolKinds)[number]>> = {
+  python: "code_execution",
+  shell: "bash_code_execution",
+  str_replace_editor: "text_editor_code_execution",
+  str_replace_based_edit_tool: "text_editor_code_execution",
+};
+
+function meantTool(tool: string): string | undefined {
+  const name = tool.trim().toLowerCase();
+  if (Object.hasOwn(habitualNames, name)) return habitualNames[name];
+  // `bash` for bash_code_execution, `text_editor` for text_editor_code_execution.
+  const prefixed = toolKinds.find((kind) => name.length > 0 && kind.startsWith(`${name}_`));
+  return prefixed ?? suggest(tool, toolKinds);
 }
 
 /**

@@ -7,6 +7,11 @@ import type { ToolKind } from "../contract/schemas.js";
 import type { EffectivePolicy } from "./effective-policy.js";
 import { allow, deny, type PolicyVerdict } from "./verdict.js";
 
+/** What the workspace may use instead, named in a refusal: the caller's own policy, nothing more. */
+function allowedList(allowed: readonly string[]): string {
+  return allowed.length === 0 ? "(it allows none)" : `(allowed: ${allowed.join(", ")})`;
+}
+
 /** A disabled workspace is refused everything that runs: new sessions and calls on open ones. */
 export function workspaceEnabled(policy: EffectivePolicy): PolicyVerdict {
   return policy.enabled
@@ -34,7 +39,7 @@ export function imageAllowed(policy: EffectivePolicy, requested: string | null |
     return {
       ...deny("image.allowed", "defaultImage", null, {
         code: "policy.image_not_allowed",
-        message: "the image '' is not allowed for this workspace",
+        message: "no image is allowed for this workspace (its policy leaves none)",
       }),
       ...chosen,
     };
@@ -47,7 +52,7 @@ export function imageAllowed(policy: EffectivePolicy, requested: string | null |
         policy.allowedImages,
         {
           code: "policy.image_not_allowed",
-          message: `the image '${image}' is not allowed for this workspace`,
+          message: `the image '${image}' is not allowed for this workspace ${allowedList(policy.allowedImages)}`,
         },
         image,
       ),
@@ -66,7 +71,10 @@ export function toolAllowed(policy: EffectivePolicy, tool: ToolKind): PolicyVerd
         "tool.allowed",
         "allowedTools",
         policy.allowedTools,
-        { code: "policy.tool_not_allowed", message: `the tool '${tool}' is not allowed for this workspace` },
+        {
+          code: "policy.tool_not_allowed",
+          message: `the tool '${tool}' is not allowed for this workspace ${allowedList(policy.allowedTools)}`,
+        },
         tool,
       );
 }

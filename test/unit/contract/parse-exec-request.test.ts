@@ -93,3 +93,38 @@ describe("the Execute body's fast path", () => {
     );
   });
 });
+
+describe("an unknown tool kind", () => {
+  const messageOf = (body: unknown): string => {
+    try {
+      parseExecRequest(body);
+    } catch (error) {
+      expect(error).toMatchObject({ code: "tool.unknown", status: 400 });
+      return (error as Error).message;
+    }
+    throw new Error("accepted");
+  };
+  const valid = "code_execution, bash_code_execution, text_editor_code_execution";
+
+  it("is answered with every valid tool, and the one most likely meant", () => {
+    expect(messageOf({ tool: "bash", input: { command: "ls" } })).toBe(
+      `unknown tool kind: "bash" (did you mean "bash_code_execution"?); the tools are ${valid}`,
+    );
+    expect(messageOf({ tool: "text_editor", input: {} })).toContain(
+      'did you mean "text_editor_code_execution"?',
+    );
+    expect(messageOf({ tool: "code_exection", input: {} })).toContain('did you mean "code_execution"?');
+    expect(messageOf({ tool: "python", input: {} })).toContain('did you mean "code_execution"?');
+    expect(messageOf({ tool: "str_replace_based_edit_tool", input: {} })).toContain(
+      'did you mean "text_editor_code_execution"?',
+    );
+  });
+
+  it("names the tools without a guess when nothing is close, or when the body names none", () => {
+    expect(messageOf({ tool: "teleport", input: {} })).toBe(
+      `unknown tool kind: "teleport"; the tools are ${valid}`,
+    );
+    expect(messageOf({ tool: 7, input: {} })).toBe(`unknown tool kind: 7; the tools are ${valid}`);
+    expect(messageOf({ input: { code: "1" } })).toBe(`the body names no tool: the tools are ${valid}`);
+  });
+});

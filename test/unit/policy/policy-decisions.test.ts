@@ -67,7 +67,7 @@ describe("imageAllowed", () => {
     });
     expect(refused.refusal).toEqual({
       code: "policy.image_not_allowed",
-      message: "the image 'img/b' is not allowed for this workspace",
+      message: "the image 'img/b' is not allowed for this workspace (allowed: img/a)",
     });
   });
 
@@ -94,7 +94,10 @@ describe("toolAllowed", () => {
     });
     const refused = toolAllowed(narrowed, "code_execution");
     expect(refused).toMatchObject({ allowed: false, rule: "tool.allowed", asked: "code_execution" });
-    expect(refused.refusal?.code).toBe("policy.tool_not_allowed");
+    expect(refused.refusal).toEqual({
+      code: "policy.tool_not_allowed",
+      message: "the tool 'code_execution' is not allowed for this workspace (allowed: bash_code_execution)",
+    });
   });
 });
 
