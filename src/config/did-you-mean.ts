@@ -151,6 +151,17 @@ export function unknownKeyMessage(schema: Schema, path: readonly PropertyKey[], 
   return "unknown key";
 }
 
+/**
+ * The message for an unknown field of a request body at `path`: a near spelling, and every
+ * field the object there takes, so a caller never has to look them up.
+ */
+export function unknownFieldMessage(schema: Schema, path: readonly PropertyKey[], key: string): string {
+  const fields = knownKeysAt(schema, path);
+  if (fields.length === 0) return "unknown field";
+  const near = suggest(key, fields);
+  return `unknown field${near === undefined ? "" : `, did you mean '${near}'?`} (the fields are ${fields.join(", ")})`;
+}
+
 /** `["pools", 0, "minIdle"]` -> `pools[0].minIdle`; keyLocations' `[]` and `*` print as `[]` and `.<name>`. */
 export function formatKeyPath(path: readonly PropertyKey[]): string {
   let text = "";

@@ -9,6 +9,7 @@
 
 import { en } from "zod/locales";
 import * as z from "zod/mini";
+import { unknownFieldMessage } from "../config/did-you-mean.js";
 
 // zod/mini ships without messages ("Invalid input"); the English ones name the problem.
 // Global to zod, and the same locale the full build installs for the rest of sandpool.
@@ -135,12 +136,26 @@ export interface FileUploadResult {
 
 /** The part of a zod error (full or mini build) that issueProblems reads. */
 export interface SchemaIssues {
-  issues: readonly { path: readonly PropertyKey[]; message: string }[];
+  issues: readonly {
+    path: readonly PropertyKey[];
+    message: string;
+    code?: string;
+    keys?: readonly string[];
+  }[];
 }
 
-/** A zod failure as one problem per issue: `input.code: Too small ...`, `timeout_seconds: ...`. */
-export function issueProblems(error: SchemaIssues): string[] {
-  return error.issues.map(
-    (issue) => `${issue.path.length > 0 ? issue.path.map(String).join(".") : "body"}: ${issue.message}`,
+/**
+ * A zod failure as one problem per issue: `input.code: Too small ...`, `timeout_seconds: ...`.
+ * Given the schema, an unknown field of a strict object is one problem per field, naming the
+ * fields the object takes (and the one most likely meant).
+ */
+export function issueProblems(error: SchemaIssues, schema?: z.core.$ZodType): string[] {
+  const at = (path: readonly PropertyKey[]) => (path.length > 0 ? path.map(String).join(".") : "body");
+  return error.issues.flatMap((issue) =>
+    schema !== undefined && issue.code === "unrecognized_keys" && issue.keys !== undefined
+      ? issue.keys.map(
+          (key) => `${at([...issue.path, key])}: ${unknownFieldMessage(schema, issue.path, key)}`,
+        )
+      : [`${at(issue.path)}: ${issue.message}`],
   );
 }

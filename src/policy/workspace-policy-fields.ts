@@ -30,7 +30,7 @@ export function validatePolicyEdit(
   resourceClasses: readonly string[],
 ): WorkspacePolicyFields {
   const parsed = workspacePolicyFieldsSchema.safeParse(input);
-  if (!parsed.success) throw malformed(issueProblems(parsed.error));
+  if (!parsed.success) throw malformed(issueProblems(parsed.error, workspacePolicyFieldsSchema));
   const fields = parsed.data;
   const problems: string[] = [];
   for (const field of ceilingFields) {

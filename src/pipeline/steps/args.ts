@@ -40,7 +40,7 @@ export async function admitArgs(operation: OperationSpec, raw: RawArgs): Promise
     args.body = operation.admitBody
       ? operation.admitBody(body)
       : operation.body
-        ? checked(operation.body, body, issueProblems)
+        ? checked(operation.body, body, (error) => issueProblems(error, operation.body))
         : body;
   } else if (input === "stream") {
     if (!raw.stream)

@@ -48,6 +48,24 @@ describe("pipeline step args", () => {
     });
   });
 
+  it("names the fields a strict body takes when it has an unknown one, and the one most likely meant", async () => {
+    const put = operations.get("admin.policy.put")!;
+    const typo = await refusal(
+      admitArgs(put, raw({ maxConcurentSessions: 2 }, { params: { ws: "team-a" } })),
+    );
+    expect(typo.problems).toHaveLength(1);
+    expect(typo.problems![0]).toMatch(
+      /^maxConcurentSessions: unknown field, did you mean 'maxConcurrentSessions'\? \(the fields are enabled, .*maxConcurrentSessions.*\)$/,
+    );
+    const keys = operations.get("admin.keys.create")!;
+    const unknown = await refusal(
+      admitArgs(keys, raw({ workspace: "team-a", colour: "red" }, { params: {} })),
+    );
+    expect(unknown.problems).toEqual([
+      "colour: unknown field (the fields are workspace, name, expiresInSeconds)",
+    ]);
+  });
+
   it("checks the query against the declared schema and passes it on", async () => {
     const list = operations.get("files.list")!;
     expect((await admitArgs(list, raw(undefined, { query: { path: "out" } }))).query).toEqual({
