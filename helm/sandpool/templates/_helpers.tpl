@@ -56,9 +56,25 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}
 
-{{/* The Secret the gateway and the migration Job read their environment from. */}}
+{{/* The Secret the gateway, the edges and the migration Job read their environment from. */}}
 {{- define "sandpool.secretName" -}}
 {{- default (include "sandpool.fullname" .) .Values.secrets.existingSecret -}}
+{{- end -}}
+
+{{/* The nodes' own Secret (roles): Redis, the node secrets and the metrics token, nothing else. */}}
+{{- define "sandpool.nodeSecretName" -}}
+{{- if .Values.secrets.existingSecret -}}
+{{- .Values.secrets.existingNodeSecret -}}
+{{- else -}}
+{{- printf "%s-node" (include "sandpool.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when /metrics wants SANDPOOL_METRICS_TOKEN, so the ServiceMonitors send it. */}}
+{{- define "sandpool.metricsTokenSet" -}}
+{{- if or (and (not .Values.secrets.existingSecret) .Values.secrets.metricsToken) (and .Values.secrets.existingSecret .Values.serviceMonitor.bearerToken) -}}
+true
+{{- end -}}
 {{- end -}}
 
 {{/* DOCKER_HOST: the DinD sidecar's socket, the host's (mounted), else docker.host, then required. */}}
@@ -110,6 +126,12 @@ sandboxes, and each would take the others' sessions for lost).
 {{- if ne (int $sources) 1 -}}
 {{- fail "set exactly one of secrets.jwtSecret, secrets.jwtPublicKey, secrets.jwksUrl (or secrets.existingSecret)" -}}
 {{- end -}}
+{{- if and .Values.secrets.metricsToken (lt (len .Values.secrets.metricsToken) 32) -}}
+{{- fail "secrets.metricsToken needs 32 bytes or more (e.g. openssl rand -hex 32)" -}}
+{{- end -}}
+{{- if .Values.secrets.existingNodeSecret -}}
+{{- fail "secrets.existingNodeSecret goes with secrets.existingSecret: without it the chart makes the nodes' Secret from secrets.*" -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
@@ -133,6 +155,9 @@ With roles: the nodes need exactly one engine source (a remote docker.host canno
 {{- $scale := .Values.roles.edge.autoscaling -}}
 {{- if and $scale.enabled (lt (int $scale.maxReplicas) (int $scale.minReplicas)) -}}
 {{- fail "roles.edge.autoscaling.maxReplicas must be at least minReplicas" -}}
+{{- end -}}
+{{- if and .Values.secrets.existingSecret (not .Values.secrets.existingNodeSecret) -}}
+{{- fail "roles.enabled with secrets.existingSecret needs secrets.existingNodeSecret: the nodes' own Secret (REDIS_URL, SANDPOOL_NODE_SECRETS), so they never hold the token keys or DATABASE_URL" -}}
 {{- end -}}
 {{- if not .Values.secrets.existingSecret -}}
 {{- if not .Values.secrets.nodeSecrets -}}

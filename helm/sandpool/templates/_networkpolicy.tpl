@@ -1,6 +1,9 @@
-{{/* Egress every sandpool pod needs: the cluster's DNS, Redis and Postgres. */}}
+{{/*
+Egress every sandpool pod needs: the cluster's DNS, Redis and, unless postgres is false (the
+nodes, which never open it), Postgres. ctx is the root.
+*/}}
 {{- define "sandpool.networkPolicy.baseEgress" -}}
-{{- $np := .Values.networkPolicy -}}
+{{- $np := .ctx.Values.networkPolicy -}}
 # Names: the cluster's DNS.
 - ports:
     {{- range $np.egress.dns.ports }}
@@ -13,7 +16,8 @@
   to:
     {{- toYaml . | nindent 4 }}
   {{- end }}
-{{- range $service := list "redis" "postgres" }}
+{{- $services := ternary (list "redis" "postgres") (list "redis") .postgres }}
+{{- range $service := $services }}
 {{- $rule := index $np.egress $service }}
 # {{ $service | title }} ({{ if $rule.to }}the peers given{{ else }}any address{{ end }}, on its port{{ if gt (len $rule.ports) 1 }}s{{ end }}).
 - ports:

@@ -115,6 +115,7 @@ describe("helm/sandpool: templates", () => {
       "service.yaml",
       "configmap.yaml",
       "secret.yaml",
+      "node-secret.yaml",
       "serviceaccount.yaml",
       "migration-job.yaml",
       "policy-apply-job.yaml",
@@ -157,9 +158,18 @@ describe("helm/sandpool: templates", () => {
   it("puts in the Secret and the pods only variables the gateway's configuration reads", () => {
     // The roles' variables too, where src/ does not read them yet (roles-interface.ts).
     const known = new Set([...configEnvVariables.map((variable) => variable.name), ...ROLE_ENV_VARIABLES]);
-    const keys = [...templates.get("secret.yaml")!.matchAll(/^\s+([A-Z][A-Z0-9_]+):/gm)].map((m) => m[1]!);
+    const keysOf = (file: string) =>
+      [...templates.get(file)!.matchAll(/^\s+([A-Z][A-Z0-9_]+):/gm)].map((m) => m[1]!);
+    const keys = keysOf("secret.yaml");
     expect(keys).toEqual(expect.arrayContaining(["DATABASE_URL", "REDIS_URL", "SANDPOOL_NODE_SECRETS"]));
     expect(keys.filter((key) => !known.has(key))).toEqual([]);
+    // The nodes' Secret: what a node uses, a subset of the gateway's.
+    const nodeKeys = keysOf("node-secret.yaml");
+    expect(nodeKeys).toEqual(
+      expect.arrayContaining(["REDIS_URL", "SANDPOOL_NODE_SECRETS", "SANDPOOL_METRICS_TOKEN"]),
+    );
+    expect(nodeKeys.filter((key) => !keys.includes(key))).toEqual([]);
+    expect(nodeKeys.filter((key) => /JWT|JWKS|DATABASE|INTROSPECTION/.test(key))).toEqual([]);
     for (const file of ["deployment.yaml", "edge-deployment.yaml", "node-daemonset.yaml"]) {
       const env = [...templates.get(file)!.matchAll(/- name: ([A-Z][A-Z0-9_]+)$/gm)].map((m) => m[1]!);
       expect(env.length, file).toBeGreaterThan(0);

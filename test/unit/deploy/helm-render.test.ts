@@ -9,6 +9,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { missingForServe } from "../../../src/cli/run-serve.js";
+import { refusedForServe } from "../../../src/cli/serve-refusals.js";
 import { configEnvVariables } from "../../../src/config/config-env.js";
 import { gatewayConfigSchema } from "../../../src/config/gateway-config.js";
 import { loadGatewayConfig } from "../../../src/config/load-config.js";
@@ -117,13 +119,19 @@ function containerOf(objects: readonly KubeObject[], kind: string, name: string,
   return found!;
 }
 
-/** The pod's environment: the Secret's variables under the container's own. */
+/** The names of the Secrets a container reads its environment from (envFrom). */
+function secretRefsOf(container: Container): string[] {
+  return (container.envFrom ?? []).flatMap((source) => (source.secretRef ? [source.secretRef.name] : []));
+}
+
+/** The pod's environment: the variables of the Secrets it reads, under the container's own. */
 function podEnv(objects: readonly KubeObject[], container: Container): Record<string, string> {
-  const [secret] = find(objects, "Secret", "sandpool");
-  return {
-    ...(secret as unknown as { stringData: Record<string, string> }).stringData,
-    ...containerEnv(container),
-  };
+  const fromSecrets = secretRefsOf(container).map((name) => {
+    const [secret] = find(objects, "Secret", name);
+    expect(secret, `Secret ${name}`).toBeDefined();
+    return (secret as unknown as { stringData: Record<string, string> }).stringData;
+  });
+  return Object.assign({}, ...fromSecrets, containerEnv(container));
 }
 
 /**
@@ -693,6 +701,12 @@ describe("the multinode shapes (roles: edges and a node DaemonSet)", () => {
     expect(toNodes).toHaveLength(1);
     const [nodePeer] = toNodes[0]!.to as { podSelector: { matchLabels: Labels } }[];
     expect(selects(nodePeer!.podSelector.matchLabels, nodeLabels)).toBe(true);
+    // Postgres: the edges' to reach, never the nodes' (a node never opens it).
+    const egressPorts = (policy: PolicySpec) =>
+      policy.egress.flatMap((rule) => rule.ports ?? []).map((p) => p.port);
+    expect(egressPorts(edgePolicy)).toContain(5432);
+    expect(egressPorts(nodePolicy)).not.toContain(5432);
+    expect(egressPorts(nodePolicy)).toContain(6379);
   });
 
   it("renders the autoscaler and the policies only when asked, and edges then keep their replicas", async () => {
@@ -706,6 +720,128 @@ describe("the multinode shapes (roles: edges and a node DaemonSet)", () => {
     expect(kinds).not.toContain("NetworkPolicy");
     const [edge] = find(objects, "Deployment", "sandpool-edge");
     expect((edge as unknown as { spec: { replicas: number } }).spec.replicas).toBe(3);
+  });
+
+  /** Every Secret a workload's pod refers to, anywhere (envFrom, env valueFrom, volumes). */
+  const secretsReferencedBy = (workload: KubeObject): string[] => {
+    const names = new Set<string>();
+    const walk = (node: unknown): void => {
+      if (Array.isArray(node)) node.forEach(walk);
+      else if (typeof node === "object" && node !== null) {
+        const record = node as Record<string, unknown>;
+        for (const [key, value] of Object.entries(record)) {
+          if ((key === "secretRef" || key === "secretKeyRef") && typeof value === "object" && value !== null)
+            names.add((value as { name: string }).name);
+          if (key === "secret" && typeof value === "object" && value !== null)
+            names.add((value as { secretName: string }).secretName);
+          walk(value);
+        }
+      }
+    };
+    walk(podSpec(workload));
+    return [...names];
+  };
+  /** What mints tokens or opens Postgres: none of it may reach a node. */
+  const TOKEN_OR_DATABASE = /JWT|JWKS|DATABASE|INTROSPECTION/;
+  const secretData = (objects: readonly KubeObject[], name: string) =>
+    (find(objects, "Secret", name)[0] as unknown as { stringData: Record<string, string> } | undefined)
+      ?.stringData;
+
+  it.each(roleFiles)(
+    "%s: nodes read a Secret of their own, with no token key and no database URL; edges still get both",
+    (file) => {
+      const objects = rendered.get(file)!;
+      const [daemonSet] = find(objects, "DaemonSet", "sandpool-node");
+      expect(secretsReferencedBy(daemonSet!)).toEqual(["sandpool-node"]);
+      const nodeSecret = secretData(objects, "sandpool-node")!;
+      expect(Object.keys(nodeSecret).sort()).toEqual(["REDIS_URL", "SANDPOOL_NODE_SECRETS"]);
+      const node = containerOf(objects, NODE.kind, NODE.name, NODE.container);
+      const env = podEnv(objects, node);
+      expect(Object.keys(env).filter((name) => TOKEN_OR_DATABASE.test(name))).toEqual([]);
+      const gatewaySecret = secretData(objects, "sandpool")!;
+      for (const name of ["DATABASE_URL", "SANDPOOL_JWKS_URL", "SANDPOOL_JWT_SECRET"]) {
+        const value = gatewaySecret[name];
+        if (value !== undefined) expect(Object.values(env), name).not.toContain(value);
+      }
+      // The edges (and the migration Job) read the gateway's Secret, the token keys and Postgres in it.
+      const [edge] = find(objects, "Deployment", "sandpool-edge");
+      expect(secretsReferencedBy(edge!)).toEqual(["sandpool"]);
+      const edgeEnv = podEnv(objects, containerOf(objects, EDGE.kind, EDGE.name, EDGE.container));
+      expect(edgeEnv.DATABASE_URL).toMatch(/^postgres:\/\//);
+      expect(
+        Object.keys(edgeEnv).filter((name) => /^SANDPOOL_(JWT_SECRET|JWKS_URL)$/.test(name)),
+      ).toHaveLength(1);
+      expect(edgeEnv.SANDPOOL_NODE_SECRETS).toBe(env.SANDPOOL_NODE_SECRETS);
+    },
+  );
+
+  it.each(roleFiles)("%s: the node's configuration needs neither, and serve would start it", (file) => {
+    const objects = rendered.get(file)!;
+    const config = gatewayConfigOf(objects, `${path.basename(file, ".yaml")}-node-alone`, NODE);
+    if (!schemaKnowsRoles) return;
+    expect(config.auth).toBeUndefined();
+    expect(config.databaseUrl).toBeUndefined();
+    expect(refusedForServe(config)).toEqual([]);
+    expect(
+      missingForServe({ databaseUrl: config.databaseUrl, redisConfigured: true, role: config.role }),
+    ).toEqual([]);
+  });
+
+  it("with an existing Secret, asks for the nodes' own and gives each role its Secret", async () => {
+    const base = [path.join(CI_DIR, "multinode-values.yaml")];
+    await expect(renderChart(base, ["secrets.existingSecret=sandpool-env"])).rejects.toThrow(
+      /secrets\.existingNodeSecret/,
+    );
+    const objects = await renderChart(base, [
+      "secrets.existingSecret=sandpool-env",
+      "secrets.existingNodeSecret=sandpool-node-env",
+    ]);
+    expect(objects.flatMap(schemaProblems)).toEqual([]);
+    expect(find(objects, "Secret")).toEqual([]);
+    expect(secretsReferencedBy(find(objects, "DaemonSet", "sandpool-node")[0]!)).toEqual([
+      "sandpool-node-env",
+    ]);
+    expect(secretsReferencedBy(find(objects, "Deployment", "sandpool-edge")[0]!)).toEqual(["sandpool-env"]);
+    // Without roles it has no use: the chart says so rather than ignore it.
+    await expect(
+      renderChart(
+        [path.join(CI_DIR, "default-values.yaml")],
+        ["secrets.existingNodeSecret=sandpool-node-env"],
+      ),
+    ).rejects.toThrow(/existingNodeSecret goes with secrets\.existingSecret/);
+  });
+
+  it("with a metrics token, puts it in both roles' Secrets and scrapes each role with its own", async () => {
+    const token = "a-metrics-token-of-at-least-32-bytes-0123";
+    const objects = await renderChart(
+      [path.join(CI_DIR, "multinode-values.yaml")],
+      [`secrets.metricsToken=${token}`],
+    );
+    expect(objects.flatMap(schemaProblems)).toEqual([]);
+    type Endpoint = {
+      port: string;
+      authorization?: { type: string; credentials: { name: string; key: string } };
+    };
+    const endpoints = find(objects, "ServiceMonitor").flatMap(
+      (monitor) => (monitor as unknown as { spec: { endpoints: Endpoint[] } }).spec.endpoints,
+    );
+    expect(endpoints.map((endpoint) => [endpoint.port, endpoint.authorization])).toEqual([
+      ["http", { type: "Bearer", credentials: { name: "sandpool", key: "SANDPOOL_METRICS_TOKEN" } }],
+      ["node", { type: "Bearer", credentials: { name: "sandpool-node", key: "SANDPOOL_METRICS_TOKEN" } }],
+    ]);
+    for (const name of ["sandpool", "sandpool-node"])
+      expect(secretData(objects, name)?.SANDPOOL_METRICS_TOKEN, name).toBe(token);
+    // Each role's pods read the token: /metrics wants it there.
+    for (const workload of [EDGE, NODE])
+      expect(
+        podEnv(objects, containerOf(objects, workload.kind, workload.name, workload.container)),
+      ).toHaveProperty("SANDPOOL_METRICS_TOKEN", token);
+    // Without one (the shipped shapes), no authorization, and a short one is refused.
+    for (const monitor of find(host(), "ServiceMonitor"))
+      expect(JSON.stringify(monitor)).not.toContain("authorization");
+    await expect(
+      renderChart([path.join(CI_DIR, "multinode-values.yaml")], ["secrets.metricsToken=short"]),
+    ).rejects.toThrow(/metricsToken/);
   });
 
   it("scrapes edges and nodes as job sandpool, each on its metrics port", () => {

@@ -51,6 +51,7 @@ function gatewayConfigJsonSchema(): Schema {
   delete auth.introspection!.properties!.clientSecret;
   const redis = properties.redis!.properties!;
   for (const key of ["password", "sentinelPassword"]) delete redis[key];
+  delete properties.metrics!.properties!.token;
   // The role and the node's keys are the chart's to set per pod (roles.*: SANDPOOL_ROLE and
   // SANDPOOL_NODE_* on each workload, the node secrets from the Secret), not the shared file's.
   delete properties.role;
