@@ -126,6 +126,11 @@ describe("deploy/compose/multinode.yaml (an edge and two nodes on one machine), 
         expect(env.SANDPOOL_NODE_ADVERTISE_URL, name).toBe(`http://127.0.0.1:${env.SANDPOOL_NODE_PORT}`);
         expect(env.SANDPOOL_NODE_SECRETS, name).toBe(edge.SANDPOOL_NODE_SECRETS);
         expect(env.DOCKER_HOST, name).toBe("unix:///var/run/docker.sock");
+        // Neither the token key nor Postgres: a node uses neither.
+        expect(
+          Object.keys(env).filter((key) => /JWT|JWKS|DATABASE/.test(key)),
+          name,
+        ).toEqual([]);
         expect(mountsOf(services[name]!).map((mount) => mount.target)).toEqual(
           expect.arrayContaining(["/var/run/docker.sock", "/run/sandpool"]),
         );

@@ -6,6 +6,7 @@ export interface ComposeService {
   image?: string;
   build?: string | { context: string; dockerfile?: string; target?: string };
   command?: string[] | string;
+  entrypoint?: string[] | string;
   environment?: Record<string, string | number | boolean | null> | string[];
   ports?: (string | { host_ip?: string; published?: string | number; target: number })[];
   volumes?: (string | { type: string; source?: string; target: string; read_only?: boolean })[];

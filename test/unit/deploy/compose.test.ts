@@ -8,6 +8,8 @@ import {
 } from "../../../src/runtime/docker/docker-runtime-options.js";
 import {
   buildOf,
+  type ComposeFile,
+  type ComposeService,
   commandOf,
   compose,
   composeEnv,
@@ -268,6 +270,33 @@ describe("the monitoring profile's wiring", () => {
       expect(mountedAt(prometheus, rules)).toBe(repoPath("helm/sandpool/files/sandpool-rules.yaml"));
   });
 
+  it("sends the metrics token the gateway asks for: SANDPOOL_METRICS_TOKEN, written where prometheus.yml reads it", () => {
+    const token = "a-compose-metrics-token-of-32-bytes-or-more";
+    const withToken = interpolateAll(readYaml<ComposeFile>("docker-compose.yml"), {
+      ...composeEnv,
+      SANDPOOL_METRICS_TOKEN: token,
+    });
+    const gatewayWithToken = environmentOf(withToken.services.gateway!);
+    expect(gatewayWithToken.SANDPOOL_METRICS_TOKEN).toBe(token);
+    expect(
+      loadGatewayConfig({ file: mountedAt(gateway, CONFIG_PATH), env: gatewayWithToken }).metrics.token,
+    ).toBe(token);
+    const scraper = withToken.services.prometheus!;
+    expect(environmentOf(scraper).SANDPOOL_METRICS_TOKEN).toBe(token);
+    const settings = readYaml<{
+      scrape_configs: { job_name: string; authorization?: { type: string; credentials_file: string } }[];
+    }>(path.relative(repoPath(), mountedAt(prometheus, "/etc/prometheus/prometheus.yml")));
+    const { authorization } = settings.scrape_configs.find((c) => c.job_name === "sandpool")!;
+    expect(authorization?.type).toBe("Bearer");
+    // The entrypoint writes the variable to that file, then runs Prometheus with its command.
+    const script = (scraper.entrypoint as string[]).join(" ");
+    expect(script).toContain(`printf '%s' "$SANDPOOL_METRICS_TOKEN" > ${authorization!.credentials_file}`);
+    expect(script).toMatch(/exec \/bin\/prometheus "\$@"/);
+    // Unset by default: /metrics stays open on the loopback listener, the token file empty.
+    expect(gatewayEnv.SANDPOOL_METRICS_TOKEN).toBe("");
+    expect(gatewayConfig().metrics.token).toBeUndefined();
+  });
+
   it("provisions Grafana with that Prometheus and the dashboard", () => {
     const provisioning = mountedAt(grafana, "/etc/grafana/provisioning");
     expect(provisioning).toBe(repoPath("deploy/grafana/provisioning"));
@@ -285,5 +314,36 @@ describe("the monitoring profile's wiring", () => {
     expect(mountedAt(grafana, `${dashboardDir}/sandpool-dashboard.json`)).toBe(
       repoPath("helm/sandpool/files/sandpool-dashboard.json"),
     );
+  });
+});
+
+describe("deploy/compose/multinode.yaml's nodes", () => {
+  const multinode = interpolateAll(readYaml<ComposeFile>("deploy/compose/multinode.yaml"), {
+    ...composeEnv,
+    SANDPOOL_NODE_SECRETS: "a-compose-test-node-secret-of-32-bytes-or-more",
+  });
+
+  it("get Redis, the node secret and the metrics token, never the token key or DATABASE_URL", () => {
+    const edge = environmentOf(multinode.services.edge!);
+    expect(edge).toHaveProperty("SANDPOOL_JWT_SECRET");
+    expect(edge).toHaveProperty("DATABASE_URL");
+    for (const name of ["node-a", "node-b"]) {
+      const env = environmentOf(multinode.services[name]!);
+      expect(
+        Object.keys(env).filter((key) => /JWT|JWKS|DATABASE|INTROSPECTION/.test(key)),
+        name,
+      ).toEqual([]);
+      expect(env, name).toMatchObject({
+        REDIS_URL: expect.stringMatching(/^redis:\/\//),
+        SANDPOOL_NODE_SECRETS: edge.SANDPOOL_NODE_SECRETS,
+        SANDPOOL_METRICS_TOKEN: edge.SANDPOOL_METRICS_TOKEN,
+      });
+    }
+    // Both merge x-node (`<<: *node`): it waits for Redis, not Postgres.
+    const shared = (multinode as ComposeFile & { "x-node": ComposeService })["x-node"];
+    expect(Object.keys(shared.depends_on as Record<string, unknown>)).toEqual(
+      expect.arrayContaining(["redis"]),
+    );
+    expect(Object.keys(shared.depends_on as Record<string, unknown>)).not.toContain("postgres");
   });
 });
