@@ -1,11 +1,14 @@
 /**
  * Why a credential was refused, from a fixed set: the `reason` label of
  * `sandpool_auth_failures_total`, so operators can tell expired tokens from forged ones or a
- * misconfigured client. The caller still gets one answer for every reason (401 `auth.invalid`,
- * same message): the reason is for metrics and logs, never for the response, and never
- * carries the credential.
+ * misconfigured client. A credential that failed its checks gets one answer whatever stopped
+ * it (401 `auth.invalid`, same message), so a caller probing with forged tokens learns
+ * nothing. Only what a genuine credential's holder is owed is told apart: an expired token
+ * or key (401 `auth.expired`; a JWT's `exp` is read only once its signature has been
+ * verified) and a valid token that names no workspace (an admin token on a contract route,
+ * told where admin tokens go). The reason never carries the credential.
  */
-import { SandpoolError } from "../contract/error-codes.js";
+import { type ErrorCode, SandpoolError } from "../contract/error-codes.js";
 
 export const authFailureReasons = [
   /** No Authorization header, or an empty one. */
@@ -39,17 +42,33 @@ export const authFailureReasons = [
 ] as const;
 export type AuthFailureReason = (typeof authFailureReasons)[number];
 
-/** A refused credential: `auth.invalid` (or `auth.missing`) with the reason kept for metrics. */
+/** Reasons found only after the credential proved genuine: the caller may be told which. */
+const toldReasons = new Set<AuthFailureReason>(["expired", "expired_key", "no_workspace"]);
+
+function codeOf(reason: AuthFailureReason): ErrorCode {
+  if (reason === "missing") return "auth.missing";
+  return reason === "expired" || reason === "expired_key" ? "auth.expired" : "auth.invalid";
+}
+
+const defaultMessages: Partial<Record<AuthFailureReason, string>> = {
+  missing: "a bearer token is required",
+  expired: "the bearer token has expired: get a new one",
+  expired_key: "the API key has expired: ask for a new one",
+};
+
+/**
+ * A refused credential: `auth.invalid`, `auth.missing` or `auth.expired`, with the reason kept
+ * for metrics. `detail` is for operators (the error's cause); `told` is the caller's message,
+ * used only for a reason the caller may know (`toldReasons`), never for a forged credential.
+ */
 export class AuthRefusal extends SandpoolError {
   constructor(
     readonly reason: AuthFailureReason,
     detail: string,
+    told?: string,
   ) {
-    super(
-      reason === "missing" ? "auth.missing" : "auth.invalid",
-      reason === "missing" ? "a bearer token is required" : "invalid bearer token",
-      { cause: new Error(detail) },
-    );
+    const message = toldReasons.has(reason) ? (told ?? defaultMessages[reason]) : defaultMessages[reason];
+    super(codeOf(reason), message ?? "invalid bearer token", { cause: new Error(detail) });
   }
 }
 

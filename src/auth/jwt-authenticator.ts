@@ -2,9 +2,11 @@
  * Pipeline step 2: turns an `Authorization: Bearer <jwt>` header into a Caller, or refuses.
  * An ordinary token must name a workspace; an admin token (the admin claim is `true`) may name
  * none, or `*`, and is then scoped to no workspace (contract routes refuse it).
- * Every refusal but a missing header is the same `auth.invalid` with the same message, so a
- * caller probing with forged tokens learns nothing about which check stopped it. The reason is
- * kept in the error's `cause` (a jose error code, never the token or its claims) for operators.
+ * Every refusal of a token that fails its checks is the same `auth.invalid` with the same
+ * message, so a caller probing with forged tokens learns nothing about which check stopped it;
+ * a genuine token past its `exp` (jose checks the signature before the claims) is 401
+ * `auth.expired`, saying when, and one naming no workspace says so. The reason is kept in the
+ * error's `cause` (a jose error code, never the token or its claims) for operators.
  */
 import { webcrypto } from "node:crypto";
 import {
@@ -54,7 +56,7 @@ export class JwtAuthenticator {
       claims = verified.payload;
     } catch (error) {
       const code = error instanceof errors.JOSEError ? error.code : undefined;
-      throw new AuthRefusal(joseFailureReason(code), code ?? "verification failed");
+      throw new AuthRefusal(joseFailureReason(code), code ?? "verification failed", expiryMessage(error));
     }
     // Own property and the JSON `true` only: "true", 1 or an inherited value is no admin.
     const admin = Object.hasOwn(claims, this.#config.adminClaim) && claims[this.#config.adminClaim] === true;
@@ -62,7 +64,11 @@ export class JwtAuthenticator {
     // An admin token without a usable workspace is unscoped: it gains nothing on contract routes,
     // which refuse a caller without a workspace.
     if (workspace === undefined && !admin)
-      throw new AuthRefusal("no_workspace", "workspace claim missing or malformed");
+      throw new AuthRefusal(
+        "no_workspace",
+        "workspace claim missing or malformed",
+        `the token names no workspace (its '${this.#config.workspaceClaim}' claim is missing or not a workspace id)`,
+      );
     return {
       workspace,
       // Only admin tokens carry the flag, so an ordinary principal is what it always was.
@@ -124,6 +130,20 @@ export class JwtAuthenticator {
 }
 
 const hmacHashes: Record<string, string> = { HS256: "SHA-256", HS384: "SHA-384", HS512: "SHA-512" };
+
+/**
+ * What the holder of a genuine but expired token is told: when it expired, or that it was
+ * issued longer ago than `auth.maxTokenAgeSeconds` allows. Undefined for any other failure.
+ */
+function expiryMessage(error: unknown): string | undefined {
+  if (!(error instanceof errors.JWTExpired)) return undefined;
+  if (error.claim === "iat")
+    return "the bearer token was issued too long ago for this gateway: get a new one";
+  const exp = error.payload.exp;
+  return typeof exp === "number" && Number.isFinite(exp) && Math.abs(exp) < 8.64e12
+    ? `the bearer token expired at ${new Date(exp * 1000).toISOString()}: get a new one`
+    : undefined;
+}
 
 /**
  * When the token stops being acceptable: its `exp` (jose has checked it is a number), or sooner

@@ -26,6 +26,8 @@ export const errorStatus = {
   "path.invalid": 400,
   "auth.missing": 401,
   "auth.invalid": 401,
+  /** A genuine token or API key past its expiry: get a new one (a forged one is `auth.invalid`). */
+  "auth.expired": 401,
   "auth.rate_limited": 429,
   /** A valid token that may not do this (an ordinary token on the admin API). */
   "auth.forbidden": 403,

@@ -17,6 +17,7 @@ const transport: ErrorCode[] = [
 const authentication: ErrorCode[] = [
   "auth.missing",
   "auth.invalid",
+  "auth.expired",
   "auth.rate_limited",
   "auth.introspection_unavailable",
 ];
@@ -74,7 +75,13 @@ export function errorCodesOf(operation: OperationSpec): ErrorCode[] {
   switch (operation.group) {
     case "service":
       if (operation.id === "service.openapi")
-        return [...transport, "auth.invalid", "auth.rate_limited", "auth.introspection_unavailable"];
+        return [
+          ...transport,
+          "auth.invalid",
+          "auth.expired",
+          "auth.rate_limited",
+          "auth.introspection_unavailable",
+        ];
       if (operation.id === "service.docs.asset") return [...transport, "request.not_found"];
       return transport;
     case "admin":

@@ -163,6 +163,11 @@ function describeRefusal(conn: AdminConnection, status: number, body: unknown): 
   const what = `${status}${detail.code ? ` ${detail.code}` : ""}`;
   switch (status) {
     case 401:
+      if (detail.code === "auth.expired")
+        return (
+          `the admin token has expired (${what}): ${detail.message ?? "get a new one"}.\n` +
+          "In dev mode `sandpool token --admin` mints a new one (and `sandpool dev` prints one at each start)."
+        );
       return (
         `the gateway refused the token (${what}): it is missing, expired, or not signed with a key the gateway trusts.\n` +
         "Pass an admin token with --token or SANDPOOL_ADMIN_TOKEN (`sandpool dev` prints one as SANDPOOL_ADMIN_TOKEN=...)."

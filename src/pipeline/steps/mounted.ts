@@ -1,7 +1,8 @@
 /**
  * Pipeline step "mounted": is the operation mounted for this caller? Contract operations are
  * mounted for workspace tokens; a token naming no workspace (an admin token) is refused 401,
- * failing closed, since nothing downstream could scope its calls. Admin operations are mounted
+ * failing closed, since nothing downstream could scope its calls, and told that admin tokens
+ * are for the admin API. Admin operations are mounted
  * for admin tokens; any other valid token is refused 403 `auth.forbidden`. Operations for
  * anyone need no credential. Both refusals are counted with the failed authentications, by
  * reason (they are not failed attempts: the token was valid, just not for this operation).
@@ -23,6 +24,8 @@ export function mountedCaller(
     const refusal = new AuthRefusal(
       "no_workspace",
       "the token names no workspace (an admin token): contract routes need one",
+      "this token names no workspace: an admin token is for the admin API (/admin/v1); " +
+        "contract routes need a token for one workspace",
     );
     metrics.authFailures.inc({ reason: authFailureReason(refusal) });
     throw refusal;

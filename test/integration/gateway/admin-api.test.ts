@@ -180,7 +180,15 @@ describe("authentication and authorization", () => {
         headers: { authorization: `Bearer ${token}` },
       });
       expect(res.status).toBe(401);
-      expect(await res.json()).toEqual({ detail: { code: "auth.invalid", message: "invalid bearer token" } });
+      // Still 401 (fail closed), but the holder is told where an admin token goes.
+      expect(await res.json()).toEqual({
+        detail: {
+          code: "auth.invalid",
+          message:
+            "this token names no workspace: an admin token is for the admin API (/admin/v1); " +
+            "contract routes need a token for one workspace",
+        },
+      });
       const other = await fetch(`${harness.url}/sessions/abc`, {
         headers: { authorization: `Bearer ${token}` },
       });

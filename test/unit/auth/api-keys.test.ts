@@ -82,7 +82,7 @@ describe("ApiKeyAuthenticator", () => {
     expect([...calls.recorded[0]!.keys()]).toEqual([a.record.prefix]);
   });
 
-  it("refuses a wrong secret, a revoked key, an expired key and an unknown prefix with 401", async () => {
+  it("refuses a wrong secret, a revoked key, an expired key and an unknown prefix with 401; only the expired key is told so", async () => {
     const good = keyRecord("team-a");
     const revoked = keyRecord("team-a", { revokedAt: new Date() });
     const expired = keyRecord("team-a", { expiresAt: new Date(Date.now() - 1000) });
@@ -90,9 +90,13 @@ describe("ApiKeyAuthenticator", () => {
     const { repository } = fakeRepository([good.record, revoked.record, expired.record]);
     const auth = new ApiKeyAuthenticator(repository, { cacheMs: 60_000, flushMs: 60_000 });
     const wrongSecret = `sp_${good.record.prefix}_${parseApiKey(unknown.key)!.secret}`;
-    for (const key of [wrongSecret, revoked.key, expired.key, unknown.key, "sp_nonsense"]) {
+    for (const key of [wrongSecret, revoked.key, unknown.key, "sp_nonsense"]) {
       await expect(auth.authenticate(key)).rejects.toMatchObject({ code: "auth.invalid", status: 401 });
     }
+    await expect(auth.authenticate(expired.key)).rejects.toMatchObject({ code: "auth.expired", status: 401 });
+    // The secret is checked first: an expired key's prefix with a wrong secret learns nothing.
+    const expiredWrongSecret = `sp_${expired.record.prefix}_${parseApiKey(unknown.key)!.secret}`;
+    await expect(auth.authenticate(expiredWrongSecret)).rejects.toMatchObject({ code: "auth.invalid" });
     await auth.close();
   });
 

@@ -1,6 +1,8 @@
 /**
  * Every refusal names its reason from the fixed set (the metric label), while the caller
- * still sees one answer: `auth.invalid` with one message (or `auth.missing`).
+ * sees one answer for every failed check (`auth.invalid` with one message, or
+ * `auth.missing`); only the holder of a genuine token is told it expired (`auth.expired`)
+ * or names no workspace.
  */
 import { SignJWT } from "jose";
 import { describe, expect, it } from "vitest";
@@ -31,10 +33,14 @@ async function reasonOf(
   expect(error).toBeInstanceOf(SandpoolError);
   const refusal = error as SandpoolError;
   expect(refusal.status).toBe(401);
-  expect(refusal.message).toBe(
-    refusal.code === "auth.missing" ? "a bearer token is required" : "invalid bearer token",
-  );
-  return authFailureReason(error);
+  const reason = authFailureReason(error);
+  if (reason === "expired") expect(refusal.code).toBe("auth.expired");
+  else if (reason === "no_workspace") expect(refusal.message).toMatch(/^the token names no workspace/);
+  else
+    expect(refusal.message).toBe(
+      refusal.code === "auth.missing" ? "a bearer token is required" : "invalid bearer token",
+    );
+  return reason;
 }
 
 describe("authentication failure reasons", () => {
@@ -63,5 +69,28 @@ describe("authentication failure reasons", () => {
     );
     expect(authFailureReason(new Error("boom"))).toBe("other");
     expect(authFailureReasons).toContain(new AuthRefusal("revoked_key", "r").reason);
+  });
+
+  it("tells the caller only an expiry or a missing workspace; every other reason reads the same", () => {
+    for (const reason of authFailureReasons) {
+      const refusal = new AuthRefusal(reason, "operator detail", "told to the caller");
+      if (reason === "missing")
+        expect(refusal.toBody().detail).toEqual({
+          code: "auth.missing",
+          message: "a bearer token is required",
+        });
+      else if (reason === "expired" || reason === "expired_key")
+        expect(refusal.toBody().detail).toEqual({ code: "auth.expired", message: "told to the caller" });
+      else if (reason === "no_workspace")
+        expect(refusal.toBody().detail).toEqual({ code: "auth.invalid", message: "told to the caller" });
+      else
+        expect(refusal.toBody().detail, reason).toEqual({
+          code: "auth.invalid",
+          message: "invalid bearer token",
+        });
+    }
+    expect(new AuthRefusal("expired_key", "API key expired").message).toBe(
+      "the API key has expired: ask for a new one",
+    );
   });
 });

@@ -35,10 +35,14 @@ async function sign(
     .sign(key);
 }
 
-/** Expect a refusal with the given code, and for auth.invalid the one generic message. */
+/**
+ * Expect a refusal with the given code and, for auth.invalid, the one generic message unless
+ * the refusal is one the holder of a genuine token is told about (`message`).
+ */
 async function expectRefused(
   promise: Promise<unknown>,
-  code: "auth.missing" | "auth.invalid" = "auth.invalid",
+  code: "auth.missing" | "auth.invalid" | "auth.expired" = "auth.invalid",
+  message?: string | RegExp,
 ) {
   const error = await promise.then(
     () => undefined,
@@ -47,8 +51,17 @@ async function expectRefused(
   expect(error).toBeInstanceOf(SandpoolError);
   expect((error as SandpoolError).code).toBe(code);
   expect((error as SandpoolError).status).toBe(401);
-  if (code === "auth.invalid") expect((error as SandpoolError).message).toBe("invalid bearer token");
+  if (message !== undefined) expect((error as SandpoolError).message).toMatch(message);
+  else if (code === "auth.invalid") expect((error as SandpoolError).message).toBe("invalid bearer token");
 }
+
+/** A genuine token whose workspace claim is unusable: told so, still 401 auth.invalid. */
+const expectNoWorkspace = (promise: Promise<unknown>, claim = "workspace_id") =>
+  expectRefused(
+    promise,
+    "auth.invalid",
+    `the token names no workspace (its '${claim}' claim is missing or not a workspace id)`,
+  );
 
 describe("JwtAuthenticator with an HS256 secret", () => {
   const auth = authenticator({ jwtSecret: secret });
@@ -101,12 +114,37 @@ describe("JwtAuthenticator with an HS256 secret", () => {
     await expectRefused(auth.authenticate(`Bearer ${header}.${forged}.${signature}`));
   });
 
-  it("refuses an expired token and one without exp", async () => {
-    await expectRefused(auth.authenticate(`Bearer ${await sign({ exp: now() - 3600 })}`));
+  it("refuses an expired token (auth.expired, saying when) and one without exp", async () => {
+    const exp = now() - 3600;
+    await expectRefused(
+      auth.authenticate(`Bearer ${await sign({ exp })}`),
+      "auth.expired",
+      `the bearer token expired at ${new Date(exp * 1000).toISOString()}: get a new one`,
+    );
     const noExp = await new SignJWT({ workspace_id: "ws-1" })
       .setProtectedHeader({ alg: "HS256" })
       .sign(secretBytes);
     await expectRefused(auth.authenticate(`Bearer ${noExp}`));
+  });
+
+  it("tells a forged or altered expired token nothing: the generic auth.invalid", async () => {
+    const otherKey = new TextEncoder().encode("another-secret-of-at-least-32-bytes!!");
+    const forged = await new SignJWT({ workspace_id: "ws-1", exp: now() - 3600 })
+      .setProtectedHeader({ alg: "HS256" })
+      .sign(otherKey);
+    await expectRefused(auth.authenticate(`Bearer ${forged}`));
+    const [header, , signature] = (await sign({ exp: now() + 3600 })).split(".");
+    const altered = base64url.encode(JSON.stringify({ workspace_id: "ws-1", exp: now() - 3600 }));
+    await expectRefused(auth.authenticate(`Bearer ${header}.${altered}.${signature}`));
+  });
+
+  it("tells a token issued longer ago than the maximum age it is expired", async () => {
+    const aged = authenticator({ jwtSecret: secret, maxTokenAgeSeconds: 60 });
+    await expectRefused(
+      aged.authenticate(`Bearer ${await sign({ iat: now() - 600 })}`),
+      "auth.expired",
+      "the bearer token was issued too long ago for this gateway: get a new one",
+    );
   });
 
   it("refuses a token that is not valid yet", async () => {
@@ -119,7 +157,7 @@ describe("JwtAuthenticator with an HS256 secret", () => {
       workspace: "ws-1",
     });
     const strict = authenticator({ jwtSecret: secret, clockToleranceSeconds: 0 });
-    await expectRefused(strict.authenticate(`Bearer ${recentlyExpired}`));
+    await expectRefused(strict.authenticate(`Bearer ${recentlyExpired}`), "auth.expired");
     const almostValid = await sign({ nbf: now() + 10 });
     await expect(auth.authenticate(`Bearer ${almostValid}`)).resolves.toMatchObject({ workspace: "ws-1" });
     await expectRefused(strict.authenticate(`Bearer ${almostValid}`));
@@ -152,7 +190,7 @@ describe("JwtAuthenticator with an HS256 secret", () => {
     const token = await new SignJWT({ exp: now() + 3600, ...claims })
       .setProtectedHeader({ alg: "HS256" })
       .sign(secretBytes);
-    await expectRefused(auth.authenticate(`Bearer ${token}`));
+    await expectNoWorkspace(auth.authenticate(`Bearer ${token}`));
   });
 
   it("accepts a workspace id of 128 characters", async () => {
@@ -186,7 +224,7 @@ describe("JwtAuthenticator claim checks", () => {
       workspace: "t-1",
     });
     // The default claim is ignored once another is configured.
-    await expectRefused(literal.authenticate(`Bearer ${await sign({ workspace_id: "ws-1" })}`));
+    await expectNoWorkspace(literal.authenticate(`Bearer ${await sign({ workspace_id: "ws-1" })}`), "tenant");
 
     const dotted = authenticator({
       jwtSecret: secret,
@@ -199,12 +237,15 @@ describe("JwtAuthenticator claim checks", () => {
       "https://example.com/claims": { workspace: "nested-ws" },
     });
     await expect(dotted.authenticate(`Bearer ${flat}`)).resolves.toMatchObject({ workspace: "literal-ws" });
-    await expectRefused(dotted.authenticate(`Bearer ${await sign({ "https://example.com/claims": "x" })}`));
+    await expectNoWorkspace(
+      dotted.authenticate(`Bearer ${await sign({ "https://example.com/claims": "x" })}`),
+      "https://example.com/claims.workspace",
+    );
   });
 
   it("does not resolve a dotted path through inherited properties", async () => {
     const auth = authenticator({ jwtSecret: secret, workspaceClaim: "constructor.name" });
-    await expectRefused(auth.authenticate(`Bearer ${await sign({})}`));
+    await expectNoWorkspace(auth.authenticate(`Bearer ${await sign({})}`), "constructor.name");
   });
 });
 

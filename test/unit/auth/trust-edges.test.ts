@@ -99,11 +99,11 @@ describe("auth.maxTokenAgeSeconds", () => {
     expect(caller.expiresAt).toBe(iat + 600);
   });
 
-  it("refuses a token issued longer ago (401, the one generic message)", async () => {
+  it("refuses a token issued longer ago (401 auth.expired: its holder is told to get a new one)", async () => {
     const error = await refusal(await sign({ iat: now() - 3000 }));
     expect(error.status).toBe(401);
-    expect(error.code).toBe("auth.invalid");
-    expect(error.message).toBe("invalid bearer token");
+    expect(error.code).toBe("auth.expired");
+    expect(error.message).toBe("the bearer token was issued too long ago for this gateway: get a new one");
   });
 
   it("refuses a token without iat", async () => {
