@@ -25,6 +25,7 @@ import {
   SIGNATURE_HEADERS,
   STREAMED_BODY,
 } from "../nodes/node-signature.js";
+import type { MetricsToken } from "../service/metrics-token.js";
 import type { NodeSandboxes } from "./node-sandboxes.js";
 
 export const NODE_ERROR_HEADER = "x-sandpool-node-error";
@@ -41,6 +42,8 @@ export interface NodeApiDeps {
   secrets: NodeSecrets;
   verifier: RequestVerifier;
   metrics: Registry;
+  /** The bearer token /metrics requires (`metrics.token`); unset, /metrics answers anyone. */
+  metricsToken?: MetricsToken;
   log: Logger;
   ready: () => boolean;
   /** Most bytes of a buffered (non-streamed) request body. */
@@ -88,6 +91,10 @@ async function handle(deps: NodeApiDeps, req: IncomingMessage, res: ServerRespon
     return;
   }
   if (req.method === "GET" && path === "/metrics") {
+    if (deps.metricsToken && !deps.metricsToken.accepts(header(req, "authorization"))) {
+      res.writeHead(401, { "www-authenticate": 'Bearer realm="sandpool"' }).end();
+      return;
+    }
     res.writeHead(200, { "content-type": deps.metrics.contentType }).end(await deps.metrics.metrics());
     return;
   }

@@ -14,6 +14,7 @@ import { NodeRegistry } from "../nodes/node-registry.js";
 import { nodeIdOf } from "../nodes/node-settings.js";
 import { NodeSecrets, RequestVerifier } from "../nodes/node-signature.js";
 import type { DockerRuntime } from "../runtime/docker/docker-runtime.js";
+import { metricsTokenOf } from "../service/metrics-token.js";
 import { loadLuaScripts } from "../store/coordination/redis/lua-scripts.js";
 import { connectRedis, openRedis, type RedisTarget } from "../store/coordination/redis/redis-connection.js";
 import { RedisCoordinationStore } from "../store/coordination/redis/redis-store.js";
@@ -75,6 +76,7 @@ export async function startNode(
       secrets,
       verifier: new RequestVerifier(secrets, { nodeId, clockWindowMs: config.node.clockWindowMs }),
       metrics,
+      metricsToken: metricsTokenOf(config.metrics),
       log,
       ready: () => ready,
       maxBodyBytes: config.limits.maxJsonBodyBytes,

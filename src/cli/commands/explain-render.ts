@@ -1,7 +1,11 @@
-/** How `sandpool explain` shows a decision trace to people (--json prints the admin API's answer as it is). */
+/**
+ * How `sandpool explain` shows a decision trace to people (--json prints the admin API's answer
+ * as it is); policy values read as `sandpool policy get` shows them.
+ */
 import { errorStatus } from "../../contract/error-codes.js";
 import type { ExplainAnswer } from "../../explain/explain-trace.js";
-import { formatValue, table } from "../admin/admin-render.js";
+import { table } from "../admin/admin-render.js";
+import { formatPolicyValue } from "./policy-render.js";
 
 export function renderExplain(answer: ExplainAnswer): string {
   const status = answer.code === null ? "" : ` (${errorStatus[answer.code]} ${answer.code})`;
@@ -13,14 +17,14 @@ export function renderExplain(answer: ExplainAnswer): string {
       step.verdict === "deny" ? `deny ${step.code ?? ""}`.trim() : step.verdict,
       step.rule ?? "-",
       step.field ?? "-",
-      formatValue(step.value),
-      formatValue(step.limit),
+      formatPolicyValue(step.field, step.value),
+      formatPolicyValue(step.field, step.limit),
       step.detail ?? "",
     ]),
   );
   const effective = table(
     ["EFFECTIVE", "VALUE"],
-    Object.entries(answer.effective).map(([field, value]) => [field, formatValue(value)]),
+    Object.entries(answer.effective).map(([field, value]) => [field, formatPolicyValue(field, value)]),
   );
   return `${heading}\n\n${steps}\n\n${effective}`;
 }

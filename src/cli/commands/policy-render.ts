@@ -67,16 +67,22 @@ export function narrowings(row: Record<string, unknown>): string[] {
     .map((field) => `${field}=${formatValue(row[field])}`);
 }
 
+/**
+ * A policy field's value in a table cell, the same words wherever a field is shown (`policy
+ * get`, `explain`): an empty host list restricts nothing, so it reads "(any host)", not "(none)".
+ */
+export function formatPolicyValue(field: string | undefined, value: unknown): string {
+  if (field === "egressAllowHosts" && Array.isArray(value) && value.length === 0) return "(any host)";
+  return formatValue(value);
+}
+
 export function renderPolicy(view: PolicyView): string {
   const heading = view.row
     ? `workspace ${view.workspace}: policy row version ${view.row.version}, updated ${view.row.updatedAt} by ${view.row.updatedBy}`
     : `workspace ${view.workspace}: no policy row; the deployment defaults apply`;
   const rows = effectiveFields.map((field) => [
     field,
-    // An empty host list restricts nothing: every host may be reached.
-    field === "egressAllowHosts" && formatValue(view.effective[field]) === "(none)"
-      ? "(any host)"
-      : formatValue(view.effective[field]),
+    formatPolicyValue(field, view.effective[field]),
     view.sources[field] === "workspace" ? "workspace row" : "deployment",
   ]);
   return `${heading}\n\n${table(["FIELD", "VALUE IN FORCE", "SOURCE"], rows)}`;
