@@ -6,7 +6,11 @@ export function integerOption(min: number, max = Number.MAX_SAFE_INTEGER) {
     if (!/^\d+$/.test(value)) throw new InvalidArgumentError(`expected a whole number, got '${value}'`);
     const parsed = Number(value);
     if (parsed < min || parsed > max)
-      throw new InvalidArgumentError(`expected a number from ${min} to ${max}`);
+      throw new InvalidArgumentError(
+        max === Number.MAX_SAFE_INTEGER
+          ? `expected ${min} or more, got ${value}`
+          : `expected a number from ${min} to ${max}`,
+      );
     return parsed;
   };
 }

@@ -39,6 +39,18 @@ describe("sandpool token", () => {
     expect(none.stderr).toContain("--workspace");
   });
 
+  it("states the --ttl range in --help, and the same range when --ttl is outside it", async () => {
+    const help = await runCli(["token", "--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(
+      /--ttl <seconds>\s+lifetime of the token in seconds, 60 or more \(86400 is 24 h\)/,
+    );
+    expect(help.stdout).toContain("401 auth.expired");
+    const short = await runCli(["token", "--workspace", "team-a", "--ttl", "1", "--data-dir", dataDir]);
+    expect(short.code).not.toBe(0);
+    expect(short.stderr).toContain("expected 60 or more, got 1");
+  });
+
   it("prints an object with --json: the token and what it carries", async () => {
     const before = Date.now();
     const result = await runCli([
