@@ -10,6 +10,9 @@ import { SignJWT } from "jose";
 
 export const devKeyFileName = "dev-signing-key";
 
+/** The `sub` of dev workspace tokens (the banner's and `sandpool token`'s): what audit names as who. */
+export const DEV_USER_SUBJECT = "dev-user";
+
 /** Reads `<dataDir>/dev-signing-key`, creating it (mode 0600) with a fresh 32-byte secret if absent. */
 export async function loadOrCreateDevKey(dataDir: string): Promise<{ secret: string }> {
   const path = join(dataDir, devKeyFileName);

@@ -6,7 +6,7 @@
  */
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
-import { loadOrCreateDevKey, mintToken } from "../auth/dev-keys.js";
+import { DEV_USER_SUBJECT, loadOrCreateDevKey, mintToken } from "../auth/dev-keys.js";
 import { gatewayConfigSchema } from "../config/gateway-config.js";
 import { startDevGateway } from "../gateway/start-dev-gateway.js";
 import { normalizeBasePath } from "../http/gateway-app.js";
@@ -94,7 +94,8 @@ export async function runDev(options: Record<string, unknown>): Promise<void> {
   const config = devConfig(dataScience);
   const { gateway, store, close } = await startDevGateway(config, { db, runtime }, log);
 
-  const token = await mintToken({ secret, workspace: DEV_WORKSPACE });
+  // A subject, as `sandpool token` gives: the audit trail names who, not a token id.
+  const token = await mintToken({ secret, workspace: DEV_WORKSPACE, subject: DEV_USER_SUBJECT });
   // For the admin API and `sandpool policy`: scoped to no workspace, named in the audit trail.
   const adminToken = await mintToken({ secret, admin: true, subject: "dev-admin" });
   const base = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${gateway.port}`;
@@ -126,6 +127,7 @@ export async function runDev(options: Record<string, unknown>): Promise<void> {
     `  export SANDPOOL_TOKEN=${token}`,
     `  curl -s -X POST ${base}/sessions -H "Authorization: Bearer $SANDPOOL_TOKEN"`,
     `  npx sandpool token --workspace another-team   # a token for another workspace`,
+    `  npx sandpool token --workspace ${DEV_WORKSPACE}   # a new one when this one expires (tokens last 24 h)`,
     `  export SANDPOOL_URL=${base} SANDPOOL_ADMIN_TOKEN=${adminToken}`,
     `  npx sandpool policy get ${DEV_WORKSPACE}   # the policy in force, and where each value comes from`,
     "",

@@ -6,6 +6,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { decodeJwt } from "jose";
 import { afterAll, describe, expect, it } from "vitest";
 import { requireBuiltCli, resolvePython, startCliServer } from "../support/cli.js";
 import { freePort } from "../support/dev-cli-gateway.js";
@@ -50,6 +51,9 @@ describe("--json on the server commands", () => {
         pools: [{ name: "default", warm: 0, minIdle: 0 }],
       });
       expect(server.output().stdout).not.toContain("sandpool dev\n");
+      // Both tokens name who holds them, as `sandpool token`'s do: audit shows that, not a token id.
+      expect(decodeJwt(ready.token as string)).toMatchObject({ sub: "dev-user", workspace_id: "dev" });
+      expect(decodeJwt(ready.adminToken as string)).toMatchObject({ sub: "dev-admin" });
       const created = await fetch(`${ready.url}/sessions`, {
         method: "POST",
         headers: { authorization: `Bearer ${ready.token}` },
