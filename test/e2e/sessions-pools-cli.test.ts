@@ -26,8 +26,10 @@ describe("sandpool sessions", () => {
     const all = await sandpool(["sessions", "list"]);
     expect(all.code, all.stderr).toBe(0);
     expect(all.stdout).toMatch(
-      /^ID\s+WORKSPACE\s+IMAGE\s+POOL\s+CREATED\s+LAST ACTIVITY\s+CALLS\s+EXPIRES$/m,
+      /^ID\s+WORKSPACE\s+IMAGE\s+POOL\s+CREATED\s+LAST ACTIVITY\s+IN_FLIGHT\s+EXPIRES$/m,
     );
+    // Calls in flight now, not calls made: a session between calls shows 0.
+    expect(all.stdout).toMatch(new RegExp(`^${a}\\s.*\\s0\\s+\\S+$`, "m"));
     expect(all.stdout).toContain(a);
     expect(all.stdout).toContain(b);
 

@@ -44,7 +44,10 @@ function listCommand(): Command {
   return withConnection(
     new Command("list")
       .summary("list the sessions running now")
-      .description("List the sessions running now, oldest first: every workspace's, or one workspace's.")
+      .description(
+        "List the sessions running now, oldest first: every workspace's, or one workspace's. " +
+          "IN_FLIGHT is the calls running on a session at this moment (0 between calls), not a total.",
+      )
       .option("--workspace <workspace>", "only this workspace's sessions", workspaceArgument)
       .addHelpText(
         "after",
@@ -68,7 +71,7 @@ function listCommand(): Command {
         );
       out(
         table(
-          ["ID", "WORKSPACE", "IMAGE", "POOL", "CREATED", "LAST ACTIVITY", "CALLS", "EXPIRES"],
+          ["ID", "WORKSPACE", "IMAGE", "POOL", "CREATED", "LAST ACTIVITY", "IN_FLIGHT", "EXPIRES"],
           items.map((session) => [
             session.id,
             session.workspace,
