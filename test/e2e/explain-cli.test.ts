@@ -17,7 +17,7 @@ const sandpool = cli.sandpool.bind(cli);
 
 describe("sandpool explain", () => {
   it("prints an allowed CreateSession's trace and the limits in force", async () => {
-    const answer = await sandpool(["--workspace", "cli-explained", "--op", "sessions.create"]);
+    const answer = await sandpool(["--workspace", "cli-explained", "--operation", "sessions.create"]);
     expect(answer.code, answer.stderr).toBe(0);
     expect(answer.stdout).toMatch(/^sessions\.create for workspace cli-explained: ALLOW\n/);
     expect(answer.stdout).toMatch(/^STEP\s+VERDICT\s+RULE\s+FIELD\s+VALUE\s+LIMIT\s+DETAIL$/m);
@@ -30,7 +30,7 @@ describe("sandpool explain", () => {
   });
 
   it("prints a refusal with its status and code; --json prints the admin API's answer", async () => {
-    const args = ["--workspace", "cli-refused", "--op", "sessions.create", "--image", "not/allowed:1"];
+    const args = ["--workspace", "cli-refused", "--operation", "sessions.create", "--image", "not/allowed:1"];
     const answer = await sandpool(args);
     expect(answer.code, answer.stderr).toBe(0);
     expect(answer.stdout).toMatch(/: DENY \(403 policy\.image_not_allowed\)\n/);
@@ -45,6 +45,12 @@ describe("sandpool explain", () => {
       decision: "deny",
       code: "policy.image_not_allowed",
     });
+  });
+
+  it("still takes --op, the earlier spelling of --operation, for scripts written with it", async () => {
+    const answer = await sandpool(["--workspace", "cli-explained", "--op", "sessions.create", "--json"]);
+    expect(answer.code, answer.stderr).toBe(0);
+    expect(JSON.parse(answer.stdout)).toMatchObject({ operation: "sessions.create", decision: "allow" });
   });
 
   it("explains a call on an unknown session as session.not_found, with --args and --session", async () => {
@@ -71,9 +77,11 @@ describe("sandpool explain", () => {
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/^sandpool explain: the token is valid but is not an admin token/);
     for (const bad of [
-      ["--op", "sessions.create"],
+      ["--operation", "sessions.create"],
       ["--workspace", "w"],
+      ["--workspace", "w", "--operation", "admin.explain"],
       ["--workspace", "w", "--op", "admin.explain"],
+      ["--workspace", "w", "--operation", "sessions.create", "--op", "sessions.get"],
       ["--workspace", "-w", "--op", "sessions.create"],
       ["--workspace", "w", "--op", "sessions.create", "--args", "{not json"],
       ["--workspace", "w", "--op", "sessions.create", "--args", "[1]"],
@@ -82,6 +90,8 @@ describe("sandpool explain", () => {
       expect(answer.code, `${bad.join(" ")}: ${answer.stderr}`).toBe(2);
       expect(answer.stderr).toMatch(/--help/);
     }
+    const unnamed = await sandpool(["--workspace", "w"]);
+    expect(unnamed.stderr).toMatch(/--operation OPERATION \(one of sessions\.create, /);
   });
 
   it("--help says what it does, what --args holds, and gives examples", async () => {
@@ -89,6 +99,9 @@ describe("sandpool explain", () => {
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/Nothing\s+runs/);
     expect(help.stdout).toMatch(/--args <json>/);
-    expect(help.stdout).toMatch(/Examples:\n\s+sandpool explain --workspace team-a --op sessions\.create\n/);
+    expect(help.stdout).toMatch(/--operation <operation>\s+the contract operation \(the API's `operation`\)/);
+    expect(help.stdout).toMatch(
+      /Examples:\n\s+sandpool explain --workspace team-a --operation sessions\.create\n/,
+    );
   });
 });

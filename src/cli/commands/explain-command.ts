@@ -1,22 +1,30 @@
 /**
- * `sandpool explain --workspace W --op OPERATION [--session ID] [--image I] [--args JSON]`:
+ * `sandpool explain --workspace W --operation OPERATION [--session ID] [--image I] [--args JSON]`:
  * the decision trace of a would-be contract call through the admin API
  * (`POST /admin/v1/explain`): every check the gateway would make, its verdict and what
  * decided it, and the limits in force. Nothing runs: no sandbox is started or touched and
  * no quota is counted. Exit codes: 0 explained (allowed or denied), 1 refused by the gateway
- * or unreachable, 2 bad usage.
+ * or unreachable, 2 bad usage. `--operation` is the admin API's field name; `--op`, its
+ * earlier spelling, is still taken.
  */
 import { Command, InvalidArgumentError, Option } from "commander";
 import type { ExplainAnswer } from "../../explain/explain-trace.js";
 import { contractOperations } from "../../operations/contract-operations.js";
-import { adminCall, adminConnection, type ConnectionOptions } from "../admin/admin-client.js";
+import {
+  AdminUsageError,
+  adminCall,
+  adminConnection,
+  type ConnectionOptions,
+} from "../admin/admin-client.js";
 import { examples, runAdmin, withConnection, workspaceArgument } from "../admin/admin-command-kit.js";
 import { out, printJson } from "../admin/admin-render.js";
 import { renderExplain } from "./explain-render.js";
 
 type ExplainOptions = ConnectionOptions & {
   workspace: string;
-  op: string;
+  operation?: string;
+  /** The earlier spelling of --operation, kept for scripts. */
+  op?: string;
   session?: string;
   image?: string;
   args?: Record<string, unknown>;
@@ -45,6 +53,8 @@ export function explainArgs(
   };
 }
 
+const operationIds = contractOperations.map((operation) => operation.id);
+
 export function explainCommand(): Command {
   return withConnection(
     new Command("explain")
@@ -63,9 +73,15 @@ export function explainCommand(): Command {
       )
       .requiredOption("--workspace <id>", "the workspace whose call to explain", workspaceArgument)
       .addOption(
-        new Option("--op <operation>", "the contract operation")
-          .choices(contractOperations.map((operation) => operation.id))
-          .makeOptionMandatory(),
+        new Option("--operation <operation>", "the contract operation (the API's `operation`)").choices(
+          operationIds,
+        ),
+      )
+      .addOption(
+        new Option("--op <operation>", "the same as --operation")
+          .choices(operationIds)
+          .conflicts("operation")
+          .hideHelp(),
       )
       .option("--session <id>", "the session a call on a session is made on (args.session_id)")
       .option("--image <image>", "the image sessions.create asks for (args.image)")
@@ -73,16 +89,21 @@ export function explainCommand(): Command {
       .addHelpText(
         "after",
         examples(
-          "sandpool explain --workspace team-a --op sessions.create",
-          "sandpool explain --workspace team-a --op sessions.create --image python:3.12 --json",
-          `sandpool explain --workspace team-a --op sessions.exec --session S \\\n      --args '{"tool":"bash_code_execution","input":{"command":"ls"},"timeout_seconds":600}'`,
+          "sandpool explain --workspace team-a --operation sessions.create",
+          "sandpool explain --workspace team-a --operation sessions.create --image python:3.12 --json",
+          `sandpool explain --workspace team-a --operation sessions.exec --session S \\\n      --args '{"tool":"bash_code_execution","input":{"command":"ls"},"timeout_seconds":600}'`,
         ),
       ),
   ).action(
     runAdmin("sandpool explain", async (options: ExplainOptions) => {
+      const operation = options.operation ?? options.op;
+      if (operation === undefined)
+        throw new AdminUsageError(
+          `say which call to explain: --operation OPERATION (one of ${operationIds.join(", ")})`,
+        );
       const conn = adminConnection(options);
       const { body } = await adminCall(conn, "post", "/admin/v1/explain", {
-        body: { workspace: options.workspace, operation: options.op, args: explainArgs(options) },
+        body: { workspace: options.workspace, operation, args: explainArgs(options) },
       });
       if (conn.json) return printJson(body);
       out(renderExplain(body as ExplainAnswer));
