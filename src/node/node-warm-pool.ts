@@ -15,9 +15,9 @@ import { createPool, type Pool } from "generic-pool";
 import type { Logger } from "pino";
 import { SandpoolError } from "../contract/error-codes.js";
 import type { SandboxClient } from "../forward/sandbox-client.js";
+import { cpuBaselineMs } from "../pool/cpu-baseline.js";
 import type { PoolSpec, SandboxRuntime } from "../runtime/sandbox-runtime.js";
 import type { SandboxRecord } from "../store/coordination/records.js";
-import { cpuBaselineMs } from "../pool/cpu-baseline.js";
 
 /** Warm sandboxes above min idle longer than this are evicted (their place is free again). */
 const IDLE_EVICTION_MS = 10 * 60_000;
@@ -127,10 +127,12 @@ export class NodeWarmPool {
 
   async close(): Promise<void> {
     // Idle sandboxes go with the node; leased ones stay until their sessions end or the
-    // node's next start reconciles them.
-    await this.pool.drain();
-    const idle = (this.pool as unknown as { _availableObjects: { obj: SandboxRecord }[] })._availableObjects;
-    await Promise.all([...idle].map((item) => this.pool.destroy(item.obj).catch(() => undefined)));
+    // node's next start reconciles them. drain() only stops the pool here: what it resolves
+    // on, every loan given back, never comes while a session runs (its end destroys its
+    // sandbox, which is never returned), so a node with live sessions would never close.
+    void this.pool.drain();
+    (this.pool as unknown as { _descheduleEvictorRun(): void })._descheduleEvictorRun();
+    await this.pool.clear();
   }
 
   private async start(): Promise<SandboxRecord> {
