@@ -45,6 +45,16 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   "node.clockWindowMs": {
     comment: "Signed requests further than this from the receiver's clock are refused.",
   },
+  "node.headersTimeoutMs": { comment: "A node API request whose headers take longer is cut (role node)." },
+  "node.bodyTimeoutMs": {
+    comment: "A signed request's buffered body (a lease, an Execute) must arrive within this.",
+  },
+  "node.requestTimeoutMs": {
+    comment: "A whole node API request, an upload included, must arrive within this.",
+  },
+  "node.maxConnections": {
+    comment: "Connections the node API holds open at once; more are closed as they come.",
+  },
   host: { comment: "Address the gateway listens on (0.0.0.0 for every interface)." },
   port: { comment: "Port the gateway listens on; 0 picks a free one." },
   adminListener: {

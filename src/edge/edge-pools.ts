@@ -13,7 +13,7 @@ import type { PoolSpec, SandboxRuntime, SandboxUsage } from "../runtime/sandbox-
 import type { PoolLedger } from "../store/coordination/pool-ledger.js";
 import type { MemberHold, SandboxRecord } from "../store/coordination/records.js";
 import type { NodeClient } from "./node-client.js";
-import { nodeEndpoint } from "./node-client.js";
+import { nodeEndpoint, parseNodeEndpoint } from "./node-client.js";
 import type { NodeDirectory } from "./node-directory.js";
 import { placementOrder } from "./placement.js";
 
@@ -51,7 +51,7 @@ export class EdgePools extends PoolManager {
   }
 
   /** A sandbox on the best node for the pool: warm where most are free, else a cold start. */
-  override async lease(pool: PoolSpec, _hold: MemberHold): Promise<LeasedSandbox> {
+  override async lease(pool: PoolSpec, hold: MemberHold): Promise<LeasedSandbox> {
     const started = process.hrtime.bigint();
     const order = placementOrder(this.edge.directory.list(), pool);
     if (order.length === 0) {
@@ -68,12 +68,14 @@ export class EdgePools extends PoolManager {
           headers: { "content-type": "application/json" },
           body: JSON.stringify({ pool: pool.name }),
           timeoutMs: pool.coldStartTimeoutMs + NODE_CALL_MS,
+          // The node binds the sandbox to the workspace: a call for any other is refused.
+          workspace: hold.workspace,
         });
         const leased = answer.body!;
         const record: SandboxRecord = {
           ...leased.record,
           node: node.id,
-          endpoint: nodeEndpoint(node.id, leased.record.sandboxId),
+          endpoint: nodeEndpoint(node.id, leased.record.sandboxId, hold.workspace),
         };
         this.edge.directory.noteLease(node.id, pool.name, leased.warm);
         this.edge.metrics.leaseDuration.observe(
@@ -141,7 +143,9 @@ export class EdgePools extends PoolManager {
     return Promise.resolve();
   }
 
-  override async usageOf(record: Pick<SandboxRecord, "runtimeId"> & { node?: string; sandboxId?: string }) {
+  override async usageOf(
+    record: Pick<SandboxRecord, "runtimeId"> & { node?: string; sandboxId?: string; endpoint?: string },
+  ) {
     if (!record.node || !record.sandboxId) return undefined;
     const node = this.edge.directory.get(record.node);
     if (!node || node.state === "lost") return undefined;
@@ -150,6 +154,7 @@ export class EdgePools extends PoolManager {
         method: "GET",
         path: `/node/v1/sandboxes/${record.sandboxId}/usage`,
         timeoutMs: NODE_CALL_MS,
+        workspace: workspaceOf(record),
       });
       return answer.body?.usage;
     } catch (error) {
@@ -162,15 +167,30 @@ export class EdgePools extends PoolManager {
    * Asks the sandbox's node to destroy it (a job with retries). A lost node has nothing to
    * ask: when it returns, its reconciliation destroys what no live lease holds.
    */
-  override async retire(record: Pick<SandboxRecord, "pool" | "sandboxId" | "runtimeId"> & { node?: string }) {
+  override async retire(
+    record: Pick<SandboxRecord, "pool" | "sandboxId" | "runtimeId"> & { node?: string; endpoint?: string },
+  ) {
     if (!record.node) return;
     const node = this.edge.directory.get(record.node);
     if (!node || node.state === "lost") return;
-    const answer = await this.edge.nodes.call(record.node, {
-      method: "POST",
-      path: `/node/v1/sandboxes/${record.sandboxId}/destroy`,
-      timeoutMs: 30_000,
-    });
-    await answer.body.dump();
+    try {
+      const answer = await this.edge.nodes.call(record.node, {
+        method: "POST",
+        path: `/node/v1/sandboxes/${record.sandboxId}/destroy`,
+        timeoutMs: 30_000,
+        workspace: workspaceOf(record),
+      });
+      await answer.body.dump();
+    } catch (error) {
+      // Held there for another workspace: nothing of this lease's to destroy (the node's
+      // reconciliation removes what no live lease holds). Not worth a retry.
+      if (error instanceof SandpoolError && error.code === "session.not_found") return;
+      throw error;
+    }
   }
+}
+
+/** The workspace a record's sandbox was leased to, as its endpoint names it. */
+function workspaceOf(record: { endpoint?: string }): string | undefined {
+  return record.endpoint ? parseNodeEndpoint(record.endpoint)?.workspace : undefined;
 }

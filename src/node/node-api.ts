@@ -1,40 +1,72 @@
 /**
  * The node API, on the node's own listener (default port 8091). Health, readiness and
  * metrics answer anyone (Prometheus scrapes them); everything under /node/v1 needs an edge's
- * signature (src/nodes/node-signature.ts) and every answer to it carries the node's.
+ * signature (src/nodes/node-signature.ts) and every answer to it is signed, body included.
  *
  *   POST /node/v1/leases                       {pool} -> 201 {record, warm}: a sandbox for a session
  *   ANY  /node/v1/sandboxes/{id}/relay/<path>  forwarded to that sandbox's server, streaming both ways
  *   GET  /node/v1/sandboxes/{id}/usage         200 {usage} (its cgroup), 204 when unknown
  *   POST /node/v1/sandboxes/{id}/destroy       204: destroyed (idempotent)
  *
+ * Nothing unauthenticated is read: a request's signature is checked from its headers, before
+ * any byte of its body, and a request that fails it gets its 401 at once on a closed
+ * connection, its body never read. The listener bounds what is left to a client that signs
+ * nothing: the time its headers may take (`headersTimeoutMs`), its whole request
+ * (`requestTimeoutMs`) and the connections open at once (`maxConnections`); a signed
+ * buffered body must arrive within `bodyTimeoutMs`.
+ *
+ * Every call carries its workspace (signed). A lease binds its sandbox to it, and a call on
+ * a sandbox for any other workspace is refused: a relay gets the unknown session's 404 (the
+ * edge ends that session), usage and destroy a SandpoolError. The workspace's limits come
+ * with each call the same way (x-sandpool-max-file-bytes on an upload) and are held here and
+ * passed to the sandbox, which holds them exactly.
+ *
+ * Routes are a table (NODE_ROUTES): a sandbox action is one `sandboxAction(...)` line.
  * Plain node:http rather than the gateway's Hono app: this listener parses no contract, and
  * a relay is a pipe from one socket to another. A sandbox failure answers its SandpoolError
  * with `x-sandpool-node-error: <code>`, so the edge ends the session as it would on one host.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { pipeline } from "node:stream/promises";
+import type { Readable } from "node:stream";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { SandpoolError } from "../contract/error-codes.js";
+import { MAX_FILE_BYTES_HEADER } from "../contract/headers.js";
 import type { SandboxClient } from "../forward/sandbox-client.js";
+import type { FrameKey } from "../nodes/mac-frames.js";
 import {
+  FRAMED_BODY,
+  NODE_ERROR_HEADER,
+  NODE_TIMEOUT_HEADER,
   type NodeSecrets,
   type RequestVerifier,
   SIGNATURE_HEADERS,
-  STREAMED_BODY,
 } from "../nodes/node-signature.js";
+import { UPLOAD_FRAMING_BYTES } from "../policy/decide-access.js";
 import type { MetricsToken } from "../service/metrics-token.js";
+import type { SandboxRecord } from "../store/coordination/records.js";
+import { readSignedBody, VerifiedUpload } from "./node-request-body.js";
 import type { NodeSandboxes } from "./node-sandboxes.js";
+import { SignedAnswer } from "./signed-answer.js";
 
-export const NODE_ERROR_HEADER = "x-sandpool-node-error";
-/** The edge's deadline for the sandbox's answer headers, forwarded with a relay. */
-export const NODE_TIMEOUT_HEADER = "x-sandpool-timeout-ms";
-const PASSED_REQUEST_HEADERS = ["content-type", "content-length", "accept"];
-const PASSED_ANSWER_HEADERS = ["content-type", "content-length", "content-disposition", "retry-after"];
-const RELAY = /^\/node\/v1\/sandboxes\/([0-9a-f]{1,64})\/relay(\/.*)$/;
-const SANDBOX_ACTION = /^\/node\/v1\/sandboxes\/([0-9a-f]{1,64})\/(usage|destroy)$/;
+export { NODE_ERROR_HEADER, NODE_TIMEOUT_HEADER };
+
+const PASSED_REQUEST_HEADERS = ["content-type", "accept", MAX_FILE_BYTES_HEADER];
+const PASSED_ANSWER_HEADERS = ["content-type", "content-disposition", "retry-after"];
+
+export interface NodeApiLimits {
+  /** Most bytes of a buffered (non-streamed) request body. */
+  maxBodyBytes: number;
+  /** How long a buffered body may take to arrive, once its head is signed. */
+  bodyTimeoutMs: number;
+  /** How long a request's headers may take (node:http `headersTimeout`). */
+  headersTimeoutMs: number;
+  /** How long a whole request may take, upload included (node:http `requestTimeout`). */
+  requestTimeoutMs: number;
+  /** Connections open at once; more are closed as they come (node:http `maxConnections`). */
+  maxConnections: number;
+}
 
 export interface NodeApiDeps {
   sandboxes: NodeSandboxes;
@@ -46,26 +78,129 @@ export interface NodeApiDeps {
   metricsToken?: MetricsToken;
   log: Logger;
   ready: () => boolean;
-  /** Most bytes of a buffered (non-streamed) request body. */
-  maxBodyBytes: number;
+  limits: NodeApiLimits;
   /** Signature refusals, counted by reason. */
   refused?: (reason: string) => void;
 }
 
 export interface RunningNodeApi {
   url: string;
+  server: Server;
   close(): Promise<void>;
 }
 
+/** An authenticated call, its body checked or verifying as it streams. */
+export interface NodeCall {
+  deps: NodeApiDeps;
+  req: IncomingMessage;
+  answer: SignedAnswer;
+  /** The path's captures (a sandbox id, a relayed path). */
+  params: string[];
+  /** Path and query as requested. */
+  target: string;
+  /** The workspace the edge made the call for (signed); undefined when it named none. */
+  workspace: string | undefined;
+  /** A buffered body's checked bytes, or a framed body's verified stream. */
+  body: Buffer | Readable;
+}
+
+export interface NodeRoute {
+  method: string | undefined;
+  path: RegExp;
+  /** Whether the route takes a framed (streamed) body; others read theirs whole. */
+  streams?: boolean;
+  handle(call: NodeCall): Promise<void>;
+}
+
+const SANDBOX_ID = "([0-9a-f]{1,64})";
+
+/**
+ * A route on one held sandbox, reached only for the workspace it was leased to. One not held
+ * here at all is `unheld`'s to answer; one held for another workspace is refused as unknown.
+ */
+export function sandboxAction(
+  method: string,
+  action: string,
+  handle: (call: NodeCall, record: SandboxRecord) => Promise<void>,
+  unheld: (call: NodeCall) => void = (call) => call.answer.error(unknownSession()),
+): NodeRoute {
+  return {
+    method,
+    path: new RegExp(`^/node/v1/sandboxes/${SANDBOX_ID}/${action}$`),
+    handle: async (call) => {
+      const sandboxId = call.params[0]!;
+      const record = call.deps.sandboxes.heldFor(sandboxId, call.workspace);
+      if (record) return handle(call, record);
+      if (!call.deps.sandboxes.holds(sandboxId)) return unheld(call);
+      call.deps.log.warn(
+        { sandbox: sandboxId, workspace: call.workspace },
+        "a call for another workspace was refused",
+      );
+      call.answer.error(unknownSession());
+    },
+  };
+}
+
+export const NODE_ROUTES: readonly NodeRoute[] = [
+  {
+    method: "POST",
+    path: /^\/node\/v1\/leases$/,
+    handle: async ({ deps, body, workspace, answer }) => {
+      if (workspace === undefined)
+        throw new SandpoolError("request.malformed", "a lease names its workspace");
+      const { pool } = JSON.parse((body as Buffer).toString("utf8")) as { pool?: string };
+      answer.send(201, {}, await deps.sandboxes.lease(String(pool), workspace));
+    },
+  },
+  sandboxAction(
+    "POST",
+    "destroy",
+    async ({ deps, answer }, record) => {
+      await deps.sandboxes.destroy(record.sandboxId);
+      answer.send(204);
+    },
+    // Gone already: destroying is idempotent.
+    ({ answer }) => answer.send(204),
+  ),
+  sandboxAction(
+    "GET",
+    "usage",
+    async ({ deps, answer }, record) => {
+      const usage = await deps.sandboxes.usage(record);
+      if (usage) answer.send(200, {}, { usage });
+      else answer.send(204);
+    },
+    ({ answer }) => answer.send(204),
+  ),
+  {
+    method: undefined,
+    path: new RegExp(`^/node/v1/sandboxes/${SANDBOX_ID}/relay(/.*)$`),
+    streams: true,
+    handle: relayToSandbox,
+  },
+];
+
 export async function listenNodeApi(deps: NodeApiDeps, host: string, port: number): Promise<RunningNodeApi> {
-  const server: Server = createServer((req, res) => {
-    handle(deps, req, res).catch((error) => {
-      deps.log.error({ err: error }, "node API request failed");
-      if (!res.headersSent) res.writeHead(500).end();
-      else res.destroy();
-    });
-  });
-  server.keepAliveTimeout = 65_000;
+  const { limits } = deps;
+  const server: Server = createServer(
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      // How often those two are checked: often enough that a stalled client goes near its time.
+      connectionsCheckingInterval: Math.max(100, Math.min(1_000, Math.floor(limits.headersTimeoutMs / 4))),
+      keepAliveTimeout: 65_000,
+    },
+    (req, res) => {
+      handle(deps, req, res).catch((error) => {
+        deps.log.error({ err: error }, "node API request failed");
+        if (!res.headersSent) {
+          res.writeHead(500).end();
+          closeBehind(req, res);
+        } else res.destroy();
+      });
+    },
+  );
+  server.maxConnections = limits.maxConnections;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, host, () => resolve());
@@ -74,6 +209,7 @@ export async function listenNodeApi(deps: NodeApiDeps, host: string, port: numbe
   const shown = address.family === "IPv6" ? `[${address.address}]` : address.address;
   return {
     url: `http://${shown}:${address.port}`,
+    server,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -98,135 +234,181 @@ async function handle(deps: NodeApiDeps, req: IncomingMessage, res: ServerRespon
     res.writeHead(200, { "content-type": deps.metrics.contentType }).end(await deps.metrics.metrics());
     return;
   }
-  const streamed = req.headers[SIGNATURE_HEADERS.body] === STREAMED_BODY;
-  const body = streamed ? undefined : await readBody(req, deps.maxBodyBytes);
-  if (body === null) {
-    res.writeHead(413).end();
-    return;
-  }
-  const verdict = deps.verifier.verify(
-    { method: req.method ?? "GET", target, body: streamed ? STREAMED_BODY : body },
-    (name) => header(req, name),
-  );
-  if (!verdict.ok) {
-    deps.refused?.(verdict.refused);
-    deps.log.warn({ refused: verdict.refused, path }, "a node API request was refused");
-    req.resume();
-    res.writeHead(401, { "content-type": "application/json" }).end('{"refused":true}');
-    return;
-  }
-  const answer = (status: number, headers: Record<string, string> = {}) => {
-    res.writeHead(status, {
-      ...headers,
-      [SIGNATURE_HEADERS.answer]: deps.secrets.signAnswer(verdict.nonce, status),
-    });
-  };
+  // The head alone decides: no byte of the body is read for a request that is not signed.
+  const verdict = deps.verifier.verify({ method: req.method ?? "GET", target }, (name) => header(req, name));
+  if (!verdict.ok) return refuse(deps, req, res, verdict.refused, path);
+  const answer = new SignedAnswer(res, deps.secrets, verdict.nonce);
   try {
-    if (req.method === "POST" && path === "/node/v1/leases") {
-      const { pool } = JSON.parse(body!.toString("utf8")) as { pool?: string };
-      const leased = await deps.sandboxes.lease(String(pool));
-      answer(201, { "content-type": "application/json" });
-      res.end(JSON.stringify(leased));
+    const { route, params } = routeOf(req.method ?? "GET", path);
+    if (!route) {
+      req.resume();
+      answer.send(404, {}, { detail: { code: "request.not_found", message: "no such node route" } });
       return;
     }
-    const action = SANDBOX_ACTION.exec(path);
-    if (action && req.method === "POST" && action[2] === "destroy") {
-      await deps.sandboxes.destroy(action[1]!);
-      answer(204);
-      res.end();
-      return;
+    let body: Buffer | Readable;
+    if (verdict.body === FRAMED_BODY) {
+      if (!route.streams) throw new SandpoolError("request.malformed", "this route takes no streamed body");
+      body = uploadOf(req, verdict.frames);
+    } else {
+      const read = await readSignedBody(req, verdict.body, {
+        maxBytes: deps.limits.maxBodyBytes,
+        timeoutMs: deps.limits.bodyTimeoutMs,
+      });
+      if (!read.ok && "refused" in read) return refuse(deps, req, res, read.refused, path);
+      if (!read.ok) throw read.failure;
+      body = read.bytes;
     }
-    if (action && req.method === "GET" && action[2] === "usage") {
-      const usage = await deps.sandboxes.usage(action[1]!);
-      if (!usage) {
-        answer(204);
-        res.end();
-        return;
-      }
-      answer(200, { "content-type": "application/json" });
-      res.end(JSON.stringify({ usage }));
-      return;
-    }
-    const relay = RELAY.exec(path);
-    if (relay) {
-      await relayToSandbox(deps, req, res, relay[1]!, relay[2]!, target, streamed ? req : body!, answer);
-      return;
-    }
-    answer(404, { "content-type": "application/json" });
-    res.end('{"detail":{"code":"request.not_found","message":"no such node route"}}');
+    await route.handle({ deps, req, answer, params, target, workspace: workspaceOf(req), body });
   } catch (error) {
-    if (res.headersSent) {
+    if (answer.sent) {
       res.destroy();
       return;
     }
     const failure =
       error instanceof SandpoolError ? error : new SandpoolError("server.internal", "the node failed");
     if (!(error instanceof SandpoolError)) deps.log.error({ err: error, path }, "node API call failed");
-    answer(failure.status, {
-      "content-type": "application/json",
-      [NODE_ERROR_HEADER]: failure.code,
-      ...(failure.retryAfterSeconds ? { "retry-after": String(failure.retryAfterSeconds) } : {}),
-    });
-    res.end(JSON.stringify(failure.toBody()));
+    answer.error(failure);
+    // A body refused before its end: the rest of it is not read, the connection goes.
+    if (!req.readableEnded) closeBehind(req, res);
   }
 }
 
-async function relayToSandbox(
+function routeOf(method: string, path: string): { route?: NodeRoute; params: string[] } {
+  for (const route of NODE_ROUTES) {
+    if (route.method !== undefined && route.method !== method) continue;
+    const match = route.path.exec(path);
+    if (match) return { route, params: match.slice(1) };
+  }
+  return { params: [] };
+}
+
+/**
+ * Refuses a request that is not (or no longer) the edge's: 401 at once, before any of its
+ * body is read, and the connection closed behind it.
+ */
+function refuse(
   deps: NodeApiDeps,
   req: IncomingMessage,
   res: ServerResponse,
-  sandboxId: string,
-  subPath: string,
-  target: string,
-  body: IncomingMessage | Buffer,
-  answer: (status: number, headers?: Record<string, string>) => void,
-): Promise<void> {
-  const record = deps.sandboxes.held(sandboxId);
+  reason: string,
+  path: string,
+): void {
+  deps.refused?.(reason);
+  deps.log.warn({ refused: reason, path }, "a node API request was refused");
+  res.writeHead(401, { "content-type": "application/json" }).end('{"refused":true}');
+  closeBehind(req, res);
+}
+
+/** How long a refused request's sender has to take its answer before the connection is cut. */
+const LINGER_MS = 2_000;
+
+/**
+ * Closes the connection once the answer is out, without losing it: the node sends its FIN
+ * (no more answers here) and drops what still arrives until the sender closes too, or for
+ * LINGER_MS at most. Closing at once would reset the connection while the sender's bytes
+ * are unread, and a reset can take the answer with it. Nothing that arrives is kept.
+ */
+function closeBehind(req: IncomingMessage, res: ServerResponse): void {
+  const socket = req.socket;
+  res.once("finish", () => {
+    socket.end();
+    req.resume();
+    const cut = setTimeout(() => socket.destroy(), LINGER_MS);
+    cut.unref();
+    socket.once("close", () => clearTimeout(cut));
+  });
+}
+
+/** An upload's verified bytes, bounded by the workspace's file cap when the call carries one. */
+function uploadOf(req: IncomingMessage, frames: FrameKey): VerifiedUpload {
+  const length = wholeNumber(header(req, SIGNATURE_HEADERS.length));
+  const maxFileBytes = wholeNumber(header(req, MAX_FILE_BYTES_HEADER));
+  const maxBytes = maxFileBytes === undefined ? undefined : maxFileBytes + UPLOAD_FRAMING_BYTES;
+  if (maxBytes !== undefined && length !== undefined && length > maxBytes) {
+    throw new SandpoolError("file.too_large", `the file is larger than the ${maxFileBytes}-byte cap`);
+  }
+  return new VerifiedUpload(req, frames, { length, maxBytes, maxFileBytes });
+}
+
+async function relayToSandbox(call: NodeCall): Promise<void> {
+  const { deps, req, answer, params, target, body } = call;
+  const record = deps.sandboxes.heldFor(params[0]!, call.workspace);
   if (!record) {
-    // Not (or no longer) held here: the same answer the sandbox gives for an unknown session.
-    answer(404, { "content-type": "application/json" });
-    res.end('{"detail":{"code":"session.not_found","message":"no such session"}}');
+    if (deps.sandboxes.holds(params[0]!)) {
+      deps.log.warn(
+        { sandbox: params[0], workspace: call.workspace },
+        "a relay for another workspace was refused",
+      );
+    }
+    if (!Buffer.isBuffer(body)) body.resume();
+    // Not held here, or not for this workspace: the answer the sandbox gives for an unknown
+    // session, so the edge ends the caller's session as it would on one host.
+    answer.send(404, { "content-type": "application/json" }, unknownSession().toBody());
     return;
   }
   const query = target.includes("?") ? target.slice(target.indexOf("?")) : "";
   const headers: Record<string, string> = {};
   for (const name of PASSED_REQUEST_HEADERS) {
-    const value = req.headers[name];
-    if (typeof value === "string") headers[name] = value;
+    const value = header(req, name);
+    if (value !== undefined) headers[name] = value;
   }
-  const timeoutMs = Number(req.headers[NODE_TIMEOUT_HEADER]) || 30_000;
   const method = (req.method ?? "GET") as "GET";
+  // An upload goes on chunked: one stopped short must end as a body cut short, not as a
+  // request aborted for missing the length it declared. Its length was checked here.
+  if (Buffer.isBuffer(body) && (body.length > 0 || method !== "GET")) {
+    headers["content-length"] = String(body.length);
+  }
+  const timeoutMs = Number(header(req, NODE_TIMEOUT_HEADER)) || 30_000;
   const hasBody = !(Buffer.isBuffer(body) && body.length === 0 && method === "GET");
-  const response = await deps.client.send(record.endpoint, {
-    method,
-    path: `${subPath}${query}`,
-    headers,
-    body: hasBody ? body : null,
-    timeoutMs,
-  });
+  const upload = body instanceof VerifiedUpload ? body : undefined;
+  let response: Awaited<ReturnType<SandboxClient["send"]>>;
+  try {
+    response = await deps.client.send(record.endpoint, {
+      method,
+      path: `${params[1]!}${query}`,
+      headers,
+      body: hasBody ? body : null,
+      timeoutMs,
+    });
+  } catch (error) {
+    throw upload?.failure ?? error;
+  }
+  if (upload?.failure) {
+    // The upload stopped short (its cap, a bad frame): that is the answer, not the sandbox's.
+    response.body.on("error", () => undefined).destroy();
+    throw upload.failure;
+  }
   const passed: Record<string, string> = {};
   for (const name of PASSED_ANSWER_HEADERS) {
     const value = response.headers[name];
     if (typeof value === "string") passed[name] = value;
   }
-  answer(response.statusCode, passed);
-  res.flushHeaders();
-  await pipeline(response.body, res).catch(() => res.destroy());
+  const length = response.headers["content-length"];
+  if (typeof length === "string") passed[SIGNATURE_HEADERS.length] = length;
+  await answer.stream(response.statusCode, passed, response.body);
+}
+
+function unknownSession(): SandpoolError {
+  return new SandpoolError("session.not_found", "no such session");
+}
+
+function workspaceOf(req: IncomingMessage): string | undefined {
+  const value = header(req, SIGNATURE_HEADERS.workspace);
+  if (value === undefined) return undefined;
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return undefined;
+  }
+}
+
+function wholeNumber(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const parsed = Number(value);
+  return Number.isSafeInteger(parsed) && parsed >= 0 ? parsed : undefined;
 }
 
 function header(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name];
   return typeof value === "string" ? value : undefined;
-}
-
-/** The whole body, or null past `max` bytes. */
-async function readBody(req: IncomingMessage, max: number): Promise<Buffer | null> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > max) return null;
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
 }

@@ -1,8 +1,9 @@
 /**
  * What a node holds: its warm pools (one NodeWarmPool per configured pool, sized to this
  * node's share) and the sandboxes leased out of them, by sandbox id. A lease borrows a
- * sandbox; its session's end (the edge's destroy) destroys it. After a restart the held
- * map is rebuilt from the store's live leases (reconcile): what no live lease holds goes.
+ * sandbox for one workspace, and only calls made for that workspace reach it (`heldFor`);
+ * its session's end (the edge's destroy) destroys it. After a restart the held map is
+ * rebuilt from the store's live leases (reconcile): what no live lease holds goes.
  */
 import type { Logger } from "pino";
 import { SandpoolError } from "../contract/error-codes.js";
@@ -27,6 +28,8 @@ export interface NodeSandboxesDeps {
 export class NodeSandboxes {
   private readonly warm = new Map<string, NodeWarmPool>();
   private readonly leased = new Map<string, SandboxRecord>();
+  /** The workspace each held sandbox was leased to: every call on it must be made for it. */
+  private readonly leasedTo = new Map<string, string>();
   /** When each was leased (or adopted): a lease is recorded by the edge just after. */
   private readonly leasedAt = new Map<string, number>();
   draining = false;
@@ -52,35 +55,47 @@ export class NodeSandboxes {
     }
   }
 
-  async lease(poolName: string): Promise<{ record: SandboxRecord; warm: boolean }> {
+  async lease(poolName: string, workspace: string): Promise<{ record: SandboxRecord; warm: boolean }> {
     if (this.draining) {
       throw new SandpoolError("capacity.exhausted", "this node is draining", { retryAfterSeconds: 1 });
     }
     const pool = this.warm.get(poolName);
     if (!pool) throw new SandpoolError("capacity.exhausted", `this node serves no pool '${poolName}'`);
     const leased = await pool.acquire();
-    this.leased.set(leased.record.sandboxId, leased.record);
-    this.leasedAt.set(leased.record.sandboxId, Date.now());
+    this.hold(leased.record, workspace);
     return leased;
   }
 
-  held(sandboxId: string): SandboxRecord | undefined {
+  /** The sandbox when it is held here for `workspace`; any other workspace is told nothing of it. */
+  heldFor(sandboxId: string, workspace: string | undefined): SandboxRecord | undefined {
+    if (workspace === undefined || this.leasedTo.get(sandboxId) !== workspace) return undefined;
     return this.leased.get(sandboxId);
+  }
+
+  /** Whether the sandbox is held here at all (for whichever workspace). */
+  holds(sandboxId: string): boolean {
+    return this.leased.has(sandboxId);
   }
 
   async destroy(sandboxId: string): Promise<void> {
     const record = this.leased.get(sandboxId);
     if (!record) return;
     this.leased.delete(sandboxId);
+    this.leasedTo.delete(sandboxId);
     this.leasedAt.delete(sandboxId);
     const pool = this.warm.get(record.pool);
     await (pool ? pool.destroy(record) : this.deps.runtime.destroy(record.runtimeId));
   }
 
-  async usage(sandboxId: string): Promise<SandboxUsage | undefined> {
-    const record = this.leased.get(sandboxId);
-    if (!record || !this.deps.runtime.usage) return undefined;
+  async usage(record: SandboxRecord): Promise<SandboxUsage | undefined> {
+    if (!this.deps.runtime.usage) return undefined;
     return this.deps.runtime.usage(record.runtimeId).catch(() => undefined);
+  }
+
+  private hold(record: SandboxRecord, workspace: string): void {
+    this.leased.set(record.sandboxId, record);
+    this.leasedTo.set(record.sandboxId, workspace);
+    this.leasedAt.set(record.sandboxId, Date.now());
   }
 
   /**
@@ -90,17 +105,16 @@ export class NodeSandboxes {
    */
   async reconcile(): Promise<{ adopted: number; destroyed: number }> {
     const leases = (await this.deps.store.listLeases()).filter((lease) => lease.node === this.deps.nodeId);
-    const bySandbox = new Map(leases.map((lease) => [lease.sandbox.sandboxId, lease.sandbox]));
+    const bySandbox = new Map(leases.map((lease) => [lease.sandbox.sandboxId, lease]));
     const warmIds = new Set<string>();
     for (const pool of this.warm.values()) for (const id of pool.knownIds()) warmIds.add(id);
     let adopted = 0;
     let destroyed = 0;
     for (const sandbox of await this.deps.runtime.list()) {
       if (warmIds.has(sandbox.sandboxId) || this.leased.has(sandbox.sandboxId)) continue;
-      const record = bySandbox.get(sandbox.sandboxId);
-      if (record && sandbox.running !== false) {
-        this.leased.set(record.sandboxId, record);
-        this.leasedAt.set(record.sandboxId, Date.now());
+      const lease = bySandbox.get(sandbox.sandboxId);
+      if (lease && sandbox.running !== false) {
+        this.hold(lease.sandbox, lease.workspace);
         adopted++;
         continue;
       }

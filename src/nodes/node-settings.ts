@@ -30,11 +30,27 @@ export const nodeSettingsSchema = z
     lostAfterMs: z.number().int().min(500).default(10_000),
     /** Requests signed further from the verifier's clock than this are refused. */
     clockWindowMs: z.number().int().min(1_000).default(30_000),
+    /** How long a node API request's headers may take to arrive (role node). */
+    headersTimeoutMs: z.number().int().min(100).default(10_000),
+    /** How long a signed request's buffered body (a lease, an Execute) may take to arrive. */
+    bodyTimeoutMs: z.number().int().min(100).default(30_000),
+    /** How long a whole node API request may take, an upload included (the edge's transfers take 30 min). */
+    requestTimeoutMs: z
+      .number()
+      .int()
+      .min(1_000)
+      .default(31 * 60_000),
+    /** Connections the node API holds open at once; more are closed as they come. */
+    maxConnections: z.number().int().min(1).default(1_024),
   })
   .prefault({})
   .refine((node) => node.lostAfterMs >= node.heartbeatMs * 2, {
     message: "lostAfterMs must be at least twice heartbeatMs: one late heartbeat must not lose a node",
     path: ["lostAfterMs"],
+  })
+  .refine((node) => node.headersTimeoutMs <= node.requestTimeoutMs, {
+    message: "headersTimeoutMs must not exceed requestTimeoutMs",
+    path: ["headersTimeoutMs"],
   });
 
 export type NodeSettings = z.output<typeof nodeSettingsSchema>;
