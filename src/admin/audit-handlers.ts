@@ -1,9 +1,9 @@
 /**
  * The audit trails in one read (src/store/sql/audit-repository.ts): contract calls refused
  * after authentication (policy, quota, capacity, unknown session), each with `operation`,
- * `code`, `at`, `principal` and how many identical refusals it stands for, and operators'
- * changes (policy edits, keys, sessions ended, pools resized), newest first. Without `kind`,
- * both; without `workspace`, every workspace's.
+ * `code`, `at`, `principal` and how many refusals of that operation and code in that second
+ * it stands for, and operators' changes (policy edits, keys, sessions ended, pools resized),
+ * newest first. Without `kind`, both; without `workspace`, every workspace's.
  */
 import { SandpoolError } from "../contract/error-codes.js";
 import type { GatewayServices } from "../http/gateway-services.js";

@@ -26,9 +26,25 @@ const deniedItemSchema = z.object({
   operation: z.string().meta({ description: "The contract operation refused (`sessions.exec`)." }),
   code: z.string(),
   status: z.number().int().nullable(),
-  principal: z.string().nullable(),
-  sessionId: z.string().nullable(),
-  count: z.number().int().meta({ description: "Identical refusals within about a second." }),
+  principal: z
+    .string()
+    .nullable()
+    .meta({ description: "Who was refused (the first of the merged refusals): a token's subject or id." }),
+  sessionId: z
+    .string()
+    .nullable()
+    .meta({
+      description: "The session the call named (the first of the merged refusals'); null for CreateSession.",
+    }),
+  count: z
+    .number()
+    .int()
+    .meta({ description: "Refusals of the workspace with this operation and code within one second." }),
+  sessions: z.number().int().meta({ description: "Distinct session ids they named (counted up to 100)." }),
+  principals: z
+    .number()
+    .int()
+    .meta({ description: "Distinct principals that made them (counted up to 100)." }),
 });
 
 const adminItemSchema = z.object({

@@ -3,9 +3,10 @@
  * refused by policy, a quota, capacity, or because its session is unknown leaves a durable
  * record (a usage event of kind `denied`), read back by `GET /admin/v1/audit?kind=denied`.
  * It goes through the usage buffer, so it costs the request nothing but a push, and reaches
- * Postgres within the buffer's flush period (a second). Identical refusals within one flush
- * (same workspace, operation, code and principal) are one record with their count, so a
- * client hammering a quota writes a row a second, not a row a call.
+ * Postgres within a second or two. Refusals of one workspace, operation and code within a
+ * second are one record with their count, whatever session ids the client named
+ * (src/audit/refusal-buffer.ts), so a client hammering a quota or naming random sessions
+ * writes a row a second, not a row a call.
  */
 import type { Principal } from "../auth/principal.js";
 import type { ErrorCode, SandpoolError } from "../contract/error-codes.js";

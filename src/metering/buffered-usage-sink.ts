@@ -2,16 +2,21 @@
  * Usage events buffered in memory and written to Postgres in batches: every second, or
  * sooner when a batch fills. Each event gets its id when it happens, and the repository
  * ignores ids it already has, so a batch retried after a failed write counts once. While
- * the database is away events wait (up to a bound, past which the oldest are dropped and
- * said so in the log) rather than slowing requests.
+ * the database is away events wait rather than slowing requests.
  *
- * Calls and transfers of one session, tool and kind that happen while a record waits are
- * merged into it (quantity summed, `events` counted): a busy session writes a row per
- * flush, not a row per call. So are identical refusals (`denied`: same session, operation,
- * code and principal), so a client hammering a quota cannot flood the table.
+ * Two queues, written in this order: billing events (sessions, calls, transfers, sandbox
+ * usage), which are never dropped, and refusals (`denied`, src/audit/refusal-buffer.ts),
+ * merged per workspace, operation, code and second and bounded: a flood of refusals while
+ * the database is slow can only crowd out older refusals, never a usage record.
+ *
+ * Calls and transfers of one session, tool and kind that happen while a record waits (not
+ * yet sent to the database) are merged into it (quantity summed, `events` counted): a busy
+ * session writes a row per flush, not a row per call, and while the database is away the
+ * billing queue grows with the sessions, not with their calls.
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
+import { RefusalBuffer } from "../audit/refusal-buffer.js";
 import { SandpoolError } from "../contract/error-codes.js";
 import type { UsageEvent, UsageKind } from "../store/sql/usage-event.js";
 import type { UsageEventInput, UsageSink } from "./usage-sink.js";
@@ -20,28 +25,47 @@ export interface UsageWriter {
   insert(events: readonly UsageEvent[]): Promise<number>;
 }
 
+export interface BufferedUsageSinkOptions {
+  /** The most refusal rows waiting for the database; past it the oldest refusals are dropped. */
+  maxRefusalsWaiting?: number;
+}
+
 const BATCH_SIZE = 500;
 const MERGEABLE = new Set<UsageKind>(["exec", "file_in", "file_out"]);
-const MAX_BUFFERED = 100_000;
+const MAX_REFUSALS_WAITING = 10_000;
+/** The billing queue's size is logged each time it passes another multiple of this. */
+const BACKLOG_WARN_STEP = 10_000;
 
 export class BufferedUsageSink implements UsageSink {
-  private buffer: UsageEvent[] = [];
-  /** Records still waiting in the buffer that later calls of the same kind merge into. */
+  /** Billing events waiting, oldest first; never dropped. */
+  private billing: UsageEvent[] = [];
+  /** Billing records not yet sent to the database, which later calls of the same kind merge into. */
   private readonly open = new Map<string, UsageEvent>();
+  private readonly refusals: RefusalBuffer;
   private flushing: Promise<void> | undefined;
+  private flushingEverything = false;
+  private backlogWarnedAt = 0;
   private readonly timer: NodeJS.Timeout;
 
   constructor(
     private readonly writer: UsageWriter,
     private readonly log: Logger,
     flushEveryMs = 1_000,
+    options: BufferedUsageSinkOptions = {},
   ) {
-    this.timer = setInterval(() => void this.flush(), flushEveryMs);
+    this.refusals = new RefusalBuffer(options.maxRefusalsWaiting ?? MAX_REFUSALS_WAITING, log);
+    // The timer writes the refusals of seconds already over: each second's are one row per code.
+    this.timer = setInterval(() => void this.write(false), flushEveryMs);
     this.timer.unref();
   }
 
   record(event: UsageEventInput): void {
-    const mergeKey = mergeKeyOf(event);
+    if (event.kind === "denied") {
+      this.refusals.add(event, new Date());
+      if (this.refusals.size >= BATCH_SIZE) void this.write(false);
+      return;
+    }
+    const mergeKey = mergeKeyOf(event.workspace, event.sessionId, event.kind, event.tool ?? null);
     const waiting = mergeKey === undefined ? undefined : this.open.get(mergeKey);
     if (waiting) {
       waiting.quantity = sanitizeQuantity(waiting.quantity + (event.quantity ?? 0));
@@ -60,18 +84,15 @@ export class BufferedUsageSink implements UsageSink {
       occurredAt: new Date(),
       events: 1,
     };
-    this.buffer.push(record);
+    this.billing.push(record);
     if (mergeKey !== undefined) this.open.set(mergeKey, record);
-    this.enforceBound();
-    if (this.buffer.length >= BATCH_SIZE) void this.flush();
+    this.warnOfBacklog();
+    if (this.billing.length >= BATCH_SIZE) void this.write(false);
   }
 
-  /** Writes everything buffered; concurrent callers share one flush. */
+  /** Writes everything buffered, the current second's refusals too; concurrent callers share one flush. */
   flush(): Promise<void> {
-    this.flushing ??= this.writeAll().finally(() => {
-      this.flushing = undefined;
-    });
-    return this.flushing;
+    return this.write(true);
   }
 
   async close(): Promise<void> {
@@ -79,45 +100,81 @@ export class BufferedUsageSink implements UsageSink {
     await this.flush();
   }
 
+  private write(everything: boolean): Promise<void> {
+    // A flush of everything asked for during a partial one makes that one write everything.
+    if (everything) this.flushingEverything = true;
+    this.flushing ??= this.writeAll().finally(() => {
+      this.flushing = undefined;
+      this.flushingEverything = false;
+    });
+    return this.flushing;
+  }
+
+  /** Billing first, all of it; then refusals. A failed write stops the flush: the next one retries. */
   private async writeAll(): Promise<void> {
-    while (this.buffer.length > 0) {
-      // The batch leaves the buffer while it is written, so events recorded (or dropped
-      // for the bound) meanwhile never shift what a successful write removes.
-      const batch = this.buffer.splice(0, BATCH_SIZE);
-      this.open.clear(); // what is written (or retried) is final: later calls start new records
-      try {
-        await this.writer.insert(batch);
-      } catch (error) {
-        if (error instanceof SandpoolError && error.code === "request.malformed") {
-          // A batch the store refuses as malformed would be refused forever: set it aside.
-          this.log.error({ err: error, dropped: batch.length }, "usage events refused as malformed: dropped");
-          continue;
-        }
-        this.buffer.unshift(...batch);
-        this.enforceBound();
-        this.log.warn({ err: error, waiting: this.buffer.length }, "usage flush failed; will retry");
+    while (this.billing.length > 0) {
+      // The batch leaves the queue while it is written, so events recorded meanwhile never
+      // shift what a successful write removes.
+      const batch = this.billing.splice(0, BATCH_SIZE);
+      // What is sent is final (a failed write may still have stored it): later calls start new records.
+      for (const record of batch) {
+        const key = mergeKeyOf(record.workspaceId, record.sessionId, record.kind, record.tool ?? null);
+        if (key !== undefined && this.open.get(key) === record) this.open.delete(key);
+      }
+      if (!(await this.insert(batch))) {
+        this.billing.unshift(...batch);
+        return;
+      }
+    }
+    // What waits now, no more: a flood arriving while these are written waits for the next flush.
+    for (let left = this.refusals.size; left > 0; ) {
+      const batch = this.refusals.take(Math.min(BATCH_SIZE, left), new Date(), this.flushingEverything);
+      if (batch.length === 0) return;
+      left -= batch.length;
+      if (!(await this.insert(batch))) {
+        this.refusals.giveBack(batch);
         return;
       }
     }
   }
 
-  private enforceBound(): void {
-    if (this.buffer.length <= MAX_BUFFERED) return;
-    const dropped = this.buffer.splice(0, this.buffer.length - MAX_BUFFERED);
-    this.open.clear();
-    this.log.error({ dropped: dropped.length }, "usage buffer full: oldest events dropped");
+  /** True when the batch is written (or set aside for good); false when it should be retried. */
+  private async insert(batch: UsageEvent[]): Promise<boolean> {
+    try {
+      await this.writer.insert(batch);
+      return true;
+    } catch (error) {
+      if (error instanceof SandpoolError && error.code === "request.malformed") {
+        // A batch the store refuses as malformed would be refused forever: set it aside.
+        this.log.error({ err: error, dropped: batch.length }, "usage events refused as malformed: dropped");
+        return true;
+      }
+      this.log.warn(
+        { err: error, waiting: this.billing.length + batch.length, refusalsWaiting: this.refusals.size },
+        "usage flush failed; will retry",
+      );
+      return false;
+    }
+  }
+
+  /** Billing events are never dropped: a growing queue is said loudly instead. */
+  private warnOfBacklog(): void {
+    const step = Math.floor(this.billing.length / BACKLOG_WARN_STEP);
+    if (step <= this.backlogWarnedAt) {
+      if (step < this.backlogWarnedAt) this.backlogWarnedAt = step;
+      return;
+    }
+    this.backlogWarnedAt = step;
+    this.log.warn(
+      { waiting: this.billing.length },
+      "usage events are piling up: the database is not taking them",
+    );
   }
 }
 
-/** The key of the waiting record an event merges into, or undefined when it stands alone. */
-function mergeKeyOf(event: UsageEventInput): string | undefined {
-  if (MERGEABLE.has(event.kind))
-    return JSON.stringify([event.workspace, event.sessionId, event.kind, event.tool ?? null]);
-  if (event.kind === "denied") {
-    const { operation, code, principal } = event.detail ?? {};
-    return JSON.stringify([event.workspace, event.sessionId, event.kind, operation, code, principal]);
-  }
-  return undefined;
+/** The key of the waiting record a billing event merges into, or undefined when it stands alone. */
+function mergeKeyOf(workspace: string, sessionId: string, kind: UsageKind, tool: string | null) {
+  return MERGEABLE.has(kind) ? JSON.stringify([workspace, sessionId, kind, tool]) : undefined;
 }
 
 /** Whole, finite, non-negative: one bad number must not make a whole batch unwritable. */

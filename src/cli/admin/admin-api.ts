@@ -842,7 +842,7 @@ export interface components {
          * @description sandpool's stable error codes; each always answers with the same HTTP status.
          * @enum {string}
          */
-        SandpoolErrorCode: "request.bad_target" | "request.malformed" | "request.bad_json" | "request.bad_content_type" | "request.too_large" | "request.not_found" | "request.method_not_allowed" | "request.busy" | "request.host_denied" | "request.origin_denied" | "tool.unknown" | "session.not_found" | "file.not_found" | "file.is_directory" | "file.too_large" | "path.outside_workspace" | "path.invalid" | "auth.missing" | "auth.invalid" | "auth.rate_limited" | "auth.forbidden" | "auth.introspection_unavailable" | "policy.image_not_allowed" | "policy.tool_not_allowed" | "policy.workspace_disabled" | "quota.concurrent_sessions" | "quota.session_rate" | "quota.exec_budget" | "quota.calls_in_flight" | "capacity.exhausted" | "store.unavailable" | "sandbox.unreachable" | "sandbox.timeout" | "sandbox.bad_answer" | "server.internal";
+        SandpoolErrorCode: "request.bad_target" | "request.malformed" | "request.bad_json" | "request.bad_content_type" | "request.too_large" | "request.not_found" | "request.method_not_allowed" | "request.busy" | "request.host_denied" | "request.origin_denied" | "tool.unknown" | "session.not_found" | "file.not_found" | "file.is_directory" | "file.too_large" | "path.outside_workspace" | "path.invalid" | "auth.missing" | "auth.invalid" | "auth.expired" | "auth.rate_limited" | "auth.forbidden" | "auth.introspection_unavailable" | "policy.image_not_allowed" | "policy.tool_not_allowed" | "policy.workspace_disabled" | "quota.concurrent_sessions" | "quota.session_rate" | "quota.exec_budget" | "quota.calls_in_flight" | "capacity.exhausted" | "store.unavailable" | "sandbox.unreachable" | "sandbox.timeout" | "sandbox.bad_answer" | "server.internal";
         /** @description sandpool's shape of the contract's `Error`: `detail` carries a stable code, a message safe to show, and for a refused input every problem. */
         SandpoolError: {
             detail: {
@@ -1035,7 +1035,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `auth.missing`, `auth.invalid`. */
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
             401: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -1776,7 +1776,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `auth.missing`, `auth.invalid`. */
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
             401: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -1931,7 +1931,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `auth.missing`, `auth.invalid`. */
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
             401: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -2106,7 +2106,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `auth.missing`, `auth.invalid`. */
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
             401: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -2229,7 +2229,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `auth.missing`, `auth.invalid`. */
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
             401: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -2384,7 +2384,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `auth.missing`, `auth.invalid`. */
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
             401: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -2507,7 +2507,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `auth.missing`, `auth.invalid`. */
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
             401: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -2667,7 +2667,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `auth.missing`, `auth.invalid`. */
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
             401: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -2791,7 +2791,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `auth.missing`, `auth.invalid`. */
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
             401: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -2953,7 +2953,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `auth.missing`, `auth.invalid`. */
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
             401: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -3125,7 +3125,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `auth.missing`, `auth.invalid`. */
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
             401: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -3284,7 +3284,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `auth.missing`, `auth.invalid`. */
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
             401: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -3427,7 +3427,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `auth.missing`, `auth.invalid`. */
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
             401: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -3550,7 +3550,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `auth.missing`, `auth.invalid`. */
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
             401: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -3693,7 +3693,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `auth.missing`, `auth.invalid`. */
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
             401: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -3836,7 +3836,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `auth.missing`, `auth.invalid`. */
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
             401: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -3961,7 +3961,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `auth.missing`, `auth.invalid`. */
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
             401: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -4079,7 +4079,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `auth.missing`, `auth.invalid`. */
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
             401: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -4203,7 +4203,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `auth.missing`, `auth.invalid`. */
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
             401: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -4340,7 +4340,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `auth.missing`, `auth.invalid`. */
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
             401: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -4451,10 +4451,16 @@ export interface operations {
                             operation: string;
                             code: string;
                             status: number | null;
+                            /** @description Who was refused (the first of the merged refusals): a token's subject or id. */
                             principal: string | null;
+                            /** @description The session the call named (the first of the merged refusals'); null for CreateSession. */
                             sessionId: string | null;
-                            /** @description Identical refusals within about a second. */
+                            /** @description Refusals of the workspace with this operation and code within one second. */
                             count: number;
+                            /** @description Distinct session ids they named (counted up to 100). */
+                            sessions: number;
+                            /** @description Distinct principals that made them (counted up to 100). */
+                            principals: number;
                         } | {
                             /** @constant */
                             kind: "admin";
@@ -4481,7 +4487,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `auth.missing`, `auth.invalid`. */
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
             401: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -4622,7 +4628,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `auth.missing`, `auth.invalid`. */
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
             401: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -4931,7 +4937,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `auth.invalid`. */
+            /** @description sandpool: `auth.invalid`, `auth.expired`. */
             401: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];

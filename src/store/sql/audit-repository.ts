@@ -17,12 +17,16 @@ export interface DeniedItem {
   operation: string;
   code: string;
   status: number | null;
-  /** The credential's subject or id; null when it carried neither. */
+  /** The credential's subject or id (the first refusal's, when several were merged); null when it carried neither. */
   principal: string | null;
-  /** The session the call named; null for CreateSession. */
+  /** The session the call named (the first refusal's, when several were merged); null for CreateSession. */
   sessionId: string | null;
-  /** Identical refusals within one flush of the usage buffer (about a second). */
+  /** Refusals of the workspace with this operation and code within one second. */
   count: number;
+  /** How many distinct session ids they named (counted up to 100). */
+  sessions: number;
+  /** How many distinct principals made them (counted up to 100). */
+  principals: number;
 }
 
 export interface AdminItem {
@@ -84,6 +88,9 @@ export class AuditRepository {
         principal: typeof detail.principal === "string" ? detail.principal : null,
         sessionId: row.session_id === "-" ? null : row.session_id,
         count: row.events,
+        // Rows written before refusals were merged across ids named one session and one principal.
+        sessions: distinctCount(detail.sessions, row.session_id === "-" ? 0 : 1),
+        principals: distinctCount(detail.principals, detail.principal == null ? 0 : 1),
       };
     });
   }
@@ -163,6 +170,10 @@ function newestFirst<TB extends "policy_audit" | "api_key_audit" | "admin_audit"
     .orderBy(sql.ref("id"), "desc")
     .limit(query.limit)
     .execute();
+}
+
+function distinctCount(value: unknown, otherwise: number): number {
+  return typeof value === "number" && Number.isInteger(value) && value >= 0 ? value : otherwise;
 }
 
 /** jsonb arrives parsed from pg and PGlite alike; text (an older driver) is parsed here. */

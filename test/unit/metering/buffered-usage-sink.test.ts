@@ -241,22 +241,34 @@ describe("BufferedUsageSink", () => {
     expect(db.stored.size).toBe(1);
   });
 
-  it("holds at most 100 000 events while the database is away, dropping the oldest and saying so", async () => {
+  it("never drops a billing event while the database is away, however many wait", async () => {
     const db = fakeWriter({ validate: false });
     const { log, logger } = fakeLog();
     const sink = open(db.writer, logger, 60_000);
     db.failNext(Number.MAX_SAFE_INTEGER);
-    const extra = 25;
-    for (let i = 0; i < BOUND + extra; i++) sink.record(event(i));
+    const total = 120_000; // past the 100 000 the buffer used to hold before dropping the oldest
+    for (let i = 0; i < total; i++) sink.record(event(i, { kind: "session_created" }));
     await settle();
-    const dropped = log.error.mock.calls.reduce((sum, call) => sum + (call[0].dropped as number), 0);
-    expect(dropped).toBe(extra);
+    expect(log.error.mock.calls.some((call) => "dropped" in call[0])).toBe(false);
     db.failNext(0);
     await sink.flush();
-    expect(db.stored.size).toBe(BOUND);
-    const quantities = [...db.stored.values()].map((e) => e.quantity);
-    expect(quantities[0]).toBe(extra);
-    expect(quantities.at(-1)).toBe(BOUND + extra - 1);
+    expect(db.stored.size).toBe(total);
+  }, 30_000);
+
+  it("while the database is away, calls merge into the records not yet sent: the queue grows with sessions, not calls", async () => {
+    const db = fakeWriter();
+    const sink = open(db.writer, fakeLog().logger, 1_000);
+    db.failNext(Number.MAX_SAFE_INTEGER);
+    // 600 sessions, each calling once a second for a minute, with a flush (failing) every second.
+    for (let second = 0; second < 60; second++) {
+      for (let s = 0; s < 600; s++) sink.record(event(s, { sessionId: `s-${s}`, quantity: 1 }));
+      await vi.advanceTimersByTimeAsync(1_000);
+    }
+    db.failNext(0);
+    await sink.flush();
+    // The batch a failed write sent is final; every other waiting record kept taking calls.
+    expect(db.stored.size).toBeLessThanOrEqual(600 + BATCH);
+    expect([...db.stored.values()].reduce((sum, row) => sum + row.quantity, 0)).toBe(600 * 60);
   }, 30_000);
 
   it("never loses an unwritten event when the buffer fills while a batch is being written", async () => {
@@ -308,27 +320,71 @@ describe("BufferedUsageSink", () => {
     expect(db.stored.size).toBe(5);
   });
 
-  it("merges identical refusals waiting for the same flush, and only identical ones", async () => {
+  const refusal = (
+    sink: BufferedUsageSink,
+    code: string,
+    overrides: { workspace?: string; sessionId?: string; principal?: string | null } = {},
+  ) =>
+    sink.record({
+      workspace: overrides.workspace ?? "ws",
+      sessionId: overrides.sessionId ?? "-",
+      kind: "denied",
+      detail: { operation: "sessions.get", code, status: 404, principal: overrides.principal ?? "alice" },
+    });
+
+  it("merges refusals per workspace, operation and code within a second, whatever ids the client sent", async () => {
     const db = fakeWriter();
     const sink = open(db.writer, fakeLog().logger, 60_000);
-    const refusal = (code: string, principal: string | null = "alice") =>
-      sink.record({
-        workspace: "ws",
-        sessionId: "-",
-        kind: "denied",
-        detail: { operation: "sessions.create", code, status: 429, principal },
-      });
-    refusal("quota.session_rate");
-    refusal("quota.session_rate");
-    refusal("quota.session_rate");
-    refusal("quota.concurrent_sessions");
-    refusal("quota.session_rate", "bob");
+    for (let i = 0; i < 300; i++) refusal(sink, "session.not_found", { sessionId: `random-${i}` });
+    refusal(sink, "session.not_found", { sessionId: "random-0", principal: "bob" });
+    refusal(sink, "quota.calls_in_flight", { sessionId: "x" });
+    refusal(sink, "session.not_found", { workspace: "other", sessionId: "y" });
     await sink.flush();
     const rows = [...db.stored.values()];
-    expect(rows.map((row) => [row.detail?.code, row.detail?.principal, row.events])).toEqual([
-      ["quota.session_rate", "alice", 3],
-      ["quota.concurrent_sessions", "alice", 1],
-      ["quota.session_rate", "bob", 1],
+    expect(rows.map((row) => [row.workspaceId, row.detail?.code, row.events])).toEqual([
+      ["ws", "session.not_found", 301],
+      ["ws", "quota.calls_in_flight", 1],
+      ["other", "session.not_found", 1],
     ]);
+    // What an operator needs stays: the first id and principal as samples, and how many distinct ones.
+    expect(rows[0]).toMatchObject({
+      sessionId: "random-0",
+      detail: { principal: "alice", sessions: 100, principals: 2, operation: "sessions.get", status: 404 },
+    });
+  });
+
+  it("writes a second's refusals on the timer once the second is over: one row a second per code", async () => {
+    const db = fakeWriter();
+    const sink = open(db.writer, fakeLog().logger, 250);
+    // Ten seconds of refusals, 40 a second, with the timer flushing four times a second.
+    for (let tick = 0; tick < 400; tick++) {
+      refusal(sink, "session.not_found", { sessionId: `id-${tick}` });
+      await vi.advanceTimersByTimeAsync(25);
+    }
+    await sink.close();
+    const rows = [...db.stored.values()];
+    expect(rows.reduce((sum, row) => sum + (row.events ?? 1), 0)).toBe(400);
+    expect(rows).toHaveLength(10);
+  });
+
+  it("a refusal flood while the database is away drops only refusals, never a usage record", async () => {
+    const db = fakeWriter();
+    const { log, logger } = fakeLog();
+    const sink = new BufferedUsageSink(db.writer, logger, 1_000, { maxRefusalsWaiting: 50 });
+    sinks.push(sink);
+    db.failNext(Number.MAX_SAFE_INTEGER);
+    for (let second = 0; second < 30; second++) {
+      for (let w = 0; w < 20; w++) refusal(sink, "session.not_found", { workspace: `flood-${w}` });
+      sink.record(event(second, { kind: "session_created", sessionId: `kept-${second}` }));
+      await vi.advanceTimersByTimeAsync(1_000);
+    }
+    db.failNext(0);
+    await sink.flush();
+    const rows = [...db.stored.values()];
+    expect(rows.filter((row) => row.kind === "session_created")).toHaveLength(30);
+    const denied = rows.filter((row) => row.kind === "denied");
+    expect(denied.length).toBeLessThanOrEqual(50);
+    expect(denied.length).toBeGreaterThan(0);
+    expect(log.error.mock.calls.some((call) => (call[0].droppedRows as number) > 0)).toBe(true);
   });
 });
