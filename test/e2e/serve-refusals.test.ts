@@ -158,7 +158,9 @@ const nodeCanStart =
 describe.skipIf(!nodeCanStart)(
   "sandpool serve --role node starts with Redis, its engine and the node secret alone",
   () => {
-    it("serves the node API without an auth section or DATABASE_URL", async () => {
+    const METRICS_TOKEN = "an-e2e-metrics-token-of-at-least-32-bytes";
+
+    it("serves the node API without an auth section or DATABASE_URL, its /metrics behind metrics.token", async () => {
       const port = await freePort();
       const node = await startCliServer(["serve", "--role", "node"], undefined, {
         env: {
@@ -174,6 +176,7 @@ describe.skipIf(!nodeCanStart)(
           SANDPOOL_NODE_HOST: "127.0.0.1",
           SANDPOOL_NODE_PORT: String(port),
           SANDPOOL_NODE_ADVERTISE_URL: `http://127.0.0.1:${port}`,
+          SANDPOOL_METRICS_TOKEN: METRICS_TOKEN,
           SANDPOOL_LOG_LEVEL: "warn",
         },
         timeoutMs: 90_000,
@@ -182,6 +185,15 @@ describe.skipIf(!nodeCanStart)(
         expect(node.url).toBe(`http://127.0.0.1:${port}`);
         expect((await fetch(`${node.url}/readyz`)).status).toBe(200);
         expect(node.output().stderr).not.toMatch(/not used here/);
+        // Its /metrics wants the metrics token, as the gateway's does.
+        expect((await fetch(`${node.url}/metrics`)).status).toBe(401);
+        const wrong = await fetch(`${node.url}/metrics`, { headers: { authorization: "Bearer not-it" } });
+        expect(wrong.status).toBe(401);
+        const scraped = await fetch(`${node.url}/metrics`, {
+          headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+        });
+        expect(scraped.status).toBe(200);
+        expect(await scraped.text()).toContain("sandpool_node_sandboxes");
       } finally {
         await node.stop(30_000);
       }
