@@ -195,6 +195,11 @@ export class NodeClient extends SandboxClient {
         return new SandpoolError("sandbox.bad_answer", `the node's answer was altered on its way: ${reason}`);
       },
     });
+    // What undici holds already (most often a whole small answer, read with its head) is
+    // verified now: a buffered read then finds it whole at once (takeIfBuffered).
+    for (let chunk = response.body.read(); chunk !== null && !body.destroyed; chunk = response.body.read()) {
+      body.write(chunk);
+    }
     pipeline(response.body, body, () => {
       // Its error (the node's connection lost, a bad frame) is the body's reader's to hear.
     });
