@@ -1,12 +1,12 @@
 /**
- * The handlers of the discovery operations (`service.openapi`, `service.docs`,
- * `service.docs.asset`). Open to anyone: `/openapi.json` shows the caller's view, the
+ * The handlers of the discovery operations (`service.openapi`, `service.docs` and
+ * `service.docs.index`, `service.docs.asset`). Open to anyone: `/openapi.json` shows the caller's view, the
  * public one without a credential or with a workspace token, every operation with an
  * admin token (the binding has refused a bad token with 401 before this runs).
  */
 import { SandpoolError } from "../contract/error-codes.js";
 import type { OperationHandlers } from "../operations/handler.js";
-import { DOCS_CSP, DOCS_PAGE, docsAsset } from "./docs-page.js";
+import { DOCS_CSP, DOCS_INDEX_PAGE, DOCS_PAGE, docsAsset } from "./docs-page.js";
 import { type DocumentViewer, openApiDocument } from "./openapi-document.js";
 
 /** Each view is generated once: the registry is frozen. */
@@ -18,6 +18,19 @@ function documentText(viewer: DocumentViewer): string {
     documents.set(viewer, text);
   }
   return text;
+}
+
+function docsPageAnswer(page: string) {
+  return {
+    kind: "raw" as const,
+    status: 200,
+    headers: {
+      "content-type": "text/html; charset=utf-8",
+      "content-security-policy": DOCS_CSP,
+      "x-content-type-options": "nosniff",
+    },
+    body: page,
+  };
 }
 
 export const discoveryHandlers: OperationHandlers = {
@@ -35,16 +48,8 @@ export const discoveryHandlers: OperationHandlers = {
       body: documentText(viewer),
     };
   },
-  "service.docs": async () => ({
-    kind: "raw",
-    status: 200,
-    headers: {
-      "content-type": "text/html; charset=utf-8",
-      "content-security-policy": DOCS_CSP,
-      "x-content-type-options": "nosniff",
-    },
-    body: DOCS_PAGE,
-  }),
+  "service.docs": async () => docsPageAnswer(DOCS_PAGE),
+  "service.docs.index": async () => docsPageAnswer(DOCS_INDEX_PAGE),
   "service.docs.asset": async ({ args }) => {
     const asset = docsAsset(args.params.asset ?? "");
     if (!asset) throw new SandpoolError("request.not_found", "no such file of the docs page");

@@ -1,5 +1,5 @@
 /**
- * The public docs page (`GET /docs`): Swagger UI, from the swagger-ui-dist package, served
+ * The public docs page (`GET /docs`, and `GET /docs/`): Swagger UI, from the swagger-ui-dist package, served
  * from the package's own files under `/docs/` (never a CDN: the gateway may have no way out).
  * It renders the public OpenAPI document, fetched from `/openapi.json` beside it.
  */
@@ -26,22 +26,34 @@ window.addEventListener("load", () => {
 `;
 const START_SCRIPT_NAME = "start-docs.js";
 
-export const DOCS_PAGE = `<!doctype html>
+/**
+ * The page, its files named relative to where it is served (so it works behind a proxy that
+ * mounts the gateway under a prefix): `docs/x` from `/docs`, `x` from `/docs/`. The start
+ * script finds the document from its own URL, the same from both.
+ */
+function docsPage(assets: "docs/" | ""): string {
+  return `<!doctype html>
 <html lang="en">
 <head>
   <meta charset="utf-8">
   <meta name="viewport" content="width=device-width, initial-scale=1">
   <title>sandpool API</title>
-  <link rel="stylesheet" href="docs/swagger-ui.css">
-  <link rel="icon" type="image/png" href="docs/favicon-32x32.png">
+  <link rel="stylesheet" href="${assets}swagger-ui.css">
+  <link rel="icon" type="image/png" href="${assets}favicon-32x32.png">
 </head>
 <body>
   <div id="docs"></div>
-  <script src="docs/swagger-ui-bundle.js"></script>
-  <script src="docs/${START_SCRIPT_NAME}"></script>
+  <script src="${assets}swagger-ui-bundle.js"></script>
+  <script src="${assets}${START_SCRIPT_NAME}"></script>
 </body>
 </html>
 `;
+}
+
+/** The page at `/docs`. */
+export const DOCS_PAGE = docsPage("docs/");
+/** The same page at `/docs/`. */
+export const DOCS_INDEX_PAGE = docsPage("");
 
 /** Scripts and styles from this gateway only; Swagger UI sets inline styles and shows data: images. */
 export const DOCS_CSP =

@@ -53,6 +53,15 @@ export const serviceOperations = [
   },
   {
     ...service,
+    id: "service.docs.index",
+    summary: "The docs page at `/docs/`, as at `/docs` (a trailing slash is how many people type it).",
+    method: "GET",
+    path: "/docs/",
+    label: "docs_index",
+    answers: ["text"],
+  },
+  {
+    ...service,
     id: "service.docs.asset",
     summary: "A file of the docs page (the renderer's script and style sheet), served from the package.",
     method: "GET",

@@ -1,7 +1,7 @@
 /**
  * Discovery through the real gateway: `GET /openapi.json` per caller (no credential or a
  * workspace token: the public contract; an admin token: every operation; a bad token: 401)
- * and the docs page at `/docs`, served offline from the package. Both are open, but the
+ * and the docs page at `/docs` (and `/docs/`), served offline from the package. Both are open, but the
  * transport checks (Host) still apply to them.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -75,28 +75,31 @@ describe("GET /openapi.json", () => {
 });
 
 describe("GET /docs", () => {
-  it("serves the docs page without a credential, every file it loads from this gateway", async () => {
-    const page = await fetch(`${harness.url}/docs`);
-    expect(page.status).toBe(200);
-    expect(page.headers.get("content-type")).toContain("text/html");
-    expect(page.headers.get("content-security-policy")).toContain("script-src 'self'");
-    const html = await page.text();
-    const files = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map(([, file]) => file!);
-    expect(files.length).toBeGreaterThanOrEqual(4);
-    for (const file of files) {
-      expect(file, "no file from elsewhere").not.toMatch(/^(?:https?:)?\/\//);
-      const url = new URL(file, `${harness.url}/docs`);
-      const asset = await fetch(url);
-      expect(asset.status, url.pathname).toBe(200);
-      expect(asset.headers.get("x-content-type-options")).toBe("nosniff");
-      await asset.arrayBuffer();
-    }
-    const bundle = await fetch(`${harness.url}/docs/swagger-ui-bundle.js`);
-    expect(bundle.headers.get("content-type")).toContain("javascript");
-    expect(await bundle.text()).toContain("SwaggerUIBundle");
-    const start = await (await fetch(`${harness.url}/docs/start-docs.js`)).text();
-    expect(start).toContain('"../openapi.json"');
-  });
+  it.each(["/docs", "/docs/"])(
+    "serves the docs page at %s without a credential, every file it loads from this gateway",
+    async (at) => {
+      const page = await fetch(`${harness.url}${at}`);
+      expect(page.status).toBe(200);
+      expect(page.headers.get("content-type")).toContain("text/html");
+      expect(page.headers.get("content-security-policy")).toContain("script-src 'self'");
+      const html = await page.text();
+      const files = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map(([, file]) => file!);
+      expect(files.length).toBeGreaterThanOrEqual(4);
+      for (const file of files) {
+        expect(file, "no file from elsewhere").not.toMatch(/^(?:https?:)?\/\//);
+        const url = new URL(file, `${harness.url}${at}`);
+        const asset = await fetch(url);
+        expect(asset.status, url.pathname).toBe(200);
+        expect(asset.headers.get("x-content-type-options")).toBe("nosniff");
+        await asset.arrayBuffer();
+      }
+      const bundle = await fetch(`${harness.url}/docs/swagger-ui-bundle.js`);
+      expect(bundle.headers.get("content-type")).toContain("javascript");
+      expect(await bundle.text()).toContain("SwaggerUIBundle");
+      const start = await (await fetch(`${harness.url}/docs/start-docs.js`)).text();
+      expect(start).toContain('"../openapi.json"');
+    },
+  );
 
   it("answers 404 for a file that is not the docs page's", async () => {
     for (const name of ["index.html", "package.json", "swagger-ui-bundle.js.map", "..%2Fpackage.json"]) {

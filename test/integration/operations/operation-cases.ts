@@ -108,6 +108,7 @@ export const MALFORMED: Readonly<Record<string, MalformedCase>> = {
   "service.metrics": { noArguments: true },
   "service.openapi": { noArguments: true },
   "service.docs": { noArguments: true },
+  "service.docs.index": { noArguments: true },
   "service.docs.asset": {
     opaque: "the file's name (one of a fixed list; any other is unknown)",
     request: { path: "/docs/no-such-file.js" },

@@ -60,7 +60,8 @@ function pattern(operation: OperationSpec): RegExp {
 
 /** A path beside the operation's that no operation of any group binds. */
 export function unknownRouteNextTo(operation: OperationSpec): string {
-  let path = `${concretePath(operation)}/no-such-route`;
+  // A path that ends in a slash (`/docs/`) takes no second one: `//` is a malformed target.
+  let path = `${concretePath(operation).replace(/\/$/, "")}/no-such-route`;
   while (operations.all().some((any) => pattern(any).test(path))) path += "/deeper";
   return path;
 }
