@@ -9,7 +9,8 @@
  * to it), and a contract operation keeps the contract's `operationId` (`CreateSession`, the
  * name clients generated from the contract use); its registry id is `x-sandpool-operation`.
  * sandpool only adds: optional fields, headers, the responses the contract does not
- * declare, and components of its own.
+ * declare, components of its own, and titles on the variants of the contract's unions
+ * (titled-variants.ts).
  */
 import { type JsonObject, readContractDocument } from "../contract/contract-document.js";
 import { mountedPath, type OperationSpec } from "../operations/operation.js";
@@ -17,6 +18,7 @@ import { type OperationRegistry, operations } from "../operations/registry.js";
 import { SANDPOOL_VERSION } from "../version.js";
 import { declaredOperation, extendContractOperation } from "./operation-object.js";
 import { sandpoolHeaders, sandpoolSchemas } from "./sandpool-components.js";
+import { titledVariants } from "./titled-variants.js";
 
 /** Who reads the document: anyone (no credential or a workspace token), or an operator (an admin token). */
 export type DocumentViewer = "public" | "admin";
@@ -69,7 +71,7 @@ export function openApiDocument(
     paths,
     components: {
       ...components,
-      schemas: { ...components.schemas, ...sandpoolSchemas },
+      schemas: { ...titledVariants(components.schemas as Record<string, JsonObject>), ...sandpoolSchemas },
       headers: { ...components.headers, ...sandpoolHeaders },
     },
   };
