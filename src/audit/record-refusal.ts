@@ -1,7 +1,8 @@
 /**
  * Pipeline step 8 for refused contract calls: a call that passed authentication and was then
- * refused by policy, a quota, capacity, or because its session is unknown leaves a durable
- * record (a usage event of kind `denied`), read back by `GET /admin/v1/audit?kind=denied`.
+ * refused by policy, a quota, capacity, an upload over the file cap, or because its session is
+ * unknown leaves a durable record (a usage event of kind `denied`), read back by
+ * `GET /admin/v1/audit?kind=denied`.
  * It goes through the usage buffer, so it costs the request nothing but a push, and reaches
  * Postgres within a second or two. Refusals of one workspace, operation and code within a
  * second are one record with their count, whatever session ids the client named
@@ -12,9 +13,12 @@ import type { Principal } from "../auth/principal.js";
 import type { ErrorCode, SandpoolError } from "../contract/error-codes.js";
 import type { UsageSink } from "../metering/usage-sink.js";
 
-/** The codes a refusal is audited for: what the workspace was not allowed to do. */
+/**
+ * The codes a refusal is audited for: what the workspace was not allowed to do (an upload over
+ * its `maxFileBytes` among them).
+ */
 const AUDITED_PREFIXES = ["policy.", "quota.", "capacity."] as const;
-const AUDITED_CODES = new Set<ErrorCode>(["session.not_found"]);
+const AUDITED_CODES = new Set<ErrorCode>(["session.not_found", "file.too_large"]);
 
 export function isAuditedRefusal(code: ErrorCode): boolean {
   return AUDITED_CODES.has(code) || AUDITED_PREFIXES.some((prefix) => code.startsWith(prefix));

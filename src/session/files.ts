@@ -8,11 +8,14 @@
  * without holding its answer (`endBehind`). Downloads are always attachments, never sniffed
  * (`downloadHeaders`).
  */
+import { scopedPrincipal } from "../auth/principal.js";
+import { SandpoolError } from "../contract/error-codes.js";
 import { MAX_FILE_BYTES_HEADER } from "../contract/headers.js";
 import { attachmentDisposition, fileNameOf } from "../http/common/content-disposition.js";
 import { pendingWorkOf } from "../http/common/pending-work.js";
 import type { GatewayServices } from "../http/gateway-services.js";
 import type { CallArgs, OperationCall, OperationHandler } from "../operations/handler.js";
+import { auditRefusal } from "../pipeline/steps/audit.js";
 import { answerOutcome, forwardToSandbox, type SandboxAnswer } from "./forward-to-sandbox.js";
 import type { OpenCall } from "./session-lifecycle.js";
 import { TRANSFER_DEADLINE_MS } from "./session-plans.js";
@@ -62,6 +65,30 @@ function admitted(call: OperationCall): OpenCall {
  */
 function endBehind(services: GatewayServices, call: OpenCall): void {
   pendingWorkOf(services).track(call.end());
+}
+
+/**
+ * An upload the sandbox refused as over the workspace's cap (one whose size no Content-Length
+ * declared, or declared within the multipart framing allowance) is the same refusal as the one
+ * the gateway makes on Content-Length: audited as `denied` (src/audit/record-refusal.ts).
+ */
+function auditSandboxRefusal(services: GatewayServices, call: OperationCall, answer: SandboxAnswer): void {
+  const principal = scopedPrincipal(call.caller);
+  if (principal === undefined || !Buffer.isBuffer(answer.body)) return;
+  let detail: { code?: unknown; message?: unknown } | undefined;
+  try {
+    detail = (JSON.parse(answer.body.toString("utf8")) as { detail?: typeof detail }).detail;
+  } catch {
+    return;
+  }
+  if (detail?.code !== "file.too_large") return;
+  const message = typeof detail.message === "string" ? detail.message : "the file is larger than the cap";
+  auditRefusal(
+    services.usage,
+    call.log,
+    { principal, operationId: call.operation.id, sessionId: call.session?.key.sessionId },
+    new SandpoolError("file.too_large", message),
+  );
 }
 
 export function fileHandlers(services: GatewayServices): Record<string, OperationHandler> {
@@ -137,6 +164,7 @@ export function fileHandlers(services: GatewayServices): Record<string, Operatio
       } finally {
         endBehind(services, call);
       }
+      if (answer.status === 413) auditSandboxRefusal(services, operationCall, answer);
       if (answer.status === 201) {
         const stored = JSON.parse((answer.body as Buffer).toString("utf8")) as { size_bytes?: number };
         services.usage.record({

@@ -1,6 +1,6 @@
 /**
  * Refused contract calls are audited (pipeline step 8), on a real dev gateway: every kind of
- * refusal after authentication (policy, quota, unknown session) is listed by
+ * refusal after authentication (policy, quota, unknown session, an upload over the file cap) is listed by
  * `GET /admin/v1/audit?kind=denied` within two seconds, newest first, with its operation,
  * code, time and principal; one workspace's refusals never show in another's list; calls
  * refused before authentication, and calls that were not refusals, leave nothing; identical
@@ -134,6 +134,44 @@ describe("audit of refused calls", () => {
     );
     const items = await deniedSoon(workspace, 2);
     expect(items.map((item) => item.code)).toEqual(["quota.exec_budget", "quota.session_rate"]);
+  });
+
+  it("records an upload over the workspace's maxFileBytes, refused by the gateway or by the sandbox", async () => {
+    const workspace = freshWorkspace("uploads");
+    const client = await harness.client(workspace);
+    const created = await client.createSession({});
+    expect(created.status, created.text).toBe(201);
+    const sessionId = (created.body as { session_id: string }).session_id;
+    await setPolicy(workspace, { maxFileBytes: 1024 });
+    // Far over the cap: the gateway refuses it on its Content-Length, before a byte is read.
+    expectCode(
+      await client.putFile(sessionId, "x".repeat(256 * 1024), { path: "big.txt" }),
+      413,
+      "file.too_large",
+    );
+    let items = await deniedSoon(workspace, 1);
+    expect(items.map((item) => [item.operation, item.code, item.status])).toEqual([
+      ["files.put", "file.too_large", 413],
+    ]);
+    expect(items[0]!.sessionId).toBe(sessionId);
+    // Just over it, within the multipart framing allowance: the sandbox refuses it as it writes.
+    expectCode(
+      await client.putFile(sessionId, "x".repeat(2048), { path: "small.txt" }),
+      413,
+      "file.too_large",
+    );
+    await waitFor(
+      async () => (await denied(workspace)).reduce((sum, item) => sum + item.count, 0) === 2,
+      2_000,
+    );
+    items = await denied(workspace);
+    expect(items.every((item) => item.operation === "files.put" && item.code === "file.too_large")).toBe(
+      true,
+    );
+    // An upload within the cap is no refusal.
+    expect((await client.putFile(sessionId, "x".repeat(512), { path: "ok.txt" })).status).toBe(201);
+    await harness.gateway.services.usage.flush();
+    expect((await denied(workspace)).reduce((sum, item) => sum + item.count, 0)).toBe(2);
   });
 
   it("keeps one workspace's refusals out of another's list, and an admin list without workspace has both", async () => {
