@@ -5,9 +5,10 @@
  * bad usage (exit 2).
  */
 import { describe, expect, it } from "vitest";
+import { mintToken } from "../../src/auth/dev-keys.js";
 import { HERMETIC_CLI_ENV, useAdminCliHarness } from "../support/admin-cli-harness.js";
 import { runCli } from "../support/cli.js";
-import { TEST_IMAGE } from "../support/gateway-harness.js";
+import { TEST_IMAGE, TEST_SECRET } from "../support/gateway-harness.js";
 
 const cli = useAdminCliHarness(
   [{ name: "default", image: TEST_IMAGE, minIdle: 0, maxTotal: 2 }],
@@ -76,6 +77,14 @@ describe("sandpool explain", () => {
     );
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/^sandpool explain: the token is valid but is not an admin token/);
+    const expired = await sandpool(
+      ["--workspace", "cli-nosy", "--operation", "sessions.create"],
+      await mintToken({ secret: TEST_SECRET, admin: true, ttlSeconds: -600 }),
+    );
+    expect(expired.code).toBe(1);
+    expect(expired.stderr).toMatch(
+      /^sandpool explain: the admin token has expired \(401 auth\.expired\): the bearer token expired at .*\n.*sandpool token --admin/,
+    );
     for (const bad of [
       ["--operation", "sessions.create"],
       ["--workspace", "w"],
