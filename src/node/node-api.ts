@@ -148,8 +148,9 @@ export const NODE_ROUTES: readonly NodeRoute[] = [
     handle: async ({ deps, body, workspace, answer }) => {
       if (workspace === undefined)
         throw new SandpoolError("request.malformed", "a lease names its workspace");
-      const { pool } = JSON.parse((body as Buffer).toString("utf8")) as { pool?: string };
-      answer.send(201, {}, await deps.sandboxes.lease(String(pool), workspace));
+      const pool = jsonField(body as Buffer, "pool");
+      if (typeof pool !== "string") throw new SandpoolError("request.malformed", "a lease names its pool");
+      answer.send(201, {}, await deps.sandboxes.lease(pool, workspace));
     },
   },
   sandboxAction(
@@ -194,8 +195,8 @@ export async function listenNodeApi(deps: NodeApiDeps, host: string, port: numbe
       handle(deps, req, res).catch((error) => {
         deps.log.error({ err: error }, "node API request failed");
         if (!res.headersSent) {
-          res.writeHead(500).end();
           closeBehind(req, res);
+          res.writeHead(500).end();
         } else res.destroy();
       });
     },
@@ -267,9 +268,9 @@ async function handle(deps: NodeApiDeps, req: IncomingMessage, res: ServerRespon
     const failure =
       error instanceof SandpoolError ? error : new SandpoolError("server.internal", "the node failed");
     if (!(error instanceof SandpoolError)) deps.log.error({ err: error, path }, "node API call failed");
-    answer.error(failure);
     // A body refused before its end: the rest of it is not read, the connection goes.
     if (!req.readableEnded) closeBehind(req, res);
+    answer.error(failure);
   }
 }
 
@@ -295,23 +296,28 @@ function refuse(
 ): void {
   deps.refused?.(reason);
   deps.log.warn({ refused: reason, path }, "a node API request was refused");
-  res.writeHead(401, { "content-type": "application/json" }).end('{"refused":true}');
   closeBehind(req, res);
+  res.writeHead(401, { "content-type": "application/json" }).end('{"refused":true}');
 }
 
 /** How long a refused request's sender has to take its answer before the connection is cut. */
 const LINGER_MS = 2_000;
 
 /**
- * Closes the connection once the answer is out, without losing it: the node sends its FIN
- * (no more answers here) and drops what still arrives until the sender closes too, or for
- * LINGER_MS at most. Closing at once would reset the connection while the sender's bytes
- * are unread, and a reset can take the answer with it. Nothing that arrives is kept.
+ * Closes the connection once the answer (not yet written) is out, without losing it: the
+ * answer says `Connection: close`, the node sends its FIN and drops what still arrives until
+ * the sender closes too, or for LINGER_MS at most. node:http would close at once (its
+ * destroySoon on a `close` answer), and closing while the sender's bytes are unread resets
+ * the connection, which can take the answer with it. Nothing that arrives is kept.
  */
 function closeBehind(req: IncomingMessage, res: ServerResponse): void {
   const socket = req.socket;
+  res.setHeader("connection", "close");
+  // Runs after node:http's own finish handler, which ended the socket and set it to be
+  // destroyed as soon as its FIN is out: that destroy waits for the sender instead.
   res.once("finish", () => {
-    socket.end();
+    socket.removeListener("finish", socket.destroy);
+    if (socket.writable) socket.end();
     req.resume();
     const cut = setTimeout(() => socket.destroy(), LINGER_MS);
     cut.unref();
@@ -388,13 +394,26 @@ async function relayToSandbox(call: NodeCall): Promise<void> {
   await answer.stream(response.statusCode, passed, response.body);
 }
 
+/** A field of a JSON object body; a body that is not one is the edge's mistake. */
+function jsonField(body: Buffer, name: string): unknown {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString("utf8"));
+  } catch {
+    throw new SandpoolError("request.bad_json", "the body is not JSON");
+  }
+  return typeof parsed === "object" && parsed !== null
+    ? (parsed as Record<string, unknown>)[name]
+    : undefined;
+}
+
 function unknownSession(): SandpoolError {
   return new SandpoolError("session.not_found", "no such session");
 }
 
 function workspaceOf(req: IncomingMessage): string | undefined {
   const value = header(req, SIGNATURE_HEADERS.workspace);
-  if (value === undefined) return undefined;
+  if (!value) return undefined;
   try {
     return decodeURIComponent(value);
   } catch {
