@@ -22,6 +22,8 @@ export interface FuzzAnswer {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   text: string;
+  /** The body's bytes as they came (a node's answer is framed: text would mangle its MACs). */
+  bytes: Buffer;
   json: unknown;
 }
 
@@ -44,7 +46,8 @@ export function send(baseUrl: string, req: FuzzRequest): Promise<FuzzAnswer> {
         const chunks: Buffer[] = [];
         res.on("data", (chunk: Buffer) => chunks.push(chunk));
         res.on("end", () => {
-          const text = Buffer.concat(chunks).toString("utf8");
+          const bytes = Buffer.concat(chunks);
+          const text = bytes.toString("utf8");
           let json: unknown;
           if (String(res.headers["content-type"] ?? "").includes("json") && text.length > 0) {
             try {
@@ -53,7 +56,7 @@ export function send(baseUrl: string, req: FuzzRequest): Promise<FuzzAnswer> {
               json = undefined;
             }
           }
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, bytes, json });
         });
         res.on("error", reject);
       },
