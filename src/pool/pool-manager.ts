@@ -21,6 +21,7 @@ import type { PoolDemandDelta, PoolDemandTotals } from "../store/coordination/po
 import type { PoolLedger } from "../store/coordination/pool-ledger.js";
 import type { MemberHold, SandboxRecord } from "../store/coordination/records.js";
 import { cpuBaselineMs } from "./cpu-baseline.js";
+import { InFlightMarks } from "./in-flight-marks.js";
 import { PoolDemand, type PoolDemandView, REFILL_WINDOW } from "./pool-demand.js";
 import type { PoolSizes } from "./pool-sizes.js";
 import { StartBackoff } from "./start-backoff.js";
@@ -92,11 +93,14 @@ export class PoolManager {
   private readonly renewedIdleAt = new Map<string, number>();
   private readonly limiter: WarmupLimiter;
   private readonly now: () => number;
+  /** The marks of this replica's starts, renewed while they run. */
+  private readonly inFlight: InFlightMarks;
 
   constructor(private readonly deps: PoolManagerDeps) {
     this.pools = new Map(deps.pools.map((pool) => [pool.name, pool]));
     this.now = deps.now ?? Date.now;
     this.limiter = deps.warmupLimiter ?? new WarmupLimiter();
+    this.inFlight = new InFlightMarks(deps.store, deps.log, this.now);
     for (const pool of deps.pools) {
       this.backoff.set(pool.name, new StartBackoff());
       this.counters.set(pool.name, { warmLeases: 0, coldLeases: 0, warmupFailures: 0 });
@@ -218,10 +222,13 @@ export class PoolManager {
    */
   private async leaseOrWait(pool: PoolSpec, hold: MemberHold, started: bigint): Promise<LeasedSandbox> {
     for (let attempt = 0; ; attempt++) {
-      const idle = await this.deps.store.leaseIdle(
-        pool.name,
-        attempt === 0 ? hold : { ...hold, now: this.now() },
-      );
+      // Marked in flight until its lease is due to be recorded: a replica that dies before
+      // that leaves a mark that lapses, not a place held for the session's whole life.
+      const idle = await this.deps.store.leaseIdle(pool.name, {
+        ...hold,
+        now: attempt === 0 ? hold.now : this.now(),
+        handOverBy: this.inFlight.until(),
+      });
       if (idle) return { record: idle, warm: true };
       const record = await this.startSandbox(pool, "cold");
       if (record) return { record, warm: false };
@@ -276,9 +283,22 @@ export class PoolManager {
     };
   }
 
-  /** Keeps a leased sandbox counted against its pool for `hold`'s workspace until `hold.until`. */
-  holdMembership(record: SandboxRecord, hold: MemberHold): Promise<void> {
-    return this.deps.store.holdMember(record.pool, record.sandboxId, hold);
+  /**
+   * Keeps a cold-started sandbox counted against its pool for `hold`'s workspace until
+   * `hold.until` (marked in flight until its lease is due to be recorded). Throws when its
+   * place was reclaimed meanwhile (this replica stalled past its start's in-flight mark):
+   * the caller gives the sandbox up.
+   */
+  async holdMembership(record: SandboxRecord, hold: MemberHold): Promise<void> {
+    const held = await this.deps.store.holdMember(record.pool, record.sandboxId, {
+      ...hold,
+      handOverBy: this.inFlight.until(),
+    });
+    if (!held) {
+      throw new SandpoolError("capacity.exhausted", `the '${record.pool}' pool's place was reclaimed`, {
+        retryAfterSeconds: 1,
+      });
+    }
   }
 
   /**
@@ -397,9 +417,11 @@ export class PoolManager {
     const record = await this.startSandbox(pool, "warm-up").catch(() => undefined);
     if (!record) return false;
     const now = this.now();
-    await this.deps.store.renewMember(pool.name, record.sandboxId, now + IDLE_MEMBERSHIP_MS, now);
-    await this.deps.store.pushIdle(record);
-    return true;
+    if (await this.deps.store.pushIdle(record, { until: now + IDLE_MEMBERSHIP_MS, now })) return true;
+    // Its place was reclaimed (this replica stalled past the start's in-flight mark): it goes.
+    this.deps.log.warn({ pool: pool.name, sandbox: record.sandboxId }, "a started sandbox lost its place");
+    await this.deps.runtime.destroy(record.runtimeId).catch(() => undefined);
+    return false;
   }
 
   /** Idle sandboxes keep counting against the pool's cap for as long as they wait. */
@@ -467,15 +489,18 @@ export class PoolManager {
   ): Promise<SandboxRecord | undefined> {
     const sandboxId = randomBytes(12).toString("hex");
     const deadline = this.now() + pool.coldStartTimeoutMs;
+    // The start is marked in flight, renewed while it runs: if this replica dies, its place
+    // and its container are reclaimed within seconds (src/pool/reclaim-in-flight.ts).
     const counted = await this.deps.store.addMember(
       pool.name,
       sandboxId,
       this.sizeOf(pool).maxTotal,
       deadline + 5_000,
       this.now(),
-      purpose === "warm-up",
+      { warming: purpose === "warm-up", inFlightUntil: this.inFlight.until() },
     );
     if (!counted) return undefined;
+    this.inFlight.begin(pool.name, sandboxId);
     this.starting.set(pool.name, (this.starting.get(pool.name) ?? 0) + 1);
     let runtimeId: string | undefined;
     const began = process.hrtime.bigint();
@@ -524,6 +549,7 @@ export class PoolManager {
         },
       );
     } finally {
+      this.inFlight.end(pool.name, sandboxId);
       this.starting.set(pool.name, (this.starting.get(pool.name) ?? 1) - 1);
     }
   }

@@ -7,9 +7,11 @@
  * - any other sandbox the store does not know is an orphan, left by a crashed gateway:
  *   destroyed;
  * - a lease whose sandbox is gone is ended (its slot released);
- * - an idle record whose sandbox is gone is dropped from the pool.
- * Sandboxes younger than a grace period are left alone, so a start in progress on another
- * replica is never mistaken for an orphan.
+ * - an idle record whose sandbox is gone is dropped from the pool;
+ * - a sandbox a replica was starting or handing out, whose in-flight mark lapsed (the replica
+ *   died), has its place freed and is destroyed at once (src/pool/reclaim-in-flight.ts).
+ * Other sandboxes younger than a grace period are left alone, so a start in progress on
+ * another replica is never mistaken for an orphan.
  */
 import type { Logger } from "pino";
 import { PartialListError, type RuntimeSandbox, type SandboxRuntime } from "../runtime/sandbox-runtime.js";
@@ -19,6 +21,7 @@ import type { LeaseStore } from "../store/coordination/lease-store.js";
 import type { PoolLedger } from "../store/coordination/pool-ledger.js";
 import { type Lease, leaseDeadline } from "../store/coordination/records.js";
 import type { PoolManager } from "./pool-manager.js";
+import { reclaimInFlight } from "./reclaim-in-flight.js";
 
 export interface ReconcileDeps {
   runtime: SandboxRuntime;
@@ -38,6 +41,8 @@ export interface ReconcileReport {
   orphansDestroyed: number;
   leasesEnded: number;
   idleDropped: number;
+  /** Places freed of sandboxes a dead replica was starting or handing out. */
+  inFlightReclaimed: number;
 }
 
 /** What the runtime reports; engines that are away count as holding nothing. */
@@ -53,13 +58,21 @@ async function listReachable(deps: ReconcileDeps): Promise<RuntimeSandbox[]> {
 
 export async function reconcile(deps: ReconcileDeps): Promise<ReconcileReport> {
   const now = (deps.now ?? Date.now)();
-  const report: ReconcileReport = { leasesRebuilt: 0, orphansDestroyed: 0, leasesEnded: 0, idleDropped: 0 };
+  const report: ReconcileReport = {
+    leasesRebuilt: 0,
+    orphansDestroyed: 0,
+    leasesEnded: 0,
+    idleDropped: 0,
+    inFlightReclaimed: 0,
+  };
   const listed = await listReachable(deps);
   const runningIds = new Set(listed.filter((s) => s.running !== false).map((sandbox) => sandbox.sandboxId));
 
   const known = new Set<string>();
+  const leased = new Set<string>();
   for (const lease of await deps.store.listLeases()) {
     known.add(lease.sandbox.sandboxId);
+    leased.add(lease.sandbox.sandboxId);
     if (!runningIds.has(lease.sandbox.sandboxId)) {
       if (
         await deps.sessions.end({ workspace: lease.workspace, sessionId: lease.sessionId }, "sandbox_failed")
@@ -68,19 +81,32 @@ export async function reconcile(deps: ReconcileDeps): Promise<ReconcileReport> {
       }
     }
   }
+  const reclaimed = new Set<string>();
   for (const pool of deps.pools.list()) {
+    const idleIds = new Set<string>();
     for (const idle of await deps.store.listIdle(pool.name)) {
       known.add(idle.sandboxId);
+      idleIds.add(idle.sandboxId);
       if (!runningIds.has(idle.sandboxId) && (await deps.store.takeIdle(pool.name, idle.sandboxId))) {
         await deps.store.removeMember(pool.name, idle.sandboxId);
         report.idleDropped++;
       }
     }
-    // Members that are neither leased nor idle are being started by some replica.
+    const seen = { leased, idle: idleIds };
+    for (const id of await reclaimInFlight(deps.store, pool.name, seen, now, deps.log)) reclaimed.add(id);
+    report.inFlightReclaimed = reclaimed.size;
+    // Members that are neither leased nor idle are being started (or handed out) by some replica.
     for (const member of await deps.store.listMembers(pool.name, now)) known.add(member);
   }
 
   for (const sandbox of listed) {
+    if (reclaimed.has(sandbox.sandboxId)) {
+      // No one will start it further nor hand it out: no grace to wait.
+      deps.log.warn({ sandbox: sandbox.sandboxId, pool: sandbox.pool }, "destroying a reclaimed sandbox");
+      await deps.runtime.destroy(sandbox.runtimeId);
+      report.orphansDestroyed++;
+      continue;
+    }
     // Known and running: fine. Known but exited: its lease or idle record was just ended
     // above, and its container is removed here like any orphan.
     if (known.has(sandbox.sandboxId) && sandbox.running !== false) continue;
@@ -94,7 +120,7 @@ export async function reconcile(deps: ReconcileDeps): Promise<ReconcileReport> {
     await deps.store.removeMember(sandbox.pool, sandbox.sandboxId);
     report.orphansDestroyed++;
   }
-  if (report.leasesRebuilt + report.orphansDestroyed + report.leasesEnded + report.idleDropped > 0) {
+  if (Object.values(report).some((count) => count > 0)) {
     deps.log.info(report, "reconciled the runtime with the store");
   }
   return report;

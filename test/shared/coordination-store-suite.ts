@@ -443,11 +443,11 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
     describe("warm-up starts", () => {
       it("a warming member takes a place and is counted warming until it is pushed idle", async () => {
         const pool = freshName("pool");
-        expect(await store.addMember(pool, "w1", 2, t0 + MINUTE, t0, true)).toBe(true);
+        expect(await store.addMember(pool, "w1", 2, t0 + MINUTE, t0, { warming: true })).toBe(true);
         expect(await store.addMember(pool, "c1", 2, t0 + MINUTE, t0)).toBe(true);
         expect(await store.countMembers(pool, t0)).toBe(2);
         expect(await store.countWarming(pool, t0)).toBe(1); // the cold start is not warming
-        expect(await store.addMember(pool, "w2", 2, t0 + MINUTE, t0, true)).toBe(false);
+        expect(await store.addMember(pool, "w2", 2, t0 + MINUTE, t0, { warming: true })).toBe(false);
         expect(await store.countWarming(pool, t0)).toBe(1); // a refused start is not marked
         await store.pushIdle(record(pool, { sandboxId: "w1" }));
         expect(await store.countWarming(pool, t0)).toBe(0);
@@ -457,8 +457,8 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
 
       it("removing a warming member ends its mark; marks expire with the start's deadline", async () => {
         const pool = freshName("pool");
-        await store.addMember(pool, "w1", 4, t0 + MINUTE, t0, true);
-        await store.addMember(pool, "w2", 4, t0 + HOUR, t0, true);
+        await store.addMember(pool, "w1", 4, t0 + MINUTE, t0, { warming: true });
+        await store.addMember(pool, "w2", 4, t0 + HOUR, t0, { warming: true });
         await store.removeMember(pool, "w2");
         expect(await store.countWarming(pool, t0)).toBe(1);
         expect(await store.countWarming(pool, t0 + 2 * MINUTE)).toBe(0); // a crashed start stops counting
@@ -478,6 +478,97 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
         expect(await store.countMembers(pool, t0)).toBe(1); // a mark is not a place
         expect(await store.countRetiring(pool, t0 + 2 * MINUTE)).toBe(0);
         expect(await store.countRetiring(freshName("pool"), t0)).toBe(0);
+      });
+    });
+
+    describe("starts and hand-outs in flight", () => {
+      const marks = async (pool: string) =>
+        (await store.listInFlight(pool)).sort((a, b) => a.sandboxId.localeCompare(b.sandboxId));
+
+      it("a start is marked in flight with its place, renewed, and ended when pushed idle", async () => {
+        const pool = freshName("pool");
+        const r = record(pool);
+        expect(
+          await store.addMember(pool, r.sandboxId, 2, t0 + MINUTE, t0, { inFlightUntil: t0 + 15 * SECOND }),
+        ).toBe(true);
+        expect(await store.addMember(pool, "plain", 2, t0 + MINUTE, t0)).toBe(true);
+        expect(
+          await store.addMember(pool, "refused", 2, t0 + MINUTE, t0, { inFlightUntil: t0 + MINUTE }),
+        ).toBe(false);
+        expect(await marks(pool)).toEqual([{ sandboxId: r.sandboxId, until: t0 + 15 * SECOND }]);
+        await store.renewInFlight(pool, [r.sandboxId, "unmarked"], t0 + 30 * SECOND, t0 + 10 * SECOND);
+        expect(await marks(pool)).toEqual([{ sandboxId: r.sandboxId, until: t0 + 30 * SECOND }]);
+        expect(await store.pushIdle(r, { until: t0 + HOUR, now: t0 })).toBe(true);
+        expect(await marks(pool)).toEqual([]);
+        // Pushing it moved its membership: it outlives the start's minute.
+        expect(await store.listMembers(pool, t0 + 2 * MINUTE)).toEqual([r.sandboxId]);
+        await store.renewInFlight(pool, [r.sandboxId], t0 + HOUR, t0);
+        expect(await marks(pool)).toEqual([]); // an ended mark is not set again
+      });
+
+      it("a hand-out is marked until its lease is due, by the idle lease or the cold hold", async () => {
+        const pool = freshName("pool");
+        const [idle, cold] = [record(pool), record(pool)];
+        await store.addMember(pool, idle.sandboxId, 5, t0 + MINUTE, t0);
+        await store.pushIdle(idle);
+        await store.addMember(pool, cold.sandboxId, 5, t0 + MINUTE, t0, { inFlightUntil: t0 + 15 * SECOND });
+        const hold = { workspace: freshName("ws"), until: t0 + HOUR, now: t0, handOverBy: t0 + 20 * SECOND };
+        expect(await store.leaseIdle(pool, hold)).toEqual(idle);
+        expect(await store.holdMember(pool, cold.sandboxId, hold)).toBe(true);
+        const expected = [idle, cold]
+          .map((r) => ({ sandboxId: r.sandboxId, until: t0 + 20 * SECOND }))
+          .sort((a, b) => a.sandboxId.localeCompare(b.sandboxId));
+        expect(await marks(pool)).toEqual(expected);
+        await store.endInFlight(pool, idle.sandboxId);
+        expect((await marks(pool)).map((m) => m.sandboxId)).toEqual([cold.sandboxId]);
+      });
+
+      it("reclaims the place of a lapsed mark, and only of a lapsed one", async () => {
+        const pool = freshName("pool");
+        const lapse = t0 + 15 * SECOND;
+        await store.addMember(pool, "dead", 3, t0 + HOUR, t0, { warming: true, inFlightUntil: lapse });
+        await store.addMember(pool, "alive", 3, t0 + HOUR, t0, { inFlightUntil: lapse });
+        await store.addMember(pool, "ending", 3, t0 + HOUR, t0, { inFlightUntil: lapse });
+        await store.renewInFlight(pool, ["alive"], t0 + MINUTE, t0 + 10 * SECOND);
+        await store.markRetiring(pool, "ending", t0 + HOUR, t0);
+        const later = t0 + 20 * SECOND;
+        expect(await store.reclaimInFlight(pool, "dead", lapse - 1)).toBe(false); // not lapsed yet
+        expect(await store.reclaimInFlight(pool, "dead", later)).toBe(true);
+        expect(await store.reclaimInFlight(pool, "dead", later)).toBe(false); // once
+        expect(await store.reclaimInFlight(pool, "alive", later)).toBe(false); // renewed
+        expect(await store.reclaimInFlight(pool, "ending", later)).toBe(false); // its destroy frees it
+        expect(await store.reclaimInFlight(pool, "never-marked", later)).toBe(false);
+        expect((await store.listMembers(pool, later)).sort()).toEqual(["alive", "ending"]);
+        expect(await store.countWarming(pool, later)).toBe(0);
+        expect((await marks(pool)).map((m) => m.sandboxId)).toEqual(["alive", "ending"]);
+        // The freed place is the pool's again, and the dead start cannot take it back.
+        expect(await store.addMember(pool, "next", 3, t0 + HOUR, later)).toBe(true);
+        expect(await store.holdMember(pool, "dead", { workspace: "w", until: t0 + HOUR, now: later })).toBe(
+          false,
+        );
+        const late = record(pool, { sandboxId: "dead" });
+        expect(await store.pushIdle(late, { until: t0 + HOUR, now: later })).toBe(false);
+        expect(await store.countIdle(pool)).toBe(0);
+      });
+
+      it("removing a member ends its mark; marks keep pools apart", async () => {
+        const [p1, p2] = [freshName("pool"), freshName("pool")];
+        await store.addMember(p1, "s1", 2, t0 + HOUR, t0, { inFlightUntil: t0 + MINUTE });
+        await store.addMember(p2, "s1", 2, t0 + HOUR, t0, { inFlightUntil: t0 + MINUTE });
+        await store.removeMember(p1, "s1");
+        expect(await store.listInFlight(p1)).toEqual([]);
+        expect(await store.listInFlight(p2)).toEqual([{ sandboxId: "s1", until: t0 + MINUTE }]);
+        expect(await store.listInFlight(freshName("pool"))).toEqual([]);
+      });
+
+      it("a lapsed mark stays listed past its member's expiry, for reconciliation to find", async () => {
+        // Real time: the Redis set's own expiry is the store's.
+        const pool = freshName("pool");
+        const now = Date.now();
+        await store.addMember(pool, "s1", 2, now + 200, now, { inFlightUntil: now + 100 });
+        await new Promise((resolve) => setTimeout(resolve, 1_500));
+        expect(await store.listInFlight(pool)).toEqual([{ sandboxId: "s1", until: now + 100 }]);
+        expect(await store.reclaimInFlight(pool, "s1", Date.now())).toBe(true);
       });
     });
 
@@ -655,8 +746,8 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
         const r = record(pool);
         await store.addMember(pool, r.sandboxId, 5, t0 + MINUTE, t0);
         const hold = { workspace: freshName("ws"), until: t0 + HOUR, now: t0 };
-        await store.holdMember(pool, r.sandboxId, hold);
-        await store.holdMember(pool, "ghost", hold);
+        expect(await store.holdMember(pool, r.sandboxId, hold)).toBe(true);
+        expect(await store.holdMember(pool, "ghost", hold)).toBe(false);
         expect(await store.listMembers(pool, t0 + 2 * MINUTE)).toEqual([r.sandboxId]);
       });
 

@@ -6,6 +6,7 @@
 import type { CoordinationStore } from "./coordination-store.js";
 import { MemoryPoolDemand } from "./memory-pool-demand.js";
 import type { PoolDemandDelta } from "./pool-demand-exchange.js";
+import type { StartMarks } from "./pool-ledger.js";
 import {
   type AdmissionVerdict,
   type CallEnd,
@@ -40,6 +41,11 @@ class ExpiringSet {
     if (live >= limit) return false;
     this.entries.set(token, expiresAt);
     return true;
+  }
+
+  /** Whether the token is in the set, expired or not: an expired one not yet purged has no successor. */
+  contains(token: string): boolean {
+    return this.entries.has(token);
   }
 
   has(token: string, now: number): boolean {
@@ -83,6 +89,8 @@ export class MemoryCoordinationStore implements CoordinationStore {
   private readonly warming = new Map<string, ExpiringSet>();
   /** Per pool, the members waiting to be destroyed (see PoolLedger.markRetiring). */
   private readonly retiring = new Map<string, ExpiringSet>();
+  /** Per pool, starts and hand-outs in flight: sandbox id -> mark's expiry, lapsed ones kept. */
+  private readonly inFlight = new Map<string, Map<string, number>>();
   private readonly idle = new Map<string, SandboxRecord[]>();
   private readonly leases = new Map<string, Lease>();
   private readonly subscribers = new Map<string, ((message: string) => void)[]>();
@@ -169,7 +177,7 @@ export class MemoryCoordinationStore implements CoordinationStore {
     maxTotal: number,
     expiresAt: number,
     now: number,
-    warming = false,
+    marks: StartMarks = {},
   ) {
     const held = getOrCreate(this.members, pool, () => new ExpiringSet()).add(
       sandboxId,
@@ -178,10 +186,36 @@ export class MemoryCoordinationStore implements CoordinationStore {
       now,
     );
     // In the same step, as the Redis script: no lease may see the place taken and not yet marked.
-    if (held && warming) {
+    if (held && marks.warming) {
       getOrCreate(this.warming, pool, () => new ExpiringSet()).add(sandboxId, Infinity, expiresAt, now);
     }
+    if (held && marks.inFlightUntil) this.markInFlight(pool, sandboxId, marks.inFlightUntil);
     return held;
+  }
+
+  async renewInFlight(pool: string, sandboxIds: readonly string[], until: number, _now: number) {
+    const marks = this.inFlight.get(pool);
+    for (const sandboxId of sandboxIds) if (marks?.has(sandboxId)) marks.set(sandboxId, until);
+  }
+
+  async listInFlight(pool: string) {
+    return [...(this.inFlight.get(pool) ?? [])].map(([sandboxId, until]) => ({ sandboxId, until }));
+  }
+
+  async endInFlight(pool: string, sandboxId: string) {
+    this.inFlight.get(pool)?.delete(sandboxId);
+  }
+
+  async reclaimInFlight(pool: string, sandboxId: string, now: number) {
+    const mark = this.inFlight.get(pool)?.get(sandboxId);
+    if (mark === undefined || mark > now) return false;
+    if (this.retiring.get(pool)?.has(sandboxId, now)) return false;
+    await this.removeMember(pool, sandboxId);
+    return true;
+  }
+
+  private markInFlight(pool: string, sandboxId: string, until: number): void {
+    getOrCreate(this.inFlight, pool, () => new Map()).set(sandboxId, until);
   }
 
   async renewMember(pool: string, sandboxId: string, expiresAt: number, _now: number) {
@@ -192,6 +226,7 @@ export class MemoryCoordinationStore implements CoordinationStore {
     this.members.get(pool)?.delete(sandboxId);
     this.warming.get(pool)?.delete(sandboxId);
     this.retiring.get(pool)?.delete(sandboxId);
+    this.inFlight.get(pool)?.delete(sandboxId);
   }
 
   async markRetiring(pool: string, sandboxId: string, expiresAt: number, now: number) {
@@ -217,9 +252,16 @@ export class MemoryCoordinationStore implements CoordinationStore {
     return members.tokens();
   }
 
-  async pushIdle(record: SandboxRecord) {
+  async pushIdle(record: SandboxRecord, membership?: { until: number; now: number }) {
+    if (membership) {
+      const members = this.members.get(record.pool);
+      if (!members?.contains(record.sandboxId)) return false;
+      members.renew(record.sandboxId, membership.until);
+    }
     getOrCreate(this.idle, record.pool, () => []).push(record);
     this.warming.get(record.pool)?.delete(record.sandboxId);
+    this.inFlight.get(record.pool)?.delete(record.sandboxId);
+    return true;
   }
 
   async popIdle(pool: string) {
@@ -228,13 +270,20 @@ export class MemoryCoordinationStore implements CoordinationStore {
 
   async leaseIdle(pool: string, hold: MemberHold) {
     const record = this.idle.get(pool)?.shift();
-    if (record) this.members.get(pool)?.renew(record.sandboxId, hold.until);
+    if (record) {
+      this.members.get(pool)?.renew(record.sandboxId, hold.until);
+      if (hold.handOverBy) this.markInFlight(pool, record.sandboxId, hold.handOverBy);
+    }
     return record;
   }
 
   // Every lease is in one map here: no holders to record for the reaper.
   async holdMember(pool: string, sandboxId: string, hold: MemberHold) {
-    this.members.get(pool)?.renew(sandboxId, hold.until);
+    const members = this.members.get(pool);
+    if (!members?.contains(sandboxId)) return false;
+    members.renew(sandboxId, hold.until);
+    if (hold.handOverBy) this.markInFlight(pool, sandboxId, hold.handOverBy);
+    return true;
   }
 
   async takeIdle(pool: string, sandboxId: string) {

@@ -104,6 +104,11 @@ export interface MemberHold {
   workspace: string;
   until: number;
   now: number;
+  /**
+   * By when the session's lease is recorded (epoch ms): till then the sandbox is marked in
+   * flight, so a replica that dies handing it out leaves nothing held for an hour.
+   */
+  handOverBy?: number;
 }
 
 /** A reading of a session's sandbox CPU (AdmissionStore.chargeCpu). */

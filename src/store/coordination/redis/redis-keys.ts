@@ -55,6 +55,14 @@ export class RedisKeys {
     return `${this.prefix}{pool:${pool}}:retiring`;
   }
 
+  /**
+   * A pool's starts and hand-outs in flight, sandbox id -> when the mark lapses unless the
+   * replica doing it renews it: what reconciliation reclaims from a replica that died.
+   */
+  inFlight(pool: string): string {
+    return `${this.prefix}{pool:${pool}}:inflight`;
+  }
+
   /** Every replica's lease and start counts of a pool, summed (src/pool/pool-demand-sync.ts). */
   demand(pool: string): string {
     return `${this.prefix}{pool:${pool}}:demand`;

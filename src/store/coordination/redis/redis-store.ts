@@ -17,6 +17,7 @@
 import { randomBytes } from "node:crypto";
 import type { CoordinationStore } from "../coordination-store.js";
 import type { PoolDemandDelta } from "../pool-demand-exchange.js";
+import type { InFlightMark, StartMarks } from "../pool-ledger.js";
 import type {
   AdmissionVerdict,
   CallEnd,
@@ -202,11 +203,54 @@ export class RedisCoordinationStore implements CoordinationStore {
     maxTotal: number,
     expiresAt: number,
     now: number,
-    warming = false,
+    marks: StartMarks = {},
   ) {
     await this.holders.rememberPool(pool, now, true);
-    const keys = warming ? [this.keys.members(pool), this.keys.warming(pool)] : [this.keys.members(pool)];
-    return this.addUnderLimit(keys, sandboxId, maxTotal, expiresAt, now);
+    const held = await this.commands.script(
+      "add-member",
+      [this.keys.members(pool), this.keys.warming(pool), this.keys.inFlight(pool)],
+      [
+        sandboxId,
+        maxTotal,
+        Math.ceil(expiresAt),
+        now,
+        marks.warming ? "1" : "0",
+        Math.ceil(marks.inFlightUntil ?? 0),
+      ],
+    );
+    return Number(held) === 1;
+  }
+
+  async renewInFlight(pool: string, sandboxIds: readonly string[], until: number, now: number) {
+    if (sandboxIds.length === 0) return;
+    await this.commands.script(
+      "renew-in-flight",
+      [this.keys.inFlight(pool)],
+      [Math.ceil(until), now, ...sandboxIds],
+    );
+  }
+
+  async listInFlight(pool: string) {
+    const flat = await this.commands.read(() =>
+      this.redis.zrange(this.keys.inFlight(pool), "0", "-1", "WITHSCORES"),
+    );
+    const marks: InFlightMark[] = [];
+    for (let i = 0; i < flat.length; i += 2) marks.push({ sandboxId: flat[i]!, until: Number(flat[i + 1]) });
+    return marks;
+  }
+
+  async endInFlight(pool: string, sandboxId: string) {
+    await this.commands.call(() => this.redis.zrem(this.keys.inFlight(pool), sandboxId));
+  }
+
+  async reclaimInFlight(pool: string, sandboxId: string, now: number) {
+    const keys = [
+      this.keys.inFlight(pool),
+      this.keys.members(pool),
+      this.keys.warming(pool),
+      this.keys.retiring(pool),
+    ];
+    return Number(await this.commands.script("reclaim-in-flight", keys, [sandboxId, now])) === 1;
   }
 
   countWarming(pool: string, now: number) {
@@ -222,7 +266,12 @@ export class RedisCoordinationStore implements CoordinationStore {
   }
 
   async removeMember(pool: string, sandboxId: string) {
-    const keys = [this.keys.members(pool), this.keys.warming(pool), this.keys.retiring(pool)];
+    const keys = [
+      this.keys.members(pool),
+      this.keys.warming(pool),
+      this.keys.retiring(pool),
+      this.keys.inFlight(pool),
+    ];
     await this.commands.script("remove-member", keys, [sandboxId]);
   }
 
@@ -246,12 +295,19 @@ export class RedisCoordinationStore implements CoordinationStore {
     return this.commands.read(() => this.redis.zrangebyscore(this.keys.members(pool), `(${now}`, "+inf"));
   }
 
-  async pushIdle(record: SandboxRecord) {
-    await this.commands.script(
+  async pushIdle(record: SandboxRecord, membership?: { until: number; now: number }) {
+    const { pool } = record;
+    const pushed = await this.commands.script(
       "push-idle",
-      [this.keys.idle(record.pool), this.keys.warming(record.pool)],
-      [JSON.stringify(record), record.sandboxId],
+      [this.keys.idle(pool), this.keys.warming(pool), this.keys.members(pool), this.keys.inFlight(pool)],
+      [
+        JSON.stringify(record),
+        record.sandboxId,
+        membership ? Math.ceil(membership.until) : "",
+        membership?.now ?? 0,
+      ],
     );
+    return Number(pushed) === 1;
   }
 
   async popIdle(pool: string) {
@@ -262,8 +318,8 @@ export class RedisCoordinationStore implements CoordinationStore {
   async leaseIdle(pool: string, hold: MemberHold) {
     const raw = await this.commands.script(
       "lease-idle",
-      [this.keys.idle(pool), this.keys.members(pool), this.keys.holders(pool)],
-      [Math.ceil(hold.until), hold.workspace, hold.now],
+      [this.keys.idle(pool), this.keys.members(pool), this.keys.holders(pool), this.keys.inFlight(pool)],
+      [Math.ceil(hold.until), hold.workspace, hold.now, Math.ceil(hold.handOverBy ?? 0)],
     );
     if (typeof raw !== "string") return undefined;
     this.holders.rememberHold(pool, hold);
@@ -271,12 +327,14 @@ export class RedisCoordinationStore implements CoordinationStore {
   }
 
   async holdMember(pool: string, sandboxId: string, hold: MemberHold) {
-    await this.commands.script(
+    const held = await this.commands.script(
       "hold-member",
-      [this.keys.members(pool), this.keys.holders(pool)],
-      [sandboxId, Math.ceil(hold.until), hold.workspace, hold.now],
+      [this.keys.members(pool), this.keys.holders(pool), this.keys.inFlight(pool)],
+      [sandboxId, Math.ceil(hold.until), hold.workspace, hold.now, Math.ceil(hold.handOverBy ?? 0)],
     );
+    if (Number(held) !== 1) return false;
     this.holders.rememberHold(pool, hold);
+    return true;
   }
 
   async takeIdle(pool: string, sandboxId: string) {
