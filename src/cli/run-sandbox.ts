@@ -23,6 +23,8 @@ export async function runSandbox(options: Record<string, unknown>): Promise<void
       maxOutputBytes: options.maxOutputBytes as number,
       maxUploadBytes: options.maxUploadBytes as number,
       reapStrayProcesses: options.reapStrays === true,
+      codeUser: options.codeUser as { uid: number; gid: number } | undefined,
+      codeMaxProcesses: options.codeMaxProcesses as number | undefined,
       preloadModules: (options.preloadModules as string[] | undefined) ?? [],
       egressProxySocket: options.egressProxySocket as string | undefined,
       egressProxyPort: options.egressProxyPort as number,

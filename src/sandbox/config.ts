@@ -50,6 +50,17 @@ export const sandboxConfigSchema = z
      * container): refused at start-up elsewhere.
      */
     reapStrayProcesses: z._default(z.boolean(), false),
+    /**
+     * Run user code (bash, the interpreters) as this uid:gid, never as the server
+     * (user-code/code-user.ts). The server must start as root: it keeps root as its real uid
+     * (so user code can neither signal nor trace it, and no per-uid process count applies to
+     * it) and works on files as this uid. Docker sandboxes give each container a uid of its own.
+     */
+    codeUser: z.optional(
+      z.strictObject({ uid: z.int().check(z.minimum(1)), gid: z.int().check(z.minimum(1)) }),
+    ),
+    /** With codeUser: RLIMIT_NPROC of user code, below the container's pids limit so the server keeps room. */
+    codeMaxProcesses: z.optional(z.int().check(z.minimum(1))),
   })
   .check(
     z.refine((c) => c.defaultIdleTimeoutSeconds <= c.maxIdleTimeoutSeconds, {
@@ -60,6 +71,10 @@ export const sandboxConfigSchema = z
     }),
     z.refine((c) => c.defaultExecTimeoutSeconds <= c.maxExecTimeoutSeconds, {
       message: "defaultExecTimeoutSeconds exceeds maxExecTimeoutSeconds",
+    }),
+    z.refine((c) => c.codeMaxProcesses === undefined || c.codeUser !== undefined, {
+      message:
+        "codeMaxProcesses needs codeUser: a process cap counts per uid, and user code needs one of its own",
     }),
   );
 

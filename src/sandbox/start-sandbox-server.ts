@@ -6,6 +6,7 @@ import { type SandboxConfigInput, sandboxConfigSchema } from "./config.js";
 import { type EgressForwarder, startEgressForwarder } from "./egress-forwarder.js";
 import { createSandboxApp } from "./http/sandbox-app.js";
 import { SessionRegistry } from "./sessions/session-registry.js";
+import { adoptCodeUser } from "./user-code/code-user.js";
 
 export interface SandboxServer extends RunningServer {
   sessions: SessionRegistry;
@@ -15,6 +16,8 @@ export interface SandboxServer extends RunningServer {
 
 export async function startSandboxServer(input: SandboxConfigInput, log: Logger): Promise<SandboxServer> {
   const parsed = sandboxConfigSchema.parse(input);
+  // First of all: every file the server makes, its socket included, is made as the code's uid.
+  if (parsed.codeUser) adoptCodeUser(parsed.codeUser);
   await mkdir(parsed.root, { recursive: true, mode: 0o700 });
   const config = { ...parsed, root: await realpath(parsed.root) };
   const sessions = new SessionRegistry(config, log);

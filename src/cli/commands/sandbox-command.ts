@@ -1,5 +1,5 @@
 /** `sandpool sandbox`: serves contract v1 for many isolated sessions (the image's program). */
-import { Command } from "commander";
+import { Command, InvalidArgumentError } from "commander";
 import { integerOption } from "../parse-number.js";
 
 export function sandboxCommand(): Command {
@@ -68,6 +68,17 @@ export function sandboxCommand(): Command {
         "(only in a PID namespace of its own, such as a container's)",
     )
     .option(
+      "--code-user <uid:gid>",
+      "run user code as this numeric uid:gid, never as the server, which must start as root and keeps root " +
+        "only as its real uid (how docker sandboxes run it; see src/sandbox/user-code/code-user.ts)",
+      parseCodeUser,
+    )
+    .option(
+      "--code-max-processes <n>",
+      "with --code-user: most processes (threads included) user code may hold at once (RLIMIT_NPROC)",
+      integerOption(1),
+    )
+    .option(
       "--exit-with-stdin",
       "shut down when standard input closes (used when a parent process owns the server)",
     )
@@ -80,4 +91,13 @@ export function sandboxCommand(): Command {
       const { runSandbox } = await import("../run-sandbox.js");
       await runSandbox(options);
     });
+}
+
+function parseCodeUser(value: string): { uid: number; gid: number } {
+  const match = /^(\d+):(\d+)$/.exec(value);
+  const [uid, gid] = [Number(match?.[1]), Number(match?.[2])];
+  if (!match || uid < 1 || gid < 1 || uid > 0xfffffffe || gid > 0xfffffffe) {
+    throw new InvalidArgumentError("a numeric uid:gid, neither of them 0 (root)");
+  }
+  return { uid, gid };
 }

@@ -1,12 +1,18 @@
 /**
  * The create-container body for one sandbox. Everything that keeps user code in its box is
  * decided here, in one place, so it can be read (and reviewed) as a whole:
- * no capabilities, no-new-privileges, never privileged, no bind mounts or volumes (so never
+ * no capabilities but the two the server needs to drop to the code's uid, no-new-privileges, never privileged, no bind mounts or volumes (so never
  * the Docker socket), a read-only root with size-capped tmpfs for the workspace and /tmp,
  * memory without swap, a pids cap, CPU quota, capped container logs, and no network at all:
  * the one mount is the sandbox's own socket directory, where its server listens on a Unix
  * socket for the gateway. Nothing in the box can open a connection to anything outside it.
+ *
+ * User code runs under a uid of its own, one per sandbox (codeUidOf), never as the server:
+ * the container starts as root with CAP_SETUID and CAP_SETGID alone (and no-new-privileges),
+ * and the server keeps root only as its real uid, works as the code's uid, and starts every
+ * program as it with setpriv, capped below the pids limit (src/sandbox/user-code/code-user.ts).
  */
+import { createHash } from "node:crypto";
 import type { ContainerCreateOptions, HostConfig } from "dockerode";
 import {
   type DockerRuntimeOptions,
@@ -47,6 +53,36 @@ export interface ContainerSpecInput {
   egress: boolean;
 }
 
+/**
+ * User code's uids: one per sandbox, because RLIMIT_NPROC counts a uid's processes across
+ * the whole host, not per container (a shared uid would let one sandbox's processes use up
+ * another's cap). Drawn from [2^20, 2^20 + 2^30): above host accounts, systemd's dynamic
+ * users and the usual subordinate-uid ranges (100000-165535), below 2^31 for programs that
+ * keep a uid in a signed int. Two sandboxes on one host share one with a chance of about
+ * n^2 / 2^31 for n sandboxes (0.05% for 1000): they would then share a process cap, nothing
+ * else (no file or process of one is visible to the other).
+ */
+export const CODE_UID_BASE = 2 ** 20;
+export const CODE_UID_SPAN = 2 ** 30;
+
+export function codeUidOf(sandboxId: string, avoid = process.getuid?.()): number {
+  const hash = createHash("sha256").update(sandboxId).digest().readUInt32BE(0);
+  const uid = CODE_UID_BASE + (hash % CODE_UID_SPAN);
+  // Never the gateway's own uid: it owns the sealed socket directories.
+  return uid === avoid ? CODE_UID_BASE + ((hash + 1) % CODE_UID_SPAN) : uid;
+}
+
+/**
+ * Processes (threads included) kept for the server out of the container's pids limit: its
+ * node threads (about a dozen), tini, and the programs it is starting. User code's cap is
+ * the rest, so however many it holds, the server can still answer and start the next call.
+ */
+const SERVER_PIDS_RESERVE = 32;
+
+export function codeMaxProcesses(pidsLimit: number): number {
+  return Math.max(1, pidsLimit - Math.min(SERVER_PIDS_RESERVE, Math.floor(pidsLimit / 2)));
+}
+
 export function containerName(deployment: string, sandboxId: string): string {
   // Docker names: [a-zA-Z0-9][a-zA-Z0-9_.-]*; the sandbox id is ours, but never trust a format.
   const safe = sandboxId.replace(/[^a-zA-Z0-9_.-]/g, "_").slice(0, 100);
@@ -56,10 +92,16 @@ export function containerName(deployment: string, sandboxId: string): string {
 /** Docker API 1.41 fields that @types/dockerode does not declare. */
 type FullHostConfig = HostConfig & { CgroupnsMode?: "private" | "host" };
 
+/** Who user code runs as: the sandbox's own uid, and runtime.docker.user's gid. */
+function codeUserOf(options: DockerRuntimeOptions, input: ContainerSpecInput): { uid: number; gid: number } {
+  return { uid: codeUidOf(input.sandboxId), gid: Number(options.user.split(":")[1]) };
+}
+
 export function buildContainerSpec(
   options: DockerRuntimeOptions,
   input: ContainerSpecInput,
 ): ContainerCreateOptions {
+  const code = codeUserOf(options, input);
   return {
     name: containerName(options.deployment, input.sandboxId),
     Image: input.image,
@@ -73,11 +115,14 @@ export function buildContainerSpec(
       ...["--max-exec-timeout", String(options.execTimeoutCeilingSeconds)],
       ...["--max-upload-bytes", String(options.maxFileBytes)],
       "--reap-strays", // processes a call leaves behind end when it returns: the container is its PID namespace
+      ...["--code-user", `${code.uid}:${code.gid}`],
+      ...["--code-max-processes", String(codeMaxProcesses(input.resourceClass.pidsLimit))],
       ...(options.preloadModules.length > 0 ? ["--preload-modules", options.preloadModules.join(",")] : []),
       ...(input.egress ? ["--egress-proxy-socket", `${SOCKET_MOUNT}/${EGRESS_SOCKET_NAME}`] : []),
     ],
     Env: ["SANDPOOL_LOG_LEVEL=warn", ...(input.egress ? proxyEnvironment() : [])],
-    User: options.user,
+    // Root only to start: the server drops to the code's uid at once (see the file's comment).
+    User: "0:0",
     Hostname: "sandbox",
     Labels: {
       [LABELS.deployment]: options.deployment,
@@ -96,13 +141,14 @@ export function buildContainerSpec(
 }
 
 function buildHostConfig(options: DockerRuntimeOptions, input: ContainerSpecInput): FullHostConfig {
-  const [uid, gid] = options.user.split(":");
+  const { uid, gid } = codeUserOf(options, input);
   const rc = input.resourceClass;
   const ownedTmpfs = `uid=${uid},gid=${gid}`;
   return {
     Privileged: false,
     CapDrop: ["ALL"],
-    CapAdd: [],
+    // For the server to take the code's uid and gid; no process of user code ever holds them.
+    CapAdd: ["SETUID", "SETGID"],
     SecurityOpt: ["no-new-privileges"],
     ReadonlyRootfs: options.readOnlyRootFilesystem,
     // Always tmpfs, even with a writable root: the overlay has no size cap of its own.

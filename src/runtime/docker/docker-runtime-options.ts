@@ -92,7 +92,10 @@ export const dockerRuntimeSettingsSchema = z.strictObject({
     .record(labelSafeName, resourceClassSchema)
     .default(() => structuredClone(DEFAULT_RESOURCE_CLASSES) as Record<string, ResourceClassOutput>),
   readOnlyRootFilesystem: z.boolean().default(true),
-  /** Numeric `uid:gid`; root is refused. The tmpfs mounts are owned by it. */
+  /**
+   * Numeric `uid:gid`; root is refused. Its gid is user code's group. User code's uid is one
+   * of each sandbox's own (container-spec.ts: a process cap counts per uid across the host).
+   */
   user: z
     .string()
     .regex(/^\d+:\d+$/, "user is numeric uid:gid")

@@ -3,7 +3,7 @@
  * /run/sandpool in the sandbox. Its server listens there on a Unix socket, the only way into
  * a box that has no network.
  *
- * The directory is writable while the sandbox starts (its server, uid 10001, creates the
+ * The directory is writable while the sandbox starts (its server, as the code's uid, creates the
  * socket) and sealed (0555, owned by the gateway) once it answers, before any user code
  * runs: from then on the box cannot put a single byte on the host's disk through it.
  */

@@ -20,6 +20,8 @@ import type { SandboxConfig } from "../config.js";
 import { listFiles } from "../files/list-files.js";
 import { openFile } from "../files/open-file.js";
 import { receiveUpload } from "../files/receive-upload.js";
+import { asWorkspaceError } from "../files/workspace-errors.js";
+import type { Session } from "../sessions/session.js";
 import type { SessionRegistry } from "../sessions/session-registry.js";
 import { executeToolCall } from "../tools/execute-tool-call.js";
 import { streamedExecResponse } from "./exec-event-stream.js";
@@ -49,21 +51,23 @@ export function createSandboxApp(config: SandboxConfig, sessions: SessionRegistr
     const session = sessions.get(c.req.param("id"));
     const request = parseExecRequest(await readJsonBody(c));
     session.touch();
-    const afterCall = () => sessions.afterCall();
+    const runTool = <T>(work: () => Promise<T>) => sessions.runTool(work);
     if (wantsEventStream(c.req.header("accept"))) {
       return streamedExecResponse(
-        (onOutput) => executeToolCall(session, request, config, { afterCall, onOutput }),
+        (onOutput) => executeToolCall(session, request, config, { runTool, onOutput }),
         log,
       );
     }
-    return c.json(await executeToolCall(session, request, config, { afterCall }));
+    return c.json(await executeToolCall(session, request, config, { runTool }));
   });
 
   app.get("/sessions/:id/files/list", async (c) => {
     const session = sessions.get(c.req.param("id"));
     session.touch();
     const recursive = ["1", "true"].includes(c.req.query("recursive") ?? "");
-    return c.json(await listFiles(session.workspace, c.req.query("path") ?? ".", recursive));
+    return c.json(
+      await inWorkspace(session, () => listFiles(session.workspace, c.req.query("path") ?? ".", recursive)),
+    );
   });
 
   app.get("/sessions/:id/files", async (c) => {
@@ -71,7 +75,7 @@ export function createSandboxApp(config: SandboxConfig, sessions: SessionRegistr
     const requested = c.req.query("path");
     if (!requested) throw new SandpoolError("request.malformed", "the 'path' query parameter is required");
     session.touch();
-    const file = await openFile(session.workspace, requested);
+    const file = await inWorkspace(session, () => openFile(session.workspace, requested));
     return c.body(Readable.toWeb(file.stream) as unknown as ReadableStream, 200, {
       "content-type": file.mimeType,
       "content-length": String(file.size),
@@ -90,11 +94,15 @@ export function createSandboxApp(config: SandboxConfig, sessions: SessionRegistr
       Number.isSafeInteger(requestedCap) && requestedCap > 0
         ? Math.min(requestedCap, config.maxUploadBytes)
         : config.maxUploadBytes;
-    const stored = await receiveUpload(
-      { workspace: session.workspace, uploadDir: session.uploadDir, maxBytes },
-      headers,
-      Readable.fromWeb(raw as WebReadableStream<Uint8Array>),
-    );
+    const body = Readable.fromWeb(raw as WebReadableStream<Uint8Array>);
+    const stored = await inWorkspace(session, () =>
+      receiveUpload({ workspace: session.workspace, uploadDir: session.uploadDir, maxBytes }, headers, body),
+    ).catch((error: unknown) => {
+      // Refused before the body was read (the workspace could not be put back): drain it, or
+      // the server closes this keep-alive connection under the gateway's next call.
+      body.resume();
+      throw error;
+    });
     session.touch();
     return c.json(stored, 201);
   });
@@ -102,4 +110,17 @@ export function createSandboxApp(config: SandboxConfig, sessions: SessionRegistr
   app.notFound((c) => c.json(errorBody("request.not_found", "no such route"), 404));
   app.onError((error, c) => errorResponse(c, error, log));
   return app;
+}
+
+/**
+ * A file operation on a session's workspace: the workspace put back first if code in the
+ * sandbox deleted or replaced it, and a file system error on the way the caller's 4xx.
+ */
+async function inWorkspace<T>(session: Session, work: () => Promise<T>): Promise<T> {
+  try {
+    await session.ensureUsable();
+    return await work();
+  } catch (error) {
+    throw asWorkspaceError(error);
+  }
 }

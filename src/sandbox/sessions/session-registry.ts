@@ -12,8 +12,10 @@ import type { CreateSessionRequest } from "../../contract/schemas.js";
 import { clampHint, type SandboxConfig } from "../config.js";
 import { resolvePythonExecutable } from "../tools/resolve-python.js";
 import { StrayReaper } from "../tools/stray-reaper.js";
+import { CodeLauncher } from "../user-code/code-user.js";
 import { preloadSource } from "./preload-source.js";
 import { Session } from "./session.js";
+import { repairDirectories } from "./workspace-repair.js";
 
 export class SessionRegistry {
   private readonly sessions = new Map<string, Session>();
@@ -24,22 +26,26 @@ export class SessionRegistry {
   private python: string;
   /** Ends what calls leave behind, when configured (reapStrayProcesses). */
   private readonly strays: StrayReaper | undefined;
+  /** Tools running now, in every session: what they start is theirs, never a stray. */
+  private toolsRunning = 0;
+  /** Starts user programs under the code's identity and bounds (codeUser), if configured. */
+  readonly launcher: CodeLauncher;
 
   constructor(
     private readonly config: SandboxConfig,
     private readonly log: Logger,
   ) {
     this.python = config.python;
+    this.launcher = new CodeLauncher(
+      config.codeUser && { user: config.codeUser, maxProcesses: config.codeMaxProcesses },
+    );
     if (config.reapStrayProcesses) {
-      this.strays = new StrayReaper(
-        { callsInFlight: () => this.callsInFlight(), protectedPids: () => this.interpreterPids() },
-        log,
-      );
+      this.strays = new StrayReaper({ protectedPids: () => this.interpreterPids() }, log);
       this.strays.assertSafe();
     }
     // A bare command may be a version manager's slow shim: find the real binary once.
     if (!path.isAbsolute(config.python)) {
-      void resolvePythonExecutable(config.python).then((executable) => {
+      void resolvePythonExecutable(config.python, this.launcher).then((executable) => {
         this.python = executable;
       });
     }
@@ -49,20 +55,29 @@ export class SessionRegistry {
     return this.sessions.size;
   }
 
-  /** Runs after every tool call: ends the processes calls left behind, if configured. */
-  afterCall(): void {
+  /**
+   * Runs one tool call's work. With the stray reaper, what runs while no tool runs is ended
+   * before the tool starts (what an interpreter's threads started since the last call: a
+   * fork bomb among them would leave the tool no process to start) and once it returns.
+   */
+  async runTool<T>(work: () => Promise<T>): Promise<T> {
+    this.reapStrays();
+    this.toolsRunning++;
     try {
-      this.strays?.afterCall();
-    } catch (error) {
-      this.log.error({ err: error }, "could not end the processes calls left behind");
+      return await work();
+    } finally {
+      this.toolsRunning--;
+      this.reapStrays();
     }
   }
 
-  /** Calls queued or running in any session. */
-  callsInFlight(): number {
-    let calls = 0;
-    for (const session of this.sessions.values()) calls += session.activeCalls;
-    return calls;
+  private reapStrays(): void {
+    if (!this.strays || this.toolsRunning > 0) return;
+    try {
+      this.strays.reap();
+    } catch (error) {
+      this.log.error({ err: error }, "could not end the processes calls left behind");
+    }
   }
 
   /** The sessions' persistent interpreters: the processes that outlive a call on purpose. */
@@ -95,7 +110,15 @@ export class SessionRegistry {
     this.creating++;
     let session: Session;
     try {
-      session = await Session.create(randomBytes(16).toString("hex"), c.root, times, this.python);
+      // Code in an earlier session may have chmod-ed or deleted the sessions' root.
+      await repairDirectories([c.root]);
+      session = await Session.create(
+        randomBytes(16).toString("hex"),
+        c.root,
+        times,
+        this.python,
+        this.launcher,
+      );
       if (c.prewarmInterpreter) session.interpreter.warm();
       // Registered before the preload, so the stray reaper protects its interpreter meanwhile.
       this.sessions.set(session.id, session);
@@ -144,7 +167,9 @@ export class SessionRegistry {
     const session = this.sessions.get(id);
     if (!session) return;
     this.sessions.delete(id);
-    await session.destroy();
+    await session.destroy((error) =>
+      this.log.warn({ err: error, session: id }, "some of the session's files could not be deleted"),
+    );
   }
 
   startReaper(): void {

@@ -3,12 +3,15 @@
  * server uses for uploads), a persistent Python interpreter, the text editor's undo history,
  * and the process groups its calls started. Calls run one at a time, in arrival order.
  */
-import { mkdir, realpath, rm } from "node:fs/promises";
+import { mkdir, realpath } from "node:fs/promises";
 import path from "node:path";
 import type { SessionHandle } from "../../contract/schemas.js";
 import { signalGroup } from "../tools/process-group.js";
 import { PythonInterpreter } from "../tools/python-interpreter.js";
 import { TextEditor } from "../tools/text-editor.js";
+import type { CodeLauncher } from "../user-code/code-user.js";
+import { removeTree } from "./remove-tree.js";
+import { repairDirectories } from "./workspace-repair.js";
 
 export interface SessionTimes {
   idleTimeoutSeconds: number;
@@ -28,22 +31,40 @@ export class Session {
 
   private constructor(
     readonly id: string,
+    /** The sessions' root (a real path), this session's directory in it, and the workspace in that. */
+    private readonly root: string,
     readonly dir: string,
     /** Real path of the workspace: every file operation is confined to it. */
     readonly workspace: string,
     readonly times: SessionTimes,
     python: string,
+    readonly launcher: CodeLauncher,
   ) {
-    this.interpreter = new PythonInterpreter({ python, cwd: workspace, home: workspace });
+    this.interpreter = new PythonInterpreter({ python, cwd: workspace, home: workspace, launcher });
     this.editor = new TextEditor(workspace);
   }
 
-  static async create(id: string, root: string, times: SessionTimes, python: string): Promise<Session> {
+  /** `root` must be a real path (no symlink along it): the session's paths are built on it. */
+  static async create(
+    id: string,
+    root: string,
+    times: SessionTimes,
+    python: string,
+    launcher: CodeLauncher,
+  ): Promise<Session> {
     const dir = path.join(root, id);
     await mkdir(path.join(dir, "workspace"), { recursive: true, mode: 0o700 });
     await mkdir(path.join(dir, "uploads"), { mode: 0o700 });
     const workspace = await realpath(path.join(dir, "workspace"));
-    return new Session(id, dir, workspace, times, python);
+    return new Session(id, root, dir, workspace, times, python, launcher);
+  }
+
+  /**
+   * Puts the session's directories back if code in the sandbox deleted, chmod-ed or replaced
+   * them (workspace-repair.ts), before each file operation and tool call: a 4xx if it cannot.
+   */
+  async ensureUsable(): Promise<void> {
+    await repairDirectories([this.root, this.dir, this.workspace, this.uploadDir]);
   }
 
   /** Where partial uploads are written before they are moved into the workspace. */
@@ -89,12 +110,16 @@ export class Session {
     };
   }
 
-  /** Kills every process the session started and deletes its files. */
-  async destroy(): Promise<void> {
+  /**
+   * Kills every process the session started and deletes its files, even those user code
+   * made unreadable (remove-tree.ts). Never fails: what cannot be deleted is only logged by
+   * the caller's `onLeftover`, and goes with the container.
+   */
+  async destroy(onLeftover: (error: unknown) => void = () => {}): Promise<void> {
     if (this.destroyed) return;
     this.destroyed = true;
     for (const pgid of this.processGroups) signalGroup(pgid, "SIGKILL");
     await this.interpreter.close();
-    await rm(this.dir, { recursive: true, force: true, maxRetries: 3 });
+    await removeTree(this.dir).catch(onLeftover);
   }
 }

@@ -14,11 +14,13 @@ import { runBash } from "./bash-runner.js";
 import { capJsonCost, JSON_COST_FACTOR, type OutputListener } from "./capped-output.js";
 
 export interface ExecuteHooks {
-  /** Runs once the call is over, before its answer is sent (the stray reaper). */
-  afterCall?: () => void;
+  /** Runs the tool's work: the registry's bracket, which reaps strays before and after it. */
+  runTool?: <T>(work: () => Promise<T>) => Promise<T>;
   /** Hears the output as it happens, under the same caps (streamed Execute). */
   onOutput?: OutputListener;
 }
+
+const runDirectly = <T>(work: () => Promise<T>): Promise<T> => work();
 
 export async function executeToolCall(
   session: Session,
@@ -32,9 +34,12 @@ export async function executeToolCall(
     config.maxExecTimeoutSeconds,
   );
   const toolUseId = request.tool_use_id ?? generateToolUseId();
-  try {
-    return await session.serialize(async () => {
-      if (session.destroyed) throw new SandpoolError("session.not_found", "no such session");
+  const bracket = hooks.runTool ?? runDirectly;
+  return session.serialize(async () => {
+    if (session.destroyed) throw new SandpoolError("session.not_found", "no such session");
+    // An earlier call may have deleted or replaced the workspace: back before this one runs.
+    await session.ensureUsable();
+    return bracket(async () => {
       const started = performance.now();
       const before = await snapshotWorkspace(session.workspace);
       const ran = await runTool(session, request, timeoutSeconds * 1000, config, hooks.onOutput);
@@ -42,9 +47,7 @@ export async function executeToolCall(
       const files = changedFiles(before, await snapshotWorkspace(session.workspace));
       return execResponse(request.tool, toolUseId, outcome, performance.now() - started, files);
     });
-  } finally {
-    hooks.afterCall?.();
-  }
+  });
 }
 
 /** Each stream within JSON_COST_FACTOR x the output cap once JSON-escaped (capped-output.ts). */
@@ -79,6 +82,7 @@ function runTool(
         timeoutMs,
         maxOutputBytes: config.maxOutputBytes,
         killGraceMs: config.interruptGraceMs,
+        launcher: session.launcher,
         onGroupStarted: (pgid) => session.trackProcessGroup(pgid),
         onOutput,
       });

@@ -19,7 +19,7 @@ export function signalGroup(pid: number | undefined, signal: NodeJS.Signals): vo
 const PROXY_VARIABLES = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"];
 
 /** The minimal environment user programs see: nothing of the server's own (tokens, URLs). */
-export function sandboxEnvironment(home: string): NodeJS.ProcessEnv {
+export function sandboxEnvironment(home: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const proxies = Object.fromEntries(
     PROXY_VARIABLES.filter((name) => process.env[name] !== undefined).map((name) => [
       name,
@@ -28,6 +28,7 @@ export function sandboxEnvironment(home: string): NodeJS.ProcessEnv {
   );
   return {
     ...proxies,
+    ...extra,
     PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
     HOME: home,
     LANG: "C.UTF-8",

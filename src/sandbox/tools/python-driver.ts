@@ -5,7 +5,8 @@
  * server knows when all of the call's output (its subprocesses' too) has arrived.
  *
  * SIGINT raises KeyboardInterrupt only while user code runs, so a timeout that fires just
- * as a call ends cannot break the driver loop.
+ * as a call ends cannot break the driver loop. A call whose working directory was deleted
+ * (the workspace removed and recreated) starts in the workspace again.
  */
 export const pythonDriverSource = String.raw`
 import json, os, signal, sys
@@ -66,8 +67,25 @@ def _run(code):
     finally:
         running = False
 
+# The workspace (the server sets HOME to it; read before user code can change it): where a
+# call starts again if code in the sandbox deleted the directory it was in (the server
+# recreates the workspace; a deleted cwd would fail every relative path).
+_home = os.environ.get("HOME", "/")
+
+def _cwd_exists():
+    try:
+        os.getcwd()
+        return True
+    except OSError:
+        return False
+
 for line in ctl_in:
     request = json.loads(line)
+    if not _cwd_exists():
+        try:
+            os.chdir(_home)
+        except OSError:
+            pass
     return_code = _run(request["code"])
     marker = request["marker"].encode()
     for stream in (sys.stdout, sys.stderr):

@@ -9,6 +9,7 @@ import { randomUUID } from "node:crypto";
 import { constants as osConstants } from "node:os";
 import type { Readable, Writable } from "node:stream";
 import type { ExecutionOutcome } from "../../contract/schemas.js";
+import type { CodeLauncher } from "../user-code/code-user.js";
 import { cappedStreams, MarkedStreamReader, type OutputListener } from "./capped-output.js";
 import { sandboxEnvironment, signalGroup } from "./process-group.js";
 import { pythonDriverSource } from "./python-driver.js";
@@ -17,6 +18,8 @@ export interface InterpreterOptions {
   python: string;
   cwd: string;
   home: string;
+  /** Starts the interpreter as user code, under its identity and bounds. */
+  launcher: CodeLauncher;
 }
 
 export interface RunLimits {
@@ -119,12 +122,15 @@ export class PythonInterpreter {
   private ensureRunning(): Running {
     if (this.closed) throw new Error("the interpreter was closed with its session");
     if (this.running && this.running.exit === undefined) return this.running;
-    const child = spawn(this.options.python, ["-u", "-c", pythonDriverSource], {
+    const { launcher } = this.options;
+    const { file, args } = launcher.command(this.options.python, ["-u", "-c", pythonDriverSource]);
+    const child = spawn(file, args, {
       cwd: this.options.cwd,
-      env: sandboxEnvironment(this.options.home),
+      env: sandboxEnvironment(this.options.home, launcher.environment()),
       detached: true,
       stdio: ["ignore", "pipe", "pipe", "pipe", "pipe"],
     });
+    launcher.started(child.pid);
     const stdout = new MarkedStreamReader();
     const stderr = new MarkedStreamReader();
     child.stdout?.on("data", (chunk: Buffer) => stdout.write(chunk));

@@ -1,39 +1,55 @@
 /**
- * Ends the processes a tool call leaves behind (`setsid nohup ... &`, a daemonised child,
- * `Popen(..., start_new_session=True)`), so nothing runs while no call is being charged.
+ * Ends the processes tool calls leave behind (`setsid nohup ... &`, a daemonised child,
+ * `Popen(..., start_new_session=True)`, a fork bomb that left its group), so nothing runs
+ * while no call is being charged and nothing holds the processes the next call needs.
  *
  * Only safe where this server owns its whole PID namespace (a container): there every
  * process it sees is its own, a session's, or one of its ancestors (PID 1, tini). It is
  * therefore refused at start-up when kernel threads are visible (the host's namespace).
  *
- * Once no call is in flight in any session, every process is killed (SIGKILL) except this
- * server, its ancestors and the sessions' persistent Python interpreters, whose state must
- * survive between calls. Waiting for "no call in flight" keeps a running call's own
- * processes alive; while any call runs, its wall time is being charged anyway. Everything
- * here is synchronous, so no call can start between the look at /proc and the kills.
+ * It runs while no tool runs in any session (before a tool starts and after it returns), and
+ * kills every process except this server, its ancestors and the sessions' persistent Python
+ * interpreters, whose state must survive between calls. A fork bomb replaces what is killed
+ * as fast as one can look, so a reap first freezes: kill(-1, SIGSTOP) stops, in one signal
+ * no fork slips past, every process this server may signal but itself and PID 1; then what
+ * is not spared is killed (a stopped process dies on SIGKILL), and the spared are continued.
+ * It looks again until a pass finds nothing new to kill. Everything here is synchronous, so
+ * no call can start between the look at /proc and the kills.
  */
 import type { Logger } from "pino";
 import { ancestorsOf, inOwnPidNamespace, type ProcessEntry, readProcessTable } from "./process-table.js";
 
 export interface StrayReaperSource {
-  /** Calls queued or running, across every session. */
-  callsInFlight(): number;
   /** The processes that must survive: the sessions' persistent interpreters. */
   protectedPids(): Iterable<number>;
 }
 
 /** The processes to kill: all but `self`, its ancestors, the protected ones and the dead. */
 export function pickStrays(table: ProcessEntry[], self: number, keep: Iterable<number>): number[] {
+  const spared = sparedPids(table, self, keep);
+  return table
+    .filter((entry) => !spared.has(entry.pid) && entry.state !== "Z" && entry.state !== "X")
+    .map((entry) => entry.pid);
+}
+
+function sparedPids(table: ProcessEntry[], self: number, keep: Iterable<number>): Set<number> {
   const spared = ancestorsOf(self, table);
   for (const pid of keep) spared.add(pid);
-  return table.filter((entry) => !spared.has(entry.pid) && entry.state !== "Z").map((entry) => entry.pid);
+  return spared;
 }
+
+/** Passes after the freeze; each kills only what the ones before had not (a safety net). */
+const MAX_PASSES = 5;
+
+/** How the reaper signals: the real process.kill, or a test's stand-in. */
+export type Signaller = (pid: number, signal: NodeJS.Signals) => void;
 
 export class StrayReaper {
   constructor(
     private readonly source: StrayReaperSource,
     private readonly log: Logger,
     private readonly procRoot = "/proc",
+    private readonly signal: Signaller = (pid, signal) => process.kill(pid, signal),
   ) {}
 
   /** Throws unless this server owns its PID namespace (see the file's comment). */
@@ -46,20 +62,43 @@ export class StrayReaper {
     }
   }
 
-  /** Called after every tool call: reaps once no call is left in flight. Returns how many it killed. */
-  afterCall(): number {
-    if (this.source.callsInFlight() > 0) return 0;
-    const strays = pickStrays(readProcessTable(this.procRoot), process.pid, this.source.protectedPids());
-    let killed = 0;
-    for (const pid of strays) {
-      try {
-        process.kill(pid, "SIGKILL");
-        killed++;
-      } catch {
-        // ESRCH: it ended on its own meanwhile.
+  /** Kills every stray (see the file's comment); call only while no tool runs. Returns how many it killed. */
+  reap(): number {
+    const keep = [...this.source.protectedPids()];
+    const table = readProcessTable(this.procRoot);
+    if (pickStrays(table, process.pid, keep).length === 0) return 0;
+    const killed = new Set<number>();
+    this.send(-1, "SIGSTOP");
+    try {
+      for (let pass = 0; pass < MAX_PASSES; pass++) {
+        const fresh = pickStrays(readProcessTable(this.procRoot), process.pid, keep).filter(
+          (pid) => !killed.has(pid),
+        );
+        if (fresh.length === 0) break;
+        // A stray found after the first pass escaped the freeze (the kernel gives a process
+        // forked during kill(-1) the signal too, so this is a safety net): freeze again.
+        if (pass > 0) this.send(-1, "SIGSTOP");
+        for (const pid of fresh) {
+          if (this.send(pid, "SIGKILL")) killed.add(pid);
+        }
+      }
+    } finally {
+      // The spared were frozen with the rest: the interpreters, and ancestors below PID 1.
+      for (const pid of sparedPids(readProcessTable(this.procRoot), process.pid, keep)) {
+        if (pid !== process.pid) this.send(pid, "SIGCONT");
       }
     }
-    if (killed > 0) this.log.info({ killed }, "ended processes left behind by tool calls");
-    return killed;
+    if (killed.size > 0) this.log.info({ killed: killed.size }, "ended processes left behind by tool calls");
+    return killed.size;
+  }
+
+  /** True when the signal was sent; a process gone meanwhile (ESRCH) or not ours (EPERM) is not an error. */
+  private send(pid: number, signal: NodeJS.Signals): boolean {
+    try {
+      this.signal(pid, signal);
+      return true;
+    } catch {
+      return false;
+    }
   }
 }

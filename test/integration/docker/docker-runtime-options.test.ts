@@ -3,7 +3,11 @@
  * needed (it sits here because test/integration/docker is the runtime's test folder).
  */
 import { describe, expect, it } from "vitest";
-import { buildContainerSpec } from "../../../src/runtime/docker/container-spec.js";
+import {
+  buildContainerSpec,
+  codeMaxProcesses,
+  codeUidOf,
+} from "../../../src/runtime/docker/container-spec.js";
 import {
   dockerHostsFromEnv,
   dockerRuntimeOptionsSchema,
@@ -99,7 +103,7 @@ describe("buildContainerSpec", () => {
     expect(spec.HostConfig).toMatchObject({
       Privileged: false,
       CapDrop: ["ALL"],
-      CapAdd: [],
+      CapAdd: ["SETUID", "SETGID"],
       SecurityOpt: ["no-new-privileges"],
       Binds: [],
       Mounts: [{ Type: "bind", Source: "/run/sandpool/prod/sbx1", Target: "/run/sandpool", ReadOnly: false }],
@@ -114,9 +118,31 @@ describe("buildContainerSpec", () => {
       PortBindings: {},
     });
     expect(spec.Healthcheck).toEqual({ Test: ["NONE"] });
-    expect(spec.User).toBe("10001:10001");
+    // Root only to start: the server drops to the code's uid, which user code runs as.
+    expect(spec.User).toBe("0:0");
+    const uid = codeUidOf("sbx/../1");
+    expect(spec.Cmd).toEqual(expect.arrayContaining(["--code-user", `${uid}:10001`]));
+    expect(spec.Cmd).toEqual(expect.arrayContaining(["--code-max-processes", "224"]));
+    expect(spec.HostConfig?.Tmpfs?.["/home/sandbox/sessions"]).toContain(`uid=${uid},gid=10001,mode=0700`);
     // A sandbox id is never trusted into a container name.
     expect(spec.name).toBe("sandpool-prod-sbx_.._1");
+  });
+
+  it("gives each sandbox's user code a uid of its own, never root's or the gateway's", () => {
+    const uids = new Set(Array.from({ length: 200 }, (_, index) => codeUidOf(`sbx-${index}`)));
+    expect(uids.size).toBe(200);
+    for (const uid of uids) {
+      expect(uid).toBeGreaterThanOrEqual(2 ** 20);
+      expect(uid).toBeLessThan(2 ** 31);
+    }
+    expect(codeUidOf("sbx-1")).toBe(codeUidOf("sbx-1"));
+    expect(codeUidOf("sbx-1", codeUidOf("sbx-1"))).not.toBe(codeUidOf("sbx-1"));
+  });
+
+  it("keeps processes for the server out of the pids limit", () => {
+    expect(codeMaxProcesses(256)).toBe(224);
+    expect(codeMaxProcesses(40)).toBe(20);
+    expect(codeMaxProcesses(1)).toBe(1);
   });
 
   it("hands the ceilings to the sandbox server and keeps lifetimes with the gateway", () => {

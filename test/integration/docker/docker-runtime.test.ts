@@ -21,6 +21,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
 import Dockerode from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { codeMaxProcesses, codeUidOf } from "../../../src/runtime/docker/container-spec.js";
 import {
   DockerEnginesUnreachableError,
   DockerRuntime,
@@ -116,10 +117,15 @@ describe.skipIf(!available)("DockerRuntime", () => {
     return created;
   }
 
+  /** The uid user code runs as in the sandbox: one of its own (container-spec.ts). */
+  let codeUid: number;
+
   beforeAll(async () => {
     runtime = makeRuntime();
+    const sandboxId = newSandboxId();
+    codeUid = codeUidOf(sandboxId);
     const started = await runtime.startTimed({
-      sandboxId: newSandboxId(),
+      sandboxId,
       pool: pool("py"),
       deadline: deadlineIn(30_000),
     });
@@ -162,20 +168,61 @@ describe.skipIf(!available)("DockerRuntime", () => {
     }
   });
 
-  it("starts a sandbox that answers the contract: python runs as uid 10001", async () => {
+  it("starts a sandbox that answers the contract: python runs as the sandbox's own uid, group 10001", async () => {
     expect(runtime.kind).toBe("docker");
     expect(runtime.isolated).toBe(true);
     expect(sandbox.runtimeId).toMatch(/^\d+:[0-9a-f]{64}$/);
     expect(timings.totalMs).toBeLessThan(30_000);
-    const result = await python(client, sessionId, "import os\nprint(6 * 7, os.getuid(), os.getgid())");
-    expect(result).toMatchObject({ stdout: "42 10001 10001\n", return_code: 0 });
+    expect(codeUid).toBeGreaterThanOrEqual(2 ** 20);
+    const result = await python(
+      client,
+      sessionId,
+      "import os\nprint(6 * 7, os.getresuid(), os.getresgid(), os.getgroups())",
+    );
+    const ids = `(${codeUid}, ${codeUid}, ${codeUid})`;
+    expect(result).toMatchObject({ stdout: `42 ${ids} (10001, 10001, 10001) []\n`, return_code: 0 });
+  });
+
+  it("keeps the server out of user code's reach: no capability, no signal, no trace, its own process cap", async () => {
+    const result = await client.run(sessionId, "bash_code_execution", {
+      command: [
+        // The server (bash's parent): root's real and saved uid, the code's effective uid,
+        // nothing effective.
+        "server=$PPID",
+        "grep -E '^(Uid|CapEff)' /proc/$server/status | tr -s '\\t' ' '",
+        // User code: the code's uid everywhere, no capability at all, the OOM killer's first pick.
+        "grep -E '^(Uid|CapInh|CapPrm|CapEff|CapAmb)' /proc/self/status | tr -s '\\t' ' '",
+        "cat /proc/self/oom_score_adj; ulimit -u; cut -d' ' -f19 /proc/self/stat",
+        "kill -0 $server 2>&1 | sed 's/.* - //'",
+        "kill -STOP $server 2>&1 | sed 's/.* - //'",
+        "cat /proc/$server/environ >/dev/null 2>&1 || echo no environ",
+      ].join("; "),
+    });
+    expect(result.stderr).toBe("");
+    expect(result.stdout.split("\n")).toEqual([
+      `Uid: 0 ${codeUid} 0 ${codeUid}`,
+      "CapEff: 0000000000000000",
+      `Uid: ${codeUid} ${codeUid} ${codeUid} ${codeUid}`,
+      "CapInh: 0000000000000000",
+      "CapPrm: 0000000000000000",
+      "CapEff: 0000000000000000",
+      "CapAmb: 0000000000000000",
+      "1000",
+      String(codeMaxProcesses(256)),
+      "10",
+      "Operation not permitted",
+      "Operation not permitted",
+      "no environ",
+      "",
+    ]);
   });
 
   it("is hardened: docker inspect shows the limits and no way out", async () => {
     const info = await docker.getContainer(containerIdOf(sandbox.runtimeId)).inspect();
     const host = info.HostConfig;
     expect(host.CapDrop).toEqual(["ALL"]);
-    expect(host.CapAdd ?? []).toEqual([]);
+    // Only for the server to drop to the code's uid: no process of user code holds them.
+    expect(host.CapAdd).toEqual(["SETUID", "SETGID"]);
     expect(host.SecurityOpt).toContain("no-new-privileges");
     expect(host.Privileged).toBe(false);
     expect(host.ReadonlyRootfs).toBe(true);
@@ -183,7 +230,8 @@ describe.skipIf(!available)("DockerRuntime", () => {
     expect(host.Memory).toBe(512 * MIB);
     expect(host.MemorySwap).toBe(host.Memory);
     expect(host.NanoCpus).toBe(1_000_000_000);
-    expect(info.Config.User).toBe("10001:10001");
+    // Root only to start: the server keeps root as its real uid alone (see the test above).
+    expect(info.Config.User).toBe("0:0");
     expect(host.Init ?? false).toBe(false);
     expect((host as { CgroupnsMode?: string }).CgroupnsMode).toBe("private");
     expect(host.IpcMode).toBe("private");
@@ -196,7 +244,9 @@ describe.skipIf(!available)("DockerRuntime", () => {
     ]);
     expect(JSON.stringify([host, info.Mounts])).not.toContain("docker.sock");
     expect(host.Tmpfs).toMatchObject({
-      "/home/sandbox/sessions": expect.stringContaining(`size=${256 * MIB},uid=10001,gid=10001,mode=0700`),
+      "/home/sandbox/sessions": expect.stringContaining(
+        `size=${256 * MIB},uid=${codeUid},gid=10001,mode=0700`,
+      ),
       "/tmp": expect.stringContaining("noexec"),
     });
     // No network at all: nothing published, no address, reached through its socket.
@@ -216,11 +266,14 @@ describe.skipIf(!available)("DockerRuntime", () => {
       expect.arrayContaining(["--max-exec-timeout", "120", "--max-upload-bytes", String(10 * MIB)]),
     );
     expect(info.Config.Cmd?.join(" ")).toContain("--max-lifetime-ceiling 31536000");
+    expect(info.Config.Cmd?.join(" ")).toContain(
+      `--code-user ${codeUid}:10001 --code-max-processes ${codeMaxProcesses(256)}`,
+    );
     // tini from the image is PID 1.
     expect(info.Path).toBe("/usr/bin/tini");
   });
 
-  it("has a read-only root, a writable workspace and /tmp, both size-capped tmpfs owned by 10001", async () => {
+  it("has a read-only root, a writable workspace and /tmp, both size-capped tmpfs owned by the code's uid", async () => {
     const result = await python(
       client,
       sessionId,
@@ -239,10 +292,10 @@ vfs = os.statvfs("/home/sandbox/sessions")
 print(st.st_uid, st.st_gid, oct(st.st_mode & 0o777), vfs.f_blocks * vfs.f_frsize)
 `,
     );
-    // /home/sandbox is the sandbox user's own directory: only a read-only root refuses it (EROFS).
+    // /home/sandbox: a read-only root refuses it before any permission check (EROFS).
     const [writes, stat] = result.stdout.trim().split("\n");
     expect(writes).toBe("EROFS EROFS ok ok");
-    expect(stat).toBe(`10001 10001 0o700 ${256 * MIB}`);
+    expect(stat).toBe(`${codeUid} 10001 0o700 ${256 * MIB}`);
   });
 
   describe("reaches nothing", () => {

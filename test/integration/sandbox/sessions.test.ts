@@ -107,12 +107,12 @@ describe("GetSession / DestroySession", () => {
 
   it("destroys idempotently: 204 twice, then 404 on use, files and processes gone", async () => {
     const id = await newSession(sandbox.client);
-    const pids = await sandbox.client.run(id, "bash_code_execution", {
-      command: "sleep 300 >/dev/null 2>&1 & echo $!",
+    // A child of the interpreter, in its process group: it outlives the call (a bash job
+    // would not: bash's group is killed when the command exits), not the session.
+    const python = await sandbox.client.run(id, "code_execution", {
+      code: "import os, subprocess\nchild = subprocess.Popen(['sleep', '300'])\nprint(os.getpid(), child.pid)",
     });
-    const sleeper = Number(pids.stdout.trim());
-    const python = await sandbox.client.run(id, "code_execution", { code: "import os\nprint(os.getpid())" });
-    const interpreter = Number(python.stdout.trim());
+    const [interpreter, sleeper] = python.stdout.trim().split(" ").map(Number) as [number, number];
     expect(processExists(sleeper)).toBe(true);
     expect(processExists(interpreter)).toBe(true);
 
