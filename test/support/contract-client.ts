@@ -105,7 +105,12 @@ export class ContractClient {
     content: Uint8Array | string,
     options: { path?: string; filename?: string } = {},
   ) {
-    const form = new FormData();
+    // Over a Unix socket the request goes through undici's fetch, which sends only its own
+    // FormData as multipart (Node's global one would go as the text "[object FormData]").
+    const Form = isUnixEndpoint(this.baseUrl)
+      ? ((await import("undici")).FormData as typeof FormData)
+      : FormData;
+    const form = new Form();
     if (options.path !== undefined) form.set("path", options.path);
     form.set("file", new Blob([content]), options.filename ?? "upload.bin");
     const answer = await this.request("POST", `/sessions/${encodeURIComponent(id)}/files`, { body: form });

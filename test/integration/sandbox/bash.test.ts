@@ -1,5 +1,15 @@
+import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newSession, startTestSandbox, type TestSandbox } from "../../support/sandbox-server.js";
+import { newSession, startTestSandbox, type TestSandbox, waitFor } from "../../support/sandbox-server.js";
+
+/** A process that exists and is not a zombie (killed, not yet reaped by its new parent). */
+function running(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ").at(-1)?.[0] !== "Z";
+  } catch {
+    return false;
+  }
+}
 
 let sandbox: TestSandbox;
 let id: string;
@@ -65,6 +75,13 @@ describe("bash_code_execution", () => {
     const result = await bash("sleep 20 & echo started");
     expect(result).toMatchObject({ stdout: "started\n", return_code: 0 });
     expect(Date.now() - started).toBeLessThan(3_000);
+  });
+
+  it("kills the jobs a command leaves in its process group once it exits", async () => {
+    const result = await bash("sleep 300 >/dev/null 2>&1 & echo $!");
+    const job = Number(result.stdout.trim());
+    expect(job).toBeGreaterThan(0);
+    await waitFor(() => !running(job), 2_000, "the job to be killed");
   });
 
   it("caps huge output with a marker", async () => {

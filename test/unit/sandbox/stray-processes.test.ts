@@ -1,11 +1,16 @@
-import { describe, expect, it } from "vitest";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { pino } from "pino";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   ancestorsOf,
   inOwnPidNamespace,
   type ProcessEntry,
   parseStat,
 } from "../../../src/sandbox/tools/process-table.js";
-import { pickStrays } from "../../../src/sandbox/tools/stray-reaper.js";
+import { pickStrays, StrayReaper } from "../../../src/sandbox/tools/stray-reaper.js";
 
 const entry = (pid: number, ppid: number, state = "S", flags = 0x400000): ProcessEntry => ({
   pid,
@@ -62,5 +67,85 @@ describe("pickStrays", () => {
 
   it("keeps nothing it was not told to keep", () => {
     expect(pickStrays(table, 7, []).sort((a, b) => a - b)).toEqual([20, 21, 30]);
+  });
+});
+
+describe("StrayReaper.reap", () => {
+  const self = process.pid;
+  let proc: string;
+  let sent: [number, NodeJS.Signals][];
+
+  /** A /proc of stat files: PID 1, this process under it, and the given others. */
+  async function fakeProc(entries: [pid: number, ppid: number, state?: string][]): Promise<void> {
+    proc = await mkdtemp(path.join(tmpdir(), "sandpool-proc-"));
+    for (const [pid, ppid, state = "S"] of [
+      [1, 0] as [number, number],
+      [self, 1] as [number, number],
+      ...entries,
+    ])
+      await addProcess(pid, ppid, state);
+  }
+  async function addProcess(pid: number, ppid: number, state = "S"): Promise<void> {
+    await mkdir(path.join(proc, String(pid)), { recursive: true });
+    await writeFile(path.join(proc, String(pid), "stat"), `${pid} (p) ${state} ${ppid} 1 1 0 -1 4194560 0`);
+  }
+  const reaper = (keep: number[], onSignal?: (pid: number, signal: NodeJS.Signals) => void) =>
+    new StrayReaper({ protectedPids: () => keep }, pino({ level: "silent" }), proc, (pid, signal) => {
+      sent.push([pid, signal]);
+      onSignal?.(pid, signal);
+    });
+
+  beforeEach(() => {
+    sent = [];
+  });
+  afterEach(async () => {
+    await rm(proc, { recursive: true, force: true });
+  });
+
+  it("signals nothing when nothing but the server, its ancestors and the kept live", async () => {
+    await fakeProc([
+      [20, self],
+      [31, 1, "Z"],
+    ]);
+    expect(reaper([20]).reap()).toBe(0);
+    expect(sent).toEqual([]);
+  });
+
+  it("freezes everything at once, kills the strays, then continues the spared", async () => {
+    // 20 an interpreter, 21 its child, 30..32 a setsid'd fork bomb's processes.
+    await fakeProc([
+      [20, self],
+      [21, 20],
+      [30, 1],
+      [31, 30],
+      [32, 31],
+    ]);
+    expect(reaper([20]).reap()).toBe(4);
+    expect(sent[0]).toEqual([-1, "SIGSTOP"]);
+    const killed = sent.filter(([, signal]) => signal === "SIGKILL").map(([pid]) => pid);
+    expect(killed.sort((a, b) => a - b)).toEqual([21, 30, 31, 32]);
+    const continued = sent.filter(([, signal]) => signal === "SIGCONT").map(([pid]) => pid);
+    expect(continued.sort((a, b) => a - b)).toEqual([1, 20]);
+    // Nothing is continued before every stray is killed.
+    const firstContinue = sent.findIndex(([, signal]) => signal === "SIGCONT");
+    expect(sent.slice(firstContinue).every(([, signal]) => signal === "SIGCONT")).toBe(true);
+  });
+
+  it("freezes and kills again what escaped the first freeze", async () => {
+    await fakeProc([[30, 1]]);
+    // Killing 30 reveals 40, a child the first freeze missed (the safety net's case).
+    const killed = reaper([], (pid, signal) => {
+      if (pid !== 30 || signal !== "SIGKILL") return;
+      mkdirSync(path.join(proc, "40"));
+      writeFileSync(path.join(proc, "40", "stat"), "40 (p) R 30 1 1 0 -1 4194560 0");
+    }).reap();
+    expect(killed).toBe(2);
+    expect(sent).toEqual([
+      [-1, "SIGSTOP"],
+      [30, "SIGKILL"],
+      [-1, "SIGSTOP"],
+      [40, "SIGKILL"],
+      [1, "SIGCONT"],
+    ]);
   });
 });
