@@ -94,7 +94,16 @@ describe.skipIf(!available)("sandpool serve --role edge and --role node", () => 
 
   it("answers a signed request once, signing its answer; refuses its replay and another secret", async () => {
     const target = "/node/v1/sandboxes/00ff/usage";
-    const { headers, nonce } = new NodeSecrets([SECRET]).sign({ nodeId: "node-one", method: "GET", target });
+    // fetch sends an Accept of its own unless given one: signed, it must be the one sent.
+    const accept = { accept: "*/*" };
+    const signed = new NodeSecrets([SECRET]).sign({
+      nodeId: "node-one",
+      method: "GET",
+      target,
+      headers: accept,
+    });
+    const { nonce } = signed;
+    const headers = { ...accept, ...signed.headers };
     const first = await fetch(`${node.url}${target}`, { headers });
     expect(first.status).toBe(204);
     const answer = (name: string) => first.headers.get(name) ?? undefined;
@@ -106,8 +115,11 @@ describe.skipIf(!available)("sandpool serve --role edge and --role node", () => 
       nodeId: "node-one",
       method: "GET",
       target,
+      headers: accept,
     });
-    expect((await fetch(`${node.url}${target}`, { headers: other.headers })).status).toBe(401);
+    expect((await fetch(`${node.url}${target}`, { headers: { ...accept, ...other.headers } })).status).toBe(
+      401,
+    );
   });
 
   it("places a session on the node and serves it through either edge", async () => {
