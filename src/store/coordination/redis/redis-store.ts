@@ -430,7 +430,7 @@ export class RedisCoordinationStore implements CoordinationStore {
     return this.commands.read(() => this.redis.zcount(key, `(${now}`, "+inf"));
   }
 
-  /** Holds `token` in `keys[0]` under `limit`, marked in `keys[1]` too if given (add-under-limit-n.lua). */
+  /** Holds `token` in `keys[0]` under `limit` (add-under-limit-n.lua): a workspace's session slots. */
   private async addUnderLimit(keys: string[], token: string, limit: number, expiresAt: number, now: number) {
     const held = await this.commands.script("add-under-limit", keys, [
       token,

@@ -1,10 +1,9 @@
 -- Adds a token to an expiring set if fewer than `limit` unexpired tokens are in it.
--- Serves session slots (per workspace) and pool membership (per pool): a holder that
+-- Serves session slots (per workspace; pool membership has add-member-3.lua): a holder that
 -- crashes stops counting once its expiry passes, so capacity cannot leak.
 -- KEYS[1]  sorted set: token -> expiry (epoch ms)
 -- KEYS[2]  optional: a second sorted set the token is marked in too when held, with the
---          same expiry (a pool's warm-up starts under way: a lease that finds the pool at
---          its cap waits for one of them instead of refusing)
+--          same expiry
 -- ARGV[1]  token
 -- ARGV[2]  limit
 -- ARGV[3]  expiry of this token (epoch ms)
