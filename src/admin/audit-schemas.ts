@@ -30,12 +30,9 @@ const deniedItemSchema = z.object({
     .string()
     .nullable()
     .meta({ description: "Who was refused (the first of the merged refusals): a token's subject or id." }),
-  sessionId: z
-    .string()
-    .nullable()
-    .meta({
-      description: "The session the call named (the first of the merged refusals'); null for CreateSession.",
-    }),
+  sessionId: z.string().nullable().meta({
+    description: "The session the call named (the first of the merged refusals'); null for CreateSession.",
+  }),
   count: z
     .number()
     .int()
