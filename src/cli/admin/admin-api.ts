@@ -519,6 +519,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/docs/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The docs page at `/docs/`, as at `/docs` (a trailing slash is how many people type it). */
+        get: operations["service.docs.index"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/docs/{asset}": {
         parameters: {
             query?: never;
@@ -5008,6 +5025,68 @@ export interface operations {
                 };
                 content: {
                     "text/html": string;
+                };
+            };
+            /** @description sandpool: `request.bad_target`. */
+            400: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.host_denied`, `request.origin_denied`. */
+            403: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `server.internal`. */
+            500: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.busy`. */
+            503: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+        };
+    };
+    "service.docs.index": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The docs page at `/docs/`, as at `/docs` (a trailing slash is how many people type it). */
+            200: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
                 };
             };
             /** @description sandpool: `request.bad_target`. */
