@@ -18,6 +18,7 @@ import { mintToken } from "../../../dist/auth/dev-keys.js";
 import { DEFAULT_SOCKET_DIR } from "../../../dist/runtime/docker/docker-runtime-options.js";
 import { cliPath } from "./dev-gateway.mjs";
 import { spawnTracked, stopProcess, tailOf, waitForLine } from "./process.mjs";
+import { removeLabelledContainers } from "./remove-containers.mjs";
 import { rssMb } from "./rss.mjs";
 import { progress } from "./timing.mjs";
 
@@ -149,9 +150,7 @@ export async function createServeDeployment(yaml) {
     },
     async close() {
       await Promise.all(processes.map((p) => p.stop().catch(() => undefined)));
-      const { stdout } = await run("docker", ["ps", "-aq", "--filter", `label=sandpool.deployment=${name}`]);
-      const ids = stdout.split("\n").filter(Boolean);
-      if (ids.length > 0) await run("docker", ["rm", "-f", ...ids]);
+      await removeLabelledContainers(name);
       await rm(path.join(DEFAULT_SOCKET_DIR, name), { recursive: true, force: true });
       await rm(configFile, { force: true });
       const redis = new Redis(redisUrl);
