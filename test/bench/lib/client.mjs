@@ -7,12 +7,13 @@ import { Client } from "undici";
 
 export const CALL_TIMEOUT_MS = 30_000;
 
-export function createClient(baseUrl, token) {
+/** `timeoutMs`: how long an answer may take (its headers, then each part of its body). */
+export function createClient(baseUrl, token, { timeoutMs = CALL_TIMEOUT_MS } = {}) {
   const client = new Client(originOf(baseUrl), {
     ...connectionOf(baseUrl),
     pipelining: 1,
-    headersTimeout: CALL_TIMEOUT_MS,
-    bodyTimeout: CALL_TIMEOUT_MS,
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
   });
   const auth = token ? { authorization: `Bearer ${token}` } : {};
   return {
