@@ -1,0 +1,184 @@
+/**
+ * `npm run bench:churn`: Otari's session-per-request pattern on `sandpool serve` (Redis,
+ * Postgres, the docker runtime, a deployment of its own), beside the Docker engine's own
+ * container start rate on the same machine, in one run:
+ *
+ *   engine   1, 8 and 16 workers, each looping create -> start -> remove of a container of
+ *            the sandbox image made from the docker runtime's spec (its hardening, no
+ *            network), its command `sleep`: starts/s, the ceiling of a churn that needs a
+ *            fresh container per session (lib/engine-start-rate.mjs).
+ *   churn    1, 8 and 32 clients over one workspace, 8 and 32 over eight (one client uses
+ *            one workspace), each looping CreateSession -> Execute `print(1)` ->
+ *            DeleteSession for a fixed time (lib/churn-loop.mjs): sessions/s, CreateSession
+ *            p50/p99, DeleteSession p50, and the warm hit rate (the gateway's
+ *            sandpool_lease_duration_seconds counts by start="warm"/"cold", read from
+ *            /metrics before and after the row). Before each row the pool is back at minIdle
+ *            with nothing starting.
+ *
+ * The deployment's policy and limits are raised so that no quota (sessions per minute,
+ * concurrent sessions, the day's execution seconds, calls in flight) throttles the clients;
+ * the pool keeps its defaults otherwise (warm-up concurrency, demand-driven sizing).
+ * The issue's targets are printed beside the figures with PASS/FAIL: 8 clients of one
+ * workspace >= 20 sessions/s, CreateSession p99 <= 50 ms, DeleteSession p50 <= 10 ms; over
+ * eight workspaces >= 90% of the engine's best start rate.
+ *
+ *   node test/bench/churn.bench.mjs [--seconds N] [--quick] [--min-idle N] [--max-total N]
+ *
+ * --seconds N     length of each row, engine rows included (default 25)
+ * --quick         a smoke run: 3 s per row unless --seconds says otherwise
+ * --min-idle N    the pool's minIdle (default 4)
+ * --max-total N   the pool's maxTotal (default 40)
+ *
+ * Needs the built CLI, Postgres (127.0.0.1:5432, db test), Redis (127.0.0.1:6379) and a
+ * Docker engine with sandpool/sandbox:dev; every container, key, database and temp dir it made
+ * is removed (also on errors and Ctrl-C). Exits 0 when the measurements ran, whether targets
+ * pass or not. Progress goes to stderr, results to stdout.
+ */
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
+import { parseArgs } from "node:util";
+import { runChurn } from "./lib/churn-loop.mjs";
+import { printChurnReport } from "./lib/churn-report.mjs";
+import { createClient } from "./lib/client.mjs";
+import { cliPath } from "./lib/dev-gateway.mjs";
+import { measureEngineStartRate } from "./lib/engine-start-rate.mjs";
+import { readMetrics, waitForRefill } from "./lib/gateway-metrics.mjs";
+import { imagePresent } from "./lib/image-bench.mjs";
+import { installCleanupHandlers, onCleanup, runBench } from "./lib/process.mjs";
+import { createServeDeployment, serveBackendsAvailable } from "./lib/serve-deployment.mjs";
+import { formatMs, nowMs, progress } from "./lib/timing.mjs";
+import { handleUsage } from "./lib/usage.mjs";
+
+handleUsage(import.meta.url);
+
+let values;
+try {
+  ({ values } = parseArgs({
+    options: {
+      seconds: { type: "string" },
+      quick: { type: "boolean", default: false },
+      "min-idle": { type: "string", default: "4" },
+      "max-total": { type: "string", default: "40" },
+    },
+  }));
+} catch (error) {
+  console.error(`${error.message}: see node ${process.argv[1]} --help`);
+  process.exit(2);
+}
+const whole = (name, min) => {
+  const n = Number(values[name]);
+  if (!Number.isSafeInteger(n) || n < min) {
+    console.error(`--${name} must be an integer >= ${min}, got ${values[name]}`);
+    process.exit(2);
+  }
+  return n;
+};
+const seconds = values.seconds === undefined ? (values.quick ? 3 : 25) : whole("seconds", 1);
+const minIdle = whole("min-idle", 0);
+const maxTotal = whole("max-total", Math.max(1, minIdle));
+
+const IMAGE = "sandpool/sandbox:dev";
+const ENGINE_PARALLEL = [1, 8, 16];
+/** [clients, workspaces]: one client over eight workspaces would use one, as 1 x 1 does. */
+const ROWS = [
+  [1, 1],
+  [8, 1],
+  [32, 1],
+  [8, 8],
+  [32, 8],
+];
+const WORKSPACES = 8;
+/** After the pool is back at minIdle: destroyed sandboxes' removals settle too. */
+const ROW_SETTLE_MS = 1_000;
+/** High enough that no quota is what the bench measures. */
+const UNTHROTTLED = 1_000_000;
+const COLD_START_TIMEOUT_MS = 60_000;
+/**
+ * A lease may wait up to the cold-start deadline for a place and then start a sandbox, which
+ * may take as long again: no CreateSession is given up on before the gateway gives up.
+ */
+const CALL_TIMEOUT_MS = 2 * COLD_START_TIMEOUT_MS + 10_000;
+const METRICS_TOKEN = `bench-churn-${randomBytes(24).toString("hex")}`;
+
+const CONFIG = `
+pools:
+  - name: default
+    image: ${IMAGE}
+    minIdle: ${minIdle}
+    maxTotal: ${maxTotal}
+    coldStartTimeoutMs: ${COLD_START_TIMEOUT_MS}
+policy:
+  maxConcurrentSessions: ${UNTHROTTLED}
+  sessionsPerMinute: ${UNTHROTTLED}
+  execSecondsPerDay: ${UNTHROTTLED}
+limits:
+  maxCallsInFlightPerWorkspace: ${UNTHROTTLED}
+metrics:
+  token: ${METRICS_TOKEN}
+`;
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const formatLoad = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(" ");
+
+async function main() {
+  installCleanupHandlers();
+  if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` first`);
+  if (!imagePresent(IMAGE)) throw new Error(`the Docker engine lacks ${IMAGE} (npm run build:sandbox-image)`);
+  if (!(await serveBackendsAvailable()))
+    throw new Error("needs Postgres (127.0.0.1:5432, db test) and Redis (127.0.0.1:6379)");
+  const machine = { cpus: cpus().length, loadStart: formatLoad() };
+  const durationMs = seconds * 1000;
+
+  // The engine first, on a machine without the gateway's pool.
+  const engine = [];
+  for (const parallel of ENGINE_PARALLEL) {
+    const measured = await measureEngineStartRate(IMAGE, { parallel, durationMs });
+    progress(`engine, ${parallel} in parallel: ${measured.perSecond.toFixed(1)} starts/s`);
+    engine.push(measured);
+  }
+
+  const deployment = await createServeDeployment(CONFIG);
+  const unregister = onCleanup(() => deployment.close());
+  await deployment.migrate();
+  const started = nowMs();
+  const gateway = await deployment.startServe();
+  progress(`serve ready in ${formatMs(nowMs() - started)} at ${gateway.url}`);
+  const tokens = await Promise.all(
+    Array.from({ length: WORKSPACES }, (_, i) => deployment.token(`churn-${i}`)),
+  );
+  const metrics = createClient(gateway.url, METRICS_TOKEN);
+  const rows = [];
+  try {
+    for (const [clients, workspaces] of ROWS) {
+      await waitForRefill(metrics, minIdle);
+      await sleep(ROW_SETTLE_MS);
+      const before = await readMetrics(metrics);
+      const result = await runChurn(gateway.url, tokens.slice(0, workspaces), {
+        clients,
+        durationMs,
+        callTimeoutMs: CALL_TIMEOUT_MS,
+      });
+      const after = await readMetrics(metrics);
+      const warm = after.warmLeases - before.warmLeases;
+      const cold = after.coldLeases - before.coldLeases;
+      rows.push({ workspaces, result, warmHit: warm / (warm + cold) });
+      progress(
+        `${clients} clients / ${workspaces} workspaces: ${result.perSecond.toFixed(1)} sessions/s, ` +
+          `${warm} warm / ${cold} cold leases`,
+      );
+    }
+    machine.loadEnd = formatLoad();
+    // Printed before the clean-up, whose failure must not cost the figures.
+    printChurnReport({ engine, rows, seconds, pool: { minIdle, maxTotal }, machine });
+  } finally {
+    await metrics.close();
+    unregister();
+    await deployment.close();
+  }
+}
+
+await runBench(main);

@@ -1,0 +1,110 @@
+/**
+ * bench:churn's report: the engine's start rate, one row per churn measurement, and the
+ * issue's targets beside the figures they judge (PASS/FAIL).
+ */
+import { percentile } from "./stats.mjs";
+import { checkAtLeast, checkAtMost, heading, printTable } from "./table.mjs";
+import { formatMs } from "./timing.mjs";
+
+const SESSIONS_PER_SECOND = 20;
+const CREATE_P99_MS = 50;
+const DELETE_P50_MS = 10;
+/** Over eight workspaces, sessions/s against the engine's best start rate. */
+const ENGINE_SHARE_PERCENT = 90;
+
+const rate = (perSecond) => (Number.isFinite(perSecond) ? perSecond.toFixed(1) : "-");
+const percent = (share) => (Number.isFinite(share) ? `${(share * 100).toFixed(0)}%` : "-");
+
+function failuresOf(result) {
+  const kinds = [...result.failures].map(([kind, { count }]) => `${count} ${kind}`);
+  return kinds.length > 0 ? kinds.join(", ") : "0";
+}
+
+export function printChurnReport({ engine, rows, seconds, pool, machine }) {
+  process.stdout.write(
+    `bench:churn on ${machine.cpus} CPUs (load ${machine.loadStart} -> ${machine.loadEnd}), ` +
+      `${seconds} s per row, pool minIdle ${pool.minIdle} maxTotal ${pool.maxTotal}\n`,
+  );
+
+  heading("the engine: create + start + remove of a sandbox-spec container (sleep), in parallel");
+  printTable(
+    ["parallel", "starts", "starts/s", "create+start p50", "remove p50"],
+    engine.map((e) => [e.parallel, e.starts, rate(e.perSecond), formatMs(e.startMs), formatMs(e.removeMs)]),
+  );
+  const engineBest = Math.max(...engine.map((e) => e.perSecond));
+
+  heading("sandpool serve: CreateSession -> Execute print(1) -> DeleteSession per client, in a loop");
+  printTable(
+    [
+      "clients",
+      "workspaces",
+      "sessions",
+      "sessions/s",
+      "of engine",
+      "Create p50",
+      "Create p99",
+      "Delete p50",
+      "warm hit",
+      "failures",
+    ],
+    rows.map(({ result, warmHit }) => [
+      result.clients,
+      result.workspaces,
+      result.sessions,
+      rate(result.perSecond),
+      percent(result.perSecond / engineBest),
+      formatMs(percentile(result.creates, 50)),
+      formatMs(percentile(result.creates, 99)),
+      formatMs(percentile(result.deletes, 50)),
+      percent(warmHit),
+      failuresOf(result),
+    ]),
+  );
+  for (const { result } of rows) {
+    for (const [kind, { example }] of result.failures) {
+      if (kind.endsWith(example)) continue; // a transport error says all in its kind
+      process.stdout.write(`  ${result.clients} clients / ${result.workspaces} ws, ${kind}: ${example}\n`);
+    }
+  }
+
+  heading("targets");
+  const row = (clients, workspaces) =>
+    rows.find((r) => r.result.clients === clients && r.workspaces === workspaces)?.result;
+  const targets = [];
+  const one = row(8, 1);
+  if (one) {
+    const create99 = percentile(one.creates, 99);
+    const delete50 = percentile(one.deletes, 50);
+    targets.push(
+      [
+        "8 clients, 1 workspace: sessions/s",
+        rate(one.perSecond),
+        checkAtLeast(one.perSecond, SESSIONS_PER_SECOND),
+      ],
+      [
+        "8 clients, 1 workspace: CreateSession p99",
+        formatMs(create99),
+        checkAtMost(create99, CREATE_P99_MS, " ms"),
+      ],
+      [
+        "8 clients, 1 workspace: DeleteSession p50",
+        formatMs(delete50),
+        checkAtMost(delete50, DELETE_P50_MS, " ms"),
+      ],
+    );
+  }
+  for (const clients of [8, 32]) {
+    const eight = row(clients, 8);
+    if (!eight) continue;
+    const share = eight.perSecond / engineBest;
+    targets.push([
+      `${clients} clients, 8 workspaces: sessions/s of the engine's best (${rate(engineBest)}/s)`,
+      percent(share),
+      checkAtLeast(share * 100, ENGINE_SHARE_PERCENT, "%"),
+    ]);
+  }
+  printTable(
+    ["target", "figure", "limit", "result"],
+    targets.map(([label, figure, check]) => [label, figure, check.label, check.verdict]),
+  );
+}
