@@ -30,11 +30,14 @@ namespace = {"__name__": "__main__", "__builtins__": __builtins__}
 
 def _user_traceback(exc):
     import traceback  # only when needed: it costs start-up time
-    # Drop the driver's own frame so the traceback starts in the user's cell.
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_frame.f_code is _run.__code__:
-        tb = tb.tb_next
-    traceback.print_exception(type(exc), exc, tb, file=sys.stderr)
+    # Leave out the driver's own frames: the one that ran the cell (first) and, for a
+    # timeout, the SIGINT handler that raised KeyboardInterrupt (last), so the traceback
+    # starts in the user's cell and ends where the user's code was interrupted.
+    shown = traceback.TracebackException(type(exc), exc, exc.__traceback__)
+    shown.stack = traceback.StackSummary.from_list(
+        [frame for frame in shown.stack if frame.filename != _run.__code__.co_filename]
+    )
+    print("".join(shown.format()), end="", file=sys.stderr)
 
 def _exit_code(exc):
     if exc.code is None:

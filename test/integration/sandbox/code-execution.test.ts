@@ -103,6 +103,13 @@ describe("code_execution", () => {
     expect(result.return_code).toBe(124);
     expect(result.stderr).toContain("KeyboardInterrupt");
     expect(result.stderr).toContain("timed out after 1 s");
+    // The traceback starts and ends in the user's cell: none of the driver's frames (its
+    // SIGINT handler raised the interrupt) show.
+    expect(result.stderr).toMatch(
+      /^Traceback \(most recent call last\):\n {2}File "<cell>", line [12], in <module>\nKeyboardInterrupt/,
+    );
+    expect(result.stderr).not.toContain("<string>");
+    expect(result.stderr).not.toContain("_on_sigint");
     expect((await python(id, "print(survivor)")).stdout).toBe("7\n");
   });
 
