@@ -142,6 +142,14 @@ function parseMultipart(
       if (part) void rm(part.tempPath, { force: true });
       reject(new SandpoolError("request.malformed", `bad multipart body: ${error.message}`));
     });
+    // The client went away mid-body (`aborted`): `pipe` passes no error on, and an
+    // unhandled one would end the server. The upload is abandoned, its temporary file removed.
+    body.once("error", (error: Error) => {
+      body.unpipe(parser);
+      parser.destroy();
+      if (part) void rm(part.tempPath, { force: true });
+      reject(new SandpoolError("request.malformed", `the upload was cut off: ${error.message}`));
+    });
     parser.on("close", () => {
       written.then(
         () => resolve({ part, fields }),
