@@ -1,5 +1,5 @@
 /**
- * Regenerates src/cli/admin/admin-api.ts from the built CLI's `sandpool openapi --admin`
+ * Regenerates src/cli/generated/admin-api.ts from the built CLI's `sandpool openapi --admin`
  * (`npm run gen:admin-client` builds first). Run after changing an admin operation.
  */
 import { execFileSync } from "node:child_process";

@@ -6,12 +6,12 @@ import { explainHandler } from "../explain/explain-handler.js";
 import type { GatewayServices } from "../http/gateway-services.js";
 import type { OperationHandlers } from "../operations/handler.js";
 import type { PolicyAdmin } from "../policy/policy-admin.js";
+import { sessionHandlers } from "./admin-session-handlers.js";
 import { auditHandlers } from "./audit-handlers.js";
 import { keyHandlers } from "./key-handlers.js";
 import { nodeHandlers } from "./node-handlers.js";
 import { policySetHandlers } from "./policy-set-handlers.js";
 import { poolHandlers } from "./pool-handlers.js";
-import { sessionHandlers } from "./session-handlers.js";
 import { usageHandlers } from "./usage-handlers.js";
 import { workspaceHandlers } from "./workspace-handlers.js";
 

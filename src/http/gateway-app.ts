@@ -24,15 +24,15 @@ import { requireMetricsToken } from "../service/require-metrics-token.js";
 import { bindOperations } from "./bind-operations.js";
 import { errorResponse } from "./common/error-response.js";
 import { requestHeader } from "./common/request-header.js";
-import { nameContractOperations } from "./contract-operations.js";
 import type { GatewayEnv } from "./gateway-env.js";
 import type { GatewayServices } from "./gateway-services.js";
-import { authenticate, verifyBearer } from "./middleware/authenticate.js";
+import { authenticate, verifyBearer } from "./middleware/bearer-authentication.js";
 import { CallsInFlight } from "./middleware/calls-in-flight.js";
 import type { HostTrust } from "./middleware/host-and-origin.js";
 import { observeRequest } from "./middleware/observe-request.js";
 import { transportChecks } from "./middleware/transport-checks.js";
 import { UnauthenticatedGate } from "./middleware/unauthenticated-gate.js";
+import { nameContractOperations } from "./name-contract-operations.js";
 import { ADMIN_BASE_PATH, createAdminApp } from "./routes/admin-routes.js";
 import { unmatchedRoute } from "./routes/unmatched-route.js";
 

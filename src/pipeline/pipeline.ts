@@ -14,7 +14,7 @@
  */
 import type { Logger } from "pino";
 import { type Caller, scopedPrincipal } from "../auth/principal.js";
-import type { BearerCheck } from "../http/middleware/authenticate.js";
+import type { BearerCheck } from "../http/middleware/bearer-authentication.js";
 import type { UsageSink } from "../metering/usage-sink.js";
 import type { CallArgs, CallTransport, OperationHandler, Outcome } from "../operations/handler.js";
 import type { OperationSpec } from "../operations/operation.js";

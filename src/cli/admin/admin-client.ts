@@ -7,7 +7,7 @@
  * (AdminUsageError).
  */
 import createClient from "openapi-fetch";
-import type { paths } from "./admin-api.js";
+import type { paths } from "../generated/admin-api.js";
 
 export const DEFAULT_ADMIN_URL = "http://127.0.0.1:8080";
 export const ADMIN_USAGE_EXIT_CODE = 2;
@@ -82,7 +82,7 @@ type LooseRequest = (
 
 /**
  * One admin API request, through the client generated from the OpenAPI document
- * (openapi-fetch over src/cli/admin/admin-api.ts). Answers 2xx with the parsed JSON body;
+ * (openapi-fetch over src/cli/generated/admin-api.ts). Answers 2xx with the parsed JSON body;
  * anything else throws AdminCliError with the reason.
  */
 export async function adminCall<M extends AdminMethod>(

@@ -19,7 +19,7 @@ import type { PolicyAdmin } from "../../policy/policy-admin.js";
 import { bindOperations } from "../bind-operations.js";
 import { requestHeader } from "../common/request-header.js";
 import type { GatewayServices } from "../gateway-services.js";
-import { countAuthFailure, verifyBearer } from "../middleware/authenticate.js";
+import { countAuthFailure, verifyBearer } from "../middleware/bearer-authentication.js";
 import { passedAuthentication } from "../middleware/unauthenticated-gate.js";
 
 export const ADMIN_BASE_PATH = "/admin/v1";

@@ -5,7 +5,7 @@
  */
 import type { Context } from "hono";
 import { SandpoolError } from "../../contract/error-codes.js";
-import { contractPaths } from "../contract-operations.js";
+import { contractPaths } from "../name-contract-operations.js";
 
 export function unmatchedRoute(basePath: string | undefined) {
   return (c: Context): never => {

@@ -1,5 +1,5 @@
 /**
- * The CLI's admin client types (src/cli/admin/admin-api.ts) are generated from the admin view
+ * The CLI's admin client types (src/cli/generated/admin-api.ts) are generated from the admin view
  * of the OpenAPI document and committed: they must be what the registry gives today.
  */
 import { readFile } from "node:fs/promises";
@@ -11,7 +11,7 @@ describe("the admin client types", () => {
   it("are the ones the registry's document gives (else run `npm run gen:admin-client`)", async () => {
     const committed = await readFile(new URL(`../../../${ADMIN_API_FILE}`, import.meta.url), "utf8");
     const fresh = await adminClientSource(openApiDocument("admin"));
-    const stale = "src/cli/admin/admin-api.ts is stale: run `npm run gen:admin-client`";
+    const stale = "src/cli/generated/admin-api.ts is stale: run `npm run gen:admin-client`";
     expect(committed === fresh, stale).toBe(true);
   });
 });
