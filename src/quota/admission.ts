@@ -129,16 +129,17 @@ export class Admission {
   /**
    * Charges a session's sandbox CPU reading to its workspace's day (AdmissionStore.chargeCpu):
    * the CPU burned since the session's last reading, counted from `baseMs` (the sandbox's
-   * CPU when it became ready) on the first one. `final` when the session ended.
+   * CPU when it became ready) on the first one. `final` when the session ended (its reading
+   * undefined when none could be taken: the session is forgotten all the same).
    */
   chargeCpu(
     lease: { workspace: string; sessionId: string; sandbox: { cpuBaseMs?: number } },
-    cpuSeconds: number,
+    cpuSeconds: number | undefined,
     final = false,
   ): Promise<CpuCharged> {
     return this.store.chargeCpu(lease.workspace, {
       sessionId: lease.sessionId,
-      cpuMs: cpuSeconds * 1000,
+      ...(cpuSeconds === undefined ? {} : { cpuMs: cpuSeconds * 1000 }),
       ...(lease.sandbox.cpuBaseMs === undefined ? {} : { baseMs: lease.sandbox.cpuBaseMs }),
       day: budgetDay(this.now()),
       final,

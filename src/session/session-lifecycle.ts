@@ -292,13 +292,12 @@ export class SessionLifecycle {
       quantity: this.now() - lease.createdAt,
       detail: { reason },
     });
-    if (used) {
-      this.recordSandboxUsage(lease, used);
-      // The CPU burned since the meter's last reading is charged too, and the reading forgotten.
-      await this.deps.admission.chargeCpu(lease, used.cpuSeconds, true).catch((error: unknown) => {
-        this.deps.log.warn({ err: error, session: lease.sessionId }, "could not charge a sandbox's last CPU");
-      });
-    }
+    if (used) this.recordSandboxUsage(lease, used);
+    // The CPU burned since the meter's last reading is charged too, and the session forgotten
+    // by the meter (a reading of it still under way then charges nothing).
+    await this.deps.admission.chargeCpu(lease, used?.cpuSeconds, true).catch((error: unknown) => {
+      this.deps.log.warn({ err: error, session: lease.sessionId }, "could not charge a sandbox's last CPU");
+    });
     this.deps.log.info({ session: lease.sessionId, workspace: lease.workspace, reason }, "session ended");
     return true;
   }

@@ -50,9 +50,88 @@ export function describeCpuCharging(
         expect(
           (await store.chargeCpu(ws, { sessionId: "s", cpuMs: 5_400, day: DAY, final: true })).chargedMs,
         ).toBe(400);
-        // Forgotten: a reading after the end starts over (as a new session on a new sandbox would).
+        // A reading taken before the end but arriving after it charges nothing.
         expect((await store.chargeCpu(ws, { sessionId: "s", cpuMs: 6_000, day: DAY })).chargedMs).toBe(0);
         expect(await store.readBudget(ws, DAY)).toBe(400);
+      }));
+
+    it("never charges a session twice when a meter reading arrives after its final one", () =>
+      withStore(async (store) => {
+        const ws = freshName("ws");
+        await store.chargeCpu(ws, { sessionId: "s", cpuMs: 1_500, baseMs: 1_000, day: DAY });
+        await store.chargeCpu(ws, { sessionId: "s", cpuMs: 2_000, baseMs: 1_000, day: DAY, final: true });
+        // The meter read 1,900 ms before the end; its charge lands after: the baseline must not count again.
+        const late = await store.chargeCpu(ws, { sessionId: "s", cpuMs: 1_900, baseMs: 1_000, day: DAY });
+        expect(late.chargedMs).toBe(0);
+        expect(late.cpuDayMs).toBe(1_000);
+        // A final reading that could not be taken forgets the session all the same.
+        await store.chargeCpu(ws, { sessionId: "t", cpuMs: 500, baseMs: 0, day: DAY });
+        expect((await store.chargeCpu(ws, { sessionId: "t", day: DAY, final: true })).chargedMs).toBe(0);
+        expect(
+          (await store.chargeCpu(ws, { sessionId: "t", cpuMs: 900, baseMs: 0, day: DAY })).chargedMs,
+        ).toBe(0);
+        expect(await store.readBudget(ws, DAY)).toBe(1_500);
+      }));
+
+    it("charges a day the larger of its wall time and its CPU, never their sum", () =>
+      withStore(async (store) => {
+        const ws = freshName("ws");
+        await store.chargeCpu(ws, { sessionId: "s", cpuMs: 4_000, baseMs: 0, day: DAY });
+        expect(await store.readBudget(ws, DAY)).toBe(4_000);
+        // Wall time of calls that burned no CPU: within the CPU already charged, it adds nothing.
+        expect(await store.reserveBudget(ws, DAY, 3_000, 10_000)).toBe(3_000);
+        expect(await store.readBudget(ws, DAY)).toBe(4_000);
+        // Past it, wall time counts: 3,000 + 2,000 of wall against 4,000 of CPU.
+        expect(await store.reserveBudget(ws, DAY, 2_000, 10_000)).toBe(2_000);
+        expect(await store.readBudget(ws, DAY)).toBe(5_000);
+        // A reservation is cut to what the larger counter leaves.
+        await store.chargeCpu(ws, { sessionId: "s", cpuMs: 9_000, baseMs: 0, day: DAY });
+        expect(await store.reserveBudget(ws, DAY, 5_000, 10_000)).toBe(1_000);
+        // And a new session is refused once the CPU alone has spent the day.
+        await store.chargeCpu(ws, { sessionId: "s", cpuMs: 10_000, baseMs: 0, day: DAY });
+        const now = Date.now();
+        const verdict = await store.admitSession(ws, {
+          token: "next",
+          slotLimit: 10,
+          slotExpiresAt: now + 60_000,
+          now,
+          ratePerWindow: 10,
+          rateWindowMs: 60_000,
+          budgetDay: DAY,
+          budgetLimitMs: 10_000,
+        });
+        expect(verdict).toMatchObject({ admitted: false, refused: "exec_budget" });
+      }));
+
+    it("refuses a call's begin once the day's CPU alone has spent it", () =>
+      withStore(async (store) => {
+        const ws = freshName("ws");
+        const now = Date.now();
+        const key = { workspace: ws, sessionId: freshName("session") };
+        await store.putLease({
+          ...key,
+          pool: "default",
+          image: "img",
+          sandbox: {
+            sandboxId: freshName("sb"),
+            pool: "default",
+            endpoint: "unix:/nowhere",
+            runtimeId: "rt",
+            innerSessionId: "inner",
+            createdAt: now,
+          },
+          createdAt: now,
+          lastActivityAt: now,
+          idleTimeoutSeconds: 600,
+          maxLifetimeSeconds: 3_600,
+        });
+        const budget = { day: DAY, requestedMs: 1_000, limitMs: 5_000 };
+        const first = await store.beginCall(key, { now, busyUntil: now + 2_000, budget });
+        expect(first.outcome).toBe("started");
+        await store.endCall(key, { now, refund: { day: DAY, milliseconds: 1_000 } });
+        await store.chargeCpu(ws, { sessionId: key.sessionId, cpuMs: 5_000, baseMs: 0, day: DAY });
+        const refused = await store.beginCall(key, { now, busyUntil: now + 2_000, budget });
+        expect(refused.outcome).toBe("budget_spent");
       }));
 
     it("keeps workspaces and days apart", () =>

@@ -84,6 +84,7 @@ export class MemoryCoordinationStore implements CoordinationStore {
   /** workspace + day -> the day's CPU total (ms); workspace + session -> its last CPU reading. */
   private readonly cpuDays = new Map<string, number>();
   private readonly cpuReadings = new Map<string, number>();
+  private readonly cpuEnded = new Set<string>();
   private readonly members = new Map<string, ExpiringSet>();
   /** Per pool, the members warm-up is starting (see PoolLedger.addMember, warming). */
   private readonly warming = new Map<string, ExpiringSet>();
@@ -101,7 +102,7 @@ export class MemoryCoordinationStore implements CoordinationStore {
   }
 
   async admitSession(workspace: string, a: SessionAdmission): Promise<AdmissionVerdict> {
-    if ((this.budgets.get(`${workspace}\u0000${a.budgetDay}`) ?? 0) >= a.budgetLimitMs) {
+    if (this.usedOf(`${workspace}\u0000${a.budgetDay}`) >= a.budgetLimitMs) {
       return { admitted: false, refused: "exec_budget" };
     }
     const slots = getOrCreate(this.slots, workspace, () => new ExpiringSet());
@@ -138,9 +139,8 @@ export class MemoryCoordinationStore implements CoordinationStore {
 
   async reserveBudget(workspace: string, day: string, requestedMs: number, limitMs: number) {
     const key = `${workspace}\u0000${day}`;
-    const used = this.budgets.get(key) ?? 0;
-    const granted = Math.max(0, Math.min(requestedMs, limitMs - used));
-    if (granted > 0) this.budgets.set(key, used + granted);
+    const granted = Math.max(0, Math.min(requestedMs, limitMs - this.usedOf(key)));
+    if (granted > 0) this.budgets.set(key, (this.budgets.get(key) ?? 0) + granted);
     return granted;
   }
 
@@ -154,21 +154,32 @@ export class MemoryCoordinationStore implements CoordinationStore {
   }
 
   async readBudget(workspace: string, day: string) {
-    return this.budgets.get(`${workspace}\u0000${day}`) ?? 0;
+    return this.usedOf(`${workspace}\u0000${day}`);
+  }
+
+  /** What a day has used: the larger of its calls' wall time and its sandboxes' CPU. */
+  private usedOf(dayKey: string): number {
+    return Math.max(this.budgets.get(dayKey) ?? 0, this.cpuDays.get(dayKey) ?? 0);
   }
 
   async chargeCpu(workspace: string, charge: CpuCharge): Promise<CpuCharged> {
     const readingKey = `${workspace}\u0000${charge.sessionId}`;
-    const last = this.cpuReadings.get(readingKey) ?? charge.baseMs ?? charge.cpuMs;
-    const chargedMs = Math.max(0, Math.floor(charge.cpuMs) - Math.floor(last));
-    if (charge.final) this.cpuReadings.delete(readingKey);
-    else this.cpuReadings.set(readingKey, Math.max(last, Math.floor(charge.cpuMs)));
+    let chargedMs = 0;
+    if (!this.cpuEnded.has(readingKey) && charge.cpuMs !== undefined) {
+      const reading = Math.floor(charge.cpuMs);
+      const last = this.cpuReadings.get(readingKey) ?? charge.baseMs ?? reading;
+      chargedMs = Math.max(0, reading - Math.floor(last));
+      if (!charge.final) this.cpuReadings.set(readingKey, Math.max(last, reading));
+    }
+    if (charge.final) {
+      this.cpuReadings.delete(readingKey);
+      // Sessions are never reused: the mark only has to outlive a meter round, kept for the store's life.
+      this.cpuEnded.add(readingKey);
+    }
     const dayKey = `${workspace}\u0000${charge.day}`;
     const cpuDayMs = (this.cpuDays.get(dayKey) ?? 0) + chargedMs;
     this.cpuDays.set(dayKey, cpuDayMs);
-    const usedMs = Math.max(this.budgets.get(dayKey) ?? 0, cpuDayMs);
-    this.budgets.set(dayKey, usedMs);
-    return { chargedMs, cpuDayMs, usedMs };
+    return { chargedMs, cpuDayMs, usedMs: Math.max(this.budgets.get(dayKey) ?? 0, cpuDayMs) };
   }
 
   async addMember(

@@ -114,8 +114,11 @@ export interface MemberHold {
 /** A reading of a session's sandbox CPU (AdmissionStore.chargeCpu). */
 export interface CpuCharge {
   sessionId: string;
-  /** The sandbox's CPU time so far (ms), as its cgroup counts it: every process, since it started. */
-  cpuMs: number;
+  /**
+   * The sandbox's CPU time so far (ms), as its cgroup counts it: every process, since it
+   * started. Undefined for a final reading that could not be taken (its session is forgotten).
+   */
+  cpuMs?: number;
   /** Its reading at lease time, for a session read for the first time; else its first reading is. */
   baseMs?: number;
   /** The UTC day charged (YYYY-MM-DD). */
@@ -130,6 +133,6 @@ export interface CpuCharged {
   chargedMs: number;
   /** The day's CPU total of every sandbox of the workspace. */
   cpuDayMs: number;
-  /** The day's budget counter: at least `cpuDayMs`. */
+  /** What the day has used: the larger of its calls' wall time and `cpuDayMs`. */
   usedMs: number;
 }

@@ -7,6 +7,8 @@ import type { LeaseKey } from "../records.js";
 
 /** How long a day's budget counter is kept from its first reservation: past the end of its day. */
 export const BUDGET_KEY_TTL_MS = 2 * 86_400_000;
+/** How long a session's end mark stops late CPU readings of it: longer than a meter round can take. */
+export const CPU_END_MARK_MS = 10 * 60_000;
 
 export class RedisKeys {
   constructor(private readonly prefix: string) {}
@@ -26,6 +28,11 @@ export class RedisKeys {
   /** The day's CPU total of the workspace's sandboxes (ms). */
   cpuDay(workspace: string, day: string): string {
     return `${this.prefix}{ws:${workspace}}:cpu:${day}`;
+  }
+
+  /** A session's end, for the CPU meter: a reading of it arriving later charges nothing. */
+  cpuEnded(workspace: string, sessionId: string): string {
+    return `${this.prefix}{ws:${workspace}}:cpu-ended:${sessionId}`;
   }
 
   /** The last CPU reading of each of the workspace's sessions (ms). */

@@ -160,8 +160,9 @@ export class RedisLeases implements LeaseStore {
         [
           ...steps.keys,
           keys.lease(key),
-          // Some key of the workspace's slot when there is no budget to reserve.
+          // Some key of the workspace's slot for both when there is no budget to reserve.
           budget ? keys.budget(key.workspace, budget.day) : keys.slots(key.workspace),
+          budget ? keys.cpuDay(key.workspace, budget.day) : keys.slots(key.workspace),
         ],
         [
           ...steps.args,

@@ -37,7 +37,7 @@ import { RedisBroadcast } from "./redis-broadcast.js";
 import { RedisCommands } from "./redis-commands.js";
 import { connectRedis, openRedis, type RedisTarget, redactUrl } from "./redis-connection.js";
 import { RedisHolders } from "./redis-holders.js";
-import { BUDGET_KEY_TTL_MS, RedisKeys } from "./redis-keys.js";
+import { BUDGET_KEY_TTL_MS, CPU_END_MARK_MS, RedisKeys } from "./redis-keys.js";
 import { LEASES_ENDED_CHANNEL, RedisLeases } from "./redis-leases.js";
 import { RedisPoolDemand } from "./redis-pool-demand.js";
 
@@ -118,7 +118,12 @@ export class RedisCoordinationStore implements CoordinationStore {
     const member = `${a.now}-${randomBytes(6).toString("hex")}`;
     const [verdict, waitMs] = (await this.commands.script(
       "admit-session",
-      [this.keys.slots(workspace), this.keys.rate(workspace), this.keys.budget(workspace, a.budgetDay)],
+      [
+        this.keys.slots(workspace),
+        this.keys.rate(workspace),
+        this.keys.budget(workspace, a.budgetDay),
+        this.keys.cpuDay(workspace, a.budgetDay),
+      ],
       [
         a.token,
         a.slotLimit,
@@ -157,7 +162,7 @@ export class RedisCoordinationStore implements CoordinationStore {
   async reserveBudget(workspace: string, day: string, requestedMs: number, limitMs: number) {
     const granted = await this.commands.script(
       "reserve-budget",
-      [this.keys.budget(workspace, day)],
+      [this.keys.budget(workspace, day), this.keys.cpuDay(workspace, day)],
       [requestedMs, limitMs, BUDGET_KEY_TTL_MS],
     );
     return Number(granted);
@@ -173,23 +178,30 @@ export class RedisCoordinationStore implements CoordinationStore {
   }
 
   async readBudget(workspace: string, day: string) {
-    return Number((await this.commands.read(() => this.redis.get(this.keys.budget(workspace, day)))) ?? 0);
+    // The day has used the larger of its calls' wall time and its sandboxes' CPU.
+    const [wall, cpu] = await this.commands.read(() =>
+      this.redis.mget(this.keys.budget(workspace, day), this.keys.cpuDay(workspace, day)),
+    );
+    return Math.max(Number(wall ?? 0), Number(cpu ?? 0));
   }
 
   async chargeCpu(workspace: string, charge: CpuCharge): Promise<CpuCharged> {
+    const { keys } = this;
     const [chargedMs, cpuDayMs, usedMs] = (await this.commands.script(
       "charge-cpu",
       [
-        this.keys.cpuReadings(workspace),
-        this.keys.cpuDay(workspace, charge.day),
-        this.keys.budget(workspace, charge.day),
+        keys.cpuReadings(workspace),
+        keys.cpuDay(workspace, charge.day),
+        keys.budget(workspace, charge.day),
+        keys.cpuEnded(workspace, charge.sessionId),
       ],
       [
         charge.sessionId,
-        Math.floor(charge.cpuMs),
+        charge.cpuMs === undefined ? -1 : Math.floor(charge.cpuMs),
         charge.baseMs === undefined ? -1 : Math.floor(charge.baseMs),
         charge.final ? "1" : "0",
         BUDGET_KEY_TTL_MS,
+        CPU_END_MARK_MS,
       ],
     )) as [number, number, number];
     return { chargedMs: Number(chargedMs), cpuDayMs: Number(cpuDayMs), usedMs: Number(usedMs) };

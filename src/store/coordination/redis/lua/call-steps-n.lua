@@ -21,7 +21,9 @@
 -- KEYS[2k], [2k+1]    step k (k = 1..S): its lease (JSON string; any key of the slot for
 --                     "r"), the budget counter of the day its time is given back to (any
 --                     key of the slot when none is)
--- KEYS[2S+2], [2S+3]  the begin, when there is one: the lease, the day's budget counter
+-- KEYS[2S+2..2S+4]    the begin, when there is one: the lease, the day's budget counter, the
+--                     day's CPU total (the day has used the larger of the two; any key of
+--                     the slot for both when no budget is reserved)
 -- ARGV[1]             S, the number of steps
 -- ARGV[4k-2 .. 4k+1]  step k: its kind ("b", "e", "r"), now (epoch ms), the call's deadline
 --                     ("b") or the milliseconds to give back ("e", "r"; 0: none), session id
@@ -129,7 +131,10 @@ end
 local granted = 0
 local requested = tonumber(ARGV[at + 3])
 if requested > 0 then
-  local used = tonumber(redis.call("GET", budget_key) or "0")
+  local used = math.max(
+    tonumber(redis.call("GET", budget_key) or "0"),
+    tonumber(redis.call("GET", KEYS[2 * steps + 4]) or "0")
+  )
   granted = math.min(requested, tonumber(ARGV[at + 4]) - used)
   if granted <= 0 then
     commit()

@@ -3,7 +3,8 @@
 -- more (recorded). A refusal takes nothing.
 -- KEYS[1]  the workspace's slots: token -> expiry (epoch ms)
 -- KEYS[2]  the workspace's session-rate window: unique member -> time (epoch ms)
--- KEYS[3]  today's budget counter (ms used)
+-- KEYS[3]  today's budget counter (ms of wall time reserved)
+-- KEYS[4]  today's CPU total (ms): the day has used the larger of the two
 -- ARGV[1]  token (the session id)
 -- ARGV[2]  concurrent-session limit
 -- ARGV[3]  expiry of the slot (epoch ms)
@@ -16,7 +17,8 @@
 local slots, rate, budget = KEYS[1], KEYS[2], KEYS[3]
 local token, limit, expires_at, now = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local rate_limit, window = tonumber(ARGV[5]), tonumber(ARGV[6])
-if tonumber(redis.call("GET", budget) or "0") >= tonumber(ARGV[8]) then
+local used = math.max(tonumber(redis.call("GET", budget) or "0"), tonumber(redis.call("GET", KEYS[4]) or "0"))
+if used >= tonumber(ARGV[8]) then
   return { "budget" }
 end
 redis.call("ZREMRANGEBYSCORE", slots, "-inf", now)
