@@ -1,6 +1,6 @@
 import { defineConfig } from "vitest/config";
 
-// Four suites by kind (DESIGN.md section 6). Integration and e2e suites talk to real
+// Four suites by kind (docs/architecture.md, "Tests"). Integration and e2e suites talk to real
 // services and spawn real processes, so they get longer timeouts and run files one at a time
 // where they share a machine-wide resource (ports, the Docker engine).
 export default defineConfig({

@@ -1,6 +1,6 @@
 /**
- * Workspace policy (DESIGN.md section 5): operators list the workspaces with a row, read a
- * workspace's policy and its audit trail, and edit or remove its row. Edits go through
+ * Workspace policy (docs/architecture.md, "Policy"): operators list the workspaces with a row,
+ * read a workspace's policy and its audit trail, and edit or remove its row. Edits go through
  * PolicyAdmin: validated against the deployment (a row may only narrow; 422 lists every
  * problem), audited, and announced to every replica, so the next request anywhere sees them.
  */

@@ -1,7 +1,7 @@
 /**
- * Pipeline step 8 for refused contract calls: a call that passed authentication and was then
- * refused by policy, a quota, capacity, an upload over the file cap, or because its session is
- * unknown leaves a durable record (a usage event of kind `denied`), read back by
+ * Pipeline step 10 (audit) for refused contract calls: a call that passed authentication and
+ * was then refused by policy, a quota, capacity, an upload over the file cap, or because its
+ * session is unknown leaves a durable record (a usage event of kind `denied`), read back by
  * `GET /admin/v1/audit?kind=denied`.
  * It goes through the usage buffer, so it costs the request nothing but a push, and reaches
  * Postgres within a second or two. Refusals of one workspace, operation and code within a

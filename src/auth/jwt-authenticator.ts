@@ -1,5 +1,6 @@
 /**
- * Pipeline step 2: turns an `Authorization: Bearer <jwt>` header into a Caller, or refuses.
+ * Pipeline step 3, authenticate: turns an `Authorization: Bearer <jwt>` header into a Caller,
+ * or refuses.
  * An ordinary token must name a workspace; an admin token (the admin claim is `true`) may name
  * none, or `*`, and is then scoped to no workspace (contract routes refuse it).
  * Every refusal of a token that fails its checks is the same `auth.invalid` with the same

@@ -1,9 +1,9 @@
 /**
- * The contract's OpenAPI document (contract v1): the project's one copy of
- * `../shared/contract/code-execution-openapi.yaml`, shipped beside the compiled code (the
- * build copies it into dist/contract/). The gateway's own OpenAPI document takes the
- * contract's paths and schemas from it unchanged; the tests validate every contract answer
- * against it.
+ * The contract's OpenAPI document (contract v1), `src/contract/code-execution-openapi.yaml`:
+ * the project's one copy of the shared contract (test/unit/contract/openapi-copy.test.ts holds
+ * it equal), shipped beside the compiled code (the build copies it into dist/contract/). The
+ * gateway's own OpenAPI document takes the contract's paths and schemas from it unchanged; the
+ * tests validate every contract answer against it.
  */
 import { readFileSync } from "node:fs";
 import { parse } from "yaml";

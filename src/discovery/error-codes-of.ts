@@ -1,7 +1,7 @@
 /**
  * The error codes an operation may answer with, for its OpenAPI responses: the pipeline's
- * steps (DESIGN.md section 4) in the order they may refuse a call. Documentation only:
- * the codes themselves and their statuses are src/contract/error-codes.ts.
+ * steps (docs/architecture.md, "The pipeline") in the order they may refuse a call.
+ * Documentation only: the codes themselves and their statuses are src/contract/error-codes.ts.
  */
 import type { ErrorCode } from "../contract/error-codes.js";
 import type { OperationSpec } from "../operations/operation.js";

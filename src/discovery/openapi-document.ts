@@ -1,6 +1,6 @@
 /**
- * sandpool's OpenAPI 3.1 document, generated from the operation registry, per viewer (the
- * seed's discovery, section 7): the public view (no credential, or a workspace token) holds
+ * sandpool's OpenAPI 3.1 document, generated from the operation registry, per viewer: the
+ * public view (no credential, or a workspace token) holds
  * the contract's operations and those open to anyone; the admin view (an admin token) holds
  * every operation, the admin API under `/admin/v1`.
  *

@@ -1,5 +1,5 @@
 /**
- * Settings of the edge and node roles (docs/roles: the interface between them). A node
+ * Settings of the edge and node roles (docs/architecture.md, "Roles: edge and node"). A node
  * listens for the node API on `host:port` and advertises `advertiseUrl` to the edges;
  * `secrets` authenticate edge and node to each other (the first signs, every one verifies).
  */

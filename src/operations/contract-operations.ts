@@ -1,5 +1,5 @@
 /**
- * The contract's operations (contract v1, `../shared/contract/code-execution-openapi.yaml`),
+ * The contract's operations (contract v1, `src/contract/code-execution-openapi.yaml`),
  * mounted for workspace tokens at `/` and under the configured base path. Their shapes in the
  * OpenAPI document are the contract's own, unchanged (the drift test holds them to it).
  */

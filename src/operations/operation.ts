@@ -1,9 +1,9 @@
 /**
- * An operation: one capability of the gateway, declared once (DESIGN.md section 1). Its
- * declaration is data: the route table, 405 `Allow`, the OpenAPI document, the docs page,
- * metrics labels, audit records, explain and the per-operation tests all read it. Nothing
- * here imports Hono or a service, so the CLI and the OpenAPI generator can load the registry
- * offline.
+ * An operation: one capability of the gateway, declared once (docs/architecture.md,
+ * "The operation registry"). Its declaration is data: the route table, 405 `Allow`, the
+ * OpenAPI document, the docs page, metrics labels, audit records, explain and the
+ * per-operation tests all read it. Nothing here imports Hono or a service, so the CLI and the
+ * OpenAPI generator can load the registry offline.
  */
 import type { $ZodType } from "zod/v4/core";
 
@@ -13,8 +13,9 @@ export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 export type OperationGroup = "contract" | "admin" | "service";
 
 /**
- * Who the operation is mounted for (the seed's step 5): a workspace token (contract), an admin
- * token (admin API), or anyone, without a credential (health, metrics, docs).
+ * Who the operation is mounted for (the pipeline's mounted step): a workspace token
+ * (contract), an admin token (admin API), or anyone, without a credential (health, metrics,
+ * docs).
  */
 export type Audience = "workspace" | "admin" | "anyone";
 

@@ -1,5 +1,5 @@
 /**
- * The request pipeline (DESIGN.md section 4, the seed's section 6): the one code path from a
+ * The request pipeline (docs/architecture.md, "The pipeline"): the one code path from a
  * routed call to its handler, for every operation and every transport (HTTP, src/http/
  * bind-operations.ts; in process, call.ts). Its steps run in a fixed order, each in its own
  * file under steps/:

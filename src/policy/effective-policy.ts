@@ -1,6 +1,6 @@
 /**
  * The policy in force for one workspace: the deployment's policy narrowed by the
- * workspace's row (DESIGN.md section 5). A row may veto and narrow, never grant: every
+ * workspace's row (docs/architecture.md, "Policy"). A row may veto and narrow, never grant: every
  * value is the stricter of the two, lists are intersected, and no row at all means the
  * deployment values apply (`configured: false`).
  */

@@ -1,5 +1,5 @@
 /**
- * Admission (pipeline step 6): may this workspace start another session, or run another
+ * Admission (pipeline step 8, admit): may this workspace start another session, or run another
  * call, under its quotas? Concurrent sessions are slots held for the session's lifetime
  * (released on every path that ends it); session creations are counted in a sliding
  * one-minute window; execution time is a per-day budget in milliseconds (UTC days), reserved

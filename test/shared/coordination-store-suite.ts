@@ -1,7 +1,7 @@
 /**
- * The conformance suite every CoordinationStore implementation passes (DESIGN.md section 2:
- * "the memory and Redis coordination stores implement one narrow interface and pass one
- * shared test suite"). It registers vitest tests; call it from a test file with a function
+ * The conformance suite every CoordinationStore implementation passes (docs/architecture.md,
+ * "The coordination store": the memory and Redis stores implement one interface and pass one
+ * shared suite). It registers vitest tests; call it from a test file with a function
  * that opens a store.
  *
  * Every test uses fresh random workspace, pool and channel names, and reads only what it

@@ -1,7 +1,7 @@
 /**
- * Validates responses against the schemas of the contract's OpenAPI document (the project's
- * copy of ../shared/contract/code-execution-openapi.yaml, src/contract/, which the gateway
- * also serves from; a unit test keeps the copy equal to the shared one). Every response a
+ * Validates responses against the schemas of the contract's OpenAPI document
+ * (src/contract/code-execution-openapi.yaml, which the gateway also serves from;
+ * test/unit/contract/openapi-copy.test.ts keeps it equal to the shared contract). Every response a
  * test receives passes through here.
  */
 import { readFileSync } from "node:fs";

@@ -1,9 +1,9 @@
 /**
- * Reads a JSON request body under the pipeline's parse rules (DESIGN.md section 4, step 1):
- * the size cap is checked on Content-Length before anything is read (413), and a chunked
- * body is counted as it arrives and refused the moment it passes the cap; a body must be
- * typed `application/json` (415, so a cross-origin "simple" POST never reaches a handler)
- * and must parse (400).
+ * Reads a JSON request body under the pipeline's parse rules (step 1; docs/architecture.md,
+ * "The pipeline"): the size cap is checked on Content-Length before anything is read (413),
+ * and a chunked body is counted as it arrives and refused the moment it passes the cap; a body
+ * must be typed `application/json` (415, so a cross-origin "simple" POST never reaches a
+ * handler) and must parse (400).
  *
  * On Node the body is read straight from the socket's IncomingMessage: converting it to a
  * web stream first costs more than the rest of a small call's handling.

@@ -1,10 +1,10 @@
 /**
- * Pipeline step 0 (DESIGN.md section 4): request targets are judged as they arrived on the
- * request line, before any URL parser normalizes `/../` away. A target with `//`, dot
- * segments, encoded dots or slashes, backslashes, NUL or control characters is refused
- * with 400 before routing, authentication or any handler sees it. It runs as the first
- * middleware after request observation, so even these refusals carry a request id and
- * are counted.
+ * Pipeline step 0, transport (docs/architecture.md, "The pipeline"): request targets are
+ * judged as they arrived on the request line, before any URL parser normalizes `/../` away. A
+ * target with `//`, dot segments, encoded dots or slashes, backslashes, NUL or control
+ * characters is refused with 400 before routing, authentication or any handler sees it. It
+ * runs as the first middleware after request observation, so even these refusals carry a
+ * request id and are counted.
  */
 import type { Context, MiddlewareHandler } from "hono";
 import { SandpoolError } from "../../contract/error-codes.js";

@@ -1,5 +1,5 @@
 /**
- * Pipeline step 8 for every request, denied ones included: a request id (accepted from
+ * Pipeline step 10 (meter) for every request, denied ones included: a request id (accepted from
  * `X-Request-Id` when it is sane, else generated) on the response and on every line of the
  * request's logger (`c.get("log")`, a child of the gateway's), the gateway's version (`X-Sandpool-Version`) on the response,
  * the request counter and latency histogram, and a count of each refusal by error code

@@ -1,12 +1,12 @@
 /**
- * The admin API (DESIGN.md section 5), served at `/admin/v1`, beside the contract and never
- * under its base path. Every request needs a valid bearer token (401 first, as on contract
- * routes, so an anonymous caller learns nothing) and then an admin token (403
- * `auth.forbidden`). Its routes are the admin operations of the registry
- * (src/operations/admin-operations.ts: paths, shapes), bound to their handlers (src/admin/)
- * through the request pipeline (src/http/bind-operations.ts); a wrong method on an admin
- * path is 405 with `Allow`, and any other path under /admin/v1 is 404. Errors are the usual { detail: { code, message } }; a refused
- * input adds `problems: string[]`.
+ * The admin API (policy edits among the rest: docs/architecture.md, "Policy"), served at
+ * `/admin/v1`, beside the contract and never under its base path. Every request needs a valid
+ * bearer token (401 first, as on contract routes, so an anonymous caller learns nothing) and
+ * then an admin token (403 `auth.forbidden`). Its routes are the admin operations of the
+ * registry (src/operations/admin-operations.ts: paths, shapes), bound to their handlers
+ * (src/admin/) through the request pipeline (src/http/bind-operations.ts); a wrong method on
+ * an admin path is 405 with `Allow`, and any other path under /admin/v1 is 404. Errors are the
+ * usual { detail: { code, message } }; a refused input adds `problems: string[]`.
  */
 import type { HttpBindings } from "@hono/node-server";
 import { Hono, type MiddlewareHandler } from "hono";

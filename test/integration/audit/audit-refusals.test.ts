@@ -1,5 +1,5 @@
 /**
- * Refused contract calls are audited (pipeline step 8), on a real dev gateway: every kind of
+ * Refused contract calls are audited (pipeline step 10), on a real dev gateway: every kind of
  * refusal after authentication (policy, quota, unknown session, an upload over the file cap) is listed by
  * `GET /admin/v1/audit?kind=denied` within two seconds, newest first, with its operation,
  * code, time and principal; one workspace's refusals never show in another's list; calls

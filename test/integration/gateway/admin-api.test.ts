@@ -1,9 +1,9 @@
 /**
- * The admin API (`/admin/v1`, DESIGN.md section 5) on a real dev gateway: 401 without a valid
- * token, 403 for an ordinary token, admin tokens scoped to no workspace refused on contract
- * routes, policy read/edit/delete with its audit trail, 422 listing every problem above a
- * ceiling, edits in force on the very next CreateSession (no manual invalidation), usage and
- * pools, and the documented shape of every answer.
+ * The admin API (`/admin/v1`; docs/architecture.md, "Policy") on a real dev gateway: 401
+ * without a valid token, 403 for an ordinary token, admin tokens scoped to no workspace
+ * refused on contract routes, policy read/edit/delete with its audit trail, 422 listing every
+ * problem above a ceiling, edits in force on the very next CreateSession (no manual
+ * invalidation), usage and pools, and the documented shape of every answer.
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -1,7 +1,8 @@
 /**
- * How sessions end (DESIGN.md section 3): idle timeout and maximum lifetime reap, a call in
- * flight keeps a session from idling out, every call counts as activity, a sandbox that
- * dies ends its session, and DestroySession destroys the sandbox process.
+ * How sessions end (docs/architecture.md, "Session lifecycle"): idle timeout and maximum
+ * lifetime reap, a call in flight keeps a session from idling out, every call counts as
+ * activity, a sandbox that dies ends its session, and DestroySession destroys the sandbox
+ * process.
  */
 import { randomUUID } from "node:crypto";
 import { request } from "node:http";

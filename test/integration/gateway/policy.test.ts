@@ -1,5 +1,5 @@
 /**
- * Workspace policy through the gateway (DESIGN.md section 5): the image and tool
+ * Workspace policy through the gateway (docs/architecture.md, "Policy"): the image and tool
  * allow-lists, the kill switch, the ceilings on timeouts, lifetimes and file sizes, and the
  * rule that a row may narrow the deployment but never widen it.
  */
@@ -136,8 +136,8 @@ describe("the workspace kill switch", () => {
   });
 
   it("refuses calls on a disabled workspace's open sessions with 403", async () => {
-    // DESIGN.md section 4, step 5: the kill switch is a policy check of the pipeline, so a
-    // disabled workspace runs no more code, not merely opens no more sessions.
+    // docs/architecture.md, "The pipeline", step 7: the kill switch is a policy check of the
+    // pipeline, so a disabled workspace runs no more code, not merely opens no more sessions.
     const workspace = freshWorkspace("disabled-open");
     const client = await harness.client(workspace);
     const id = sessionIdOf(await client.createSession());

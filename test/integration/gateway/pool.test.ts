@@ -1,8 +1,8 @@
 /**
- * The warm pool through the gateway (DESIGN.md section 3): `minIdle` ready sandboxes, a
- * lease pops one and warm-up refills it, a dry pool cold-starts, a full pool refuses with
- * 503 and gives the slot back, sandboxes are never reused, and a pool whose image cannot
- * start backs off instead of spinning.
+ * The warm pool through the gateway (docs/architecture.md, "Session lifecycle"): `minIdle`
+ * ready sandboxes, a lease pops one and warm-up refills it, a dry pool cold-starts, a full
+ * pool refuses with 503 and gives the slot back, sandboxes are never reused, and a pool whose
+ * image cannot start backs off instead of spinning.
  */
 import { randomUUID } from "node:crypto";
 import { pino } from "pino";

@@ -1,7 +1,8 @@
 /**
- * Quotas through the gateway (DESIGN.md sections 3 and 4, step 6): concurrent-session
- * slots (refused with nothing leased, released on every path that ends a session, never
- * exceeded under parallel creates), the session rate and the daily execution budget.
+ * Quotas through the gateway (docs/architecture.md, "Session lifecycle", and "The pipeline",
+ * step 8): concurrent-session slots (refused with nothing leased, released on every path that
+ * ends a session, never exceeded under parallel creates), the session rate and the daily
+ * execution budget.
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

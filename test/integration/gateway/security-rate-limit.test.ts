@@ -1,10 +1,10 @@
 /**
- * Failed-attempt rate limiting (pipeline step 2) through the real gateway. Failures are
- * charged to two sources, the client address and a fingerprint of the presented credential
- * (src/auth/failed-auth-limiter.ts); once either has failed `maxFailures` times in the window,
- * every request it makes is refused with 429 `auth.rate_limited` before verification, a valid
- * token included. Requests come from distinct loopback addresses (127.0.0.0/8 all reach a
- * server on 127.0.0.1) so each case starts from a clean address.
+ * Failed-attempt rate limiting (pipeline step 3, authenticate) through the real gateway.
+ * Failures are charged to two sources, the client address and a fingerprint of the presented
+ * credential (src/auth/failed-auth-limiter.ts); once either has failed `maxFailures` times in
+ * the window, every request it makes is refused with 429 `auth.rate_limited` before
+ * verification, a valid token included. Requests come from distinct loopback addresses
+ * (127.0.0.0/8 all reach a server on 127.0.0.1) so each case starts from a clean address.
  */
 import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -1,8 +1,8 @@
 /**
  * Tenant isolation and workspace confinement through the real gateway. Another workspace's
- * session answers exactly like a session that never existed, on every route (pipeline step 3:
- * no oracle), and its destroy is a no-op; paths that try to leave a session's workspace are
- * refused with 403 on ListFiles, GetFile and PutFile, and nothing lands outside.
+ * session answers exactly like a session that never existed, on every route (pipeline step 6,
+ * resolve: no oracle), and its destroy is a no-op; paths that try to leave a session's
+ * workspace are refused with 403 on ListFiles, GetFile and PutFile, and nothing lands outside.
  */
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";

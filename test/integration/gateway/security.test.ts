@@ -1,8 +1,9 @@
 /**
- * Pipeline step 2 through the real gateway: every contract route, and every unknown path or
- * method next to them, refuses a missing or bad bearer credential with 401 before any 404 or
- * 405, while health and metrics stay open. Failed attempts are not rate limited here (the
- * limit is raised out of reach); security-rate-limit.test.ts covers the limiter.
+ * Pipeline step 3 (authenticate) through the real gateway: every contract route, and every
+ * unknown path or method next to them, refuses a missing or bad bearer credential with 401
+ * before any 404 or 405, while health and metrics stay open. Failed attempts are not rate
+ * limited here (the limit is raised out of reach); security-rate-limit.test.ts covers the
+ * limiter.
  */
 import { generateKeyPairSync, type KeyObject } from "node:crypto";
 import { type JWTPayload, SignJWT } from "jose";

@@ -195,7 +195,7 @@ describe("request targets (pipeline step 0)", () => {
   });
 });
 
-describe("JSON bodies (pipeline steps 1 and 4)", () => {
+describe("JSON bodies (pipeline steps 1 and 5)", () => {
   const auth = () => ({ authorization: `Bearer ${token}` });
   const execPath = () => `/sessions/${session}/exec`;
   const tooBig = JSON.stringify({ padding: "x".repeat(MAX_JSON) });

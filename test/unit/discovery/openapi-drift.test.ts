@@ -1,7 +1,7 @@
 /**
- * The drift test: the OpenAPI document generated from the registry against the shared
- * contract (../shared/contract/code-execution-openapi.yaml, whose project copy is held equal
- * to it by test/unit/contract/openapi-copy.test.ts). The contract's part holds every path,
+ * The drift test: the OpenAPI document generated from the registry against the contract
+ * (src/contract/code-execution-openapi.yaml, held equal to the shared one by
+ * test/unit/contract/openapi-copy.test.ts). The contract's part holds every path,
  * method and component schema unchanged (sandpool may only add optional fields, headers and
  * responses); the registry's contract operations and the contract's operations map one to
  * one; and each view is a valid OpenAPI 3.1 document.
