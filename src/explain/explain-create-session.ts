@@ -8,7 +8,7 @@ import { type CreateSessionRequest, createSessionRequest, issueProblems } from "
 import { imageAllowed, workspaceEnabled } from "../policy/decide-access.js";
 import { sessionTimeouts } from "../policy/decide-limits.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
-import type { ExplainServices } from "./explain.js";
+import type { ExplainServices } from "./explain-services.js";
 import { clampStep, quotaStep, verdictStep } from "./explain-steps.js";
 import type { Trace } from "./explain-trace.js";
 

@@ -13,7 +13,7 @@ import { fileSizeAllowed, toolAllowed, workspaceEnabled } from "../policy/decide
 import { execTimeout, grantedTimeoutSeconds } from "../policy/decide-limits.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
 import { leaseDeadline } from "../store/coordination/records.js";
-import type { ExplainServices } from "./explain.js";
+import type { ExplainServices } from "./explain-services.js";
 import { clampStep, quotaStep, verdictStep } from "./explain-steps.js";
 import type { Trace } from "./explain-trace.js";
 

@@ -5,15 +5,14 @@
  * it starts, leases and touches no sandbox, and takes no slot, rate or budget. The policy
  * comes from the same cache a real call reads.
  */
-import type { GatewayServices } from "../http/gateway-services.js";
 import { explainCreateSession } from "./explain-create-session.js";
 import type { ExplainRequest } from "./explain-request.js";
+import type { ExplainServices } from "./explain-services.js";
 import { explainSessionCall } from "./explain-session-call.js";
 import { limitsInForce, mountedStep } from "./explain-steps.js";
 import { type ExplainAnswer, Trace } from "./explain-trace.js";
 
-/** What explain reads: the policy, the admission and pool previews, and the leases (read only). */
-export type ExplainServices = Pick<GatewayServices, "policies" | "admission" | "pools" | "sessions">;
+export type { ExplainServices } from "./explain-services.js";
 
 export async function explain(services: ExplainServices, request: ExplainRequest): Promise<ExplainAnswer> {
   const { workspace, operation, args } = request;

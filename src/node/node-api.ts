@@ -43,60 +43,20 @@ import {
 } from "../nodes/node-signature.js";
 import type { MetricsToken } from "../service/metrics-token.js";
 import type { SandboxRecord } from "../store/coordination/records.js";
+import type { NodeApiDeps, NodeCall } from "./node-call.js";
 import { relayToSandbox, unknownSession, uploadOf } from "./node-relay.js";
 import { readSignedBody } from "./node-request-body.js";
 import type { NodeSandboxes } from "./node-sandboxes.js";
 import { SignedAnswer } from "./signed-answer.js";
 
+export type { NodeApiDeps, NodeApiLimits, NodeCall } from "./node-call.js";
+
 export { NODE_ERROR_HEADER, NODE_TIMEOUT_HEADER };
-
-export interface NodeApiLimits {
-  /** Most bytes of a buffered (non-streamed) request body. */
-  maxBodyBytes: number;
-  /** How long a buffered body may take to arrive, once its head is signed. */
-  bodyTimeoutMs: number;
-  /** How long a request's headers may take (node:http `headersTimeout`). */
-  headersTimeoutMs: number;
-  /** How long a whole request may take, upload included (node:http `requestTimeout`). */
-  requestTimeoutMs: number;
-  /** Connections open at once; more are closed as they come (node:http `maxConnections`). */
-  maxConnections: number;
-}
-
-export interface NodeApiDeps {
-  sandboxes: NodeSandboxes;
-  client: SandboxClient;
-  secrets: NodeSecrets;
-  verifier: RequestVerifier;
-  metrics: Registry;
-  /** The bearer token /metrics requires (`metrics.token`); unset, /metrics answers anyone. */
-  metricsToken?: MetricsToken;
-  log: Logger;
-  ready: () => boolean;
-  limits: NodeApiLimits;
-  /** Signature refusals, counted by reason. */
-  refused?: (reason: string) => void;
-}
 
 export interface RunningNodeApi {
   url: string;
   server: Server;
   close(): Promise<void>;
-}
-
-/** An authenticated call, its body checked or verifying as it streams. */
-export interface NodeCall {
-  deps: NodeApiDeps;
-  req: IncomingMessage;
-  answer: SignedAnswer;
-  /** The path's captures (a sandbox id, a relayed path). */
-  params: string[];
-  /** Path and query as requested. */
-  target: string;
-  /** The workspace the edge made the call for (signed); undefined when it named none. */
-  workspace: string | undefined;
-  /** A buffered body's checked bytes, or a framed body's verified stream. */
-  body: Buffer | Readable;
 }
 
 export interface NodeRoute {

@@ -14,7 +14,7 @@ import type { SandboxClient } from "../forward/sandbox-client.js";
 import type { FrameKey } from "../nodes/mac-frames.js";
 import { NODE_TIMEOUT_HEADER, SIGNATURE_HEADERS } from "../nodes/node-signature.js";
 import { UPLOAD_FRAMING_BYTES } from "../policy/decide-access.js";
-import type { NodeCall } from "./node-api.js";
+import type { NodeCall } from "./node-call.js";
 import { VerifiedUpload } from "./node-request-body.js";
 
 const PASSED_REQUEST_HEADERS = ["content-type", "accept", MAX_FILE_BYTES_HEADER];

@@ -8,7 +8,14 @@
 import type { SandpoolError } from "../contract/error-codes.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
 import type { AdmissionStore } from "../store/coordination/admission-store.js";
-import { budgetDay, budgetSpent, type ExecRequest, MINUTE_MS, rateReached, slotsTaken } from "./admission.js";
+import {
+  budgetDay,
+  budgetSpent,
+  type ExecRequest,
+  MINUTE_MS,
+  rateReached,
+  slotsTaken,
+} from "./quota-refusals.js";
 
 export interface QuotaCheck {
   rule: "quota.exec_budget" | "quota.concurrent_sessions" | "quota.session_rate";

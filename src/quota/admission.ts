@@ -5,7 +5,7 @@
  * one-minute window; execution time is a per-day budget in milliseconds (UTC days), reserved
  * before a call runs and settled with the wall time the gateway measured once it is over.
  */
-import { SandpoolError } from "../contract/error-codes.js";
+import type { SandpoolError } from "../contract/error-codes.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
 import type { AdmissionStore } from "../store/coordination/admission-store.js";
 import type { CpuCharged } from "../store/coordination/records.js";
@@ -15,25 +15,16 @@ import {
   previewSession,
   type SessionAdmissionPreview,
 } from "./admission-preview.js";
+import {
+  budgetDay,
+  budgetSpent,
+  type ExecRequest,
+  MINUTE_MS,
+  rateReached,
+  slotsTaken,
+} from "./quota-refusals.js";
 
-export const MINUTE_MS = 60_000;
-const DAY_MS = 86_400_000;
-
-/** The last day named, and where it starts: every call asks, and nearly all on the same day. */
-let lastDay = { start: 0, name: "1970-01-01" };
-
-/** The UTC day of `now`, as YYYY-MM-DD. */
-export function budgetDay(now: number): string {
-  if (now < lastDay.start || now >= lastDay.start + DAY_MS) {
-    const start = now - (((now % DAY_MS) + DAY_MS) % DAY_MS);
-    lastDay = { start, name: new Date(start).toISOString().slice(0, 10) };
-  }
-  return lastDay.name;
-}
-
-function secondsUntilNextDay(now: number): number {
-  return Math.ceil((DAY_MS - (now % DAY_MS)) / 1000);
-}
+export { budgetDay, type ExecRequest, MINUTE_MS } from "./quota-refusals.js";
 
 export class Admission {
   constructor(
@@ -154,13 +145,6 @@ export class Admission {
   }
 }
 
-/** What a call asks to reserve against its workspace's budget of `day`. */
-export interface ExecRequest {
-  day: string;
-  requestedMs: number;
-  limitMs: number;
-}
-
 /**
  * How a reservation is settled once the call is over: the call is charged the wall time it
  * took, at most what was granted, and the rest goes back to the day it was reserved on. (A
@@ -180,28 +164,4 @@ export interface ExecReservation {
   /** The UTC day the time was reserved on (a call may end on the next). */
   day: string;
   grantedMs: number;
-}
-
-export function budgetSpent(policy: EffectivePolicy, now: number): SandpoolError {
-  return new SandpoolError(
-    "quota.exec_budget",
-    `the workspace has used its ${policy.execSecondsPerDay} execution seconds for today`,
-    { retryAfterSeconds: secondsUntilNextDay(now) },
-  );
-}
-
-export function slotsTaken(policy: EffectivePolicy): SandpoolError {
-  return new SandpoolError(
-    "quota.concurrent_sessions",
-    `the workspace already has ${policy.maxConcurrentSessions} sessions open`,
-    { retryAfterSeconds: 1 },
-  );
-}
-
-export function rateReached(policy: EffectivePolicy, waitMs: number): SandpoolError {
-  return new SandpoolError(
-    "quota.session_rate",
-    `the workspace may create ${policy.sessionsPerMinute} sessions a minute`,
-    { retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) },
-  );
 }

@@ -1,0 +1,56 @@
+/**
+ * The quotas' shared vocabulary: the UTC day a budget counts, what a call asks of it, and
+ * the 429s admission answers. Admission and its read-only preview (explain) both use them.
+ */
+import { SandpoolError } from "../contract/error-codes.js";
+import type { EffectivePolicy } from "../policy/effective-policy.js";
+
+export const MINUTE_MS = 60_000;
+const DAY_MS = 86_400_000;
+
+/** The last day named, and where it starts: every call asks, and nearly all on the same day. */
+let lastDay = { start: 0, name: "1970-01-01" };
+
+/** The UTC day of `now`, as YYYY-MM-DD. */
+export function budgetDay(now: number): string {
+  if (now < lastDay.start || now >= lastDay.start + DAY_MS) {
+    const start = now - (((now % DAY_MS) + DAY_MS) % DAY_MS);
+    lastDay = { start, name: new Date(start).toISOString().slice(0, 10) };
+  }
+  return lastDay.name;
+}
+
+function secondsUntilNextDay(now: number): number {
+  return Math.ceil((DAY_MS - (now % DAY_MS)) / 1000);
+}
+
+/** What a call asks to reserve against its workspace's budget of `day`. */
+export interface ExecRequest {
+  day: string;
+  requestedMs: number;
+  limitMs: number;
+}
+
+export function budgetSpent(policy: EffectivePolicy, now: number): SandpoolError {
+  return new SandpoolError(
+    "quota.exec_budget",
+    `the workspace has used its ${policy.execSecondsPerDay} execution seconds for today`,
+    { retryAfterSeconds: secondsUntilNextDay(now) },
+  );
+}
+
+export function slotsTaken(policy: EffectivePolicy): SandpoolError {
+  return new SandpoolError(
+    "quota.concurrent_sessions",
+    `the workspace already has ${policy.maxConcurrentSessions} sessions open`,
+    { retryAfterSeconds: 1 },
+  );
+}
+
+export function rateReached(policy: EffectivePolicy, waitMs: number): SandpoolError {
+  return new SandpoolError(
+    "quota.session_rate",
+    `the workspace may create ${policy.sessionsPerMinute} sessions a minute`,
+    { retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) },
+  );
+}
