@@ -1,0 +1,83 @@
+/**
+ * Which part of src/ may import which (`npm run lint` runs `depcruise src`). The layers are
+ * described in docs/architecture.md, "Layers of src/": the transport (src/http) sits at the
+ * edge of the house, the stores at the bottom, the sandbox server apart (it runs inside
+ * containers). A rule here fails the lint, so an import that climbs a layer fails CI.
+ */
+const layer = (name) => `^src/${name}/`;
+/** Parts below the handlers: they never reach up into a handler, the pipeline or the transport. */
+const LOWER = ["store", "contract", "logging", "runtime", "forward", "policy", "metering", "audit", "jobs"];
+const UPPER = [
+  "http",
+  "pipeline",
+  "session",
+  "admin",
+  "explain",
+  "operations",
+  "gateway",
+  "cli",
+  "discovery",
+];
+
+module.exports = {
+  forbidden: [
+    {
+      name: "no-circular",
+      severity: "error",
+      comment: "Files import each other in a circle: move what both need into a file of its own.",
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: "store-stays-at-the-bottom",
+      severity: "error",
+      comment:
+        "The stores (src/store) serve every layer and import none above them; the table of policy fields is data their columns are made from.",
+      from: { path: layer("store") },
+      to: {
+        path: "^src/",
+        pathNot: "^src/(store|contract|logging)/|^src/policy/policy-fields\\.ts$|^src/version\\.ts$",
+      },
+    },
+    {
+      name: "lower-layers-never-reach-up",
+      severity: "error",
+      comment: "A lower layer imports no handler, pipeline step or transport code.",
+      from: { path: `^src/(${LOWER.join("|")})/` },
+      to: { path: `^src/(${UPPER.join("|")})/` },
+    },
+    {
+      name: "nothing-imports-the-cli",
+      severity: "error",
+      comment:
+        "The CLI is the top of the house: nothing else imports it (but the sandbox binary's entry, which is its command).",
+      from: { path: "^src/", pathNot: "^src/cli/|^src/sandbox/sandbox-main\\.ts$" },
+      to: { path: layer("cli") },
+    },
+    {
+      name: "sandbox-server-stands-apart",
+      severity: "error",
+      comment:
+        "The sandbox server runs inside containers: it shares only the contract, logging and the HTTP helpers, and nothing of the gateway imports it.",
+      from: { path: layer("sandbox"), pathNot: "^src/sandbox/sandbox-main\\.ts$" },
+      to: { path: "^src/", pathNot: `^src/(sandbox|contract|logging|http/common)/|^src/version\\.ts$` },
+    },
+    {
+      name: "not-to-unresolvable",
+      severity: "error",
+      comment: "An import that resolves to nothing.",
+      from: {},
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: {
+      exportsFields: ["exports"],
+      conditionNames: ["import", "require", "node", "default", "types"],
+      extensions: [".ts", ".js", ".mjs", ".json"],
+    },
+  },
+};
