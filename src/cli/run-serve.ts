@@ -8,6 +8,7 @@
 import type { Logger } from "pino";
 import type { GatewayConfig } from "../config/gateway-config.js";
 import { ConfigError, loadGatewayConfig } from "../config/load-config.js";
+import { EDGE_RUNTIME } from "../edge/edge-pools.js";
 import { GatewayEgress } from "../egress/gateway-egress.js";
 import { SandboxClient } from "../forward/sandbox-client.js";
 import { startGateway } from "../gateway/start-gateway.js";
@@ -17,7 +18,6 @@ import { startNode } from "../node/run-node.js";
 import { NodeRegistry } from "../nodes/node-registry.js";
 import { nodeIdOf, nodeSandboxOwner } from "../nodes/node-settings.js";
 import { DockerRuntime } from "../runtime/docker/docker-runtime.js";
-import type { SandboxRuntime } from "../runtime/sandbox-runtime.js";
 import { loadLuaScripts } from "../store/coordination/redis/lua-scripts.js";
 import { redisTargetFrom } from "../store/coordination/redis/redis-config.js";
 import {
@@ -183,7 +183,7 @@ async function runEdgeRole(config: GatewayConfig, options: ServeOptions, log: Lo
     lostAfterMs: config.node.lostAfterMs,
   });
   const jobs = new BullmqJobRunner({ target: redis, queueName: config.deployment }, log);
-  const gateway = await startGateway(config, { store, db, runtime: edgeRuntime, jobs, nodes }, log, {
+  const gateway = await startGateway(config, { store, db, runtime: EDGE_RUNTIME, jobs, nodes }, log, {
     ready: () => store.ping(),
   });
   log.info({ url: gateway.url, redis: describeRedisTarget(redis) }, "sandpool edge serving");
@@ -199,16 +199,6 @@ async function runEdgeRole(config: GatewayConfig, options: ServeOptions, log: Lo
     { graceMs: config.shutdownGraceMs },
   );
 }
-
-/** What an edge hands the gateway as its runtime: it starts nothing (nodes do). */
-const edgeRuntime: SandboxRuntime = {
-  kind: "docker",
-  isolated: true,
-  start: () => Promise.reject(new Error("an edge starts no sandbox: nodes do")),
-  destroy: () => Promise.resolve(),
-  list: () => Promise.resolve([]),
-  close: () => Promise.resolve(),
-};
 
 export async function runServe(options: ServeOptions): Promise<void> {
   const config = loadServeConfig(options);

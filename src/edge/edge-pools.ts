@@ -19,8 +19,8 @@ import { placementOrder } from "./placement.js";
 
 const NODE_CALL_MS = 5_000;
 
-/** An edge starts no sandbox: the runtime it gives the PoolManager refuses to. */
-const noEngine: SandboxRuntime = {
+/** An edge starts no sandbox (nodes do): the runtime it hands the PoolManager and the gateway refuses to. */
+export const EDGE_RUNTIME: SandboxRuntime = {
   kind: "docker",
   isolated: true,
   start: () => Promise.reject(new Error("an edge starts no sandbox: nodes do")),
@@ -43,7 +43,7 @@ export class EdgePools extends PoolManager {
     super({
       pools: edge.pools,
       store: edge.store,
-      runtime: noEngine,
+      runtime: EDGE_RUNTIME,
       client: edge.nodes,
       metrics: edge.metrics,
       log: edge.log,

@@ -14,13 +14,13 @@ import { Kysely } from "kysely";
 import { pino } from "pino";
 import { mintToken } from "../../src/auth/dev-keys.js";
 import { type GatewayConfigInput, gatewayConfigSchema } from "../../src/config/gateway-config.js";
+import { EDGE_RUNTIME } from "../../src/edge/edge-pools.js";
 import { type RunningGateway, startGateway } from "../../src/gateway/start-gateway.js";
 import { InProcessJobRunner } from "../../src/jobs/in-process-job-runner.js";
 import { type RunningNode, startNode } from "../../src/node/run-node.js";
 import { NodeRegistry } from "../../src/nodes/node-registry.js";
 import type { DockerRuntime } from "../../src/runtime/docker/docker-runtime.js";
 import { ProcessRuntime } from "../../src/runtime/process/process-runtime.js";
-import type { SandboxRuntime } from "../../src/runtime/sandbox-runtime.js";
 import { loadLuaScripts } from "../../src/store/coordination/redis/lua-scripts.js";
 import {
   connectRedis,
@@ -53,16 +53,6 @@ export interface EdgeNodeStack {
   token(workspace: string): Promise<string>;
   close(): Promise<void>;
 }
-
-/** What an edge hands the gateway as its runtime: it starts nothing (nodes do). */
-const edgeRuntime: SandboxRuntime = {
-  kind: "docker",
-  isolated: true,
-  start: () => Promise.reject(new Error("an edge starts no sandbox: nodes do")),
-  destroy: () => Promise.resolve(),
-  list: () => Promise.resolve([]),
-  close: () => Promise.resolve(),
-};
 
 export async function startEdgeNodeStack(
   options: { config?: Partial<GatewayConfigInput>; advertise?: (nodeUrl: string) => Promise<string> } = {},
@@ -123,7 +113,7 @@ export async function startEdgeNodeStack(
   });
   const edge = await startGateway(
     config,
-    { store, db, runtime: edgeRuntime, jobs: new InProcessJobRunner(log), nodes },
+    { store, db, runtime: EDGE_RUNTIME, jobs: new InProcessJobRunner(log), nodes },
     log,
   );
   const token = (workspace: string) => mintToken({ secret: TEST_SECRET, workspace, ttlSeconds: 600 });
