@@ -100,7 +100,12 @@ describe("streamed Execute through the gateway", () => {
       if (event.event !== "stdout") return;
       const inner = await streamExec(harness.url, second.id, payload, second.token, async (inner) => {
         if (inner.event !== "stdout") return;
-        expect((await lease(first.id))?.activeCalls).toBe(1);
+        // A call begun from the lease cache is written to the store behind (within ~25 ms).
+        await waitFor(
+          async () => (await lease(first.id))?.activeCalls === 1,
+          2_000,
+          "the streaming call counted in flight on its lease",
+        );
         const refused = await client.getSession(first.id);
         expect(refused.status).toBe(429);
         expect((refused.body as { detail: { code: string } }).detail.code).toBe("quota.calls_in_flight");
