@@ -7,19 +7,35 @@
  * and none sent for `stallMs` is destroyed.
  */
 import type { ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 
 interface Progress {
   /** The socket's backlog when it was last seen moving (Node counts buffered bytes as written). */
   backlog: number;
+  /** libuv's unsent bytes then: the only count that moves while one large write drains. */
+  unsent: number;
   since: number;
+}
+
+/**
+ * Bytes libuv has not yet handed to the kernel. `writableLength` counts a write until all of
+ * it is sent, so a 50 MB answer written at once would look stalled the whole time a client
+ * reads it; the handle's write queue shrinks with every partial write.
+ */
+function unsentOf(socket: Socket): number {
+  const handle = (socket as Socket & { _handle?: { writeQueueSize?: number } })._handle;
+  return handle?.writeQueueSize ?? 0;
 }
 
 export class WriteStallGuard {
   private readonly watched = new Map<ServerResponse, Progress | undefined>();
   private readonly timer: NodeJS.Timeout;
+  private readonly everyMs: number;
+  private lastSweep = Date.now();
 
   constructor(private readonly stallMs: number) {
-    this.timer = setInterval(() => this.sweep(), Math.max(50, Math.floor(stallMs / 4)));
+    this.everyMs = Math.max(50, Math.floor(stallMs / 4));
+    this.timer = setInterval(() => this.sweep(), this.everyMs);
     this.timer.unref();
   }
 
@@ -34,12 +50,24 @@ export class WriteStallGuard {
 
   private sweep(): void {
     const now = Date.now();
+    // Time the gateway itself did not run (a blocked event loop, a starved CPU) is not the
+    // client's: timers run before the I/O that would have drained the socket, so a late sweep
+    // would see an unmoved backlog and cut off a client that was reading all along.
+    const lag = now - this.lastSweep - this.everyMs;
+    this.lastSweep = now;
+    if (lag > this.everyMs) {
+      for (const progress of this.watched.values()) if (progress) progress.since += lag;
+    }
     for (const [res, progress] of this.watched) {
       const socket = res.socket;
       if (!socket || socket.writableLength === 0) {
         if (progress) this.watched.set(res, undefined);
-      } else if (!progress || progress.backlog !== socket.writableLength) {
-        this.watched.set(res, { backlog: socket.writableLength, since: now });
+      } else if (
+        !progress ||
+        progress.backlog !== socket.writableLength ||
+        progress.unsent !== unsentOf(socket)
+      ) {
+        this.watched.set(res, { backlog: socket.writableLength, unsent: unsentOf(socket), since: now });
       } else if (now - progress.since >= this.stallMs) {
         this.watched.delete(res);
         socket.destroy();
