@@ -97,10 +97,10 @@ export async function listen(app: FetchApp, options: ListenOptions): Promise<Run
       server.off("error", reject);
       resolve();
     };
-    if (socketPath) server.listen(socketPath, ready);
+    if (socketPath) listenOnSocket(server, socketPath, ready);
     else server.listen(options.port, options.host, ready);
   });
-  if (socketPath) await chmod(socketPath, 0o666);
+  if (socketPath) await makeConnectable(socketPath);
   const port = socketPath ? 0 : (server.address() as AddressInfo).port;
   const host = options.host.includes(":") ? `[${options.host}]` : options.host;
   return {
@@ -119,4 +119,27 @@ export async function listen(app: FetchApp, options: ListenOptions): Promise<Run
         server.closeIdleConnections();
       }),
   };
+}
+
+/**
+ * The socket is created 0666 by the umask it is bound under, not only by a chmod after: under
+ * gVisor a socket in a host directory is the host's file, which the sandbox may create but not
+ * chmod or stat (runsc --host-uds=create), and the gateway connects as another user.
+ */
+function listenOnSocket(server: Server, socketPath: string, ready: () => void): void {
+  const umask = process.umask(0o111);
+  try {
+    server.listen(socketPath, ready);
+  } finally {
+    process.umask(umask);
+  }
+}
+
+async function makeConnectable(socketPath: string): Promise<void> {
+  try {
+    await chmod(socketPath, 0o666);
+  } catch (error) {
+    // gVisor refuses a chmod of a host-backed socket; its umask made it 0666 already.
+    if ((error as NodeJS.ErrnoException).code !== "EPERM") throw error;
+  }
 }
