@@ -218,6 +218,10 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
     comment:
       "Keep more than minIdle ready while the deployment leases faster than the pool refills (lease rate x p95 refill time, up to maxTotal).",
   },
+  "pools[].isolation": {
+    comment:
+      "container (the engine's default runtime) or gvisor (a user-space kernel between user code and the host's; docs/isolation.md).",
+  },
   limits: { comment: "Request limits." },
   "limits.maxJsonBodyBytes": { comment: "Largest JSON request body; larger ones get 413." },
   "limits.execDeadlineBufferMs": {
@@ -399,8 +403,12 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   "runtime.docker.readOnlyRootFilesystem": { comment: "Sandboxes' root filesystem is read-only." },
   "runtime.docker.user": { comment: "Numeric uid:gid sandboxes run as; root is refused." },
   "runtime.docker.runtime": {
-    comment: "OCI runtime of the containers (e.g. runsc for gVisor); unset: the engine's default.",
-    example: "runsc",
+    comment:
+      "OCI runtime of container pools' sandboxes; unset: the engine's default (gVisor: pools[].isolation).",
+    example: "runc",
+  },
+  "runtime.docker.gvisorRuntime": {
+    comment: "The engine's name for gVisor, the runtime of pools with isolation gvisor (docs/isolation.md).",
   },
   "runtime.docker.serverCommand": {
     comment: "Program (after the image's ENTRYPOINT) that serves contract v1; flags are appended.",

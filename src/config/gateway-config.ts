@@ -12,6 +12,7 @@ import {
   cleartextEngineIssues,
   dockerRuntimeSettingsSchema,
 } from "../runtime/docker/docker-runtime-options.js";
+import { isolationLevels } from "../runtime/sandbox-runtime.js";
 import { metricsSettingsSchema } from "../service/metrics-settings.js";
 import { redisSettingsIssues, redisSettingsSchema } from "../store/coordination/redis/redis-config.js";
 
@@ -44,6 +45,11 @@ export const poolSpecSchema = z
      * refills (lease rate x p95 refill time, up to maxTotal; src/pool/pool-demand.ts).
      */
     demand: z.boolean().default(true),
+    /**
+     * The sandboxes' kernel boundary: `container` (the engine's default runtime) or `gvisor`
+     * (runtime.docker.gvisorRuntime, a user-space kernel; docs/isolation.md).
+     */
+    isolation: z.enum(isolationLevels).default("container"),
   })
   .refine((pool) => pool.minIdle <= pool.maxTotal, { message: "minIdle cannot exceed maxTotal" });
 

@@ -5,6 +5,14 @@
  * destroy one; `list` is what reconciliation compares with the store.
  */
 
+/**
+ * The kernel boundary around a sandbox: `container`, the engine's default runtime (runc:
+ * namespaces and cgroups on the host's kernel), or `gvisor`, a user-space kernel (runsc)
+ * between user code and the host's (docs/isolation.md).
+ */
+export const isolationLevels = ["container", "gvisor"] as const;
+export type Isolation = (typeof isolationLevels)[number];
+
 /** One pool of identical sandboxes: an image in a resource class. */
 export interface PoolSpec {
   name: string;
@@ -18,6 +26,8 @@ export interface PoolSpec {
   egress?: boolean;
   /** False: keep minIdle warm, whatever the lease rate (src/pool/pool-demand.ts). Default true. */
   demand?: boolean;
+  /** Its sandboxes' kernel boundary; default `container`. */
+  isolation?: Isolation;
 }
 
 export interface StartRequest {

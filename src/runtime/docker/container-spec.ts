@@ -14,6 +14,7 @@
  */
 import { createHash } from "node:crypto";
 import type { ContainerCreateOptions, HostConfig } from "dockerode";
+import type { Isolation } from "../sandbox-runtime.js";
 import {
   type DockerRuntimeOptions,
   type ResourceClass,
@@ -37,6 +38,7 @@ export const LABELS = {
   sandbox: "sandpool.sandbox",
   engine: "sandpool.engine",
   resourceClass: "sandpool.resource-class",
+  isolation: "sandpool.isolation",
 } as const;
 
 export interface ContainerSpecInput {
@@ -51,6 +53,8 @@ export interface ContainerSpecInput {
   socketDir: string;
   /** Its only way out: the gateway's filtering proxy, offered as an HTTP proxy on its loopback. */
   egress: boolean;
+  /** `gvisor`: the container runs on runtime.docker.gvisorRuntime, else on runtime.docker.runtime. */
+  isolation?: Isolation;
 }
 
 /**
@@ -131,6 +135,7 @@ export function buildContainerSpec(
       [LABELS.sandbox]: input.sandboxId,
       [LABELS.engine]: input.engineHost,
       [LABELS.resourceClass]: input.resourceClassName,
+      [LABELS.isolation]: input.isolation ?? "container",
       ...(input.egress ? { [LABELS.egress]: "true" } : {}),
     },
     // The gateway probes readiness itself; a health check would only spend CPU in the box.
@@ -173,8 +178,14 @@ function buildHostConfig(options: DockerRuntimeOptions, input: ContainerSpecInpu
     // Its own cgroup namespace: /proc/self/cgroup does not show the host's hierarchy.
     CgroupnsMode: "private",
     LogConfig: { Type: "json-file", Config: { "max-size": String(options.logMaxBytes), "max-file": "1" } },
-    ...(options.runtime ? { Runtime: options.runtime } : {}),
+    ...runtimeOf(options, input.isolation),
   };
+}
+
+/** The OCI runtime: gVisor's for a gvisor pool (every setting above holds there too), else the configured one. */
+function runtimeOf(options: DockerRuntimeOptions, isolation: Isolation | undefined): { Runtime?: string } {
+  if (isolation === "gvisor") return { Runtime: options.gvisorRuntime };
+  return options.runtime ? { Runtime: options.runtime } : {};
 }
 
 /** Both spellings: curl and pip read the lower-case ones, requests and others either. */

@@ -103,6 +103,11 @@ export const dockerRuntimeSettingsSchema = z.strictObject({
     .default("10001:10001"),
   /** OCI runtime (HostConfig.Runtime), e.g. `runsc` for gVisor; the engine's default if unset. */
   runtime: z.string().min(1).optional(),
+  /**
+   * The engine's name for gVisor (runsc), the OCI runtime of pools with `isolation: gvisor`.
+   * The engine must have it registered (daemon.json `runtimes`; docs/isolation.md).
+   */
+  gvisorRuntime: z.string().min(1).default("runsc"),
   /** Program (after the image's ENTRYPOINT) that starts the contract server; flags are appended. */
   serverCommand: z.array(z.string().min(1)).min(1).default(["node", "/opt/sandpool/sandbox.mjs", "sandbox"]),
   /**

@@ -392,6 +392,7 @@ export class DockerRuntime implements SandboxRuntime {
       engineHost: engine.host,
       socketDir,
       egress,
+      isolation: pool.isolation ?? "container",
     });
     return engine.call((docker) => docker.createContainer(spec));
   }

@@ -55,6 +55,12 @@ export class ProcessRuntime implements SandboxRuntime {
   }
 
   async start(request: StartRequest): Promise<StartedSandbox> {
+    if (request.pool.isolation === "gvisor") {
+      // Never a silent downgrade: a child process has no kernel boundary at all.
+      throw new Error(
+        `pool ${request.pool.name} requires gVisor isolation, which the process runtime cannot give`,
+      );
+    }
     const dir = path.join(this.options.rootDir, request.sandboxId);
     await mkdir(dir, { recursive: true, mode: 0o700 });
     const child = spawn(

@@ -501,6 +501,7 @@ describe("default image and its pool", () => {
         maxTotal: 4,
         warmupConcurrency: 2,
         demand: true,
+        isolation: "container",
         coldStartTimeoutMs: 30_000,
         egress: false,
       },

@@ -45,6 +45,7 @@ describe("gatewayConfigSchema", () => {
       maxTotal: 20,
       warmupConcurrency: 2,
       demand: true,
+      isolation: "container",
       coldStartTimeoutMs: 30_000,
       egress: false,
     });
