@@ -17,6 +17,26 @@ export async function dockerSuiteAvailable(image = SANDBOX_IMAGE): Promise<boole
   );
 }
 
+/**
+ * The docker suite's gate, plus gVisor: the engine has runsc registered (scripts/start-docker.sh
+ * does it), so suites parameterised over isolation levels run their gvisor half too.
+ */
+export async function gvisorSuiteAvailable(image = SANDBOX_IMAGE): Promise<boolean> {
+  return (
+    (await dockerSuiteAvailable(image)) &&
+    (await requireService("gVisor (the engine's runtime runsc)", gvisorRegistered, {
+      start: "bash scripts/start-docker.sh (as root)",
+    }))
+  );
+}
+
+async function gvisorRegistered(): Promise<boolean> {
+  const info = (await new Dockerode().info()) as { Runtimes?: Record<string, unknown> };
+  if (info.Runtimes?.runsc === undefined)
+    throw new Error("the Docker engine has no runtime 'runsc' registered");
+  return true;
+}
+
 /** Removes every container labelled with the deployment, running or not. */
 export async function removeDeploymentContainers(deployment: string): Promise<void> {
   const docker = new Dockerode();

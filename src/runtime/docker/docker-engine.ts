@@ -10,6 +10,12 @@ import { dockerMessageOf, dockerStatusOf, isEngineUnreachable } from "./docker-a
 import { type DockerTlsFiles, parseDockerHost } from "./docker-runtime-options.js";
 import { readDockerTls } from "./docker-tls.js";
 
+/** An OCI runtime as `docker info` lists it (daemon.json `runtimes`). */
+export interface RegisteredRuntime {
+  path?: string;
+  runtimeArgs?: string[];
+}
+
 /** How long an image seen on an engine is taken to be there without asking again. */
 const IMAGE_KNOWN_MS = 30_000;
 
@@ -108,6 +114,14 @@ export class DockerEngine {
       if (dockerStatusOf(error) === 404) return false;
       throw error;
     }
+  }
+
+  /** The OCI runtimes the engine has registered (`docker info`: Runtimes), by name. */
+  async runtimes(): Promise<Record<string, RegisteredRuntime>> {
+    const info = (await this.call((docker) => docker.info())) as {
+      Runtimes?: Record<string, RegisteredRuntime>;
+    };
+    return info.Runtimes ?? {};
   }
 
   /** Asks again next time: a create found the image gone. */

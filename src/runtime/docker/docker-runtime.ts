@@ -22,7 +22,7 @@ import { CgroupUsageReader } from "./cgroup-usage.js";
 import { buildContainerSpec, LABELS } from "./container-spec.js";
 import { usageFromStats } from "./container-usage.js";
 import { dockerMessageOf, dockerStatusOf } from "./docker-api-errors.js";
-import { DockerEngine } from "./docker-engine.js";
+import { DockerEngine, type RegisteredRuntime } from "./docker-engine.js";
 import {
   type DockerRuntimeOptions,
   type DockerRuntimeOptionsInput,
@@ -86,6 +86,13 @@ export interface DockerSandbox extends RuntimeSandbox {
   egress: boolean;
   /** False for a container that exited (crashed, killed, out of memory): its sandbox is gone. */
   running: boolean;
+}
+
+export interface EngineRuntimes {
+  host: string;
+  runtimes?: Record<string, RegisteredRuntime>;
+  /** Why the engine did not answer. */
+  problem?: string;
 }
 
 export interface StartTimings {
@@ -317,6 +324,32 @@ export class DockerRuntime implements SandboxRuntime {
         }
       }),
     );
+  }
+
+  /** Each engine's registered OCI runtimes, or why it did not say: serve checks a pool's isolation has one. */
+  async registeredRuntimes(): Promise<EngineRuntimes[]> {
+    return Promise.all(
+      this.engineList.map(async (engine): Promise<EngineRuntimes> => {
+        try {
+          return { host: engine.host, runtimes: await engine.runtimes() };
+        } catch (error) {
+          return { host: engine.host, problem: dockerMessageOf(error) };
+        }
+      }),
+    );
+  }
+
+  /** The OCI runtime a sandbox's container runs on (HostConfig.Runtime); undefined once it is gone. */
+  async runtimeOf(runtimeId: string): Promise<string | undefined> {
+    const parsed = this.parseRuntimeId(runtimeId);
+    if (!parsed) return undefined;
+    const container = parsed.engine.docker.getContainer(parsed.containerId);
+    try {
+      return (await parsed.engine.call(() => container.inspect())).HostConfig.Runtime;
+    } catch (error) {
+      if (dockerStatusOf(error) === 404) return undefined;
+      throw error;
+    }
   }
 
   /** True when some engine answers and has `image`: what dev mode checks before choosing docker. */
