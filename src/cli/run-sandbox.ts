@@ -23,6 +23,7 @@ export async function runSandbox(options: Record<string, unknown>): Promise<void
       maxOutputBytes: options.maxOutputBytes as number,
       maxUploadBytes: options.maxUploadBytes as number,
       reapStrayProcesses: options.reapStrays === true,
+      scrubDirs: (options.scrubDirs as string[] | undefined) ?? [],
       codeUser: options.codeUser as { uid: number; gid: number } | undefined,
       codeMaxProcesses: options.codeMaxProcesses as number | undefined,
       preloadModules: (options.preloadModules as string[] | undefined) ?? [],

@@ -199,6 +199,10 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   "policy.egressAllowHosts": {
     comment: "When set, the only host names egress may reach (pypi.org, *.pythonhosted.org); empty: any.",
   },
+  "policy.sandboxReuse": {
+    comment:
+      "A session's sandbox, scrubbed, serves its workspace's next session instead of a container start; a workspace may turn it off.",
+  },
   pools: { comment: "Warm pools, one per image and resource class; every allowed image needs one." },
   "pools[].name": {
     comment: "Pool name (lower-case letters, digits, - and _), a label on its containers.",

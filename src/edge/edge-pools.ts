@@ -82,7 +82,7 @@ export class EdgePools extends PoolManager {
           { pool: pool.name, start: leased.warm ? "warm" : "cold" },
           Number(process.hrtime.bigint() - started) / 1e9,
         );
-        return { record, warm: leased.warm };
+        return { record, warm: leased.warm, reused: false };
       } catch (error) {
         // Full, draining since the last heartbeat, or away: the next node may serve.
         last = error;

@@ -69,16 +69,32 @@ export class SandboxClient {
 
   /** Creates the session inside a freshly started sandbox; returns its inner session id. */
   async createInnerSession(endpoint: string, timeoutMs: number): Promise<string> {
+    return this.newInnerSession(endpoint, "/sessions", timeoutMs);
+  }
+
+  /**
+   * Scrubs a sandbox whose sessions ended and creates its next session in it (the sandbox
+   * server's `POST /sandbox/recycle`): the id of that session. Throws when the sandbox could
+   * not vouch for a clean state; it must then be destroyed, never reused.
+   */
+  async recycleSandbox(endpoint: string, timeoutMs: number): Promise<string> {
+    return this.newInnerSession(endpoint, "/sandbox/recycle", timeoutMs);
+  }
+
+  private async newInnerSession(endpoint: string, path: string, timeoutMs: number): Promise<string> {
     const answer = await this.json(endpoint, {
       method: "POST",
-      path: "/sessions",
+      path,
       headers: { "content-type": "application/json" },
       body: "{}",
       timeoutMs,
     });
     const id = (answer.body as { session_id?: unknown } | undefined)?.session_id;
     if (answer.status !== 201 || typeof id !== "string") {
-      throw new Error(`the sandbox refused to create a session (${answer.status})`);
+      const message = (answer.body as { detail?: { message?: unknown } } | undefined)?.detail?.message;
+      throw new Error(
+        `the sandbox refused to create a session (${answer.status}${typeof message === "string" ? `: ${message}` : ""})`,
+      );
     }
     return id;
   }

@@ -33,7 +33,12 @@ import { Admission } from "../quota/admission.js";
 import { CPU_METER_JOB, CpuMeter } from "../quota/cpu-meter.js";
 import type { SandboxRuntime } from "../runtime/sandbox-runtime.js";
 import { metricsTokenOf } from "../service/metrics-token.js";
-import { DESTROY_SANDBOX_JOB, SessionLifecycle } from "../session/session-lifecycle.js";
+import {
+  DESTROY_SANDBOX_JOB,
+  type EndedSession,
+  SETTLE_ENDED_SESSION_JOB,
+  SessionLifecycle,
+} from "../session/session-lifecycle.js";
 import type { CoordinationStore } from "../store/coordination/coordination-store.js";
 import type { SandboxRecord } from "../store/coordination/records.js";
 import { AdminAuditRepository } from "../store/sql/admin-audit-repository.js";
@@ -129,6 +134,7 @@ export async function startGateway(
   await edge?.start();
 
   jobs.register<SandboxRecord>(DESTROY_SANDBOX_JOB, (record) => pools.retire(record));
+  jobs.register<EndedSession>(SETTLE_ENDED_SESSION_JOB, (ended) => sessions.settleEnded(ended));
   jobs.register("warm-pools", () => pools.warmAll());
   jobs.register("reap-sessions", async () => {
     await sessions.reap();
@@ -260,6 +266,7 @@ export async function startGateway(
       accepting = false;
       const closing = Promise.all([server.close(), admin?.close()]);
       if (options.destroySandboxes) {
+        sessions.stopReuse();
         for (const lease of await store.listLeases()) {
           await sessions.end({ workspace: lease.workspace, sessionId: lease.sessionId }, "drained");
         }
@@ -267,6 +274,10 @@ export async function startGateway(
           for (const idle of await store.listIdle(pool.name)) {
             if (await store.takeIdle(pool.name, idle.sandboxId))
               await jobs.enqueue(DESTROY_SANDBOX_JOB, idle);
+          }
+          for (const parked of await store.listParked(pool.name)) {
+            if (await store.takeParked(pool.name, parked.sandboxId))
+              await jobs.enqueue(DESTROY_SANDBOX_JOB, parked);
           }
         }
       }

@@ -37,6 +37,11 @@ export const deploymentPolicySchema = z
     egressAllowCidrs: z.array(cidrSchema).default([]),
     /** When non-empty, the only host names egress may reach (exact, or `*.suffix`); the ceiling of a row's list. */
     egressAllowHosts: z.array(hostPatternSchema).default([]),
+    /**
+     * Whether a session's sandbox, scrubbed, may serve its workspace's next session instead of
+     * a container start (src/pool/sandbox-reuse.ts); a workspace row may only turn it off.
+     */
+    sandboxReuse: z.boolean().default(true),
   })
   .refine((p) => p.allowedImages.includes(p.defaultImage), {
     message: "defaultImage must be one of allowedImages",

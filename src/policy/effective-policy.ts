@@ -40,6 +40,8 @@ export interface EffectivePolicy {
   egressAllowCidrs: string[];
   /** When non-empty, the only host names egress may reach. */
   egressAllowHosts: string[];
+  /** Whether its sessions may reuse a sandbox an earlier session of it used. */
+  sandboxReuse: boolean;
 }
 
 const stricter = (ceiling: number, narrowed: number | null | undefined) =>
@@ -72,6 +74,7 @@ export function effectivePolicy(
     egressAllowed: deployment.egressAllowed && (row?.egressAllowed ?? true) && egress.hostsLeft,
     egressAllowCidrs: egress.cidrs,
     egressAllowHosts: egress.hosts,
+    sandboxReuse: deployment.sandboxReuse && (row?.sandboxReuse ?? true),
   };
 }
 

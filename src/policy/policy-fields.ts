@@ -186,6 +186,15 @@ export const policyFields = {
       "comma-separated host names egress is limited to, exact or *.suffix (within the deployment's)",
     ceiling: "egressAllowHosts",
   },
+  sandboxReuse: {
+    kind: "flag",
+    column: "sandbox_reuse",
+    flag: "sandbox-reuse",
+    argument: "<true|false>",
+    description:
+      "false: every session gets a fresh container, never a scrubbed sandbox of an earlier session of the workspace",
+    ceiling: "sandboxReuse",
+  },
 } as const satisfies Record<string, PolicyFieldSpec>;
 
 type Fields = typeof policyFields;

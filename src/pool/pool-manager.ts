@@ -24,6 +24,7 @@ import { cpuBaselineMs } from "./cpu-baseline.js";
 import { InFlightMarks } from "./in-flight-marks.js";
 import { PoolDemand, type PoolDemandView, REFILL_WINDOW } from "./pool-demand.js";
 import type { PoolSizes } from "./pool-sizes.js";
+import { SandboxReuse } from "./sandbox-reuse.js";
 import { StartBackoff } from "./start-backoff.js";
 import { WarmupLimiter } from "./warmup-limiter.js";
 
@@ -75,6 +76,8 @@ export interface PoolCapacity {
 export interface LeasedSandbox {
   record: SandboxRecord;
   warm: boolean;
+  /** It served an earlier session of the same workspace (src/pool/sandbox-reuse.ts). */
+  reused: boolean;
 }
 
 export class PoolManager {
@@ -95,12 +98,20 @@ export class PoolManager {
   private readonly now: () => number;
   /** The marks of this replica's starts, renewed while they run. */
   private readonly inFlight: InFlightMarks;
+  private readonly reuse: SandboxReuse;
 
   constructor(private readonly deps: PoolManagerDeps) {
     this.pools = new Map(deps.pools.map((pool) => [pool.name, pool]));
     this.now = deps.now ?? Date.now;
     this.limiter = deps.warmupLimiter ?? new WarmupLimiter();
     this.inFlight = new InFlightMarks(deps.store, deps.log, this.now);
+    this.reuse = new SandboxReuse({
+      store: deps.store,
+      runtime: deps.runtime,
+      client: deps.client,
+      log: deps.log,
+      now: this.now,
+    });
     for (const pool of deps.pools) {
       this.backoff.set(pool.name, new StartBackoff());
       this.counters.set(pool.name, { warmLeases: 0, coldLeases: 0, warmupFailures: 0 });
@@ -207,7 +218,7 @@ export class PoolManager {
     if (counters) counters[leased.warm ? "warmLeases" : "coldLeases"]++;
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     this.deps.metrics.leaseDuration.observe(
-      { pool: pool.name, start: leased.warm ? "warm" : "cold" },
+      { pool: pool.name, start: leased.reused ? "reused" : leased.warm ? "warm" : "cold" },
       seconds,
     );
     return leased;
@@ -229,9 +240,11 @@ export class PoolManager {
         now: attempt === 0 ? hold.now : this.now(),
         handOverBy: this.inFlight.until(),
       });
-      if (idle) return { record: idle, warm: true };
+      if (idle) return { record: idle, warm: true, reused: idle.owner !== undefined };
       const record = await this.startSandbox(pool, "cold");
-      if (record) return { record, warm: false };
+      if (record) return { record, warm: false, reused: false };
+      // At the cap: a sandbox parked for another workspace gives its place up.
+      await this.evictParked(pool);
       const waitedMs = Number(process.hrtime.bigint() - started) / 1e6;
       if (waitedMs >= pool.coldStartTimeoutMs || (await this.turningOver(pool)) === 0) {
         throw new SandpoolError("capacity.exhausted", `the '${pool.name}' pool is at capacity`, {
@@ -239,6 +252,37 @@ export class PoolManager {
         });
       }
       await sleep(Math.min(LEASE_POLL_MAX_MS, LEASE_POLL_FIRST_MS * 2 ** attempt));
+    }
+  }
+
+  /**
+   * Destroys the pool's longest-parked sandbox, marked retiring meanwhile so the lease that
+   * wants its place waits for it. False when none is parked.
+   */
+  private async evictParked(pool: PoolSpec): Promise<boolean> {
+    const parked = await this.deps.store.popParked(pool.name);
+    if (!parked) return false;
+    await this.markRetiring(parked);
+    this.retire(parked).catch((error: unknown) =>
+      this.deps.log.warn({ err: error, sandbox: parked.sandboxId }, "could not destroy a parked sandbox"),
+    );
+    return true;
+  }
+
+  /**
+   * Gives the sandbox of `owner`'s ended session to that workspace's next session, scrubbed
+   * (src/pool/sandbox-reuse.ts). False when it may not or could not be: destroy it then.
+   */
+  recycle(record: SandboxRecord, owner: string): Promise<boolean> {
+    return this.reuse.park(record, owner);
+  }
+
+  /** Destroys the pool's sandboxes parked and unused for too long: their places go back to the pool. */
+  private async retireExpiredParked(pool: PoolSpec): Promise<void> {
+    for (const record of await this.reuse.takeExpired(pool.name)) {
+      await this.retire(record).catch((error: unknown) =>
+        this.deps.log.warn({ err: error, sandbox: record.sandboxId }, "could not destroy a parked sandbox"),
+      );
     }
   }
 
@@ -374,6 +418,7 @@ export class PoolManager {
     const wake: { again: boolean; resolve?: () => void } = { again: false };
     this.wakeUp.set(pool.name, wake);
     await this.renewIdleMemberships(pool);
+    await this.retireExpiredParked(pool);
     const inFlight = new Set<Promise<void>>();
     let stopped = false;
     for (;;) {

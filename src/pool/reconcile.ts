@@ -7,7 +7,7 @@
  * - any other sandbox the store does not know is an orphan, left by a crashed gateway:
  *   destroyed;
  * - a lease whose sandbox is gone is ended (its slot released);
- * - an idle record whose sandbox is gone is dropped from the pool;
+ * - an idle or parked record whose sandbox is gone is dropped from the pool;
  * - a sandbox a replica was starting or handing out, whose in-flight mark lapsed (the replica
  *   died), has its place freed and is destroyed at once (src/pool/reclaim-in-flight.ts).
  * Other sandboxes younger than a grace period are left alone, so a start in progress on
@@ -89,6 +89,15 @@ export async function reconcile(deps: ReconcileDeps): Promise<ReconcileReport> {
       idleIds.add(idle.sandboxId);
       if (!runningIds.has(idle.sandboxId) && (await deps.store.takeIdle(pool.name, idle.sandboxId))) {
         await deps.store.removeMember(pool.name, idle.sandboxId);
+        report.idleDropped++;
+      }
+    }
+    // Parked for their workspace's next session (src/pool/sandbox-reuse.ts): idle too.
+    for (const parked of await deps.store.listParked(pool.name)) {
+      known.add(parked.sandboxId);
+      idleIds.add(parked.sandboxId);
+      if (!runningIds.has(parked.sandboxId) && (await deps.store.takeParked(pool.name, parked.sandboxId))) {
+        await deps.store.removeMember(pool.name, parked.sandboxId);
         report.idleDropped++;
       }
     }

@@ -81,6 +81,12 @@ export interface SandboxRuntime {
   readonly kind: "process" | "docker";
   /** False for the process runtime: user code runs with the gateway's own privileges. */
   readonly isolated: boolean;
+  /**
+   * Whether its sandboxes can be scrubbed and given to their workspace's next session
+   * (src/pool/sandbox-reuse.ts): only where everything user code can write is emptied by the
+   * scrub (a read-only root) and the server owns its PID namespace. Absent: never.
+   */
+  readonly recyclable?: boolean;
   start(request: StartRequest): Promise<StartedSandbox>;
   /** Stops and removes the sandbox; an unknown or already removed one is not an error. */
   destroy(runtimeId: string): Promise<void>;

@@ -51,6 +51,12 @@ export const sandboxConfigSchema = z
      */
     reapStrayProcesses: z._default(z.boolean(), false),
     /**
+     * Directories outside --root that user code can write to (a read-only root's tmpfs mounts),
+     * emptied with --root when the gateway recycles the sandbox for its workspace's next
+     * session (sessions/scrub-sandbox.ts). Recycling needs reapStrayProcesses and codeUser.
+     */
+    scrubDirs: z._default(z.array(z.string().check(z.minLength(1))), []),
+    /**
      * Run user code (bash, the interpreters) as this uid:gid, never as the server
      * (user-code/code-user.ts). The server must start as root: it keeps root as its real uid
      * (so user code can neither signal nor trace it, and no per-uid process count applies to

@@ -33,6 +33,8 @@ import {
 } from "../store/coordination/records.js";
 
 export const DESTROY_SANDBOX_JOB = "destroy-sandbox";
+/** After a session's end is answered: its sandbox's usage settled, then the sandbox reused or destroyed. */
+export const SETTLE_ENDED_SESSION_JOB = "settle-ended-session";
 /** Slots and memberships outlive the session's own deadline by this much, never less. */
 export const HOLD_GRACE_MS = 60_000;
 /** How long an end waits for the sandbox to close the session inside it. */
@@ -50,6 +52,15 @@ export type EndReason =
   | "node_lost"
   /** Its sandbox ran code after its workspace's day was spent (src/quota/cpu-meter.ts). */
   | "budget_spent";
+
+/** Ends after which the sandbox is sound and may serve its workspace's next session. */
+const REUSABLE_ENDS: ReadonlySet<EndReason> = new Set(["destroyed", "expired"]);
+
+/** What the settle job needs of an ended session (`SessionLifecycle.settleEnded`). */
+export interface EndedSession {
+  lease: Lease;
+  reason: EndReason;
+}
 
 /** Ends of a session that may still be served from a lease cache: its sandbox session is closed first. */
 const CLOSED_BEFORE_THE_END: ReadonlySet<EndReason> = new Set([
@@ -101,6 +112,8 @@ export interface CreatedSession {
 
 export class SessionLifecycle {
   private readonly now: () => number;
+  /** Set as the gateway shuts down destroying its sandboxes: none is parked after that. */
+  private reuseStopped = false;
 
   constructor(private readonly deps: SessionLifecycleDeps) {
     this.now = deps.now ?? Date.now;
@@ -130,7 +143,12 @@ export class SessionLifecycle {
     let leased: Awaited<ReturnType<PoolManager["lease"]>> | undefined;
     try {
       // A warm lease takes the sandbox and holds its pool place in the same step.
-      leased = await this.deps.pools.lease(pool, { workspace, until: holdUntil, now: this.now() });
+      leased = await this.deps.pools.lease(pool, {
+        workspace,
+        until: holdUntil,
+        now: this.now(),
+        reuse: policy.sandboxReuse,
+      });
       // The session's clock starts when it is usable, not when it was asked for.
       const createdAt = this.now();
       const lease: Lease = {
@@ -155,7 +173,7 @@ export class SessionLifecycle {
         kind: "session_created",
         // The lease travels with the event: if Redis loses it, reconciliation rebuilds it.
         sandboxId: leased.record.sandboxId,
-        detail: { image, warm: leased.warm, lease },
+        detail: { image, warm: leased.warm, reused: leased.reused, lease },
       });
       return { lease, policy, warm: leased.warm };
     } catch (error) {
@@ -262,7 +280,12 @@ export class SessionLifecycle {
     return (await this.deps.store.listLeases()).find((lease) => lease.sessionId === sessionId);
   }
 
-  /** Ends a session; false when it was already gone (someone else ended it). */
+  /**
+   * Ends a session; false when it was already gone (someone else ended it). Answers as soon
+   * as the session is gone for good: its lease taken, its inner session closed, its slot
+   * freed and the rest queued as a durable job (`settleEnded`: usage, the last CPU charge,
+   * then the sandbox reused or destroyed), so a DeleteSession waits for no container.
+   */
   async end(key: LeaseKey, reason: EndReason): Promise<boolean> {
     const lease = await this.deps.store.takeLease(key);
     if (!lease) return false;
@@ -280,9 +303,7 @@ export class SessionLifecycle {
       );
     }
     await this.deps.admission.releaseSession(lease.workspace, lease.sessionId);
-    // Read before the destroy job can run: a removed container has no cgroup left.
-    const used = await this.deps.pools.usageOf(lease.sandbox);
-    await this.deps.jobs.enqueue(DESTROY_SANDBOX_JOB, lease.sandbox);
+    await this.deps.jobs.enqueue<EndedSession>(SETTLE_ENDED_SESSION_JOB, { lease, reason });
     this.deps.metrics.sessionsEnded.inc({ reason });
     this.deps.usage.record({
       workspace: lease.workspace,
@@ -292,14 +313,41 @@ export class SessionLifecycle {
       quantity: this.now() - lease.createdAt,
       detail: { reason },
     });
+    this.deps.log.info({ session: lease.sessionId, workspace: lease.workspace, reason }, "session ended");
+    return true;
+  }
+
+  /**
+   * The rest of a session's end, off the answer (a job, retried): the sandbox's usage read
+   * (before anything removes its cgroup) and recorded, the CPU burned since the meter's last
+   * reading charged (the meter forgets the session), then the sandbox scrubbed and parked for
+   * its workspace's next session when the end allows it and the policy wants it
+   * (src/pool/sandbox-reuse.ts), else queued for destruction.
+   */
+  async settleEnded({ lease, reason }: EndedSession): Promise<void> {
+    const used = await this.deps.pools.usageOf(lease.sandbox);
     if (used) this.recordSandboxUsage(lease, used);
-    // The CPU burned since the meter's last reading is charged too, and the session forgotten
-    // by the meter (a reading of it still under way then charges nothing).
     await this.deps.admission.chargeCpu(lease, used?.cpuSeconds, true).catch((error: unknown) => {
       this.deps.log.warn({ err: error, session: lease.sessionId }, "could not charge a sandbox's last CPU");
     });
-    this.deps.log.info({ session: lease.sessionId, workspace: lease.workspace, reason }, "session ended");
-    return true;
+    if (REUSABLE_ENDS.has(reason) && (await this.reuseWanted(lease.workspace))) {
+      if (await this.deps.pools.recycle(lease.sandbox, lease.workspace)) return;
+    }
+    await this.deps.jobs.enqueue(DESTROY_SANDBOX_JOB, lease.sandbox);
+  }
+
+  /** From now on, ended sessions' sandboxes are destroyed, never parked (a shutdown that destroys them all). */
+  stopReuse(): void {
+    this.reuseStopped = true;
+  }
+
+  private async reuseWanted(workspace: string): Promise<boolean> {
+    if (this.reuseStopped) return false;
+    try {
+      return (await this.deps.policies.forWorkspace(workspace)).sandboxReuse;
+    } catch {
+      return false;
+    }
   }
 
   /**

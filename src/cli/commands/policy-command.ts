@@ -98,6 +98,7 @@ function clearOption(value: string, previous: PolicyField[] = []): PolicyField[]
 
 /** How `policy set` reads a field's value from its flag, by the field's kind. */
 const parserOf: Partial<Record<PolicyFieldKind, (value: string) => unknown>> = {
+  flag: booleanOption,
   count: integerOption(1),
   bytes: integerOption(1),
   names: listOption,
@@ -105,6 +106,12 @@ const parserOf: Partial<Record<PolicyFieldKind, (value: string) => unknown>> = {
   cidrs: listOption,
   hosts: listOption,
 };
+
+function booleanOption(value: string): boolean {
+  if (value === "true") return true;
+  if (value === "false") return false;
+  throw new InvalidArgumentError("true or false");
+}
 
 /** The fields `policy set` takes a value for: those with a flag argument in the table. */
 const valueFields = policyFieldNames.filter((field) => (policyFields[field] as PolicyFieldSpec).argument);

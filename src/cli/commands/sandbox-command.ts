@@ -56,16 +56,18 @@ export function sandboxCommand(): Command {
       "--preload-modules <list>",
       "comma-separated Python modules each new session's interpreter imports before the session is answered " +
         "(missing ones are skipped; sets MPLBACKEND=Agg), e.g. numpy,pandas,matplotlib.pyplot",
-      (value: string) =>
-        value
-          .split(",")
-          .map((name) => name.trim())
-          .filter((name) => name.length > 0),
+      commaList,
     )
     .option(
       "--reap-strays",
       "after each call, kill every process but the server, its ancestors and the sessions' Python interpreters " +
         "(only in a PID namespace of its own, such as a container's)",
+    )
+    .option(
+      "--scrub-dirs <list>",
+      "comma-separated directories user code can write to besides --root (e.g. /tmp,/dev/shm), emptied when " +
+        "the gateway recycles the sandbox for its workspace's next session (needs --reap-strays and --code-user)",
+      commaList,
     )
     .option(
       "--code-user <uid:gid>",
@@ -91,6 +93,13 @@ export function sandboxCommand(): Command {
       const { runSandbox } = await import("../run-sandbox.js");
       await runSandbox(options);
     });
+}
+
+function commaList(value: string): string[] {
+  return value
+    .split(",")
+    .map((item) => item.trim())
+    .filter((item) => item.length > 0);
 }
 
 function parseCodeUser(value: string): { uid: number; gid: number } {

@@ -1774,6 +1774,7 @@ export interface operations {
                             egressAllowed: boolean | null;
                             egressAllowCidrs: string[] | null;
                             egressAllowHosts: string[] | null;
+                            sandboxReuse: boolean | null;
                             workspaceId: string;
                             version: number;
                             /** @description ISO 8601 date-time. */
@@ -1904,6 +1905,7 @@ export interface operations {
                             egressAllowed: boolean | null;
                             egressAllowCidrs: string[] | null;
                             egressAllowHosts: string[] | null;
+                            sandboxReuse: boolean | null;
                             workspaceId: string;
                             version: number;
                             /** @description ISO 8601 date-time. */
@@ -1931,6 +1933,7 @@ export interface operations {
                             egressAllowed: boolean;
                             egressAllowCidrs: string[];
                             egressAllowHosts: string[];
+                            sandboxReuse: boolean;
                         };
                         sources: {
                             [key: string]: "deployment" | "workspace";
@@ -2049,6 +2052,7 @@ export interface operations {
                     egressAllowed?: boolean | null;
                     egressAllowCidrs?: string[] | null;
                     egressAllowHosts?: string[] | null;
+                    sandboxReuse?: boolean | null;
                 };
             };
         };
@@ -2079,6 +2083,7 @@ export interface operations {
                             egressAllowed: boolean | null;
                             egressAllowCidrs: string[] | null;
                             egressAllowHosts: string[] | null;
+                            sandboxReuse: boolean | null;
                             workspaceId: string;
                             version: number;
                             /** @description ISO 8601 date-time. */
@@ -2106,6 +2111,7 @@ export interface operations {
                             egressAllowed: boolean;
                             egressAllowCidrs: string[];
                             egressAllowHosts: string[];
+                            sandboxReuse: boolean;
                         };
                         sources: {
                             [key: string]: "deployment" | "workspace";
@@ -2366,6 +2372,7 @@ export interface operations {
                                 egressAllowed: boolean | null;
                                 egressAllowCidrs: string[] | null;
                                 egressAllowHosts: string[] | null;
+                                sandboxReuse: boolean | null;
                                 version: number;
                             } | null;
                             /** @description Null when the edit deleted the row. */
@@ -2385,6 +2392,7 @@ export interface operations {
                                 egressAllowed: boolean | null;
                                 egressAllowCidrs: string[] | null;
                                 egressAllowHosts: string[] | null;
+                                sandboxReuse: boolean | null;
                                 version: number;
                             } | null;
                         }[];
@@ -2793,6 +2801,7 @@ export interface operations {
                                 egressAllowed?: boolean | null;
                                 egressAllowCidrs?: string[] | null;
                                 egressAllowHosts?: string[] | null;
+                                sandboxReuse?: boolean | null;
                             };
                         };
                     };
@@ -2933,6 +2942,7 @@ export interface operations {
                                 egressAllowed: boolean | null;
                                 egressAllowCidrs: string[] | null;
                                 egressAllowHosts: string[] | null;
+                                sandboxReuse: boolean | null;
                                 workspaceId: string;
                                 version: number;
                                 /** @description ISO 8601 date-time. */
@@ -2955,6 +2965,7 @@ export interface operations {
                                 egressAllowed: boolean | null;
                                 egressAllowCidrs: string[] | null;
                                 egressAllowHosts: string[] | null;
+                                sandboxReuse: boolean | null;
                             } | null;
                         }[];
                     };

@@ -101,6 +101,9 @@ function codeUserOf(options: DockerRuntimeOptions, input: ContainerSpecInput): {
   return { uid: codeUidOf(input.sandboxId), gid: Number(options.user.split(":")[1]) };
 }
 
+/** A read-only root's writable places besides the sessions' root: tmpfs /tmp, /dev/shm and POSIX queues. */
+const SCRUB_DIRS = ["/tmp", "/dev/shm", "/dev/mqueue"];
+
 export function buildContainerSpec(
   options: DockerRuntimeOptions,
   input: ContainerSpecInput,
@@ -119,6 +122,8 @@ export function buildContainerSpec(
       ...["--max-exec-timeout", String(options.execTimeoutCeilingSeconds)],
       ...["--max-upload-bytes", String(options.maxFileBytes)],
       "--reap-strays", // processes a call leaves behind end when it returns: the container is its PID namespace
+      // What user code can write besides the sessions' root, emptied when the sandbox is recycled.
+      ...(options.readOnlyRootFilesystem ? ["--scrub-dirs", SCRUB_DIRS.join(",")] : []),
       ...["--code-user", `${code.uid}:${code.gid}`],
       ...["--code-max-processes", String(codeMaxProcesses(input.resourceClass.pidsLimit))],
       ...(options.preloadModules.length > 0 ? ["--preload-modules", options.preloadModules.join(",")] : []),

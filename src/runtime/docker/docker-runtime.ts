@@ -107,6 +107,10 @@ export class DockerRuntime implements SandboxRuntime {
   readonly kind = "docker" as const;
   readonly isolated = true;
   readonly options: DockerRuntimeOptions;
+  /** With a writable root, user code could leave files where no scrub looks. */
+  get recyclable(): boolean {
+    return this.options.readOnlyRootFilesystem;
+  }
   readonly socketDirs: SocketDirs;
   /** Sandboxes being started here: their egress socket is open before their container exists. */
   private readonly starting = new Set<string>();

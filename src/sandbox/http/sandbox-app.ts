@@ -40,6 +40,14 @@ export function createSandboxApp(config: SandboxConfig, sessions: SessionRegistr
     return c.json(session.handle(), 201);
   });
 
+  // sandpool's own: the sandbox scrubbed and its next session created, for the same workspace.
+  app.post("/sandbox/recycle", jsonLimit, async (c) => {
+    const parsed = createSessionRequest.safeParse(await readJsonBody(c, { optional: true }));
+    if (!parsed.success) throw malformed(issueProblems(parsed.error));
+    const session = await sessions.recycle(parsed.data);
+    return c.json(session.handle(), 201);
+  });
+
   app.get("/sessions/:id", (c) => c.json(sessions.get(c.req.param("id")).handle()));
 
   app.delete("/sessions/:id", async (c) => {

@@ -14,6 +14,7 @@ import { resolvePythonExecutable } from "../tools/resolve-python.js";
 import { StrayReaper } from "../tools/stray-reaper.js";
 import { CodeLauncher } from "../user-code/code-user.js";
 import { preloadSource } from "./preload-source.js";
+import { ScrubFailedError, scrubSandbox } from "./scrub-sandbox.js";
 import { Session } from "./session.js";
 import { repairDirectories } from "./workspace-repair.js";
 
@@ -153,6 +154,41 @@ export class SessionRegistry {
     } catch (error) {
       this.log.warn({ err: error, session: session.id }, "preloading modules failed");
     }
+  }
+
+  /**
+   * Ends every session, scrubs the sandbox (scrub-sandbox.ts) and creates the next session
+   * in it: how the gateway gives a sandbox to its workspace's next session without a
+   * container start. Refused where the server cannot vouch for a clean sandbox (no PID
+   * namespace of its own, or user code running as the server); a failed scrub is a 500,
+   * after which the gateway destroys the sandbox.
+   */
+  async recycle(request: CreateSessionRequest): Promise<Session> {
+    if (!this.strays || !this.config.codeUser) {
+      throw new SandpoolError(
+        "request.method_not_allowed",
+        "this sandbox server cannot be recycled: it needs --reap-strays and --code-user",
+      );
+    }
+    await Promise.all([...this.sessions.keys()].map((id) => this.destroy(id)));
+    if (this.toolsRunning > 0 || this.creating > 0) {
+      throw new SandpoolError("request.busy", "a tool call or a creation is still running", {
+        retryAfterSeconds: 1,
+      });
+    }
+    try {
+      await scrubSandbox({
+        strays: this.strays,
+        launcher: this.launcher,
+        dirs: [this.config.root, ...this.config.scrubDirs],
+      });
+    } catch (error) {
+      if (error instanceof ScrubFailedError) {
+        throw new SandpoolError("server.internal", `the sandbox could not be scrubbed: ${error.message}`);
+      }
+      throw error;
+    }
+    return this.create(request);
   }
 
   /** The live session with this id; an unknown or ended one is a 404. */

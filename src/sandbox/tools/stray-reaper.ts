@@ -62,6 +62,11 @@ export class StrayReaper {
     }
   }
 
+  /** How many strays are alive now (a scrub checks its reap left none). */
+  count(): number {
+    return pickStrays(readProcessTable(this.procRoot), process.pid, this.source.protectedPids()).length;
+  }
+
   /** Kills every stray (see the file's comment); call only while no tool runs. Returns how many it killed. */
   reap(): number {
     const keep = [...this.source.protectedPids()];

@@ -93,6 +93,8 @@ export class MemoryCoordinationStore implements CoordinationStore {
   /** Per pool, starts and hand-outs in flight: sandbox id -> mark's expiry, lapsed ones kept. */
   private readonly inFlight = new Map<string, Map<string, number>>();
   private readonly idle = new Map<string, SandboxRecord[]>();
+  /** Per pool, newest first. */
+  private readonly parked = new Map<string, SandboxRecord[]>();
   private readonly leases = new Map<string, Lease>();
   private readonly subscribers = new Map<string, ((message: string) => void)[]>();
   private readonly demand = new MemoryPoolDemand();
@@ -275,12 +277,38 @@ export class MemoryCoordinationStore implements CoordinationStore {
     return true;
   }
 
+  async parkIdle(record: SandboxRecord, membership: { until: number; now: number }) {
+    const members = this.members.get(record.pool);
+    if (!members?.contains(record.sandboxId)) return false;
+    members.renew(record.sandboxId, membership.until);
+    getOrCreate(this.parked, record.pool, () => []).unshift(record);
+    this.retiring.get(record.pool)?.delete(record.sandboxId);
+    this.inFlight.get(record.pool)?.delete(record.sandboxId);
+    return true;
+  }
+
+  async listParked(pool: string) {
+    return [...(this.parked.get(pool) ?? [])];
+  }
+
+  async takeParked(pool: string, sandboxId: string) {
+    const records = this.parked.get(pool) ?? [];
+    const index = records.findIndex((record) => record.sandboxId === sandboxId);
+    return index >= 0 ? records.splice(index, 1)[0] : undefined;
+  }
+
+  async popParked(pool: string) {
+    return this.parked.get(pool)?.pop();
+  }
+
   async popIdle(pool: string) {
     return this.idle.get(pool)?.shift();
   }
 
   async leaseIdle(pool: string, hold: MemberHold) {
-    const record = this.idle.get(pool)?.shift();
+    const parked = this.parked.get(pool) ?? [];
+    const own = hold.reuse === false ? -1 : parked.findIndex((record) => record.owner === hold.workspace);
+    const record = own >= 0 ? parked.splice(own, 1)[0] : this.idle.get(pool)?.shift();
     if (record) {
       this.members.get(pool)?.renew(record.sandboxId, hold.until);
       if (hold.handOverBy) this.markInFlight(pool, record.sandboxId, hold.handOverBy);

@@ -76,10 +76,24 @@ export interface PoolLedger {
    * expiry moved to `membership.until`; false, and nothing queued, when it is not.
    */
   pushIdle(record: SandboxRecord, membership?: { until: number; now: number }): Promise<boolean>;
+  /**
+   * Parks a scrubbed sandbox that served a session of `record.owner`, for that workspace's
+   * next lease, ending its retiring and in-flight marks in the same step; only while it is
+   * still a member, its expiry moved to `membership.until`. False, and nothing parked, when
+   * it is not a member.
+   */
+  parkIdle(record: SandboxRecord, membership: { until: number; now: number }): Promise<boolean>;
+  /** The pool's parked sandboxes, newest first. */
+  listParked(pool: string): Promise<SandboxRecord[]>;
+  /** Atomically takes one particular parked sandbox (expiry, draining, reconciliation). */
+  takeParked(pool: string, sandboxId: string): Promise<SandboxRecord | undefined>;
+  /** Atomically takes the pool's longest-parked sandbox: its place is wanted by another workspace. */
+  popParked(pool: string): Promise<SandboxRecord | undefined>;
   /** Atomically takes the oldest idle sandbox of the pool, if any. */
   popIdle(pool: string): Promise<SandboxRecord | undefined>;
   /**
-   * Leases the oldest idle sandbox of the pool in one atomic step: popped, its membership
+   * Leases a sandbox of the pool in one atomic step: the workspace's own parked sandbox
+   * (newest first) unless `hold.reuse` is false, else the oldest idle one; popped, its membership
    * held until `hold.until` (as `holdMember`), its workspace recorded as a holder, and marked
    * in flight until `hold.handOverBy` when given.
    */

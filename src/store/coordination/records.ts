@@ -18,6 +18,15 @@ export interface SandboxRecord {
    * session is charged for. Absent where the runtime measures none (the process runtime).
    */
   cpuBaseMs?: number;
+  /**
+   * The workspace whose sessions it has served (a sandbox never serves another): set once it
+   * is parked for reuse. Absent on a fresh sandbox.
+   */
+  owner?: string;
+  /** Sessions it has served so far (reuse is bounded); absent: none. */
+  uses?: number;
+  /** When it was last parked for its owner's next session (epoch ms). */
+  parkedAt?: number;
 }
 
 /** A client's session: which sandbox serves it, for whom, and until when. */
@@ -109,6 +118,8 @@ export interface MemberHold {
    * flight, so a replica that dies handing it out leaves nothing held for an hour.
    */
   handOverBy?: number;
+  /** Whether a sandbox parked for the workspace may be leased (`leaseIdle`); default true. */
+  reuse?: boolean;
 }
 
 /** A reading of a session's sandbox CPU (AdmissionStore.chargeCpu). */

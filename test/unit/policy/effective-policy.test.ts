@@ -29,6 +29,7 @@ describe("effectivePolicy", () => {
       egressAllowed: d.egressAllowed,
       egressAllowCidrs: d.egressAllowCidrs,
       egressAllowHosts: d.egressAllowHosts,
+      sandboxReuse: d.sandboxReuse,
     });
   });
 

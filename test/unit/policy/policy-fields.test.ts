@@ -122,13 +122,17 @@ describe("the table of policy fields", () => {
     const set = setCommand();
     const argv = policyFieldNames
       .filter((field) => spec(field).argument)
-      .flatMap((field) => [`--${spec(field).flag}`, numeric(field) ? "7" : "x"]);
+      .flatMap((field) => [
+        `--${spec(field).flag}`,
+        numeric(field) ? "7" : spec(field).kind === "flag" ? "false" : "x",
+      ]);
     set.parseOptions(argv);
     const edit = editOf(set.opts());
     expect(Object.keys(edit)).toEqual(policyFieldNames.filter((field) => spec(field).argument));
     expect(edit.maxConcurrentSessions).toBe(7);
     expect(edit.allowedImages).toEqual(["x"]);
     expect(edit.defaultImage).toBe("x");
+    expect(edit.sandboxReuse).toBe(false);
   });
 
   it("maps every flag back to its field", () => {

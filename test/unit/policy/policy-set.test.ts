@@ -34,7 +34,7 @@ describe("validatePolicySet", () => {
       maxConcurrentSessions: 2,
       sessionsPerMinute: null,
     });
-    expect(Object.keys(set.get("team-b")!)).toHaveLength(15);
+    expect(Object.keys(set.get("team-b")!)).toHaveLength(16);
   });
 
   it("reads an empty or null set as no rows at all", () => {

@@ -52,6 +52,11 @@ export class RedisKeys {
     return `${this.prefix}{pool:${pool}}:idle`;
   }
 
+  /** A pool's sandboxes parked for their workspace's next session (JSON records, newest first). */
+  parked(pool: string): string {
+    return `${this.prefix}{pool:${pool}}:parked`;
+  }
+
   /** A pool's warm-up starts under way, sandbox id -> expiry: what a lease at the cap waits for. */
   warming(pool: string): string {
     return `${this.prefix}{pool:${pool}}:warming`;

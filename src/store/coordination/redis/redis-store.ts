@@ -322,6 +322,31 @@ export class RedisCoordinationStore implements CoordinationStore {
     return Number(pushed) === 1;
   }
 
+  async parkIdle(record: SandboxRecord, membership: { until: number; now: number }) {
+    const { pool } = record;
+    const parked = await this.commands.script(
+      "park-idle",
+      [this.keys.parked(pool), this.keys.members(pool), this.keys.retiring(pool), this.keys.inFlight(pool)],
+      [JSON.stringify(record), record.sandboxId, Math.ceil(membership.until), membership.now],
+    );
+    return Number(parked) === 1;
+  }
+
+  async listParked(pool: string) {
+    const raws = await this.commands.read(() => this.redis.lrange(this.keys.parked(pool), 0, -1));
+    return raws.map((raw) => JSON.parse(raw) as SandboxRecord);
+  }
+
+  async takeParked(pool: string, sandboxId: string) {
+    const raw = await this.commands.script("take-idle", [this.keys.parked(pool)], [sandboxId]);
+    return typeof raw === "string" ? (JSON.parse(raw) as SandboxRecord) : undefined;
+  }
+
+  async popParked(pool: string) {
+    const raw = await this.commands.call(() => this.redis.rpop(this.keys.parked(pool)));
+    return raw ? (JSON.parse(raw) as SandboxRecord) : undefined;
+  }
+
   async popIdle(pool: string) {
     const raw = await this.commands.call(() => this.redis.rpop(this.keys.idle(pool)));
     return raw ? (JSON.parse(raw) as SandboxRecord) : undefined;
@@ -330,8 +355,20 @@ export class RedisCoordinationStore implements CoordinationStore {
   async leaseIdle(pool: string, hold: MemberHold) {
     const raw = await this.commands.script(
       "lease-idle",
-      [this.keys.idle(pool), this.keys.members(pool), this.keys.holders(pool), this.keys.inFlight(pool)],
-      [Math.ceil(hold.until), hold.workspace, hold.now, Math.ceil(hold.handOverBy ?? 0)],
+      [
+        this.keys.idle(pool),
+        this.keys.members(pool),
+        this.keys.holders(pool),
+        this.keys.inFlight(pool),
+        this.keys.parked(pool),
+      ],
+      [
+        Math.ceil(hold.until),
+        hold.workspace,
+        hold.now,
+        Math.ceil(hold.handOverBy ?? 0),
+        hold.reuse === false ? "0" : "1",
+      ],
     );
     if (typeof raw !== "string") return undefined;
     this.holders.rememberHold(pool, hold);

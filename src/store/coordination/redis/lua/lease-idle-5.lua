@@ -1,4 +1,6 @@
--- Leases the oldest idle sandbox of a pool, in one step: takes it off the idle list, keeps
+-- Leases a sandbox of a pool, in one step: the workspace's own parked sandbox (one that served
+-- an earlier session of it and was scrubbed, newest first) when reuse is asked for and there is
+-- one, else the oldest idle (fresh) sandbox. Takes it off its list, keeps
 -- it counted against the pool until `until`, records the leasing workspace among the pool's
 -- holders (how the reaper finds the workspaces that have sessions), and marks it in flight
 -- until its lease is due to be recorded (a replica that dies before that leaves a mark that
@@ -10,13 +12,28 @@
 -- ARGV[1]  until (epoch ms): the session's slot expiry
 -- ARGV[2]  the workspace
 -- ARGV[3]  now (epoch ms)
+-- KEYS[5]  the pool's parked sandboxes, JSON records with their `owner` (pushed left: newest first)
 -- ARGV[4]  the in-flight mark's expiry (epoch ms); 0: no mark
--- Returns  the record's JSON, or false when the pool has no idle sandbox
+-- ARGV[5]  "1": take the workspace's own parked sandbox first; else fresh ones only
+-- Returns  the record's JSON, or false when the pool has none for the workspace
 
 -- Lapsed in-flight marks are kept this long past the latest one, for reconciliation to find.
 local IN_FLIGHT_KEPT_MS = 86400000
 
-local raw = redis.call("RPOP", KEYS[1])
+local raw
+if ARGV[5] == "1" then
+  -- A few hundred at most (the pool's maxTotal): the scan stays short.
+  for _, parked in ipairs(redis.call("LRANGE", KEYS[5], 0, -1)) do
+    if cjson.decode(parked).owner == ARGV[2] then
+      redis.call("LREM", KEYS[5], 1, parked)
+      raw = parked
+      break
+    end
+  end
+end
+if not raw then
+  raw = redis.call("RPOP", KEYS[1])
+end
 if not raw then
   return false
 end

@@ -1,5 +1,5 @@
--- Takes one particular sandbox out of a pool's idle list (draining, reconciliation).
--- KEYS[1]  the pool's idle list of JSON sandbox records
+-- Takes one particular sandbox out of a pool's idle or parked list (draining, reconciliation).
+-- KEYS[1]  the pool's idle (or parked) list of JSON sandbox records
 -- ARGV[1]  the sandbox id
 -- Returns  the record's JSON, or false when it is not idle (already leased or gone)
 local records = redis.call("LRANGE", KEYS[1], 0, -1)

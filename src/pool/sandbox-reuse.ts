@@ -1,0 +1,92 @@
+/**
+ * Sandbox reuse: a session's end gives its sandbox, scrubbed, to its workspace's next
+ * session instead of destroying it, so a workspace's session churn costs no container start
+ * (Otari opens one session per chat request; an engine starts about two containers a second).
+ *
+ * The tenant boundary stays the container: a parked sandbox carries its `owner` and only a
+ * lease of that workspace takes it (the ledger's `leaseIdle`). The sandbox server's scrub
+ * (src/sandbox/sessions/scrub-sandbox.ts) kills every process, removes IPC objects and
+ * empties every place user code can write, then creates the next session with a fresh
+ * interpreter; any failure destroys the sandbox instead. Reuse is bounded: a sandbox serves
+ * at most MAX_USES sessions and lives at most MAX_AGE_MS; parked and unused for
+ * PARKED_IDLE_MS, it is destroyed, and a lease of another workspace that finds the pool at its
+ * cap takes the place of the longest-parked one.
+ */
+import type { Logger } from "pino";
+import type { SandboxClient } from "../forward/sandbox-client.js";
+import type { SandboxRuntime } from "../runtime/sandbox-runtime.js";
+import type { PoolLedger } from "../store/coordination/pool-ledger.js";
+import type { SandboxRecord } from "../store/coordination/records.js";
+import { cpuBaselineMs } from "./cpu-baseline.js";
+
+export const MAX_USES = 100;
+export const MAX_AGE_MS = 60 * 60_000;
+export const PARKED_IDLE_MS = 5 * 60_000;
+/** A scrub kills, deletes and starts an interpreter (and preloads its modules): seconds at most. */
+const RECYCLE_TIMEOUT_MS = 30_000;
+
+export interface SandboxReuseDeps {
+  store: PoolLedger;
+  runtime: Pick<SandboxRuntime, "recyclable" | "usage">;
+  client: Pick<SandboxClient, "recycleSandbox">;
+  log: Logger;
+  now: () => number;
+}
+
+export class SandboxReuse {
+  constructor(private readonly deps: SandboxReuseDeps) {}
+
+  /** Whether `record` may serve another session of its workspace now. */
+  mayReuse(record: SandboxRecord): boolean {
+    return (
+      this.deps.runtime.recyclable === true &&
+      (record.uses ?? 0) + 1 < MAX_USES &&
+      this.deps.now() - record.createdAt < MAX_AGE_MS
+    );
+  }
+
+  /**
+   * Scrubs the sandbox of `owner`'s ended session and parks it for that workspace's next
+   * lease. False when it may not or could not be reused (the caller destroys it): never throws.
+   */
+  async park(record: SandboxRecord, owner: string): Promise<boolean> {
+    if (!this.mayReuse(record)) return false;
+    if (record.owner !== undefined && record.owner !== owner) {
+      // Cannot happen through leaseIdle; refused here too, as the boundary it is.
+      this.deps.log.error({ sandbox: record.sandboxId, owner, was: record.owner }, "a sandbox changed owner");
+      return false;
+    }
+    try {
+      const innerSessionId = await this.deps.client.recycleSandbox(record.endpoint, RECYCLE_TIMEOUT_MS);
+      // The next session is charged from here: nothing of the earlier one, nor the scrub.
+      const cpuBaseMs = await cpuBaselineMs(this.deps.runtime, record.runtimeId);
+      const now = this.deps.now();
+      const { cpuBaseMs: _earlier, ...rest } = record;
+      const parked: SandboxRecord = {
+        ...rest,
+        innerSessionId,
+        owner,
+        uses: (record.uses ?? 0) + 1,
+        parkedAt: now,
+        ...(cpuBaseMs === undefined ? {} : { cpuBaseMs }),
+      };
+      // A parked sandbox counts against its pool until it is taken or expires.
+      return await this.deps.store.parkIdle(parked, { until: now + PARKED_IDLE_MS * 2, now });
+    } catch (error) {
+      this.deps.log.warn({ err: error, sandbox: record.sandboxId }, "a sandbox could not be recycled");
+      return false;
+    }
+  }
+
+  /** Takes the pool's parked sandboxes unused for PARKED_IDLE_MS, for the caller to destroy. */
+  async takeExpired(pool: string): Promise<SandboxRecord[]> {
+    const now = this.deps.now();
+    const expired: SandboxRecord[] = [];
+    for (const record of await this.deps.store.listParked(pool)) {
+      if (now - (record.parkedAt ?? 0) < PARKED_IDLE_MS) continue;
+      const taken = await this.deps.store.takeParked(pool, record.sandboxId);
+      if (taken) expired.push(taken);
+    }
+    return expired;
+  }
+}

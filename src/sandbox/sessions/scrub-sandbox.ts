@@ -1,0 +1,71 @@
+/**
+ * Makes a sandbox whose sessions have all ended as clean as a fresh one, so the gateway can
+ * give it to its workspace's next session instead of starting a container (session churn is
+ * bounded by container starts otherwise). Nothing of an earlier session may reach the next:
+ * - processes: every process but this server and its ancestors is killed, background and
+ *   daemonised ones included (the stray reaper, with no interpreter spared), and none may be
+ *   left;
+ * - System V IPC objects (shared memory, queues, semaphores) outlive their processes in the
+ *   container's IPC namespace: removed as their owner, and none may be left;
+ * - files: the sessions' root and every directory user code can write to (the tmpfs mounts
+ *   of a read-only root: /tmp, /dev/shm, /dev/mqueue) are emptied, and must be empty.
+ * Interpreter state and environment go with the processes: each session starts its own
+ * interpreter from the server's environment. Any check that fails throws: the gateway then
+ * destroys the sandbox rather than reuse it.
+ */
+import { execFile } from "node:child_process";
+import { readdir, readFile } from "node:fs/promises";
+import path from "node:path";
+import { promisify } from "node:util";
+import type { StrayReaper } from "../tools/stray-reaper.js";
+import type { CodeLauncher } from "../user-code/code-user.js";
+import { removeTree } from "./remove-tree.js";
+
+const run = promisify(execFile);
+const SYSV_IPC_TABLES = ["/proc/sysvipc/shm", "/proc/sysvipc/msg", "/proc/sysvipc/sem"];
+
+export interface ScrubTarget {
+  strays: StrayReaper;
+  launcher: CodeLauncher;
+  /** Directories to empty (not remove: they may be mount points); missing ones are skipped. */
+  dirs: readonly string[];
+}
+
+export class ScrubFailedError extends Error {}
+
+export async function scrubSandbox(target: ScrubTarget): Promise<void> {
+  target.strays.reap();
+  const left = target.strays.count();
+  if (left > 0) throw new ScrubFailedError(`${left} processes outlived the scrub`);
+  await removeIpcObjects(target.launcher);
+  for (const dir of target.dirs) await emptyDirectory(dir);
+}
+
+/** Runs `ipcrm --all` as the code's user (the owner of what user code made), then checks. */
+async function removeIpcObjects(launcher: CodeLauncher): Promise<void> {
+  const remaining = async () =>
+    (await Promise.all(SYSV_IPC_TABLES.map(countIpcObjects))).reduce((a, b) => a + b);
+  if ((await remaining()) === 0) return;
+  const command = launcher.command("ipcrm", ["--all"]);
+  await run(command.file, command.args, { timeout: 5_000 }).catch(() => undefined);
+  const left = await remaining();
+  if (left > 0) throw new ScrubFailedError(`${left} System V IPC objects outlived the scrub`);
+}
+
+async function countIpcObjects(table: string): Promise<number> {
+  const text = await readFile(table, "utf8").catch(() => "");
+  // The first line is the header.
+  return Math.max(0, text.split("\n").filter((line) => line.trim().length > 0).length - 1);
+}
+
+async function emptyDirectory(dir: string): Promise<void> {
+  const names = await readdir(dir).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === "ENOENT") return undefined;
+    throw error;
+  });
+  if (!names) return;
+  for (const name of names) await removeTree(path.join(dir, name));
+  const left = await readdir(dir);
+  if (left.length > 0)
+    throw new ScrubFailedError(`${dir} still holds ${left.length} entries after the scrub`);
+}

@@ -1,0 +1,166 @@
+/**
+ * Sandbox reuse, attacked as a tenant would: a session's end gives its container, scrubbed,
+ * to its workspace's next session (no container start), and nothing of the earlier session
+ * reaches the next one: files (workspace, /tmp, /dev/shm), background processes that left
+ * their group, System V shared memory, interpreter variables and environment. A sandbox that
+ * served one workspace never serves another, and a workspace whose policy turns reuse off
+ * gets a fresh container every time. `sandpool serve` with docker sandboxes, Redis, Postgres.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mintToken } from "../../../src/auth/dev-keys.js";
+import type { RedisCoordinationStore } from "../../../src/store/coordination/redis/redis-store.js";
+import type { CliServer } from "../../support/cli.js";
+import type { ContractClient } from "../../support/contract-client.js";
+import {
+  createServeDeployment,
+  SERVE_AUDIENCE,
+  SERVE_SECRET,
+  type ServeDeployment,
+  serveStackAvailable,
+} from "../../support/serve-deployment.js";
+import { waitFor } from "../../support/wait-for.js";
+
+const available = await serveStackAvailable();
+
+const CONFIG = `
+pools:
+  - name: default
+    image: sandpool/sandbox:dev
+    minIdle: 1
+    maxTotal: 4
+    coldStartTimeoutMs: 60000
+intervals:
+  warmMs: 500
+  reapMs: 500
+  reconcileMs: 5000
+  orphanGraceMs: 70000
+`;
+
+/** Leaves something everywhere a session can: each line is checked gone in the next session. */
+const LITTER = [
+  "echo secret > secret.txt",
+  "echo secret > /tmp/secret",
+  "echo secret > /dev/shm/secret",
+  "mkdir -p /tmp/locked/deep && echo x > /tmp/locked/deep/f && chmod 000 /tmp/locked/deep /tmp/locked",
+  "setsid nohup sleep 4242 >/dev/null 2>&1 &",
+  "ipcmk -M 4096 >/dev/null",
+  "echo littered",
+].join("\n");
+
+/** What the next session sees of it: every count must be 0. */
+const LOOK = [
+  "echo files=$(ls -A | wc -l)",
+  "echo tmp=$(ls -A /tmp | wc -l)",
+  "echo shm=$(ls -A /dev/shm | wc -l)",
+  "echo sleepers=$(ps -eo args | grep -c '^sleep 4242')",
+  "echo ipc=$(ipcs -m | grep -c '^0x')",
+].join("\n");
+
+describe.skipIf(!available)("sandbox reuse (serve, docker)", () => {
+  let deployment: ServeDeployment;
+  let replica: CliServer;
+  let store: RedisCoordinationStore;
+
+  beforeAll(async () => {
+    deployment = await createServeDeployment(CONFIG);
+    replica = await deployment.startReplica();
+    store = await deployment.store();
+  }, 180_000);
+  afterAll(() => deployment?.close(), 120_000);
+
+  const sessionIdOf = (answer: { body: unknown }) => (answer.body as { session_id: string }).session_id;
+
+  async function containerOf(workspace: string, sessionId: string): Promise<string> {
+    const lease = await store.getLease({ workspace, sessionId });
+    if (!lease) throw new Error(`no lease for ${sessionId}`);
+    return lease.sandbox.runtimeId;
+  }
+
+  async function parkedFor(workspace: string): Promise<string[]> {
+    return (await store.listParked("default"))
+      .filter((record) => record.owner === workspace)
+      .map((record) => record.runtimeId);
+  }
+
+  async function oneSession(client: ContractClient, workspace: string) {
+    const created = await client.createSession();
+    expect(created.status).toBe(201);
+    const id = sessionIdOf(created);
+    return { id, container: await containerOf(workspace, id) };
+  }
+
+  it("gives a workspace's next session the container of its last, with nothing of it left", async () => {
+    const client = await deployment.client(replica, "reuser");
+    const first = await oneSession(client, "reuser");
+    const littered = await client.run(first.id, "bash_code_execution", { command: LITTER });
+    expect(littered.stdout).toContain("littered");
+    await client.run(first.id, "code_execution", {
+      code: "import os\nos.environ['LEAKED'] = 'yes'\nremembered = 41",
+    });
+    expect((await client.request("DELETE", `/sessions/${first.id}`)).status).toBe(204);
+    await waitFor(
+      async () => (await parkedFor("reuser")).includes(first.container),
+      20_000,
+      "the sandbox parked",
+    );
+
+    const second = await oneSession(client, "reuser");
+    expect(second.container).toBe(first.container);
+    const seen = await client.run(second.id, "bash_code_execution", { command: LOOK });
+    expect(seen.stdout).toBe("files=0\ntmp=0\nshm=0\nsleepers=0\nipc=0\n");
+    const state = await client.run(second.id, "code_execution", {
+      code: "import os\nprint(os.environ.get('LEAKED'), 'remembered' in globals())",
+    });
+    expect(state.stdout).toBe("None False\n");
+    // The earlier session is gone for good: its id answers 404.
+    expect((await client.getSession(first.id)).status).toBe(404);
+    await client.request("DELETE", `/sessions/${second.id}`);
+  }, 120_000);
+
+  it("never gives a sandbox that served one workspace to another", async () => {
+    const owner = await deployment.client(replica, "owner-ws");
+    const mine = await oneSession(owner, "owner-ws");
+    await owner.request("DELETE", `/sessions/${mine.id}`);
+    await waitFor(async () => (await parkedFor("owner-ws")).includes(mine.container), 20_000, "parked");
+
+    // Another workspace asks more sessions than the pool has places: it may take the parked
+    // sandbox's place (destroyed, a fresh one started), never the sandbox itself.
+    const other = await deployment.client(replica, "other-ws");
+    const theirs: { id: string; container: string }[] = [];
+    for (let i = 0; i < 4; i++) theirs.push(await oneSession(other, "other-ws"));
+    for (const session of theirs) expect(session.container).not.toBe(mine.container);
+    for (const session of theirs) await other.request("DELETE", `/sessions/${session.id}`);
+  }, 180_000);
+
+  it("starts a fresh container for every session of a workspace whose policy turns reuse off", async () => {
+    const admin = await mintToken({
+      secret: SERVE_SECRET,
+      audience: SERVE_AUDIENCE,
+      workspace: "operators",
+      admin: true,
+    });
+    const set = await fetch(`${replica.url}/admin/v1/workspaces/fresh-only/policy`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" },
+      body: JSON.stringify({ sandboxReuse: false }),
+    });
+    expect(set.status).toBe(200);
+    expect(((await set.json()) as { effective: { sandboxReuse: boolean } }).effective.sandboxReuse).toBe(
+      false,
+    );
+
+    const client = await deployment.client(replica, "fresh-only");
+    const first = await oneSession(client, "fresh-only");
+    await client.request("DELETE", `/sessions/${first.id}`);
+    await waitFor(
+      async () =>
+        !(await deployment.containers()).some((c) => first.container.split(":")[1]!.startsWith(c.id)),
+      20_000,
+      "the first container destroyed",
+    );
+    const second = await oneSession(client, "fresh-only");
+    expect(second.container).not.toBe(first.container);
+    expect(await parkedFor("fresh-only")).toEqual([]);
+    await client.request("DELETE", `/sessions/${second.id}`);
+  }, 120_000);
+});
