@@ -1,6 +1,6 @@
 /**
  * `sandpool serve` refuses to run without an audience check, so the shipped deployments set
- * an audience by default, and the README's token recipe for compose signs tokens with it.
+ * an audience by default, and the token recipe for compose (docs/deploying.md) signs tokens with it.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -42,9 +42,9 @@ describe("compose", () => {
     );
   });
 
-  it("has a README recipe that signs tokens with the gateway's audience", () => {
-    const readme = readText("README.md");
-    const recipe = /docker compose exec gateway node[\s\S]*?\.sign\(key\)\);'/.exec(readme)?.[0];
+  it("has a recipe in docs/deploying.md that signs tokens with the gateway's audience", () => {
+    const deploying = readText("docs/deploying.md");
+    const recipe = /docker compose exec gateway node[\s\S]*?\.sign\(key\)\);'/.exec(deploying)?.[0];
     expect(recipe).toBeDefined();
     expect(recipe).toMatch(/\.setAudience\(process\.env\.SANDPOOL_JWT_AUDIENCE\)/);
     expect(recipe).toMatch(/\.setExpirationTime\(/);
