@@ -3,7 +3,7 @@
  * `operations.all()`, against a real dev gateway over HTTP (real sandbox servers):
  *
  * - no token: 401 `auth.missing` for contract and admin operations; the operation's success for anyone-operations;
- * - wrong audience (the mounted rule, README "Authentication"): an admin token (it names no
+ * - wrong audience (the mounted rule, docs/deploying.md "Tokens"): an admin token (it names no
  *   workspace) gets 401 `auth.invalid` on every contract operation and a workspace token 403
  *   `auth.forbidden` on every admin operation, the same bytes as at an unknown route, so the
  *   answer tells nothing about the operation; anyone-operations answer every caller;
