@@ -1,0 +1,31 @@
+/**
+ * The README stays a short walk-through with a map of docs/, and the map stays whole: every
+ * document in docs/ is linked from it, and docs/api.md names every error code the gateway
+ * answers with, so a new code or a new document is not left out of them.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { errorStatus } from "../../../src/contract/error-codes.js";
+
+const root = fileURLToPath(new URL("../../../", import.meta.url));
+const readme = readFileSync(path.join(root, "README.md"), "utf8");
+
+describe("the README and the map of docs/", () => {
+  it("keeps the README short: a walk-through, the rest in docs/", () => {
+    expect(readme.split("\n").length).toBeLessThanOrEqual(230);
+  });
+
+  it("links every document in docs/ from the README", () => {
+    const documents = readdirSync(path.join(root, "docs")).filter((name) => name.endsWith(".md"));
+    const unlinked = documents.filter((name) => !readme.includes(`](docs/${name})`));
+    expect(unlinked, "add each to the README's Documentation list").toEqual([]);
+  });
+
+  it("names every error code in docs/api.md", () => {
+    const api = readFileSync(path.join(root, "docs/api.md"), "utf8");
+    const missing = Object.keys(errorStatus).filter((code) => !api.includes(`\`${code}\``));
+    expect(missing, "add each to docs/api.md, section Errors").toEqual([]);
+  });
+});
