@@ -138,10 +138,12 @@ describe("the README's tour, against sandpool dev", () => {
   steps.forEach((step, index) => {
     const title = step.commands.split("\n").find((line) => line.trim() !== "" && !FROM_THE_BANNER.test(line));
     it(`step ${index + 1}: ${title}`, async () => {
+      // The tour's scratch files go to /tmp; this run's go to its own directory.
       const commands = step.commands
         .split("\n")
         .filter((line) => !FROM_THE_BANNER.test(line))
-        .join("\n");
+        .join("\n")
+        .replaceAll("/tmp/", `${dir}/`);
       // One shell per block, carrying the variables and functions of the blocks before it.
       const script = [
         `. ${JSON.stringify(state)}`,
