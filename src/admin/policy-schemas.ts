@@ -11,6 +11,7 @@ import {
   type PolicyFieldName,
   policyFields,
 } from "../policy/policy-fields.js";
+import { isolationLevels } from "../runtime/sandbox-runtime.js";
 import { editablePolicyFieldsSchema } from "../store/sql/policy-row.js";
 import { wholeNumber } from "./admin-params.js";
 
@@ -40,6 +41,7 @@ const inForce: Record<PolicyFieldKind, z.ZodType> = {
   tools: z.array(z.enum(toolKinds)),
   cidrs: z.array(z.string()),
   hosts: z.array(z.string()),
+  isolation: z.enum(isolationLevels),
 };
 
 const isPolicyField = (field: string): field is PolicyFieldName => field in policyFields;

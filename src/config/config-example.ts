@@ -191,6 +191,10 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   "policy.execSecondsPerDay": { comment: "Execution seconds per workspace per day." },
   "policy.maxFileBytes": { comment: "Largest file a session may upload or download, in bytes." },
   "policy.resourceClass": { comment: "Resource class of the sandboxes sessions get." },
+  "policy.isolation": {
+    comment:
+      "The least isolation of every workspace's sandboxes (a workspace may raise it): gvisor leases only gvisor pools.",
+  },
   "policy.egressAllowed": { comment: "Whether sandboxes may reach the network." },
   "policy.egressAllowCidrs": {
     comment:

@@ -226,14 +226,20 @@ export const gatewayConfigSchema = z
         path: ["intervals", "orphanGraceMs"],
       });
     }
+    // With policy.isolation gvisor, only gvisor pools serve anyone (src/policy/decide-pool.ts).
+    const gvisorOnly = config.policy.isolation === "gvisor";
     for (const image of config.policy.allowedImages) {
       const served = config.pools.some(
-        (p) => p.image === image && p.resourceClass === config.policy.resourceClass && !p.egress,
+        (p) =>
+          p.image === image &&
+          p.resourceClass === config.policy.resourceClass &&
+          !p.egress &&
+          (!gvisorOnly || p.isolation === "gvisor"),
       );
       if (!served) {
         ctx.addIssue({
           code: "custom",
-          message: `allowed image '${image}' has no pool (without egress) in resource class '${config.policy.resourceClass}'`,
+          message: `allowed image '${image}' has no ${gvisorOnly ? "gvisor " : ""}pool (without egress) in resource class '${config.policy.resourceClass}'`,
           path: ["pools"],
         });
       }

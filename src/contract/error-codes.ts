@@ -36,6 +36,8 @@ export const errorStatus = {
   "policy.image_not_allowed": 403,
   "policy.tool_not_allowed": 403,
   "policy.workspace_disabled": 403,
+  /** The workspace requires a stronger isolation (gVisor) than any pool serving the image has. */
+  "policy.isolation_required": 403,
   "quota.concurrent_sessions": 429,
   "quota.session_rate": 429,
   "quota.exec_budget": 429,

@@ -39,6 +39,7 @@ const contractOnly: Record<string, ErrorCode[]> = {
   "sessions.create": [
     ...jsonBody,
     "policy.image_not_allowed",
+    "policy.isolation_required",
     "quota.concurrent_sessions",
     "quota.session_rate",
     "capacity.exhausted",

@@ -7,6 +7,7 @@
 import { type CreateSessionRequest, createSessionRequest, issueProblems } from "../contract/schemas.js";
 import { imageAllowed, workspaceEnabled } from "../policy/decide-access.js";
 import { sessionTimeouts } from "../policy/decide-limits.js";
+import { poolServing } from "../policy/decide-pool.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
 import type { ExplainServices } from "./explain-services.js";
 import { clampStep, quotaStep, verdictStep } from "./explain-steps.js";
@@ -31,24 +32,22 @@ export async function explainCreateSession(
   verdictStep(trace, workspaceEnabled(policy));
   const image = imageAllowed(policy, request.image);
   verdictStep(trace, image);
-  const pool = image.allowed
-    ? services.pools.find(image.image!, policy.resourceClass, policy.egressAllowed)
-    : undefined;
-  if (!image.allowed)
-    trace.skip("policy", "image.pool", "no pool is looked for an image that is not allowed");
+  const chosen = image.allowed ? poolServing(services.pools.list(), image.image!, policy) : undefined;
+  const pool = chosen?.pool;
+  if (!chosen) trace.skip("policy", "image.pool", "no pool is looked for an image that is not allowed");
   else if (!pool)
-    trace.deny("policy", "policy.image_not_allowed", {
-      rule: "image.pool",
-      field: "resourceClass",
-      value: policy.resourceClass,
-      detail: `no pool serves the image '${image.image}' in the '${policy.resourceClass}' class`,
+    trace.deny("policy", chosen.refusal!.code, {
+      rule: chosen.rule,
+      field: chosen.field,
+      value: chosen.value,
+      detail: chosen.refusal!.message,
     });
   else
     trace.pass("policy", {
       rule: "image.pool",
-      field: "resourceClass",
-      value: policy.resourceClass,
-      detail: `pool '${pool.name}' serves '${image.image}'${pool.egress ? " (with egress)" : ""}`,
+      field: "isolation",
+      value: policy.isolation,
+      detail: `pool '${pool.name}' serves '${image.image}' (${pool.isolation ?? "container"} isolation${pool.egress ? ", with egress" : ""})`,
     });
   const timeouts = sessionTimeouts(policy, request);
   clampStep(trace, timeouts.idle);

@@ -5,6 +5,7 @@
 import { z } from "zod";
 import { toolKinds } from "../contract/schemas.js";
 import { cidrSchema, hostPatternSchema } from "../egress/egress-schemas.js";
+import { isolationLevels } from "../runtime/sandbox-runtime.js";
 
 const positive = z.number().int().min(1);
 
@@ -29,6 +30,11 @@ export const deploymentPolicySchema = z
     execSecondsPerDay: positive.default(24 * 3600),
     maxFileBytes: positive.default(100 * 1024 * 1024),
     resourceClass: z.string().min(1).default("standard"),
+    /**
+     * The least isolation every workspace's sandboxes get (a row may only raise it): gvisor
+     * leases only pools with `isolation: gvisor` (docs/isolation.md).
+     */
+    isolation: z.enum(isolationLevels).default("container"),
     egressAllowed: z.boolean().default(false),
     /**
      * Ranges egress may reach although the defaults deny them (src/egress/egress-rules.ts):

@@ -6,6 +6,7 @@
  */
 import type { ToolKind } from "../contract/schemas.js";
 import { cidrWithin, hostPatternWithin } from "../egress/egress-patterns.js";
+import type { Isolation } from "../runtime/sandbox-runtime.js";
 import type { DeploymentPolicy } from "./deployment-policy.js";
 import {
   type CeilingField,
@@ -35,6 +36,8 @@ export interface EffectivePolicy {
   execSecondsPerDay: number;
   maxFileBytes: number;
   resourceClass: string;
+  /** The least isolation its sandboxes get: the stronger of the deployment's and the row's. */
+  isolation: Isolation;
   egressAllowed: boolean;
   /** Ranges reachable although the egress defaults deny them. */
   egressAllowCidrs: string[];
@@ -70,6 +73,8 @@ export function effectivePolicy(
     ...limits,
     // A row may pick another class only where the deployment has a pool for it (checked on write).
     resourceClass: row?.resourceClass ?? deployment.resourceClass,
+    // A minimum: a row may raise it, never lower it (refused on write; this holds if the deployment rises later).
+    isolation: row?.isolation === "gvisor" ? "gvisor" : deployment.isolation,
     // Egress is a grant: only where both the deployment and the row allow it.
     egressAllowed: deployment.egressAllowed && (row?.egressAllowed ?? true) && egress.hostsLeft,
     egressAllowCidrs: egress.cidrs,

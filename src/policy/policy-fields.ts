@@ -13,6 +13,7 @@
 import { z } from "zod";
 import { toolKinds } from "../contract/schemas.js";
 import { cidrSchema, hostPatternSchema } from "../egress/egress-schemas.js";
+import { isolationLevels } from "../runtime/sandbox-runtime.js";
 import type { DeploymentPolicy } from "./deployment-policy.js";
 
 /** The largest value of a Postgres `integer` column. */
@@ -34,6 +35,8 @@ const valueSchemas = {
   tools: z.array(z.enum(toolKinds)),
   cidrs: z.array(cidrSchema).max(256),
   hosts: z.array(hostPatternSchema).max(256),
+  /** A kernel boundary, the least a workspace's sandboxes get. */
+  isolation: z.enum(isolationLevels),
 } as const;
 
 export type PolicyFieldKind = keyof typeof valueSchemas;
@@ -160,6 +163,15 @@ export const policyFields = {
     argument: "<class>",
     description: "resource class (a pool must serve it)",
     ceiling: "resourceClass",
+  },
+  isolation: {
+    kind: "isolation",
+    column: "isolation",
+    flag: "isolation",
+    argument: "<container|gvisor>",
+    description:
+      "the least isolation its sandboxes get: gvisor for a gVisor kernel boundary (never below the deployment's)",
+    ceiling: "isolation",
   },
   egressAllowed: {
     kind: "flag",

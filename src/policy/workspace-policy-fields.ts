@@ -58,6 +58,11 @@ export function validatePolicyEdit(
       `resourceClass: '${fields.resourceClass}' has no pool (known: ${resourceClasses.join(", ")})`,
     );
   }
+  if (fields.isolation === "container" && deployment.isolation === "gvisor") {
+    problems.push(
+      "isolation: the deployment requires gvisor; a workspace may only raise isolation, never lower it",
+    );
+  }
   if (fields.egressAllowed === true && !deployment.egressAllowed) {
     problems.push("egressAllowed: the deployment does not allow egress");
   }

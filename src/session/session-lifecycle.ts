@@ -18,6 +18,7 @@ import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { UsageSink } from "../metering/usage-sink.js";
 import { imageAllowed, workspaceEnabled } from "../policy/decide-access.js";
 import { sessionTimeouts } from "../policy/decide-limits.js";
+import { poolServing } from "../policy/decide-pool.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
 import type { PolicyService } from "../policy/policy-service.js";
 import { enforce } from "../policy/verdict.js";
@@ -123,13 +124,7 @@ export class SessionLifecycle {
     const policy = await this.deps.policies.forWorkspace(workspace);
     enforce(workspaceEnabled(policy));
     const image = enforce(imageAllowed(policy, request.image)).image!;
-    const pool = this.deps.pools.find(image, policy.resourceClass, policy.egressAllowed);
-    if (!pool) {
-      throw new SandpoolError(
-        "policy.image_not_allowed",
-        `no pool serves the image '${image}' in the '${policy.resourceClass}' class`,
-      );
-    }
+    const pool = enforce(poolServing(this.deps.pools.list(), image, policy)).pool!;
     const timeouts = sessionTimeouts(policy, request);
     const idleTimeoutSeconds = timeouts.idle.value;
     const maxLifetimeSeconds = timeouts.lifetime.value;

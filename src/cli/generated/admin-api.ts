@@ -859,7 +859,7 @@ export interface components {
          * @description sandpool's stable error codes; each always answers with the same HTTP status.
          * @enum {string}
          */
-        SandpoolErrorCode: "request.bad_target" | "request.malformed" | "request.bad_json" | "request.bad_content_type" | "request.too_large" | "request.not_found" | "request.method_not_allowed" | "request.busy" | "request.host_denied" | "request.origin_denied" | "tool.unknown" | "session.not_found" | "file.not_found" | "file.is_directory" | "file.too_large" | "path.outside_workspace" | "path.invalid" | "auth.missing" | "auth.invalid" | "auth.expired" | "auth.rate_limited" | "auth.forbidden" | "auth.introspection_unavailable" | "policy.image_not_allowed" | "policy.tool_not_allowed" | "policy.workspace_disabled" | "quota.concurrent_sessions" | "quota.session_rate" | "quota.exec_budget" | "quota.calls_in_flight" | "capacity.exhausted" | "store.unavailable" | "sandbox.unreachable" | "sandbox.timeout" | "sandbox.bad_answer" | "server.internal";
+        SandpoolErrorCode: "request.bad_target" | "request.malformed" | "request.bad_json" | "request.bad_content_type" | "request.too_large" | "request.not_found" | "request.method_not_allowed" | "request.busy" | "request.host_denied" | "request.origin_denied" | "tool.unknown" | "session.not_found" | "file.not_found" | "file.is_directory" | "file.too_large" | "path.outside_workspace" | "path.invalid" | "auth.missing" | "auth.invalid" | "auth.expired" | "auth.rate_limited" | "auth.forbidden" | "auth.introspection_unavailable" | "policy.image_not_allowed" | "policy.tool_not_allowed" | "policy.workspace_disabled" | "policy.isolation_required" | "quota.concurrent_sessions" | "quota.session_rate" | "quota.exec_budget" | "quota.calls_in_flight" | "capacity.exhausted" | "store.unavailable" | "sandbox.unreachable" | "sandbox.timeout" | "sandbox.bad_answer" | "server.internal";
         /** @description sandpool's shape of the contract's `Error`: `detail` carries a stable code, a message safe to show, and for a refused input every problem. */
         SandpoolError: {
             detail: {
@@ -931,7 +931,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
-            /** @description sandpool: `request.host_denied`, `request.origin_denied`, `policy.workspace_disabled`, `policy.image_not_allowed`. */
+            /** @description sandpool: `request.host_denied`, `request.origin_denied`, `policy.workspace_disabled`, `policy.image_not_allowed`, `policy.isolation_required`. */
             403: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -1771,6 +1771,7 @@ export interface operations {
                             execSecondsPerDay: number | null;
                             maxFileBytes: number | null;
                             resourceClass: string | null;
+                            isolation: ("container" | "gvisor") | null;
                             egressAllowed: boolean | null;
                             egressAllowCidrs: string[] | null;
                             egressAllowHosts: string[] | null;
@@ -1902,6 +1903,7 @@ export interface operations {
                             execSecondsPerDay: number | null;
                             maxFileBytes: number | null;
                             resourceClass: string | null;
+                            isolation: ("container" | "gvisor") | null;
                             egressAllowed: boolean | null;
                             egressAllowCidrs: string[] | null;
                             egressAllowHosts: string[] | null;
@@ -1930,6 +1932,8 @@ export interface operations {
                             execSecondsPerDay: number;
                             maxFileBytes: number;
                             resourceClass: string;
+                            /** @enum {string} */
+                            isolation: "container" | "gvisor";
                             egressAllowed: boolean;
                             egressAllowCidrs: string[];
                             egressAllowHosts: string[];
@@ -2049,6 +2053,7 @@ export interface operations {
                     execSecondsPerDay?: number | null;
                     maxFileBytes?: number | null;
                     resourceClass?: string | null;
+                    isolation?: ("container" | "gvisor") | null;
                     egressAllowed?: boolean | null;
                     egressAllowCidrs?: string[] | null;
                     egressAllowHosts?: string[] | null;
@@ -2080,6 +2085,7 @@ export interface operations {
                             execSecondsPerDay: number | null;
                             maxFileBytes: number | null;
                             resourceClass: string | null;
+                            isolation: ("container" | "gvisor") | null;
                             egressAllowed: boolean | null;
                             egressAllowCidrs: string[] | null;
                             egressAllowHosts: string[] | null;
@@ -2108,6 +2114,8 @@ export interface operations {
                             execSecondsPerDay: number;
                             maxFileBytes: number;
                             resourceClass: string;
+                            /** @enum {string} */
+                            isolation: "container" | "gvisor";
                             egressAllowed: boolean;
                             egressAllowCidrs: string[];
                             egressAllowHosts: string[];
@@ -2369,6 +2377,7 @@ export interface operations {
                                 execSecondsPerDay: number | null;
                                 maxFileBytes: number | null;
                                 resourceClass: string | null;
+                                isolation: ("container" | "gvisor") | null;
                                 egressAllowed: boolean | null;
                                 egressAllowCidrs: string[] | null;
                                 egressAllowHosts: string[] | null;
@@ -2389,6 +2398,7 @@ export interface operations {
                                 execSecondsPerDay: number | null;
                                 maxFileBytes: number | null;
                                 resourceClass: string | null;
+                                isolation: ("container" | "gvisor") | null;
                                 egressAllowed: boolean | null;
                                 egressAllowCidrs: string[] | null;
                                 egressAllowHosts: string[] | null;
@@ -2798,6 +2808,7 @@ export interface operations {
                                 execSecondsPerDay?: number | null;
                                 maxFileBytes?: number | null;
                                 resourceClass?: string | null;
+                                isolation?: ("container" | "gvisor") | null;
                                 egressAllowed?: boolean | null;
                                 egressAllowCidrs?: string[] | null;
                                 egressAllowHosts?: string[] | null;
@@ -2939,6 +2950,7 @@ export interface operations {
                                 execSecondsPerDay: number | null;
                                 maxFileBytes: number | null;
                                 resourceClass: string | null;
+                                isolation: ("container" | "gvisor") | null;
                                 egressAllowed: boolean | null;
                                 egressAllowCidrs: string[] | null;
                                 egressAllowHosts: string[] | null;
@@ -2962,6 +2974,7 @@ export interface operations {
                                 execSecondsPerDay: number | null;
                                 maxFileBytes: number | null;
                                 resourceClass: string | null;
+                                isolation: ("container" | "gvisor") | null;
                                 egressAllowed: boolean | null;
                                 egressAllowCidrs: string[] | null;
                                 egressAllowHosts: string[] | null;

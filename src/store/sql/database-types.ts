@@ -24,6 +24,7 @@ interface PolicyColumnOfKind {
   tools: string[] | null;
   cidrs: string[] | null;
   hosts: string[] | null;
+  isolation: string | null;
 }
 
 /** One column per field of the policy table, typed by its kind. */

@@ -207,6 +207,22 @@ describe("explain of sessions.create", () => {
     expect(codeOf(answer)).toBe(explained.code);
   });
 
+  it("denies a workspace that requires gVisor, where only container pools serve, with policy.isolation_required", async () => {
+    const ws = freshWorkspace("isolation");
+    await setPolicy(ws, { isolation: "gvisor" });
+    const explained = await explainUntouched(ws, "sessions.create", {});
+    expect(explained.code).toBe("policy.isolation_required");
+    expect(stepOf(explained, "image.isolation")).toMatchObject({
+      verdict: "deny",
+      field: "isolation",
+      value: "gvisor",
+    });
+    expect(stepOf(explained, "image.isolation").detail).toMatch(/no gvisor pool serves the image/);
+    const answer = await (await replica.client(ws)).createSession();
+    expect(answer.status).toBe(403);
+    expect(codeOf(answer)).toBe(explained.code);
+  });
+
   it("denies a malformed body with request.malformed, as the call is", async () => {
     const ws = freshWorkspace("malformed");
     const explained = await explainUntouched(ws, "sessions.create", { idle_timeout_seconds: -1 });

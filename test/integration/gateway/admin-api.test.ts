@@ -67,9 +67,11 @@ const policyFields = [
   "execSecondsPerDay",
   "maxFileBytes",
   "resourceClass",
+  "isolation",
   "egressAllowed",
   "egressAllowCidrs",
   "egressAllowHosts",
+  "sandboxReuse",
 ];
 const effectiveFields = [
   ...policyFields,

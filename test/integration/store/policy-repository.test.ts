@@ -17,9 +17,11 @@ const unset = {
   execSecondsPerDay: null,
   maxFileBytes: null,
   resourceClass: null,
+  isolation: null,
   egressAllowed: null,
   egressAllowCidrs: null,
   egressAllowHosts: null,
+  sandboxReuse: null,
 };
 
 describe.each(databaseFlavours)("PolicyRepository on $name", (flavour) => {

@@ -82,6 +82,32 @@ describe("gatewayConfigSchema", () => {
       expect(found.join("\n")).toMatch(/img\/b.*standard/);
     });
 
+    it("with policy.isolation gvisor, refuses an allowed image that only container pools serve", () => {
+      const gvisorOnly = (pools: GatewayConfigInput["pools"]) =>
+        base({
+          policy: { allowedImages: ["img/a", "img/b"], defaultImage: "img/a", isolation: "gvisor" },
+          pools,
+        });
+      expect(
+        messages(
+          gvisorOnly([
+            { name: "a", image: "img/a", isolation: "gvisor" },
+            { name: "b", image: "img/b" },
+          ]),
+        ),
+      ).toEqual(["allowed image 'img/b' has no gvisor pool (without egress) in resource class 'standard'"]);
+      expect(() =>
+        gatewayConfigSchema.parse(
+          gvisorOnly([
+            { name: "a", image: "img/a", isolation: "gvisor" },
+            { name: "b", image: "img/b", isolation: "gvisor" },
+            { name: "b-plain", image: "img/b" },
+          ]),
+        ),
+      ).not.toThrow();
+      expect(gatewayConfigSchema.parse(base()).policy.isolation).toBe("container");
+    });
+
     it("accepts extra pools in other resource classes", () => {
       expect(() =>
         gatewayConfigSchema.parse(

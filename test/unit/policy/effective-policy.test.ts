@@ -26,6 +26,7 @@ describe("effectivePolicy", () => {
       execSecondsPerDay: d.execSecondsPerDay,
       maxFileBytes: d.maxFileBytes,
       resourceClass: d.resourceClass,
+      isolation: "container",
       egressAllowed: d.egressAllowed,
       egressAllowCidrs: d.egressAllowCidrs,
       egressAllowHosts: d.egressAllowHosts,
@@ -188,6 +189,16 @@ describe("effectivePolicy", () => {
       );
       expect(effectivePolicy("ws", deployment({ egressAllowed: true }), undefined).egressAllowed).toBe(true);
     });
+  });
+
+  it("takes the stronger isolation of the row and the deployment: a minimum a row may only raise", () => {
+    const isolation = (deploymentLevel: "container" | "gvisor", row: "container" | "gvisor" | null) =>
+      effectivePolicy("ws", deployment({ isolation: deploymentLevel }), { isolation: row }).isolation;
+    expect(isolation("container", null)).toBe("container");
+    expect(isolation("container", "gvisor")).toBe("gvisor");
+    expect(isolation("gvisor", null)).toBe("gvisor");
+    // Refused on write; a deployment that rose later still wins.
+    expect(isolation("gvisor", "container")).toBe("gvisor");
   });
 
   it("takes the row's resource class, else the deployment's", () => {

@@ -54,6 +54,7 @@ const sqlTypeOf: Record<PolicyFieldKind, string> = {
   tools: "text[]",
   cidrs: "text[]",
   hosts: "text[]",
+  isolation: "text",
 };
 
 function setCommand() {
