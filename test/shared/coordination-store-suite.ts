@@ -764,6 +764,66 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
       });
     });
 
+    describe("parked sandboxes (reuse by their workspace)", () => {
+      async function parkedOf(pool: string, owner: string) {
+        const r = { ...record(pool), owner };
+        await store.addMember(pool, r.sandboxId, 10, t0 + MINUTE, t0);
+        expect(await store.parkIdle(r, { until: t0 + 10 * MINUTE, now: t0 })).toBe(true);
+        return r;
+      }
+
+      it("leases a workspace its own parked sandbox, newest first, before any fresh one", async () => {
+        const pool = freshName("pool");
+        const ws = freshName("ws");
+        const fresh = record(pool);
+        await store.pushIdle(fresh);
+        const older = await parkedOf(pool, ws);
+        const newer = await parkedOf(pool, ws);
+        const hold = { workspace: ws, until: t0 + HOUR, now: t0 };
+        expect(await store.leaseIdle(pool, hold)).toEqual(newer);
+        expect(await store.leaseIdle(pool, hold)).toEqual(older);
+        expect(await store.leaseIdle(pool, hold)).toEqual(fresh);
+        expect(await store.listParked(pool)).toEqual([]);
+      });
+
+      it("never gives one workspace's parked sandbox to another, nor to its own when reuse is off", async () => {
+        const pool = freshName("pool");
+        const mine = await parkedOf(pool, freshName("ws"));
+        const other = { workspace: freshName("ws"), until: t0 + HOUR, now: t0 };
+        expect(await store.leaseIdle(pool, other)).toBeUndefined();
+        expect(
+          await store.leaseIdle(pool, { workspace: mine.owner, until: t0 + HOUR, now: t0, reuse: false }),
+        ).toBeUndefined();
+        expect(await store.listParked(pool)).toEqual([mine]);
+        expect(await store.countIdle(pool)).toBe(0);
+      });
+
+      it("parks only a member, keeps it counted, and ends its retiring mark", async () => {
+        const pool = freshName("pool");
+        const ws = freshName("ws");
+        const ghost = { ...record(pool), owner: ws };
+        expect(await store.parkIdle(ghost, { until: t0 + MINUTE, now: t0 })).toBe(false);
+        const r = { ...record(pool), owner: ws };
+        await store.addMember(pool, r.sandboxId, 10, t0 + MINUTE, t0);
+        await store.markRetiring(pool, r.sandboxId, t0 + MINUTE, t0);
+        expect(await store.countRetiring(pool, t0)).toBe(1);
+        expect(await store.parkIdle(r, { until: t0 + 10 * MINUTE, now: t0 })).toBe(true);
+        expect(await store.countRetiring(pool, t0)).toBe(0);
+        expect(await store.listMembers(pool, t0 + 5 * MINUTE)).toEqual([r.sandboxId]);
+      });
+
+      it("takes one particular parked sandbox once, and pops the longest-parked", async () => {
+        const pool = freshName("pool");
+        const first = await parkedOf(pool, freshName("ws"));
+        const second = await parkedOf(pool, freshName("ws"));
+        const third = await parkedOf(pool, freshName("ws"));
+        expect(await store.takeParked(pool, second.sandboxId)).toEqual(second);
+        expect(await store.takeParked(pool, second.sandboxId)).toBeUndefined();
+        expect(await store.popParked(pool)).toEqual(first);
+        expect(await store.listParked(pool)).toEqual([third]);
+      });
+    });
+
     describe("leases", () => {
       it("stores a lease and finds it by (workspace, session id)", async () => {
         const ws = freshName("ws");

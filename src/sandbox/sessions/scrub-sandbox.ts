@@ -22,13 +22,15 @@ import type { CodeLauncher } from "../user-code/code-user.js";
 import { removeTree } from "./remove-tree.js";
 
 const run = promisify(execFile);
-const SYSV_IPC_TABLES = ["/proc/sysvipc/shm", "/proc/sysvipc/msg", "/proc/sysvipc/sem"];
+const SYSV_IPC_TABLES = ["shm", "msg", "sem"];
 
 export interface ScrubTarget {
   strays: StrayReaper;
   launcher: CodeLauncher;
   /** Directories to empty (not remove: they may be mount points); missing ones are skipped. */
   dirs: readonly string[];
+  /** Where the IPC tables are read (`<procRoot>/sysvipc/*`); a test's stand-in, else /proc. */
+  procRoot?: string;
 }
 
 export class ScrubFailedError extends Error {}
@@ -37,15 +39,22 @@ export async function scrubSandbox(target: ScrubTarget): Promise<void> {
   target.strays.reap();
   const left = target.strays.count();
   if (left > 0) throw new ScrubFailedError(`${left} processes outlived the scrub`);
-  await removeIpcObjects(target.launcher);
+  await removeIpcObjects(target.launcher, target.procRoot ?? "/proc");
   for (const dir of target.dirs) await emptyDirectory(dir);
 }
 
-/** Runs `ipcrm --all` as the code's user (the owner of what user code made), then checks. */
-async function removeIpcObjects(launcher: CodeLauncher): Promise<void> {
-  const remaining = async () =>
-    (await Promise.all(SYSV_IPC_TABLES.map(countIpcObjects))).reduce((a, b) => a + b);
+/**
+ * Runs `ipcrm --all` as the code's user (the owner of what user code made), then checks. Only
+ * in the container's own IPC namespace, as the code's user: the registry refuses a recycle
+ * without both (on a host, as root, it would remove every program's shared memory).
+ */
+async function removeIpcObjects(launcher: CodeLauncher, procRoot: string): Promise<void> {
+  const tables = SYSV_IPC_TABLES.map((table) => path.join(procRoot, "sysvipc", table));
+  const remaining = async () => (await Promise.all(tables.map(countIpcObjects))).reduce((a, b) => a + b);
   if ((await remaining()) === 0) return;
+  // Never as the server's own user: outside a sandbox that could be any program's memory.
+  if (!launcher.confined)
+    throw new ScrubFailedError("IPC objects exist and user code has no user of its own");
   const command = launcher.command("ipcrm", ["--all"]);
   await run(command.file, command.args, { timeout: 5_000 }).catch(() => undefined);
   const left = await remaining();

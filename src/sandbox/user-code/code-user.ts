@@ -67,6 +67,11 @@ export function adoptCodeUser(user: CodeUser): void {
 export class CodeLauncher {
   constructor(private readonly bounds?: CodeBounds) {}
 
+  /** Whether user code runs as a user of its own (not as the server). */
+  get confined(): boolean {
+    return this.bounds !== undefined;
+  }
+
   /** The file and arguments that run `program` with `args` as user code. */
   command(program: string, args: readonly string[]): { file: string; args: string[] } {
     if (!this.bounds) return { file: program, args: [...args] };

@@ -28,6 +28,7 @@ import { ContractClient } from "../../support/contract-client.js";
 import { dockerSuiteAvailable, removeDeploymentContainers } from "../../support/docker-suite.js";
 import { TEST_SECRET } from "../../support/gateway-harness.js";
 import { newSession } from "../../support/sandbox-server.js";
+import { waitFor } from "../../support/wait-for.js";
 import { pgliteTemplate } from "../store/pglite-template.js";
 
 const IMAGE = "sandpool/sandbox:dev";
@@ -140,13 +141,18 @@ describe.skipIf(!available)("session end through a gateway on the docker runtime
       expect(busy.stdout).toBe("done\n");
       expect((await client.destroy(id)).status).toBe(204);
 
-      await gateway.services.usage.flush();
-      const rows = await db
-        .selectFrom("usage_events")
-        .select(["kind", "quantity", "sandbox_id", "detail"])
-        .where("workspace_id", "=", workspace)
-        .where("session_id", "=", id)
-        .execute();
+      // The sandbox's usage is read after the answer (DeleteSession waits for no container).
+      const readRows = async () => {
+        await gateway.services.usage.flush();
+        return db
+          .selectFrom("usage_events")
+          .select(["kind", "quantity", "sandbox_id", "detail"])
+          .where("workspace_id", "=", workspace)
+          .where("session_id", "=", id)
+          .execute();
+      };
+      let rows = await readRows();
+      await waitFor(async () => (rows = await readRows()).some((row) => row.kind === "sandbox_cpu"), 10_000);
       const byKind = new Map(rows.map((row) => [row.kind, row]));
       const cpu = byKind.get("sandbox_cpu");
       expect(cpu, JSON.stringify(rows)).toBeDefined();

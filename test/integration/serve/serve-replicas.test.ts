@@ -132,7 +132,8 @@ print(os.path.exists("/var/run/docker.sock"), os.listdir("/run/sandpool"))
     const store = await deployment.store();
     const accounted = async () => {
       const leases = await store.listLeases();
-      const idle = await store.listIdle("default");
+      // Idle: fresh, or parked for the workspace whose session it served (sandbox reuse).
+      const idle = [...(await store.listIdle("default")), ...(await store.listParked("default"))];
       const known = new Set([...leases.map((l) => l.sandbox.sandboxId), ...idle.map((r) => r.sandboxId)]);
       const containers = (await deployment.containers()).filter((c) => c.running);
       const slotsOk =

@@ -1,0 +1,87 @@
+/**
+ * The scrub between two sessions of a workspace, on real directories: everything in them goes,
+ * even what user code locked away from itself, the mount points stay, and a scrub that cannot
+ * vouch for a clean sandbox (a process outlived it) throws, so the gateway destroys it. The
+ * reaper is a stand-in here; on a real container, test/integration/serve/sandbox-reuse.test.ts.
+ */
+import { chmod, mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ScrubFailedError, scrubSandbox } from "../../../src/sandbox/sessions/scrub-sandbox.js";
+import type { StrayReaper } from "../../../src/sandbox/tools/stray-reaper.js";
+import { CodeLauncher } from "../../../src/sandbox/user-code/code-user.js";
+
+function reaper(leftAfterReap: number) {
+  const calls: string[] = [];
+  const strays = {
+    reap: () => {
+      calls.push("reap");
+      return 0;
+    },
+    count: () => leftAfterReap,
+  } as unknown as StrayReaper;
+  return { strays, calls };
+}
+
+describe("scrubSandbox", () => {
+  let base: string;
+  let root: string;
+  let tmp: string;
+  let outside: string;
+  /** Empty IPC tables: the host's own (Postgres's shared memory) are never the test's to remove. */
+  let procRoot: string;
+
+  beforeEach(async () => {
+    base = await mkdtemp(path.join(tmpdir(), "sandpool-scrub-"));
+    [root, tmp, outside] = ["root", "tmp", "outside"].map((name) => path.join(base, name)) as [
+      string,
+      string,
+      string,
+    ];
+    for (const dir of [root, tmp, outside]) await mkdir(dir);
+    await writeFile(path.join(outside, "keep.txt"), "not the sandbox's");
+    procRoot = path.join(base, "proc");
+    await mkdir(path.join(procRoot, "sysvipc"), { recursive: true });
+    for (const table of ["shm", "msg", "sem"]) {
+      await writeFile(path.join(procRoot, "sysvipc", table), "       key      shmid perms\n");
+    }
+  });
+  afterEach(async () => {
+    await chmod(path.join(tmp, "locked"), 0o700).catch(() => undefined);
+    await rm(base, { recursive: true, force: true });
+  });
+
+  it("empties every directory, locked and linked ones included, and keeps the directories", async () => {
+    await mkdir(path.join(root, "old-session", "workspace"), { recursive: true });
+    await writeFile(path.join(root, "old-session", "workspace", "secret.txt"), "secret");
+    await writeFile(path.join(tmp, ".hidden"), "secret");
+    await mkdir(path.join(tmp, "locked", "deep"), { recursive: true });
+    await writeFile(path.join(tmp, "locked", "deep", "f"), "secret");
+    await chmod(path.join(tmp, "locked"), 0o000);
+    // A link out of the sandbox: removed itself, what it points to untouched.
+    await symlink(outside, path.join(tmp, "escape"));
+    const { strays, calls } = reaper(0);
+
+    await scrubSandbox({
+      strays,
+      launcher: new CodeLauncher(),
+      dirs: [root, tmp, path.join(base, "absent")],
+      procRoot,
+    });
+
+    expect(calls).toEqual(["reap"]);
+    expect(await readdir(root)).toEqual([]);
+    expect(await readdir(tmp)).toEqual([]);
+    expect(await readdir(outside)).toEqual(["keep.txt"]);
+  });
+
+  it("fails, touching no file, when a process outlives the reap", async () => {
+    await writeFile(path.join(tmp, "f"), "x");
+    const { strays } = reaper(1);
+    await expect(
+      scrubSandbox({ strays, launcher: new CodeLauncher(), dirs: [tmp], procRoot }),
+    ).rejects.toThrow(ScrubFailedError);
+    expect(await readdir(tmp)).toEqual(["f"]);
+  });
+});
