@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { DockerRuntime } from "../../src/runtime/docker/docker-runtime.js";
 import { dockerHostsFromEnv } from "../../src/runtime/docker/docker-runtime-options.js";
-import type { StartedSandbox } from "../../src/runtime/sandbox-runtime.js";
+import type { Isolation, StartedSandbox } from "../../src/runtime/sandbox-runtime.js";
 import { ContractClient } from "./contract-client.js";
 import { removeDeploymentContainers, SANDBOX_IMAGE } from "./docker-suite.js";
 
@@ -20,7 +20,12 @@ export interface DockerSandbox {
   close(): Promise<void>;
 }
 
-export async function startDockerSandbox(name: string, image = SANDBOX_IMAGE): Promise<DockerSandbox> {
+export async function startDockerSandbox(
+  name: string,
+  image = SANDBOX_IMAGE,
+  /** The pool's isolation (container by default; gvisor runs it on the engine's runsc). */
+  isolation: Isolation = "container",
+): Promise<DockerSandbox> {
   const deployment = `test-${name}-${randomBytes(4).toString("hex")}`;
   // Short: a Unix socket's path is at most 107 bytes.
   const socketDir = await mkdtemp(path.join(os.tmpdir(), "sp-"));
@@ -47,6 +52,7 @@ export async function startDockerSandbox(name: string, image = SANDBOX_IMAGE): P
         maxTotal: 1,
         warmupConcurrency: 1,
         coldStartTimeoutMs: 30_000,
+        isolation,
       },
       deadline: Date.now() + 30_000,
     });

@@ -172,7 +172,7 @@ function buildHostConfig(options: DockerRuntimeOptions, input: ContainerSpecInpu
     Memory: rc.memoryBytes,
     MemorySwap: rc.memoryBytes,
     NanoCpus: Math.round(rc.cpus * 1e9),
-    PidsLimit: rc.pidsLimit,
+    PidsLimit: hostPidsLimit(rc.pidsLimit, input.isolation),
     // Only a loopback interface: no route to the host, other sandboxes, or anything else.
     NetworkMode: "none",
     PortBindings: {},
@@ -185,6 +185,20 @@ function buildHostConfig(options: DockerRuntimeOptions, input: ContainerSpecInpu
     LogConfig: { Type: "json-file", Config: { "max-size": String(options.logMaxBytes), "max-file": "1" } },
     ...runtimeOf(options, input.isolation),
   };
+}
+
+/**
+ * Host tasks a gVisor sandbox may hold per task of its own. On gVisor's ptrace platform every
+ * process inside is a stub process on the host with tracing threads, besides the sentry's own
+ * threads: 48 processes and 150 threads inside hold about 4x as many on the host, and a sentry
+ * that cannot make a thread ends the whole sandbox. The limit inside stays the resource class's
+ * (user code's RLIMIT_NPROC, which gVisor enforces); this one only keeps the host safe (a fork
+ * bomb still ends its gVisor sandbox: stubs outlive the processes they served; docs/isolation.md).
+ */
+export const GVISOR_HOST_PIDS_PER_TASK = 4;
+
+function hostPidsLimit(pidsLimit: number, isolation: Isolation | undefined): number {
+  return isolation === "gvisor" ? pidsLimit * GVISOR_HOST_PIDS_PER_TASK : pidsLimit;
 }
 
 /** The OCI runtime: gVisor's for a gvisor pool (every setting above holds there too), else the configured one. */

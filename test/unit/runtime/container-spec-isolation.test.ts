@@ -1,10 +1,15 @@
 /**
  * A gvisor pool's sandbox is the same hardened container as a container pool's (no network,
  * no capabilities but the two the server needs, read-only root, limits, the code's uid), on
- * gVisor's runtime: the spec differs in HostConfig.Runtime and the isolation label alone.
+ * gVisor's runtime: the spec differs in HostConfig.Runtime, the isolation label and the host's
+ * pids limit (gVisor's own tasks count there; user code's cap inside is the same).
  */
 import { describe, expect, it } from "vitest";
-import { buildContainerSpec, LABELS } from "../../../src/runtime/docker/container-spec.js";
+import {
+  buildContainerSpec,
+  GVISOR_HOST_PIDS_PER_TASK,
+  LABELS,
+} from "../../../src/runtime/docker/container-spec.js";
 import { dockerRuntimeOptionsSchema } from "../../../src/runtime/docker/docker-runtime-options.js";
 import type { Isolation } from "../../../src/runtime/sandbox-runtime.js";
 
@@ -40,8 +45,14 @@ describe("isolation in the container spec", () => {
     const gvisor = specFor("gvisor");
     expect(gvisor.HostConfig?.Runtime).toBe("runsc");
     expect(gvisor.Labels?.[LABELS.isolation]).toBe("gvisor");
-    const { Runtime: _runtime, ...gvisorHost } = gvisor.HostConfig!;
-    expect({ ...gvisor, HostConfig: gvisorHost, Labels: plain.Labels }).toEqual(plain);
+    const { Runtime: _runtime, PidsLimit: hostPids, ...gvisorHost } = gvisor.HostConfig!;
+    const { PidsLimit: plainPids, ...plainHost } = plain.HostConfig!;
+    expect({ ...gvisor, HostConfig: gvisorHost, Labels: plain.Labels }).toEqual({
+      ...plain,
+      HostConfig: plainHost,
+    });
+    expect(plainPids).toBe(256);
+    expect(hostPids).toBe(256 * GVISOR_HOST_PIDS_PER_TASK);
     expect(gvisorHost).toMatchObject({
       Privileged: false,
       CapDrop: ["ALL"],
@@ -49,7 +60,6 @@ describe("isolation in the container spec", () => {
       SecurityOpt: ["no-new-privileges"],
       ReadonlyRootfs: true,
       NetworkMode: "none",
-      PidsLimit: 256,
       Binds: [],
     });
   });
