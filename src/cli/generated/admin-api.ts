@@ -3444,6 +3444,8 @@ export interface operations {
                                 [key: string]: number;
                             };
                             images: string[];
+                            /** @description Isolation levels its engine offers (absent: container alone). */
+                            isolation?: ("container" | "gvisor")[];
                             /** @description Warm sandboxes it can lease now, per pool. */
                             freeWarm: {
                                 [key: string]: number;
@@ -3568,6 +3570,8 @@ export interface operations {
                             [key: string]: number;
                         };
                         images: string[];
+                        /** @description Isolation levels its engine offers (absent: container alone). */
+                        isolation?: ("container" | "gvisor")[];
                         /** @description Warm sandboxes it can lease now, per pool. */
                         freeWarm: {
                             [key: string]: number;
@@ -3711,6 +3715,8 @@ export interface operations {
                             [key: string]: number;
                         };
                         images: string[];
+                        /** @description Isolation levels its engine offers (absent: container alone). */
+                        isolation?: ("container" | "gvisor")[];
                         /** @description Warm sandboxes it can lease now, per pool. */
                         freeWarm: {
                             [key: string]: number;

@@ -1,7 +1,7 @@
 /**
  * The README stays a short walk-through with a map of docs/, and the map stays whole: every
- * document in docs/ is linked from it, and docs/api.md names every error code the gateway
- * answers with, so a new code or a new document is not left out of them.
+ * document in docs/ is linked from it, docs/api.md names every error code the gateway answers
+ * with and docs/benchmarks.md every `npm run bench:*`, so nothing new is left out of them.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
@@ -27,5 +27,18 @@ describe("the README and the map of docs/", () => {
     const api = readFileSync(path.join(root, "docs/api.md"), "utf8");
     const missing = Object.keys(errorStatus).filter((code) => !api.includes(`\`${code}\``));
     expect(missing, "add each to docs/api.md, section Errors").toEqual([]);
+  });
+
+  it("names every npm run bench:* script in docs/benchmarks.md", () => {
+    const scripts = Object.keys(
+      (JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as { scripts: object }).scripts,
+    ).filter((name) => name.startsWith("bench:"));
+    const headings = readFileSync(path.join(root, "docs/benchmarks.md"), "utf8")
+      .split("\n")
+      .filter((line) => line.startsWith("## "));
+    const missing = scripts.filter(
+      (name) => !headings.some((heading) => new RegExp(`\\b${name}\\b`).test(heading)),
+    );
+    expect(missing, "give each a section in docs/benchmarks.md").toEqual([]);
   });
 });
