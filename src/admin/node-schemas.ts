@@ -1,5 +1,6 @@
 /** The shapes of the node operations (`GET /nodes`, `POST /nodes/{id}/drain|undrain`). */
 import { z } from "zod";
+import { isolationLevels } from "../runtime/sandbox-runtime.js";
 import { pathParams } from "./admin-params.js";
 
 export const nodeViewSchema = z.object({
@@ -7,6 +8,10 @@ export const nodeViewSchema = z.object({
   url: z.string(),
   capacity: z.record(z.string(), z.number()).meta({ description: "The most sandboxes it runs, per pool." }),
   images: z.array(z.string()),
+  isolation: z
+    .array(z.enum(isolationLevels))
+    .optional()
+    .meta({ description: "Isolation levels its engine offers (absent: container alone)." }),
   freeWarm: z
     .record(z.string(), z.number())
     .meta({ description: "Warm sandboxes it can lease now, per pool." }),

@@ -30,7 +30,7 @@ import { assertSchemaCurrent, migrateToLatest } from "../store/sql/migrate.js";
 import { openPostgres } from "../store/sql/open-database.js";
 import { onShutdown } from "./on-shutdown.js";
 import { printGatewayReady, printReady } from "./ready-line.js";
-import { assertIsolationHolds, assertIsolationPossible } from "./serve-isolation.js";
+import { assertIsolationHolds, assertIsolationPossible, poolsThisEngineServes } from "./serve-isolation.js";
 import { noticesForServe, refusedForServe } from "./serve-refusals.js";
 
 export interface ServeOptions {
@@ -143,9 +143,15 @@ async function refuseUnlessIsolated(
 async function runNodeRole(config: GatewayConfig, options: ServeOptions, log: Logger): Promise<void> {
   // Egress pools' proxy binds to workspace policy, which lives with the edges: not on nodes yet.
   const runtime = createRuntime(config, log, undefined, nodeSandboxOwner(nodeIdOf(config.node)));
-  await refuseUnlessIsolated(runtime, config, options, log);
+  // A node whose engine lacks gVisor serves the other pools; it says so in its advert, and
+  // edges place gvisor pools' sessions elsewhere (src/edge/placement.ts).
+  const served = await poolsThisEngineServes(runtime, config, log).catch(async (error: unknown) => {
+    await runtime.close();
+    throw error;
+  });
+  await refuseUnlessIsolated(runtime, served, options, log);
   const redis = redisTargetFrom(config)!;
-  const node = await startNode(config, runtime, redis, log);
+  const node = await startNode(served, runtime, redis, log);
   log.info(
     { node: nodeIdOf(config.node), url: node.api.url, advertised: config.node.advertiseUrl },
     "sandpool node serving",

@@ -12,6 +12,7 @@ import type { DockerRuntime } from "../runtime/docker/docker-runtime.js";
 import {
   isolationProblems,
   missingRuntimeProblems,
+  offeredIsolation,
   probeIsolation,
   socketDirProblem,
 } from "../runtime/docker/isolation-check.js";
@@ -72,4 +73,30 @@ function probedPools(config: GatewayConfig): GatewayConfig["pools"] {
       pools[0]!
     );
   });
+}
+
+/**
+ * A node's configuration with only the pools its engine can run: a pool whose isolation the
+ * engine does not offer is left to other nodes, loudly. None left: serve refuses to start.
+ */
+export async function poolsThisEngineServes(
+  runtime: DockerRuntime,
+  config: GatewayConfig,
+  log: Logger,
+): Promise<GatewayConfig> {
+  const offered = await offeredIsolation(runtime);
+  const served = config.pools.filter((pool) => offered.includes(pool.isolation));
+  const left = config.pools.filter((pool) => !offered.includes(pool.isolation));
+  if (served.length === 0) {
+    throw new Error(
+      `serve refuses to start: this node's engine offers ${offered.join(", ")} isolation, which none of the pools (${config.pools.map((p) => p.name).join(", ")}) use`,
+    );
+  }
+  if (left.length > 0) {
+    log.warn(
+      { pools: left.map((pool) => pool.name), offered },
+      `this node's engine has no runtime '${runtime.options.gvisorRuntime}': its gvisor pools are left to other nodes (docs/isolation.md)`,
+    );
+  }
+  return left.length > 0 ? { ...config, pools: served } : config;
 }

@@ -9,7 +9,7 @@ import type { Logger } from "pino";
 import { SandpoolError } from "../contract/error-codes.js";
 import type { SandboxClient } from "../forward/sandbox-client.js";
 import type { NodeAdvert } from "../nodes/node-registry.js";
-import type { PoolSpec, SandboxRuntime, SandboxUsage } from "../runtime/sandbox-runtime.js";
+import type { Isolation, PoolSpec, SandboxRuntime, SandboxUsage } from "../runtime/sandbox-runtime.js";
 import type { LeaseStore } from "../store/coordination/lease-store.js";
 import type { SandboxRecord } from "../store/coordination/records.js";
 import { NodeWarmPool } from "./node-warm-pool.js";
@@ -133,14 +133,22 @@ export class NodeSandboxes {
   }
 
   /** What the node advertises on each heartbeat. */
-  advert(images: string[]): NodeAdvert {
+  advert(images: string[], isolation: Isolation[]): NodeAdvert {
     const capacity: Record<string, number> = {};
     const freeWarm: Record<string, number> = {};
     for (const [name, pool] of this.warm) {
       capacity[name] = pool.max;
       freeWarm[name] = this.draining ? 0 : pool.free;
     }
-    return { id: this.deps.nodeId, url: this.deps.url, capacity, images, freeWarm, leased: this.leased.size };
+    return {
+      id: this.deps.nodeId,
+      url: this.deps.url,
+      capacity,
+      images,
+      isolation,
+      freeWarm,
+      leased: this.leased.size,
+    };
   }
 
   /** Counts per pool and state, for sandpool_node_sandboxes. */

@@ -14,6 +14,7 @@ import { NodeRegistry } from "../nodes/node-registry.js";
 import { nodeIdOf } from "../nodes/node-settings.js";
 import { NodeSecrets, RequestVerifier } from "../nodes/node-signature.js";
 import type { DockerRuntime } from "../runtime/docker/docker-runtime.js";
+import { offeredIsolation } from "../runtime/docker/isolation-check.js";
 import { metricsTokenOf } from "../service/metrics-token.js";
 import { loadLuaScripts } from "../store/coordination/redis/lua-scripts.js";
 import { connectRedis, openRedis, type RedisTarget } from "../store/coordination/redis/redis-connection.js";
@@ -99,11 +100,15 @@ export async function startNode(
     return unique.filter((_, index) => present[index]);
   };
   let knownImages = await images();
+  let knownIsolation = await offeredIsolation(runtime);
   let beats = 0;
   const beat = async () => {
-    // Images change rarely: asked again every 15 heartbeats.
-    if (++beats % 15 === 0) knownImages = await images();
-    const { draining } = await registry.heartbeat(sandboxes.advert(knownImages));
+    // Images and runtimes change rarely: asked again every 15 heartbeats.
+    if (++beats % 15 === 0) {
+      knownImages = await images();
+      knownIsolation = await offeredIsolation(runtime).catch(() => knownIsolation);
+    }
+    const { draining } = await registry.heartbeat(sandboxes.advert(knownImages, knownIsolation));
     sandboxes.draining = draining;
     const live = (await registry.list()).filter((node) => node.state !== "lost");
     const ids = live.map((node) => node.id);

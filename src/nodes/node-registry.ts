@@ -1,10 +1,11 @@
 /**
  * The registry of nodes in Redis: each node renews its entry every heartbeat (id, URL,
- * capacity, images, free warm sandboxes per pool, leased count); edges read it to place
+ * capacity, images, isolation levels, free warm sandboxes per pool, leased count); edges read it to place
  * sessions and to notice a node that stopped. Draining is an operator's flag kept apart
  * from the entry, so a heartbeat cannot undo it. Every key is tagged `{nodes}`: one Cluster
  * slot for the whole registry, which is small (one entry per sandbox host).
  */
+import type { Isolation } from "../runtime/sandbox-runtime.js";
 import type { LuaScripts } from "../store/coordination/redis/lua-scripts.js";
 import type { RedisClient } from "../store/coordination/redis/redis-connection.js";
 
@@ -16,6 +17,11 @@ export interface NodeAdvert {
   capacity: Record<string, number>;
   /** Images its engine has. */
   images: string[];
+  /**
+   * Isolation levels its engine offers (gvisor: the runtime is registered); absent from a
+   * node older than this field: container alone.
+   */
+  isolation?: Isolation[];
   /** Warm sandboxes it can lease now, per pool. */
   freeWarm: Record<string, number>;
   /** Sandboxes it holds for sessions. */

@@ -95,9 +95,11 @@ export async function startEdgeNodeStack(
     maxFileBytes: 100 * 1024 * 1024,
     log,
   });
-  // A node asks its engine which images it has; processes run any.
+  // A node asks its engine which images it has (processes run any) and which runtimes (none:
+  // it offers container isolation alone).
   const nodeRuntime = Object.assign(runtime, {
     imageAvailable: async () => true,
+    registeredRuntimes: async () => [],
   }) as unknown as DockerRuntime;
   const node = await startNode(config, nodeRuntime, redis, log);
 

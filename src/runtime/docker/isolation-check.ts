@@ -103,6 +103,15 @@ export function missingRuntimeProblems(
   return problems;
 }
 
+/** The isolation levels every engine of the runtime offers: gvisor where all have its runtime. */
+export async function offeredIsolation(runtime: DockerRuntime): Promise<Isolation[]> {
+  const engines = await runtime.registeredRuntimes();
+  const gvisor =
+    engines.length > 0 &&
+    engines.every((engine) => engine.runtimes?.[runtime.options.gvisorRuntime] !== undefined);
+  return gvisor ? ["container", "gvisor"] : ["container"];
+}
+
 /** The socket directory can be made and written by this process, or why not. */
 export async function socketDirProblem(socketDir: string): Promise<string | undefined> {
   try {

@@ -42,6 +42,19 @@ describe("placementOrder", () => {
     expect(order.map((n) => n.id)).toEqual(["b", "a", "d", "c"]);
   });
 
+  it("places a gvisor pool's sessions only on nodes whose engine offers gvisor, warm or cold", () => {
+    const gvisorPool = { ...pool, isolation: "gvisor" as const };
+    const nodes = [
+      node("old", { freeWarm: { default: 2 } }),
+      node("plain", { freeWarm: { default: 2 }, isolation: ["container"] }),
+      node("gv-warm", { freeWarm: { default: 1 }, isolation: ["container", "gvisor"] }),
+      node("gv-cold", { isolation: ["container", "gvisor"] }),
+    ];
+    expect(placementOrder(nodes, gvisorPool).map((n) => n.id)).toEqual(["gv-warm", "gv-cold"]);
+    // A container pool goes anywhere, a node older than the advert's isolation included.
+    expect(placementOrder(nodes, pool).map((n) => n.id)).toEqual(["old", "plain", "gv-warm", "gv-cold"]);
+  });
+
   it("never places on a draining or lost node, nor cold-starts where the image is missing", () => {
     const order = placementOrder(
       [
