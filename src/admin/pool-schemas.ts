@@ -35,6 +35,12 @@ export const poolStatusSchema = z.object({
   effectiveMinIdle: z.number().int(),
   leaseDemand: z.object({ leasesPerSecond: z.number(), refillSecondsP95: z.number().nullable() }),
   idle: z.number().int(),
+  parked: z
+    .number()
+    .int()
+    .meta({
+      description: "Sandboxes that served a session, scrubbed, waiting for their workspace's next one.",
+    }),
   leased: z.number().int(),
   starting: z.number().int(),
   members: z.number().int(),
@@ -46,6 +52,10 @@ export const poolStatusSchema = z.object({
     warmLeases: z.number().int(),
     coldLeases: z.number().int(),
     warmupFailures: z.number().int(),
+    reusedLeases: z
+      .number()
+      .int()
+      .meta({ description: "Of the warm leases, those that reused a parked sandbox." }),
   }),
   lastStartError: z
     .object({

@@ -75,7 +75,9 @@ export class BullmqJobRunner extends JobRegistry implements JobRunner {
     this.worker = new Worker(this.options.queueName, (job) => this.process(job), {
       connection: this.workerConnection,
       prefix: JOB_QUEUE_PREFIX,
-      concurrency: this.options.concurrency ?? 4,
+      // Jobs wait on I/O (a sandbox's scrub, a container's removal, Redis): every session's
+      // end queues one, so a few slow ones must not hold up the rest.
+      concurrency: this.options.concurrency ?? 16,
     });
     this.worker.on("failed", (job, error) =>
       this.log.warn({ err: error, job: job?.name, attempt: job?.attemptsMade }, "job failed"),

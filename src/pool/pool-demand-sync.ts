@@ -10,13 +10,13 @@ import type { Logger } from "pino";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { PoolDemandExchange } from "../store/coordination/pool-demand-exchange.js";
 import { REFILL_WINDOW } from "./pool-demand.js";
-import type { PoolCounters, PoolManager } from "./pool-manager.js";
+import type { PoolManager, SharedPoolCounters } from "./pool-manager.js";
 
 /** How often a replica exchanges its counts: the lag of the deployment's view. */
 export const DEMAND_SYNC_EVERY_MS = 1_000;
 
 export class PoolDemandSync {
-  private readonly sent = new Map<string, PoolCounters>();
+  private readonly sent = new Map<string, SharedPoolCounters>();
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private failing = false;

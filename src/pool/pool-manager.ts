@@ -56,10 +56,16 @@ export interface PoolManagerDeps {
 
 /** What this replica has seen of a pool since it started. */
 export interface PoolCounters {
+  /** Leases of a started sandbox: fresh ones and reused ones alike. */
   warmLeases: number;
   coldLeases: number;
   warmupFailures: number;
+  /** Of the warm leases, those that reused a sandbox of the workspace's earlier session. */
+  reusedLeases: number;
 }
+
+/** The counters every replica adds to the deployment's (src/pool/pool-demand-sync.ts). */
+export type SharedPoolCounters = Omit<PoolCounters, "reusedLeases">;
 
 /** What a lease from a pool would get now (`PoolManager.capacity`). */
 export interface PoolCapacity {
@@ -114,7 +120,7 @@ export class PoolManager {
     });
     for (const pool of deps.pools) {
       this.backoff.set(pool.name, new StartBackoff());
-      this.counters.set(pool.name, { warmLeases: 0, coldLeases: 0, warmupFailures: 0 });
+      this.counters.set(pool.name, { warmLeases: 0, coldLeases: 0, warmupFailures: 0, reusedLeases: 0 });
       this.demand.set(pool.name, new PoolDemand(pool.demand ?? true));
       this.refills.set(pool.name, []);
     }
@@ -136,7 +142,9 @@ export class PoolManager {
 
   /** Leases and failed starts of a pool on this replica since it started. */
   countersOf(name: string): PoolCounters {
-    return { ...(this.counters.get(name) ?? { warmLeases: 0, coldLeases: 0, warmupFailures: 0 }) };
+    return {
+      ...(this.counters.get(name) ?? { warmLeases: 0, coldLeases: 0, warmupFailures: 0, reusedLeases: 0 }),
+    };
   }
 
   /** The minIdle warm-up keeps: the size in force, raised by the deployment's demand. */
@@ -156,7 +164,7 @@ export class PoolManager {
    * give them back with `returnRefills` if the exchange fails), and its start failure or
    * success, which the store keeps only when newer than what it holds.
    */
-  takeDemandDelta(name: string, alreadySent: PoolCounters): PoolDemandDelta {
+  takeDemandDelta(name: string, alreadySent: SharedPoolCounters): PoolDemandDelta {
     const counters = this.countersOf(name);
     const refillMs = this.refills.get(name) ?? [];
     this.refills.set(name, []);
@@ -216,6 +224,7 @@ export class PoolManager {
     const leased = await this.leaseOrWait(pool, hold, started);
     const counters = this.counters.get(pool.name);
     if (counters) counters[leased.warm ? "warmLeases" : "coldLeases"]++;
+    if (counters && leased.reused) counters.reusedLeases++;
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     this.deps.metrics.leaseDuration.observe(
       { pool: pool.name, start: leased.reused ? "reused" : leased.warm ? "warm" : "cold" },
@@ -259,13 +268,14 @@ export class PoolManager {
    * Destroys the pool's longest-parked sandbox, marked retiring meanwhile so the lease that
    * wants its place waits for it. False when none is parked.
    */
-  private async evictParked(pool: PoolSpec): Promise<boolean> {
+  private async evictParked(pool: PoolSpec, options: { wait?: boolean } = {}): Promise<boolean> {
     const parked = await this.deps.store.popParked(pool.name);
     if (!parked) return false;
     await this.markRetiring(parked);
-    this.retire(parked).catch((error: unknown) =>
+    const retired = this.retire(parked).catch((error: unknown) =>
       this.deps.log.warn({ err: error, sandbox: parked.sandboxId }, "could not destroy a parked sandbox"),
     );
+    if (options.wait) await retired;
     return true;
   }
 
@@ -457,9 +467,16 @@ export class PoolManager {
     }
   }
 
-  /** One warm-up start: true when a sandbox joined the idle list. */
+  /**
+   * One warm-up start: true when a sandbox joined the idle list. A pool at its cap with
+   * sandboxes parked for their workspaces gives the longest-parked one's place to a fresh
+   * sandbox: minIdle is the pool's promise to every workspace, reuse a bonus to one.
+   */
   private async warmOne(pool: PoolSpec): Promise<boolean> {
-    const record = await this.startSandbox(pool, "warm-up").catch(() => undefined);
+    let record = await this.startSandbox(pool, "warm-up").catch(() => null);
+    if (record === undefined && (await this.evictParked(pool, { wait: true }))) {
+      record = await this.startSandbox(pool, "warm-up").catch(() => null);
+    }
     if (!record) return false;
     const now = this.now();
     if (await this.deps.store.pushIdle(record, { until: now + IDLE_MEMBERSHIP_MS, now })) return true;

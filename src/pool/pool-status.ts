@@ -32,9 +32,11 @@ export interface PoolStatus extends PoolSpec {
   leaseDemand: PoolDemandView;
   /** Started sandboxes waiting for a session (every replica's). */
   idle: number;
+  /** Sandboxes that served a session, scrubbed and waiting for their workspace's next one (src/pool/sandbox-reuse.ts). */
+  parked: number;
   /** Sandboxes serving a session (every replica's). */
   leased: number;
-  /** Members neither idle nor leased: being started by some replica. */
+  /** Members neither idle, parked nor leased: being started, scrubbed or destroyed by some replica. */
   starting: number;
   /** Sandboxes counted against `maxTotal`: idle, leased and starting, across replicas. */
   members: number;
@@ -60,6 +62,7 @@ export async function poolStatus(
   return Promise.all(
     pools.list().map(async (pool) => {
       const idle = (await store.listIdle(pool.name)).length;
+      const parked = (await store.listParked(pool.name)).length;
       const members = await store.countMembers(pool.name, now);
       const leased = leases.filter((lease) => lease.pool === pool.name).length;
       const local = pools.countersOf(pool.name);
@@ -77,8 +80,9 @@ export async function poolStatus(
         demand: pool.demand ?? true,
         leaseDemand: pools.demandOf(pool.name) ?? { leasesPerSecond: 0, refillSecondsP95: null },
         idle,
+        parked,
         leased,
-        starting: Math.max(0, members - idle - leased),
+        starting: Math.max(0, members - idle - parked - leased),
         members,
         warmLeases: counts.warmLeases,
         coldLeases: counts.coldLeases,

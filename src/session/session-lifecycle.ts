@@ -284,20 +284,22 @@ export class SessionLifecycle {
   async end(key: LeaseKey, reason: EndReason): Promise<boolean> {
     const lease = await this.deps.store.takeLease(key);
     if (!lease) return false;
-    // At once: the place frees with the destroy below, and a lease at the pool's cap meanwhile waits for it.
-    await this.markRetiring(lease.sandbox);
-    // Before anything answers that the session is gone: a replica whose lease cache has not
-    // heard of the end yet may still forward a call, and the sandbox must refuse it. Only
-    // for a live session: no copy serves one past its deadline, and a dead or lost sandbox
-    // is not waited on (nor is the reaper, by a sandbox that will not answer).
-    if (CLOSED_BEFORE_THE_END.has(reason)) {
-      await this.deps.sandboxes.closeInnerSession(
-        lease.sandbox.endpoint,
-        lease.sandbox.innerSessionId,
-        CLOSE_INNER_TIMEOUT_MS,
-      );
-    }
-    await this.deps.admission.releaseSession(lease.workspace, lease.sessionId);
+    await Promise.all([
+      // At once: the place frees with the destroy below, and a lease at the pool's cap meanwhile waits for it.
+      this.markRetiring(lease.sandbox),
+      // Before anything answers that the session is gone: a replica whose lease cache has not
+      // heard of the end yet may still forward a call, and the sandbox must refuse it. Only
+      // for a live session: no copy serves one past its deadline, and a dead or lost sandbox
+      // is not waited on (nor is the reaper, by a sandbox that will not answer).
+      CLOSED_BEFORE_THE_END.has(reason)
+        ? this.deps.sandboxes.closeInnerSession(
+            lease.sandbox.endpoint,
+            lease.sandbox.innerSessionId,
+            CLOSE_INNER_TIMEOUT_MS,
+          )
+        : undefined,
+      this.deps.admission.releaseSession(lease.workspace, lease.sessionId),
+    ]);
     await this.deps.jobs.enqueue<EndedSession>(SETTLE_ENDED_SESSION_JOB, { lease, reason });
     this.deps.metrics.sessionsEnded.inc({ reason });
     this.deps.usage.record({

@@ -10,8 +10,9 @@
  *   churn    1, 8 and 32 clients over one workspace, 8 and 32 over eight (one client uses
  *            one workspace), each looping CreateSession -> Execute `print(1)` ->
  *            DeleteSession for a fixed time (lib/churn-loop.mjs): sessions/s, CreateSession
- *            p50/p99, DeleteSession p50, and the warm hit rate (the gateway's
- *            sandpool_lease_duration_seconds counts by start="warm"/"cold", read from
+ *            p50/p99, DeleteSession p50, the warm hit rate and the share of it that
+ *            reused a sandbox of the workspace's earlier session (the gateway's
+ *            sandpool_lease_duration_seconds counts by start="reused"/"warm"/"cold", read from
  *            /metrics before and after the row). Before each row the pool is back at minIdle
  *            with nothing starting.
  *
@@ -25,6 +26,9 @@
  *   node test/bench/churn.bench.mjs [--seconds N] [--quick] [--min-idle N] [--max-total N]
  *
  * --seconds N     length of each row, engine rows included (default 25)
+ * --warm-up-seconds N
+ *                 unmeasured churn before each row, so its workspaces have sandboxes of their
+ *                 own to reuse, as a running chat service does (default 10; 2 with --quick)
  * --quick         a smoke run: 3 s per row unless --seconds says otherwise
  * --min-idle N    the pool's minIdle (default 4)
  * --max-total N   the pool's maxTotal (default 40)
@@ -60,6 +64,7 @@ try {
       quick: { type: "boolean", default: false },
       "min-idle": { type: "string", default: "4" },
       "max-total": { type: "string", default: "40" },
+      "warm-up-seconds": { type: "string" },
     },
   }));
 } catch (error) {
@@ -75,6 +80,8 @@ const whole = (name, min) => {
   return n;
 };
 const seconds = values.seconds === undefined ? (values.quick ? 3 : 25) : whole("seconds", 1);
+const warmUpSeconds =
+  values["warm-up-seconds"] === undefined ? (values.quick ? 2 : 10) : whole("warm-up-seconds", 0);
 const minIdle = whole("min-idle", 0);
 const maxTotal = whole("max-total", Math.max(1, minIdle));
 
@@ -155,6 +162,15 @@ async function main() {
   try {
     for (const [clients, workspaces] of ROWS) {
       await waitForRefill(metrics, minIdle);
+      // Unmeasured: the row's clients first run until their workspaces have sandboxes of their
+      // own (the steady state of a chat service; the first session of each costs a start).
+      if (warmUpSeconds > 0) {
+        await runChurn(gateway.url, tokens.slice(0, workspaces), {
+          clients,
+          durationMs: warmUpSeconds * 1000,
+          callTimeoutMs: CALL_TIMEOUT_MS,
+        });
+      }
       await sleep(ROW_SETTLE_MS);
       const before = await readMetrics(metrics);
       const result = await runChurn(gateway.url, tokens.slice(0, workspaces), {
@@ -164,16 +180,18 @@ async function main() {
       });
       const after = await readMetrics(metrics);
       const warm = after.warmLeases - before.warmLeases;
+      const reused = after.reusedLeases - before.reusedLeases;
       const cold = after.coldLeases - before.coldLeases;
-      rows.push({ workspaces, result, warmHit: warm / (warm + cold) });
+      const leases = warm + reused + cold;
+      rows.push({ workspaces, result, warmHit: (warm + reused) / leases, reusedShare: reused / leases });
       progress(
         `${clients} clients / ${workspaces} workspaces: ${result.perSecond.toFixed(1)} sessions/s, ` +
-          `${warm} warm / ${cold} cold leases`,
+          `${reused} reused / ${warm} warm / ${cold} cold leases`,
       );
     }
     machine.loadEnd = formatLoad();
     // Printed before the clean-up, whose failure must not cost the figures.
-    printChurnReport({ engine, rows, seconds, pool: { minIdle, maxTotal }, machine });
+    printChurnReport({ engine, rows, seconds, warmUpSeconds, pool: { minIdle, maxTotal }, machine });
   } finally {
     await metrics.close();
     unregister();

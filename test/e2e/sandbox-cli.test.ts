@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CliServer, requireBuiltCli, resolvePython, runCli, startCliServer } from "../support/cli.js";
 import { ContractClient } from "../support/contract-client.js";
 import { processExists } from "../support/sandbox-server.js";
+import { waitFor } from "../support/wait-for.js";
 
 beforeAll(() => requireBuiltCli());
 
@@ -166,7 +167,8 @@ describe("sandpool sandbox server", () => {
     expect(destroyed.status).toBe(204);
     expect((await client.getSession(id)).status).toBe(404);
     expect((await client.exec(id, { tool: "code_execution", input: { code: "1" } })).status).toBe(404);
-    expect(existsSync(sessionDir)).toBe(false);
+    // Gone at once for every call; its files are deleted just after the answer.
+    await waitFor(() => !existsSync(sessionDir), 5_000, "the session's directory deleted");
   });
 
   it("answers contract errors for a bad call", async () => {

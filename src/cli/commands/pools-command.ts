@@ -30,6 +30,8 @@ interface PoolItem {
   /** Older gateways do not send it. */
   effectiveMinIdle?: number;
   idle: number;
+  /** Older gateways do not send it. */
+  parked?: number;
   leased: number;
   starting: number;
   warmupFailures: number;
@@ -72,6 +74,7 @@ export function renderPools(pools: PoolItem[]): string {
       "EFFECTIVE",
       "MAX TOTAL",
       "IDLE",
+      "PARKED",
       "LEASED",
       "STARTING",
       "FAILURES",
@@ -85,6 +88,7 @@ export function renderPools(pools: PoolItem[]): string {
       String(pool.effectiveMinIdle ?? pool.minIdle),
       size(pool.maxTotal, pool.configured.maxTotal),
       String(pool.idle),
+      String(pool.parked ?? 0),
       String(pool.leased),
       String(pool.starting),
       String(pool.warmupFailures),

@@ -3134,6 +3134,8 @@ export interface operations {
                                 refillSecondsP95: number | null;
                             };
                             idle: number;
+                            /** @description Sandboxes that served a session, scrubbed, waiting for their workspace's next one. */
+                            parked: number;
                             leased: number;
                             starting: number;
                             members: number;
@@ -3145,6 +3147,8 @@ export interface operations {
                                 warmLeases: number;
                                 coldLeases: number;
                                 warmupFailures: number;
+                                /** @description Of the warm leases, those that reused a parked sandbox. */
+                                reusedLeases: number;
                             };
                             lastStartError: {
                                 message: string;
@@ -3294,6 +3298,8 @@ export interface operations {
                             refillSecondsP95: number | null;
                         };
                         idle: number;
+                        /** @description Sandboxes that served a session, scrubbed, waiting for their workspace's next one. */
+                        parked: number;
                         leased: number;
                         starting: number;
                         members: number;
@@ -3305,6 +3311,8 @@ export interface operations {
                             warmLeases: number;
                             coldLeases: number;
                             warmupFailures: number;
+                            /** @description Of the warm leases, those that reused a parked sandbox. */
+                            reusedLeases: number;
                         };
                         lastStartError: {
                             message: string;

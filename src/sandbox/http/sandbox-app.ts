@@ -50,8 +50,10 @@ export function createSandboxApp(config: SandboxConfig, sessions: SessionRegistr
 
   app.get("/sessions/:id", (c) => c.json(sessions.get(c.req.param("id")).handle()));
 
-  app.delete("/sessions/:id", async (c) => {
-    await sessions.destroy(c.req.param("id"));
+  // Answered once the session is gone (no call finds it, its processes are signalled), not
+  // once its interpreter has exited and its files are deleted: a recycle waits for that.
+  app.delete("/sessions/:id", (c) => {
+    void sessions.destroy(c.req.param("id"));
     return c.body(null, 204);
   });
 

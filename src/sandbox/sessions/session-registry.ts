@@ -27,6 +27,8 @@ export class SessionRegistry {
   private python: string;
   /** Ends what calls leave behind, when configured (reapStrayProcesses). */
   private readonly strays: StrayReaper | undefined;
+  /** Ends of sessions under way (their processes killed, their files deleted): a recycle waits for them. */
+  private readonly ending = new Set<Promise<void>>();
   /** Tools running now, in every session: what they start is theirs, never a stray. */
   private toolsRunning = 0;
   /** Starts user programs under the code's identity and bounds (codeUser), if configured. */
@@ -171,6 +173,7 @@ export class SessionRegistry {
       );
     }
     await Promise.all([...this.sessions.keys()].map((id) => this.destroy(id)));
+    await Promise.all(this.ending);
     if (this.toolsRunning > 0 || this.creating > 0) {
       throw new SandpoolError("request.busy", "a tool call or a creation is still running", {
         retryAfterSeconds: 1,
@@ -188,7 +191,14 @@ export class SessionRegistry {
       }
       throw error;
     }
-    return this.create(request);
+    const session = await this.create(request);
+    // Off the gateway's request path: the next session's first call finds Python running.
+    if (this.config.prewarmInterpreter && this.config.preloadModules.length === 0) {
+      await session.interpreter
+        .run("pass", { timeoutMs: this.config.preloadTimeoutMs, maxOutputBytes: 1024, interruptGraceMs: 0 })
+        .catch(() => undefined);
+    }
+    return session;
   }
 
   /** The live session with this id; an unknown or ended one is a 404. */
@@ -198,14 +208,21 @@ export class SessionRegistry {
     return session;
   }
 
-  /** Ends a session; an unknown id is already in the desired state. */
-  async destroy(id: string): Promise<void> {
+  /**
+   * Ends a session; an unknown id is already in the desired state. The session is gone at
+   * once (no call finds it, its processes are signalled); the promise settles once its
+   * interpreter has exited and its files are deleted.
+   */
+  destroy(id: string): Promise<void> {
     const session = this.sessions.get(id);
-    if (!session) return;
+    if (!session) return Promise.resolve();
     this.sessions.delete(id);
-    await session.destroy((error) =>
+    const ended = session.destroy((error) =>
       this.log.warn({ err: error, session: id }, "some of the session's files could not be deleted"),
     );
+    this.ending.add(ended);
+    void ended.finally(() => this.ending.delete(ended));
+    return ended;
   }
 
   startReaper(): void {

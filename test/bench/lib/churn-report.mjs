@@ -20,10 +20,10 @@ function failuresOf(result) {
   return kinds.length > 0 ? kinds.join(", ") : "0";
 }
 
-export function printChurnReport({ engine, rows, seconds, pool, machine }) {
+export function printChurnReport({ engine, rows, seconds, warmUpSeconds, pool, machine }) {
   process.stdout.write(
     `bench:churn on ${machine.cpus} CPUs (load ${machine.loadStart} -> ${machine.loadEnd}), ` +
-      `${seconds} s per row, pool minIdle ${pool.minIdle} maxTotal ${pool.maxTotal}\n`,
+      `${seconds} s per row after ${warmUpSeconds} s unmeasured, pool minIdle ${pool.minIdle} maxTotal ${pool.maxTotal}\n`,
   );
 
   heading("the engine: create + start + remove of a sandbox-spec container (sleep), in parallel");
@@ -45,9 +45,10 @@ export function printChurnReport({ engine, rows, seconds, pool, machine }) {
       "Create p99",
       "Delete p50",
       "warm hit",
+      "reused",
       "failures",
     ],
-    rows.map(({ result, warmHit }) => [
+    rows.map(({ result, warmHit, reusedShare }) => [
       result.clients,
       result.workspaces,
       result.sessions,
@@ -57,6 +58,7 @@ export function printChurnReport({ engine, rows, seconds, pool, machine }) {
       formatMs(percentile(result.creates, 99)),
       formatMs(percentile(result.deletes, 50)),
       percent(warmHit),
+      percent(reusedShare),
       failuresOf(result),
     ]),
   );

@@ -20,6 +20,9 @@ export async function readMetrics(client) {
     warmLeases: value(
       /^sandpool_lease_duration_seconds_count\{(?=[^}]*pool="default")[^}]*start="warm"[^}]*\} (\S+)$/m,
     ),
+    reusedLeases: value(
+      /^sandpool_lease_duration_seconds_count\{(?=[^}]*pool="default")[^}]*start="reused"[^}]*\} (\S+)$/m,
+    ),
     coldLeases: value(
       /^sandpool_lease_duration_seconds_count\{(?=[^}]*pool="default")[^}]*start="cold"[^}]*\} (\S+)$/m,
     ),

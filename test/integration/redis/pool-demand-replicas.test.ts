@@ -136,8 +136,18 @@ describe.skipIf(!available)("pool counts across replicas (Redis)", () => {
     const expected = { warmLeases: 2, coldLeases: 43, warmupFailures: 1 };
     for (const [i, r] of [one, two, broken].entries())
       expect(r.pools.deploymentOf(spec.name), `replica ${i}`).toMatchObject(expected);
-    expect(one.pools.countersOf(spec.name)).toEqual({ warmLeases: 0, coldLeases: 42, warmupFailures: 0 });
-    expect(two.pools.countersOf(spec.name)).toEqual({ warmLeases: 2, coldLeases: 1, warmupFailures: 0 });
+    expect(one.pools.countersOf(spec.name)).toEqual({
+      warmLeases: 0,
+      coldLeases: 42,
+      warmupFailures: 0,
+      reusedLeases: 0,
+    });
+    expect(two.pools.countersOf(spec.name)).toEqual({
+      warmLeases: 2,
+      coldLeases: 1,
+      warmupFailures: 0,
+      reusedLeases: 0,
+    });
     // Exchanged counts are not sent twice.
     await two.sync.syncNow();
     expect(two.pools.deploymentOf(spec.name)).toMatchObject(expected);
