@@ -51,7 +51,12 @@ export const poolSpecSchema = z
      */
     isolation: z.enum(isolationLevels).default("container"),
   })
-  .refine((pool) => pool.minIdle <= pool.maxTotal, { message: "minIdle cannot exceed maxTotal" });
+  .refine((pool) => pool.minIdle <= pool.maxTotal, { message: "minIdle cannot exceed maxTotal" })
+  // An egress sandbox connects to the proxy's socket in its host directory, which runsc as
+  // registered (--host-uds=create) does not allow: refused rather than failing at every start.
+  .refine((pool) => !(pool.egress && pool.isolation === "gvisor"), {
+    message: "egress pools cannot run under gVisor yet (docs/isolation.md): use isolation container for it",
+  });
 
 export const gatewayConfigSchema = z
   .strictObject({

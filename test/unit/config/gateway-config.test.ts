@@ -108,6 +108,22 @@ describe("gatewayConfigSchema", () => {
       expect(gatewayConfigSchema.parse(base()).policy.isolation).toBe("container");
     });
 
+    it("refuses an egress pool under gVisor", () => {
+      expect(
+        messages(
+          base({
+            pools: [
+              { name: "a", image: "img/a" },
+              { name: "b", image: "img/b" },
+              { name: "b-out", image: "img/b", egress: true, isolation: "gvisor" },
+            ],
+          }),
+        ),
+      ).toEqual([
+        "egress pools cannot run under gVisor yet (docs/isolation.md): use isolation container for it",
+      ]);
+    });
+
     it("accepts extra pools in other resource classes", () => {
       expect(() =>
         gatewayConfigSchema.parse(
