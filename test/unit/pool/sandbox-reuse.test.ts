@@ -1,0 +1,101 @@
+/**
+ * The gateway's side of reuse (src/pool/sandbox-reuse.ts) on the memory store: a sandbox is
+ * parked for the workspace it served, with the sandbox's fresh inner session and CPU
+ * baseline, only within its bounds, never for another owner, and never when the scrub fails;
+ * parked ones unused for too long are taken back. The sandbox's own scrub runs against a real
+ * container in test/integration/serve/sandbox-reuse.test.ts.
+ */
+import pino from "pino";
+import { describe, expect, it } from "vitest";
+import { MAX_AGE_MS, MAX_USES, PARKED_IDLE_MS, SandboxReuse } from "../../../src/pool/sandbox-reuse.js";
+import { MemoryCoordinationStore } from "../../../src/store/coordination/memory-store.js";
+import type { SandboxRecord } from "../../../src/store/coordination/records.js";
+
+const T0 = 1_800_000_000_000;
+
+function setup(options: { recyclable?: boolean; scrub?: "ok" | "fails" } = {}) {
+  const store = new MemoryCoordinationStore();
+  let now = T0;
+  const recycled: string[] = [];
+  const reuse = new SandboxReuse({
+    store,
+    runtime: {
+      recyclable: options.recyclable ?? true,
+      usage: async () => ({ cpuSeconds: 12.5 }),
+    },
+    client: {
+      recycleSandbox: async (endpoint) => {
+        recycled.push(endpoint);
+        if (options.scrub === "fails") throw new Error("the sandbox could not be scrubbed");
+        return "next-inner";
+      },
+    },
+    log: pino({ level: "silent" }),
+    now: () => now,
+  });
+  const record = async (extra: Partial<SandboxRecord> = {}): Promise<SandboxRecord> => {
+    const r: SandboxRecord = {
+      sandboxId: `sb-${recycled.length}-${Math.random()}`,
+      pool: "p",
+      endpoint: "unix:/sock",
+      runtimeId: "0:c",
+      innerSessionId: "first-inner",
+      createdAt: now,
+      cpuBaseMs: 400,
+      ...extra,
+    };
+    await store.addMember("p", r.sandboxId, 10, now + 60_000, now);
+    return r;
+  };
+  return { store, reuse, recycled, record, advance: (ms: number) => (now += ms) };
+}
+
+describe("SandboxReuse", () => {
+  it("parks a scrubbed sandbox for its workspace with its next inner session and a new CPU baseline", async () => {
+    const { store, reuse, record } = setup();
+    const r = await record();
+    expect(await reuse.park(r, "team-a")).toBe(true);
+    const [parked] = await store.listParked("p");
+    expect(parked).toMatchObject({
+      sandboxId: r.sandboxId,
+      owner: "team-a",
+      uses: 1,
+      innerSessionId: "next-inner",
+      cpuBaseMs: 12_500,
+      parkedAt: T0,
+    });
+    expect(await store.leaseIdle("p", { workspace: "team-b", until: T0 + 1, now: T0 })).toBeUndefined();
+    expect(await store.leaseIdle("p", { workspace: "team-a", until: T0 + 1, now: T0 })).toEqual(parked);
+  });
+
+  it("destroys instead (false) past its uses or its age, on a runtime that cannot scrub, or when the scrub fails", async () => {
+    const bounded = setup();
+    expect(await bounded.reuse.park(await bounded.record({ uses: MAX_USES - 1 }), "a")).toBe(false);
+    expect(await bounded.reuse.park(await bounded.record({ createdAt: T0 - MAX_AGE_MS }), "a")).toBe(false);
+    expect(bounded.recycled).toEqual([]);
+    const plain = setup({ recyclable: false });
+    expect(await plain.reuse.park(await plain.record(), "a")).toBe(false);
+    const failing = setup({ scrub: "fails" });
+    expect(await failing.reuse.park(await failing.record(), "a")).toBe(false);
+    expect(await failing.store.listParked("p")).toEqual([]);
+  });
+
+  it("never parks a sandbox for a workspace other than the one it served", async () => {
+    const { store, reuse, record, recycled } = setup();
+    expect(await reuse.park(await record({ owner: "team-a", uses: 3 }), "team-b")).toBe(false);
+    expect(recycled).toEqual([]);
+    expect(await store.listParked("p")).toEqual([]);
+  });
+
+  it("takes back what was parked and unused for too long", async () => {
+    const { store, reuse, record, advance } = setup();
+    const old = await record();
+    await reuse.park(old, "a");
+    advance(PARKED_IDLE_MS - 1);
+    const recent = await record();
+    await reuse.park(recent, "b");
+    advance(1);
+    expect((await reuse.takeExpired("p")).map((r) => r.sandboxId)).toEqual([old.sandboxId]);
+    expect((await store.listParked("p")).map((r) => r.sandboxId)).toEqual([recent.sandboxId]);
+  });
+});
