@@ -117,6 +117,31 @@ describe.skipIf(!available)("sandbox reuse (serve, docker)", () => {
     await client.request("DELETE", `/sessions/${second.id}`);
   }, 120_000);
 
+  it("lets user code write nowhere the scrub does not empty", async () => {
+    const client = await deployment.client(replica, "scanner");
+    const session = await oneSession(client, "scanner");
+    // Every path user code may write to or create files in: device nodes (/dev/null...) and
+    // symlinks (/dev/stdout...) aside, and the server's own socket, which code may reach (its
+    // own server, no further) but not replace, and whose connections die with the scrub.
+    const scan = await client.run(session.id, "bash_code_execution", {
+      command:
+        "find / \\( -path /proc -o -path /sys \\) -prune -o \\( -writable ! -type c ! -type l -print \\) 2>/dev/null | sort",
+    });
+    const scrubbed = [
+      "/home/sandbox/sessions",
+      "/tmp",
+      "/dev/shm",
+      "/dev/mqueue",
+      "/run/sandpool/sandbox.sock",
+    ];
+    const outside = scan.stdout
+      .split("\n")
+      .filter(Boolean)
+      .filter((file) => !scrubbed.some((dir) => file === dir || file.startsWith(`${dir}/`)));
+    expect(outside, JSON.stringify(outside)).toEqual([]);
+    await client.request("DELETE", `/sessions/${session.id}`);
+  }, 60_000);
+
   it("never gives a sandbox that served one workspace to another", async () => {
     const owner = await deployment.client(replica, "owner-ws");
     const mine = await oneSession(owner, "owner-ws");
