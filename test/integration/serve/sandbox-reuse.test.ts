@@ -4,13 +4,17 @@
  * reaches the next one: files (workspace, /tmp, /dev/shm), background processes that left
  * their group, System V shared memory, interpreter variables and environment. A sandbox that
  * served one workspace never serves another, and a workspace whose policy turns reuse off
- * gets a fresh container every time. `sandpool serve` with docker sandboxes, Redis, Postgres.
+ * gets a fresh container every time. The scrub is checked on a container pool and on a gvisor
+ * pool (its own kernel, process table and tmpfs mounts). `sandpool serve` with docker
+ * sandboxes, Redis, Postgres, and gVisor registered with the engine.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mintToken } from "../../../src/auth/dev-keys.js";
+import { type Isolation, isolationLevels } from "../../../src/runtime/sandbox-runtime.js";
 import type { RedisCoordinationStore } from "../../../src/store/coordination/redis/redis-store.js";
 import type { CliServer } from "../../support/cli.js";
 import type { ContractClient } from "../../support/contract-client.js";
+import { gvisorSuiteAvailable } from "../../support/docker-suite.js";
 import {
   createServeDeployment,
   SERVE_AUDIENCE,
@@ -20,7 +24,7 @@ import {
 } from "../../support/serve-deployment.js";
 import { waitFor } from "../../support/wait-for.js";
 
-const available = await serveStackAvailable();
+const available = (await serveStackAvailable()) && (await gvisorSuiteAvailable());
 
 const CONFIG = `
 pools:
@@ -29,6 +33,15 @@ pools:
     minIdle: 1
     maxTotal: 4
     coldStartTimeoutMs: 60000
+  - name: gv
+    image: sandpool/sandbox:dev
+    isolation: gvisor
+    minIdle: 1
+    maxTotal: 2
+    coldStartTimeoutMs: 60000
+runtime:
+  docker:
+    preloadModules: []
 intervals:
   warmMs: 500
   reapMs: 500
@@ -76,8 +89,28 @@ describe.skipIf(!available)("sandbox reuse (serve, docker)", () => {
     return lease.sandbox.runtimeId;
   }
 
-  async function parkedFor(workspace: string): Promise<string[]> {
-    return (await store.listParked("default"))
+  /** The pool of each level, and a workspace whose policy asks that level. */
+  const POOL: Record<Isolation, string> = { container: "default", gvisor: "gv" };
+  const WORKSPACE: Record<Isolation, string> = { container: "reuser", gvisor: "reuser-gvisor" };
+
+  async function setPolicy(workspace: string, edit: Record<string, unknown>) {
+    const admin = await mintToken({
+      secret: SERVE_SECRET,
+      audience: SERVE_AUDIENCE,
+      workspace: "ops",
+      admin: true,
+    });
+    const answer = await fetch(`${replica.url}/admin/v1/workspaces/${workspace}/policy`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" },
+      body: JSON.stringify(edit),
+    });
+    expect(answer.status).toBe(200);
+    return (await answer.json()) as { effective: Record<string, unknown> };
+  }
+
+  async function parkedFor(workspace: string, pool = "default"): Promise<string[]> {
+    return (await store.listParked(pool))
       .filter((record) => record.owner === workspace)
       .map((record) => record.runtimeId);
   }
@@ -89,58 +122,65 @@ describe.skipIf(!available)("sandbox reuse (serve, docker)", () => {
     return { id, container: await containerOf(workspace, id) };
   }
 
-  it("gives a workspace's next session the container of its last, with nothing of it left", async () => {
-    const client = await deployment.client(replica, "reuser");
-    const first = await oneSession(client, "reuser");
-    const littered = await client.run(first.id, "bash_code_execution", { command: LITTER });
-    expect(littered.stdout).toContain("littered");
-    await client.run(first.id, "code_execution", {
-      code: "import os\nos.environ['LEAKED'] = 'yes'\nremembered = 41",
+  describe.each(isolationLevels)("on %s isolation", (isolation) => {
+    const workspace = WORKSPACE[isolation];
+    beforeAll(async () => {
+      if (isolation === "gvisor") await setPolicy(workspace, { isolation: "gvisor" });
     });
-    expect((await client.request("DELETE", `/sessions/${first.id}`)).status).toBe(204);
-    await waitFor(
-      async () => (await parkedFor("reuser")).includes(first.container),
-      20_000,
-      "the sandbox parked",
-    );
 
-    const second = await oneSession(client, "reuser");
-    expect(second.container).toBe(first.container);
-    const seen = await client.run(second.id, "bash_code_execution", { command: LOOK });
-    expect(seen.stdout).toBe("files=0\ntmp=0\nshm=0\nsleepers=0\nipc=0\n");
-    const state = await client.run(second.id, "code_execution", {
-      code: "import os\nprint(os.environ.get('LEAKED'), 'remembered' in globals())",
-    });
-    expect(state.stdout).toBe("None False\n");
-    // The earlier session is gone for good: its id answers 404.
-    expect((await client.getSession(first.id)).status).toBe(404);
-    await client.request("DELETE", `/sessions/${second.id}`);
-  }, 120_000);
+    it("gives a workspace's next session the container of its last, with nothing of it left", async () => {
+      const client = await deployment.client(replica, workspace);
+      const first = await oneSession(client, workspace);
+      const littered = await client.run(first.id, "bash_code_execution", { command: LITTER });
+      expect(littered.stdout).toContain("littered");
+      await client.run(first.id, "code_execution", {
+        code: "import os\nos.environ['LEAKED'] = 'yes'\nremembered = 41",
+      });
+      expect((await client.request("DELETE", `/sessions/${first.id}`)).status).toBe(204);
+      await waitFor(
+        async () => (await parkedFor(workspace, POOL[isolation])).includes(first.container),
+        30_000,
+        "the sandbox parked",
+      );
 
-  it("lets user code write nowhere the scrub does not empty", async () => {
-    const client = await deployment.client(replica, "scanner");
-    const session = await oneSession(client, "scanner");
-    // Every path user code may write to or create files in: device nodes (/dev/null...) and
-    // symlinks (/dev/stdout...) aside, and the server's own socket, which code may reach (its
-    // own server, no further) but not replace, and whose connections die with the scrub.
-    const scan = await client.run(session.id, "bash_code_execution", {
-      command:
-        "find / \\( -path /proc -o -path /sys \\) -prune -o \\( -writable ! -type c ! -type l -print \\) 2>/dev/null | sort",
-    });
-    const scrubbed = [
-      "/home/sandbox/sessions",
-      "/tmp",
-      "/dev/shm",
-      "/dev/mqueue",
-      "/run/sandpool/sandbox.sock",
-    ];
-    const outside = scan.stdout
-      .split("\n")
-      .filter(Boolean)
-      .filter((file) => !scrubbed.some((dir) => file === dir || file.startsWith(`${dir}/`)));
-    expect(outside, JSON.stringify(outside)).toEqual([]);
-    await client.request("DELETE", `/sessions/${session.id}`);
-  }, 60_000);
+      const second = await oneSession(client, workspace);
+      expect(second.container).toBe(first.container);
+      const seen = await client.run(second.id, "bash_code_execution", { command: LOOK });
+      expect(seen.stdout).toBe("files=0\ntmp=0\nshm=0\nsleepers=0\nipc=0\n");
+      const state = await client.run(second.id, "code_execution", {
+        code: "import os\nprint(os.environ.get('LEAKED'), 'remembered' in globals())",
+      });
+      expect(state.stdout).toBe("None False\n");
+      // The earlier session is gone for good: its id answers 404.
+      expect((await client.getSession(first.id)).status).toBe(404);
+      await client.request("DELETE", `/sessions/${second.id}`);
+    }, 120_000);
+
+    it("lets user code write nowhere the scrub does not empty", async () => {
+      const client = await deployment.client(replica, workspace);
+      const session = await oneSession(client, workspace);
+      // Every path user code may write to or create files in: device nodes (/dev/null...) and
+      // symlinks (/dev/stdout...) aside, and the server's own socket, which code may reach (its
+      // own server, no further) but not replace, and whose connections die with the scrub.
+      const scan = await client.run(session.id, "bash_code_execution", {
+        command:
+          "find / \\( -path /proc -o -path /sys \\) -prune -o \\( -writable ! -type c ! -type l -print \\) 2>/dev/null | sort",
+      });
+      const scrubbed = [
+        "/home/sandbox/sessions",
+        "/tmp",
+        "/dev/shm",
+        "/dev/mqueue",
+        "/run/sandpool/sandbox.sock",
+      ];
+      const outside = scan.stdout
+        .split("\n")
+        .filter(Boolean)
+        .filter((file) => !scrubbed.some((dir) => file === dir || file.startsWith(`${dir}/`)));
+      expect(outside, JSON.stringify(outside)).toEqual([]);
+      await client.request("DELETE", `/sessions/${session.id}`);
+    }, 60_000);
+  });
 
   it("never gives a sandbox that served one workspace to another", async () => {
     const owner = await deployment.client(replica, "owner-ws");
@@ -158,21 +198,7 @@ describe.skipIf(!available)("sandbox reuse (serve, docker)", () => {
   }, 180_000);
 
   it("starts a fresh container for every session of a workspace whose policy turns reuse off", async () => {
-    const admin = await mintToken({
-      secret: SERVE_SECRET,
-      audience: SERVE_AUDIENCE,
-      workspace: "operators",
-      admin: true,
-    });
-    const set = await fetch(`${replica.url}/admin/v1/workspaces/fresh-only/policy`, {
-      method: "PUT",
-      headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" },
-      body: JSON.stringify({ sandboxReuse: false }),
-    });
-    expect(set.status).toBe(200);
-    expect(((await set.json()) as { effective: { sandboxReuse: boolean } }).effective.sandboxReuse).toBe(
-      false,
-    );
+    expect((await setPolicy("fresh-only", { sandboxReuse: false })).effective.sandboxReuse).toBe(false);
 
     const client = await deployment.client(replica, "fresh-only");
     const first = await oneSession(client, "fresh-only");
