@@ -324,9 +324,10 @@ export class RedisCoordinationStore implements CoordinationStore {
 
   async parkIdle(record: SandboxRecord, membership: { until: number; now: number }) {
     const { pool } = record;
+    // The idle push's script, on the parked list, ending the retiring mark instead of warming.
     const parked = await this.commands.script(
-      "park-idle",
-      [this.keys.parked(pool), this.keys.members(pool), this.keys.retiring(pool), this.keys.inFlight(pool)],
+      "push-idle",
+      [this.keys.parked(pool), this.keys.retiring(pool), this.keys.members(pool), this.keys.inFlight(pool)],
       [JSON.stringify(record), record.sandboxId, Math.ceil(membership.until), membership.now],
     );
     return Number(parked) === 1;

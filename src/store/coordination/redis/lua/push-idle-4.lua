@@ -1,9 +1,12 @@
 -- Puts a started sandbox in its pool's idle queue and ends its warm-up and in-flight marks in
--- one step, so a lease waiting for a warm-up never sees it as neither warming nor idle. Given
+-- one step, so a lease waiting for a warm-up never sees it as neither warming nor idle; or, the
+-- same way, a scrubbed one in the pool's parked list, ending its retiring mark. Given
 -- a member expiry, only a member is queued (one whose place reconciliation reclaimed, its
 -- replica having stalled past its in-flight mark, is not), its expiry moved in the same step.
--- KEYS[1]  list: the pool's idle sandboxes (pushed on the left, leased from the right)
--- KEYS[2]  sorted set: the pool's warm-up starts under way, sandbox id -> expiry
+-- KEYS[1]  list: the pool's idle sandboxes (pushed on the left, leased from the right), or its
+--          parked ones (leased newest first, by their owner)
+-- KEYS[2]  sorted set: the mark that ends: the pool's warm-up starts under way (idle), or its
+--          sandboxes waiting to be destroyed or recycled (parked), sandbox id -> expiry
 -- KEYS[3]  sorted set: the pool's members, sandbox id -> expiry
 -- KEYS[4]  sorted set: the pool's starts and hand-outs in flight, sandbox id -> mark's expiry
 -- ARGV[1]  the sandbox's record (JSON)
