@@ -34,13 +34,16 @@ export const poolStatusSchema = z.object({
     .meta({ description: "The run-time resize in force (null sizes: as configured), or null." }),
   effectiveMinIdle: z.number().int(),
   leaseDemand: z.object({ leasesPerSecond: z.number(), refillSecondsP95: z.number().nullable() }),
-  idle: z.number().int(),
-  parked: z
-    .number()
-    .int()
+  engineStarts: z
+    .object({ startsPerSecond: z.number().nullable(), quickestStartMs: z.number().nullable() })
     .meta({
-      description: "Sandboxes that served a session, scrubbed, waiting for their workspace's next one.",
+      description:
+        "The engine's start throughput as the answering replica measured it (null before a few starts): warm-up keeps no more starts in flight than it absorbs.",
     }),
+  idle: z.number().int(),
+  parked: z.number().int().meta({
+    description: "Sandboxes that served a session, scrubbed, waiting for their workspace's next one.",
+  }),
   leased: z.number().int(),
   starting: z.number().int(),
   members: z.number().int(),
@@ -52,10 +55,9 @@ export const poolStatusSchema = z.object({
     warmLeases: z.number().int(),
     coldLeases: z.number().int(),
     warmupFailures: z.number().int(),
-    reusedLeases: z
-      .number()
-      .int()
-      .meta({ description: "Of the warm leases, those that reused a parked sandbox." }),
+    reusedLeases: z.number().int().meta({
+      description: "Leases of a parked sandbox: counted in neither warmLeases nor the demand for fresh ones.",
+    }),
   }),
   lastStartError: z
     .object({

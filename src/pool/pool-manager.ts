@@ -26,6 +26,7 @@ import { PoolDemand, type PoolDemandView, REFILL_WINDOW } from "./pool-demand.js
 import type { PoolSizes } from "./pool-sizes.js";
 import { SandboxReuse } from "./sandbox-reuse.js";
 import { StartBackoff } from "./start-backoff.js";
+import { StartRate, type StartRateView } from "./start-rate.js";
 import { WarmupLimiter } from "./warmup-limiter.js";
 
 /** How long an idle sandbox counts against its pool before it must be confirmed again. */
@@ -56,11 +57,14 @@ export interface PoolManagerDeps {
 
 /** What this replica has seen of a pool since it started. */
 export interface PoolCounters {
-  /** Leases of a started sandbox: fresh ones and reused ones alike. */
+  /** Leases of a fresh sandbox warm-up had started: what the pool's demand sizes it for. */
   warmLeases: number;
   coldLeases: number;
   warmupFailures: number;
-  /** Of the warm leases, those that reused a sandbox of the workspace's earlier session. */
+  /**
+   * Leases of a sandbox parked by the workspace's earlier session: they take no fresh
+   * sandbox, so they count in neither the warm hit rate nor the demand for warm ones.
+   */
   reusedLeases: number;
 }
 
@@ -105,12 +109,15 @@ export class PoolManager {
   /** The marks of this replica's starts, renewed while they run. */
   private readonly inFlight: InFlightMarks;
   private readonly reuse: SandboxReuse;
+  /** The engine's start throughput, from this replica's starts: it bounds warm-up's concurrency. */
+  private readonly startRate: StartRate;
 
   constructor(private readonly deps: PoolManagerDeps) {
     this.pools = new Map(deps.pools.map((pool) => [pool.name, pool]));
     this.now = deps.now ?? Date.now;
     this.limiter = deps.warmupLimiter ?? new WarmupLimiter();
     this.inFlight = new InFlightMarks(deps.store, deps.log, this.now);
+    this.startRate = new StartRate(this.now);
     this.reuse = new SandboxReuse({
       store: deps.store,
       runtime: deps.runtime,
@@ -151,6 +158,11 @@ export class PoolManager {
   effectiveMinIdle(pool: PoolSpec): number {
     const sizes = this.sizeOf(pool);
     return this.demand.get(pool.name)?.effectiveMinIdle(sizes) ?? sizes.minIdle;
+  }
+
+  /** The engine's start throughput as this replica measured it (every pool's starts). */
+  startRateView(): StartRateView {
+    return this.startRate.view();
   }
 
   /** The pool's demand (lease rate, p95 refill time) as this replica last computed it. */
@@ -223,8 +235,7 @@ export class PoolManager {
     const started = process.hrtime.bigint();
     const leased = await this.leaseOrWait(pool, hold, started);
     const counters = this.counters.get(pool.name);
-    if (counters) counters[leased.warm ? "warmLeases" : "coldLeases"]++;
-    if (counters && leased.reused) counters.reusedLeases++;
+    if (counters) counters[leased.reused ? "reusedLeases" : leased.warm ? "warmLeases" : "coldLeases"]++;
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     this.deps.metrics.leaseDuration.observe(
       { pool: pool.name, start: leased.reused ? "reused" : leased.warm ? "warm" : "cold" },
@@ -441,7 +452,8 @@ export class PoolManager {
         const idle = await this.deps.store.countIdle(pool.name);
         const wanted = Math.min(
           this.effectiveMinIdle(pool) - idle - Math.max(inFlight.size, warming),
-          pool.warmupConcurrency - inFlight.size,
+          // No more at once than the engine absorbs: more would only slow each start.
+          this.startRate.concurrency(pool.warmupConcurrency) - inFlight.size,
         );
         // What the machine can take now; the rest waits for a place or the next tick.
         const granted = wanted > 0 ? this.limiter.tryAcquire(wanted) : 0;
@@ -566,6 +578,7 @@ export class PoolManager {
     this.starting.set(pool.name, (this.starting.get(pool.name) ?? 0) + 1);
     let runtimeId: string | undefined;
     const began = process.hrtime.bigint();
+    const measured = this.startRate.began();
     try {
       const started = await this.deps.runtime.start({ sandboxId, pool, deadline });
       runtimeId = started.runtimeId;
@@ -611,6 +624,7 @@ export class PoolManager {
         },
       );
     } finally {
+      measured();
       this.inFlight.end(pool.name, sandboxId);
       this.starting.set(pool.name, (this.starting.get(pool.name) ?? 1) - 1);
     }

@@ -11,6 +11,7 @@ import type { PoolSizeOverride } from "../store/sql/pool-size-repository.js";
 import type { PoolDemandView } from "./pool-demand.js";
 import type { PoolCounters, PoolManager } from "./pool-manager.js";
 import type { PoolSizes, RuntimePoolSizes } from "./pool-sizes.js";
+import type { StartRateView } from "./start-rate.js";
 
 /** The failed start a pool backs off from, with ISO times. */
 export interface PoolStartErrorView {
@@ -30,6 +31,11 @@ export interface PoolStatus extends PoolSpec {
   effectiveMinIdle: number;
   /** Whether demand raises minIdle (`demand` of the spec) and the demand measured now. */
   leaseDemand: PoolDemandView;
+  /**
+   * The engine's start throughput as the answering replica measured it (all its pools'
+   * starts): warm-up keeps no more starts in flight than it absorbs.
+   */
+  engineStarts: StartRateView;
   /** Started sandboxes waiting for a session (every replica's). */
   idle: number;
   /** Sandboxes that served a session, scrubbed and waiting for their workspace's next one (src/pool/sandbox-reuse.ts). */
@@ -79,6 +85,7 @@ export async function poolStatus(
         effectiveMinIdle: pools.effectiveMinIdle(pool),
         demand: pool.demand ?? true,
         leaseDemand: pools.demandOf(pool.name) ?? { leasesPerSecond: 0, refillSecondsP95: null },
+        engineStarts: pools.startRateView(),
         idle,
         parked,
         leased,

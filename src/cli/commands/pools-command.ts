@@ -36,6 +36,8 @@ interface PoolItem {
   starting: number;
   warmupFailures: number;
   warmHitRate: number | null;
+  /** Older gateways do not send it. */
+  engineStarts?: { startsPerSecond: number | null };
   lastStartError?: { message: string; at: string; nextAttemptAt: string; consecutiveFailures: number } | null;
 }
 
@@ -64,6 +66,10 @@ function rate(value: number | null): string {
   return value === null ? "-" : `${Math.round(value * 100)}%`;
 }
 
+function startsPerSecond(value: number | null): string {
+  return value === null ? "-" : value.toFixed(1);
+}
+
 export function renderPools(pools: PoolItem[]): string {
   const rows = table(
     [
@@ -79,6 +85,7 @@ export function renderPools(pools: PoolItem[]): string {
       "STARTING",
       "FAILURES",
       "WARM HITS",
+      "STARTS/S",
     ],
     pools.map((pool) => [
       pool.name,
@@ -93,6 +100,7 @@ export function renderPools(pools: PoolItem[]): string {
       String(pool.starting),
       String(pool.warmupFailures),
       rate(pool.warmHitRate),
+      startsPerSecond(pool.engineStarts?.startsPerSecond ?? null),
     ]),
   );
   const failing = pools.flatMap((pool) =>

@@ -3133,6 +3133,11 @@ export interface operations {
                                 leasesPerSecond: number;
                                 refillSecondsP95: number | null;
                             };
+                            /** @description The engine's start throughput as the answering replica measured it (null before a few starts): warm-up keeps no more starts in flight than it absorbs. */
+                            engineStarts: {
+                                startsPerSecond: number | null;
+                                quickestStartMs: number | null;
+                            };
                             idle: number;
                             /** @description Sandboxes that served a session, scrubbed, waiting for their workspace's next one. */
                             parked: number;
@@ -3147,7 +3152,7 @@ export interface operations {
                                 warmLeases: number;
                                 coldLeases: number;
                                 warmupFailures: number;
-                                /** @description Of the warm leases, those that reused a parked sandbox. */
+                                /** @description Leases of a parked sandbox: counted in neither warmLeases nor the demand for fresh ones. */
                                 reusedLeases: number;
                             };
                             lastStartError: {
@@ -3297,6 +3302,11 @@ export interface operations {
                             leasesPerSecond: number;
                             refillSecondsP95: number | null;
                         };
+                        /** @description The engine's start throughput as the answering replica measured it (null before a few starts): warm-up keeps no more starts in flight than it absorbs. */
+                        engineStarts: {
+                            startsPerSecond: number | null;
+                            quickestStartMs: number | null;
+                        };
                         idle: number;
                         /** @description Sandboxes that served a session, scrubbed, waiting for their workspace's next one. */
                         parked: number;
@@ -3311,7 +3321,7 @@ export interface operations {
                             warmLeases: number;
                             coldLeases: number;
                             warmupFailures: number;
-                            /** @description Of the warm leases, those that reused a parked sandbox. */
+                            /** @description Leases of a parked sandbox: counted in neither warmLeases nor the demand for fresh ones. */
                             reusedLeases: number;
                         };
                         lastStartError: {

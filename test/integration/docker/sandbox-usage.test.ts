@@ -154,7 +154,10 @@ describe.skipIf(!available)("session end through a gateway on the docker runtime
           .execute();
       };
       let rows = await readRows();
-      await waitFor(async () => (rows = await readRows()).some((row) => row.kind === "sandbox_cpu"), 10_000);
+      await waitFor(async () => {
+        rows = await readRows();
+        return rows.some((row) => row.kind === "sandbox_cpu");
+      }, 10_000);
       const byKind = new Map(rows.map((row) => [row.kind, row]));
       const cpu = byKind.get("sandbox_cpu");
       expect(cpu, JSON.stringify(rows)).toBeDefined();

@@ -16,6 +16,7 @@ const pool = {
   starting: 1,
   warmupFailures: 0,
   warmHitRate: 0.75,
+  engineStarts: { startsPerSecond: 2.5 },
   lastStartError: null,
 };
 
@@ -23,7 +24,9 @@ describe("renderPools", () => {
   it("shows the effective minimum beside the configured one", () => {
     const text = renderPools([pool]);
     expect(text).toMatch(/^POOL\s+IMAGE\s+CLASS\s+MIN IDLE\s+EFFECTIVE\s+MAX TOTAL\s/);
-    expect(text).toMatch(/^default\s+sandpool\/sandbox:dev\s+standard\s+2\s+5\s+10\s+4\s+6\s+3\s+1\s+0\s+75%$/m);
+    expect(text).toMatch(
+      /^default\s+sandpool\/sandbox:dev\s+standard\s+2\s+5\s+10\s+4\s+6\s+3\s+1\s+0\s+75%\s+2\.5$/m,
+    );
     expect(text.split("\n")).toHaveLength(2);
   });
 
@@ -38,6 +41,7 @@ describe("renderPools", () => {
       starting: 0,
       warmupFailures: 7,
       warmHitRate: null,
+      engineStarts: { startsPerSecond: null },
       lastStartError: {
         message: "no such image: sandpool/gpu:1",
         at: "2026-12-01T07:00:00.000Z",
@@ -46,7 +50,7 @@ describe("renderPools", () => {
       },
     };
     const text = renderPools([pool, failing]);
-    expect(text).toMatch(/^gpu\s+\S+\s+standard\s+2\s+2\s+10\s+0\s+0\s+0\s+0\s+7\s+-$/m);
+    expect(text).toMatch(/^gpu\s+\S+\s+standard\s+2\s+2\s+10\s+0\s+0\s+0\s+0\s+7\s+-\s+-$/m);
     expect(text).toContain(
       "gpu: starts failing (6 in a row, last at 2026-12-01T07:00:00.000Z; next attempt at 2026-12-01T07:00:32.000Z): no such image: sandpool/gpu:1",
     );
