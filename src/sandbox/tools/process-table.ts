@@ -33,6 +33,13 @@ export function parseStat(line: string): ProcessEntry | undefined {
   return { pid, ppid: Number(ppid), state, flags: Number(flags) };
 }
 
+/** The pids `procRoot` lists (one readdir, no file read). */
+export function listPids(procRoot = "/proc"): number[] {
+  return readdirSync(procRoot)
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number);
+}
+
 /** Every process visible in `procRoot`; one that exits while being read is simply left out. */
 export function readProcessTable(procRoot = "/proc"): ProcessEntry[] {
   const entries: ProcessEntry[] = [];

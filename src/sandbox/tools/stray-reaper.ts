@@ -17,7 +17,13 @@
  * no call can start between the look at /proc and the kills.
  */
 import type { Logger } from "pino";
-import { ancestorsOf, inOwnPidNamespace, type ProcessEntry, readProcessTable } from "./process-table.js";
+import {
+  ancestorsOf,
+  inOwnPidNamespace,
+  listPids,
+  type ProcessEntry,
+  readProcessTable,
+} from "./process-table.js";
 
 export interface StrayReaperSource {
   /** The processes that must survive: the sessions' persistent interpreters. */
@@ -70,6 +76,7 @@ export class StrayReaper {
   /** Kills every stray (see the file's comment); call only while no tool runs. Returns how many it killed. */
   reap(): number {
     const keep = [...this.source.protectedPids()];
+    if (this.onlyKnownProcesses(keep)) return 0;
     const table = readProcessTable(this.procRoot);
     if (pickStrays(table, process.pid, keep).length === 0) return 0;
     const killed = new Set<number>();
@@ -95,6 +102,25 @@ export class StrayReaper {
     }
     if (killed.size > 0) this.log.info({ killed: killed.size }, "ended processes left behind by tool calls");
     return killed.size;
+  }
+
+  /** This server's ancestors (PID 1, tini), read once: they change only if its parent dies. */
+  private ancestors: { ppid: number; pids: Set<number> } | undefined;
+
+  /**
+   * Between calls there is usually nothing to reap: when every process /proc lists is this
+   * server, an ancestor of it or a protected interpreter, no `stat` is read. Each read is a
+   * few system calls, which gVisor traps: two full looks cost an Execute about 4 ms there.
+   */
+  private onlyKnownProcesses(keep: readonly number[]): boolean {
+    if (this.ancestors?.ppid !== process.ppid) {
+      this.ancestors = {
+        ppid: process.ppid,
+        pids: ancestorsOf(process.pid, readProcessTable(this.procRoot)),
+      };
+    }
+    const known = new Set([...this.ancestors.pids, ...keep]);
+    return listPids(this.procRoot).every((pid) => known.has(pid));
   }
 
   /** True when the signal was sent; a process gone meanwhile (ESRCH) or not ours (EPERM) is not an error. */
