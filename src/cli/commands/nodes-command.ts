@@ -1,6 +1,6 @@
 /**
- * `sandpool nodes`: the sandbox nodes an edge deployment routes to (state, address, free
- * warm sandboxes and capacity per pool, leased sandboxes, last heartbeat), and an
+ * `sandpool nodes`: the sandbox nodes an edge deployment routes to (state, address, isolation
+ * levels, free warm sandboxes and capacity per pool, leased sandboxes, last heartbeat), and an
  * operator's drain: a draining node takes no new lease, its sessions finish or expire, then
  * its sandboxes go. Through the admin API. Exit codes: 0 done, 1 refused or unreachable, 2 bad usage.
  */
@@ -19,16 +19,19 @@ interface NodeItem {
   freeWarm: Record<string, number>;
   leased: number;
   heartbeatAt: number;
+  /** Absent from a node older than the field: container alone. */
+  isolation?: string[];
 }
 
 export function renderNodes(nodes: NodeItem[], now = Date.now()): string {
   if (nodes.length === 0) return "no nodes (one host: --role all, or no node has registered)";
   return table(
-    ["NODE", "STATE", "URL", "LEASED", "WARM/CAPACITY", "HEARTBEAT"],
+    ["NODE", "STATE", "URL", "ISOLATION", "LEASED", "WARM/CAPACITY", "HEARTBEAT"],
     nodes.map((node) => [
       node.id,
       node.state,
       node.url,
+      (node.isolation ?? ["container"]).join(","),
       String(node.leased),
       Object.keys(node.capacity)
         .sort()

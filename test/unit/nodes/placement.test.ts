@@ -92,8 +92,11 @@ describe("renderNodes", () => {
       [node("a", { freeWarm: { default: 2 }, leased: 1, heartbeatAt: 10_000 })],
       13_000,
     );
-    expect(text).toMatch(/^NODE\s+STATE\s+URL\s+LEASED\s+WARM\/CAPACITY\s+HEARTBEAT/);
-    expect(text).toMatch(/a\s+ready\s+http:\/\/a:8091\s+1\s+default 2\/4\s+3s ago/);
+    expect(text).toMatch(/^NODE\s+STATE\s+URL\s+ISOLATION\s+LEASED\s+WARM\/CAPACITY\s+HEARTBEAT/);
+    expect(text).toMatch(/a\s+ready\s+http:\/\/a:8091\s+container\s+1\s+default 2\/4\s+3s ago/);
+    expect(renderNodes([node("b", { isolation: ["container", "gvisor"] })], 0)).toMatch(
+      /b\s+ready\s+http:\/\/b:8091\s+container,gvisor\s+0/,
+    );
     expect(renderNodes([])).toMatch(/^no nodes/);
   });
 });
