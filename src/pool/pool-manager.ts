@@ -214,19 +214,6 @@ export class PoolManager {
   }
 
   /**
-   * The pool serving `image` in `resourceClass`. Egress is a permission, never a default:
-   * a workspace allowed egress gets an egress pool when there is one (else the isolated
-   * one); a workspace without it never gets an egress pool.
-   */
-  find(image: string, resourceClass: string, egressAllowed = false): PoolSpec | undefined {
-    const candidates = [...this.pools.values()].filter(
-      (pool) => pool.image === image && pool.resourceClass === resourceClass,
-    );
-    const isolated = candidates.find((pool) => !pool.egress);
-    return egressAllowed ? (candidates.find((pool) => pool.egress) ?? isolated) : isolated;
-  }
-
-  /**
    * A ready sandbox for one session: warm from the pool (its place held for `hold` in the
    * same step), else cold-started (the caller then holds it: `holdMembership`), else, while
    * warm-up is starting sandboxes of the pool, the first of them to turn idle, else 503.

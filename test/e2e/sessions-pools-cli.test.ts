@@ -79,7 +79,7 @@ describe("sandpool pools", () => {
     const table = await sandpool(["pools", "list"]);
     expect(table.code, table.stderr).toBe(0);
     expect(table.stdout).toMatch(
-      /^POOL\s+IMAGE\s+CLASS\s+MIN IDLE\s+EFFECTIVE\s+MAX TOTAL\s+IDLE\s+LEASED\s+STARTING\s+FAILURES\s+WARM HITS$/m,
+      /^POOL\s+IMAGE\s+CLASS\s+MIN IDLE\s+EFFECTIVE\s+MAX TOTAL\s+IDLE\s+PARKED\s+LEASED\s+STARTING\s+FAILURES\s+WARM HITS\s+STARTS\/S$/m,
     );
     const json = await sandpool(["pools", "list", "--json"]);
     const items = (
