@@ -35,12 +35,30 @@ export interface ScrubTarget {
 
 export class ScrubFailedError extends Error {}
 
+/** How long killed processes may take to leave the process table (a loaded host is slow to). */
+const PROCESSES_GONE_WITHIN_MS = 3_000;
+const LOOK_AGAIN_MS = 20;
+
 export async function scrubSandbox(target: ScrubTarget): Promise<void> {
-  target.strays.reap();
-  const left = target.strays.count();
-  if (left > 0) throw new ScrubFailedError(`${left} processes outlived the scrub`);
+  await killEveryProcess(target.strays);
   await removeIpcObjects(target.launcher, target.procRoot ?? "/proc");
   for (const dir of target.dirs) await emptyDirectory(dir);
+}
+
+/**
+ * Kills every process but the server and its ancestors, then waits until none is left: one
+ * killed a moment ago may still be listed, not yet a zombie, while the kernel tears it down.
+ * Each look reaps again, so one started meanwhile is killed too.
+ */
+async function killEveryProcess(strays: StrayReaper): Promise<void> {
+  const deadline = Date.now() + PROCESSES_GONE_WITHIN_MS;
+  for (;;) {
+    strays.reap();
+    const left = strays.count();
+    if (left === 0) return;
+    if (Date.now() >= deadline) throw new ScrubFailedError(`${left} processes outlived the scrub`);
+    await new Promise((resolve) => setTimeout(resolve, LOOK_AGAIN_MS));
+  }
 }
 
 /**

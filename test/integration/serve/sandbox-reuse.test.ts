@@ -141,7 +141,10 @@ describe.skipIf(!available)("sandbox reuse (serve, docker)", () => {
         async () => (await parkedFor(workspace, POOL[isolation])).includes(first.container),
         30_000,
         "the sandbox parked",
-      );
+      ).catch((error: Error) => {
+        // Why it was not: the gateway logs a failed scrub (warn).
+        throw new Error(`${error.message}; the replica said: ${replica.output().stderr.slice(-3000)}`);
+      });
 
       const second = await oneSession(client, workspace);
       expect(second.container).toBe(first.container);

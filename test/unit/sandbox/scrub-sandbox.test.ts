@@ -12,14 +12,16 @@ import { ScrubFailedError, scrubSandbox } from "../../../src/sandbox/sessions/sc
 import type { StrayReaper } from "../../../src/sandbox/tools/stray-reaper.js";
 import { CodeLauncher } from "../../../src/sandbox/user-code/code-user.js";
 
-function reaper(leftAfterReap: number) {
+/** A stand-in reaper: after each reap, the next of `left` (the last one repeats) is still alive. */
+function reaper(...left: number[]) {
   const calls: string[] = [];
+  let looks = 0;
   const strays = {
     reap: () => {
       calls.push("reap");
       return 0;
     },
-    count: () => leftAfterReap,
+    count: () => left[Math.min(looks++, left.length - 1)]!,
   } as unknown as StrayReaper;
   return { strays, calls };
 }
@@ -74,6 +76,12 @@ describe("scrubSandbox", () => {
     expect(await readdir(root)).toEqual([]);
     expect(await readdir(tmp)).toEqual([]);
     expect(await readdir(outside)).toEqual(["keep.txt"]);
+  });
+
+  it("waits for killed processes to leave the process table, reaping again meanwhile", async () => {
+    const { strays, calls } = reaper(2, 1, 0);
+    await scrubSandbox({ strays, launcher: new CodeLauncher(), dirs: [tmp], procRoot });
+    expect(calls).toEqual(["reap", "reap", "reap"]);
   });
 
   it("fails, touching no file, when a process outlives the reap", async () => {
