@@ -266,23 +266,28 @@ export class MemoryCoordinationStore implements CoordinationStore {
   }
 
   async pushIdle(record: SandboxRecord, membership?: { until: number; now: number }) {
+    return this.queue(record, membership, { list: this.idle, endsMark: this.warming, newestFirst: false });
+  }
+
+  async parkIdle(record: SandboxRecord, membership: { until: number; now: number }) {
+    return this.queue(record, membership, { list: this.parked, endsMark: this.retiring, newestFirst: true });
+  }
+
+  /** Both queues as the Redis store's one script: a member only (when given), one mark and the in-flight mark ended. */
+  private queue(
+    record: SandboxRecord,
+    membership: { until: number; now: number } | undefined,
+    into: { list: Map<string, SandboxRecord[]>; endsMark: Map<string, ExpiringSet>; newestFirst: boolean },
+  ): boolean {
     if (membership) {
       const members = this.members.get(record.pool);
       if (!members?.contains(record.sandboxId)) return false;
       members.renew(record.sandboxId, membership.until);
     }
-    getOrCreate(this.idle, record.pool, () => []).push(record);
-    this.warming.get(record.pool)?.delete(record.sandboxId);
-    this.inFlight.get(record.pool)?.delete(record.sandboxId);
-    return true;
-  }
-
-  async parkIdle(record: SandboxRecord, membership: { until: number; now: number }) {
-    const members = this.members.get(record.pool);
-    if (!members?.contains(record.sandboxId)) return false;
-    members.renew(record.sandboxId, membership.until);
-    getOrCreate(this.parked, record.pool, () => []).unshift(record);
-    this.retiring.get(record.pool)?.delete(record.sandboxId);
+    const list = getOrCreate(into.list, record.pool, () => []);
+    if (into.newestFirst) list.unshift(record);
+    else list.push(record);
+    into.endsMark.get(record.pool)?.delete(record.sandboxId);
     this.inFlight.get(record.pool)?.delete(record.sandboxId);
     return true;
   }
@@ -292,9 +297,7 @@ export class MemoryCoordinationStore implements CoordinationStore {
   }
 
   async takeParked(pool: string, sandboxId: string) {
-    const records = this.parked.get(pool) ?? [];
-    const index = records.findIndex((record) => record.sandboxId === sandboxId);
-    return index >= 0 ? records.splice(index, 1)[0] : undefined;
+    return takeById(this.parked.get(pool), sandboxId);
   }
 
   async popParked(pool: string) {
@@ -326,9 +329,7 @@ export class MemoryCoordinationStore implements CoordinationStore {
   }
 
   async takeIdle(pool: string, sandboxId: string) {
-    const records = this.idle.get(pool) ?? [];
-    const index = records.findIndex((record) => record.sandboxId === sandboxId);
-    return index >= 0 ? records.splice(index, 1)[0] : undefined;
+    return takeById(this.idle.get(pool), sandboxId);
   }
 
   async listIdle(pool: string) {
@@ -423,4 +424,10 @@ export class MemoryCoordinationStore implements CoordinationStore {
   async close() {
     this.subscribers.clear();
   }
+}
+
+/** Takes one sandbox's record out of a queue, if it is there. */
+function takeById(records: SandboxRecord[] | undefined, sandboxId: string): SandboxRecord | undefined {
+  const index = records?.findIndex((record) => record.sandboxId === sandboxId) ?? -1;
+  return index >= 0 ? records!.splice(index, 1)[0] : undefined;
 }
