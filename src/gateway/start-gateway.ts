@@ -11,6 +11,7 @@ import type { GatewayConfig } from "../config/gateway-config.js";
 import { createEdgeRouting } from "../edge/edge-routing.js";
 import type { GatewayEgress } from "../egress/gateway-egress.js";
 import { SandboxClient } from "../forward/sandbox-client.js";
+import { SandboxForwarder } from "../forward/sandbox-forwarder.js";
 import { listen, type RunningServer } from "../http/common/listen.js";
 import { pendingWorkOf } from "../http/common/pending-work.js";
 import { createGatewayApp } from "../http/gateway-app.js";
@@ -201,7 +202,12 @@ export async function startGateway(
     admission,
     pools,
     sessions,
-    sandboxes,
+    forwarder: new SandboxForwarder({
+      client: sandboxes,
+      limits: config.limits,
+      log,
+      onSessionFailed: (key) => sessions.end(key, "sandbox_failed"),
+    }),
     usage,
     limits: config.limits,
     metricsToken: metricsTokenOf(config.metrics),

@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import type { ApiKeyAdmin } from "../auth/api-key-admin.js";
 import type { FailedAuthLimiter } from "../auth/failed-auth-limiter.js";
 import type { BearerAuthenticator } from "../auth/principal.js";
-import type { SandboxClient } from "../forward/sandbox-client.js";
+import type { SandboxForwarder } from "../forward/sandbox-forwarder.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { UsageReports } from "../metering/usage-report.js";
 import type { UsageSink } from "../metering/usage-sink.js";
@@ -29,7 +29,8 @@ export interface GatewayServices {
   admission: Admission;
   pools: PoolManager;
   sessions: SessionLifecycle;
-  sandboxes: SandboxClient;
+  /** Calls on to the sandbox serving a session (one byte budget for the gateway). */
+  forwarder: SandboxForwarder;
   usage: UsageSink;
   limits: GatewayLimits;
   /** The bearer token /metrics requires (`metrics.token`); unset, /metrics answers anyone. */

@@ -5,26 +5,18 @@
  * until the handler returns: the session is marked busy, the call keeps its place among
  * the workspace's calls in flight, and the reservation is settled with the wall time from
  * the forward to the end of the stream. An error before the stream starts (the sandbox's
- * or the gateway's) is answered as JSON with its status, as without the header; a sandbox
- * that answers plain JSON (one without streaming) gets its answer sent as the result event.
+ * or the gateway's) is answered as JSON with its status, as without the header. The relay
+ * of the events themselves is forwarding's (src/forward/sandbox-forwarder.ts).
  */
 
 import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
-import { EVENT_STREAM_HEADERS, EVENT_STREAM_TYPE, formatEvent } from "../contract/exec-events.js";
-import { relayExecEvents, reserialized } from "../forward/exec-event-relay.js";
-import { oversizedExecAnswer } from "../forward/oversized-exec-answer.js";
+import { EVENT_STREAM_HEADERS } from "../contract/exec-events.js";
 import { pendingWorkOf } from "../http/common/pending-work.js";
 import type { GatewayServices } from "../http/gateway-services.js";
 import type { CallTransport, Outcome } from "../operations/handler.js";
 import type { Lease, LeaseKey } from "../store/coordination/records.js";
-import {
-  answerOutcome,
-  budgetOf,
-  DEFAULT_MAX_SANDBOX_ANSWER_BYTES,
-  DEFAULT_MAX_SANDBOX_ERROR_BYTES,
-  forwardToSandbox,
-} from "./forward-to-sandbox.js";
+import { answerOutcome } from "./answer-outcome.js";
 import { meterExecution } from "./meter-execution.js";
 import type { OpenCall } from "./session-lifecycle.js";
 
@@ -68,63 +60,25 @@ export async function streamExecution(
 
   try {
     started = performance.now();
-    const answer = await forwardToSandbox(services, call.lease, {
-      method: "POST",
-      subPath: "/exec",
-      headers: { "content-type": "application/json", accept: EVENT_STREAM_TYPE },
+    const stream = await services.forwarder.forwardExecStream(call.lease, {
       body: call.forwarded,
-      timeoutMs: call.deadlineMs,
-      buffer: true,
-      passEventStream: true,
+      deadlineMs: call.deadlineMs,
       log: call.log,
     });
-    if (answer.status !== 200) {
+    if (stream.kind === "answer") {
       finish();
-      return answerOutcome(answer);
+      return answerOutcome(stream.answer);
     }
-    if (Buffer.isBuffer(answer.body)) {
-      // A sandbox without streaming answered JSON (read with the buffered caps): one event,
-      // its JSON written anew so no line break of the sandbox's can start another.
-      let result: string;
-      try {
-        result = reserialized(answer.body.toString("utf8"), "an answer");
-      } catch (error) {
-        await services.sessions.end(call.key, "sandbox_failed");
-        throw error;
-      }
-      finish();
-      return { kind: "raw", status: 200, headers: EVENT_STREAM_HEADERS, body: formatEvent("result", result) };
-    }
-    const maxAnswer = services.limits.maxSandboxAnswerBytes ?? DEFAULT_MAX_SANDBOX_ANSWER_BYTES;
-    const relay = relayExecEvents(answer.body, {
-      maxDeltaBytes: maxAnswer,
-      maxResultBytes: maxAnswer,
-      maxErrorBytes: services.limits.maxSandboxErrorBytes ?? DEFAULT_MAX_SANDBOX_ERROR_BYTES,
-      deadlineMs: Math.max(0, call.deadlineMs - (performance.now() - started)),
-      reserve: (bytes, timeoutMs) => budgetOf(services).reserve(bytes, timeoutMs),
-      oversizedResult: () => {
-        call.log.warn(
-          { sandbox: call.lease.sandbox.sandboxId, limit: maxAnswer },
-          "a sandbox streamed more than the gateway reads",
-        );
-        const elapsed = performance.now() - (started ?? performance.now());
-        return oversizedExecAnswer(call.forwarded, maxAnswer, elapsed).body.toString("utf8");
-      },
-      onSandboxFailure: async (error) => {
-        call.log.warn({ err: error, session: call.key.sessionId }, "a streamed call's sandbox failed");
-        await services.sessions.end(call.key, "sandbox_failed").catch((endError) => {
-          call.log.warn({ err: endError, session: call.key.sessionId }, "could not end a session");
-        });
-      },
-    });
     // `done` only resolves (the relay settles every way it can end), and `finish` catches.
-    void relay.done.then(finish);
+    void stream.done.then(finish);
+    if (typeof stream.body === "string")
+      return { kind: "raw", status: 200, headers: EVENT_STREAM_HEADERS, body: stream.body };
     // A client that stops reading would otherwise hold the stream, and the events written to
     // it, forever: the transport closes it once the deadline and a grace have passed.
     transport?.closeUndeliveredAfter?.(
       Math.max(0, call.deadlineMs - (performance.now() - started)) + DELIVERY_GRACE_MS,
     );
-    return { kind: "raw", status: 200, headers: EVENT_STREAM_HEADERS, body: relay.body };
+    return { kind: "raw", status: 200, headers: EVENT_STREAM_HEADERS, body: stream.body };
   } catch (error) {
     finish();
     throw error;

@@ -18,8 +18,8 @@ import { pendingWorkOf } from "../http/common/pending-work.js";
 import type { GatewayServices } from "../http/gateway-services.js";
 import type { OperationHandler } from "../operations/handler.js";
 import { grantedTimeoutSeconds } from "../policy/decide-limits.js";
+import { answerOutcome } from "./answer-outcome.js";
 import { streamExecution } from "./exec-stream.js";
-import { answerOutcome, forwardToSandbox } from "./forward-to-sandbox.js";
 import { meterExecution } from "./meter-execution.js";
 import { requestedExecSeconds } from "./session-plans.js";
 
@@ -49,7 +49,7 @@ export function executeHandler(services: GatewayServices): OperationHandler {
     let started: number | undefined;
     try {
       started = performance.now();
-      const answer = await forwardToSandbox(services, lease, {
+      const answer = await services.forwarder.forward(lease, {
         method: "POST",
         subPath: "/exec",
         headers: { "content-type": "application/json" },

@@ -11,12 +11,13 @@
 import { scopedPrincipal } from "../auth/principal.js";
 import { SandpoolError } from "../contract/error-codes.js";
 import { MAX_FILE_BYTES_HEADER } from "../contract/headers.js";
+import type { SandboxAnswer } from "../forward/sandbox-forwarder.js";
 import { attachmentDisposition, fileNameOf } from "../http/common/content-disposition.js";
 import { pendingWorkOf } from "../http/common/pending-work.js";
 import type { GatewayServices } from "../http/gateway-services.js";
 import type { CallArgs, OperationCall, OperationHandler } from "../operations/handler.js";
 import { auditRefusal } from "../pipeline/steps/audit.js";
-import { answerOutcome, forwardToSandbox, type SandboxAnswer } from "./forward-to-sandbox.js";
+import { answerOutcome } from "./answer-outcome.js";
 import type { OpenCall } from "./session-lifecycle.js";
 import { TRANSFER_DEADLINE_MS } from "./session-plans.js";
 
@@ -97,7 +98,7 @@ export function fileHandlers(services: GatewayServices): Record<string, Operatio
     "files.list": async (operationCall) => {
       const call = admitted(operationCall);
       try {
-        const answer = await forwardToSandbox(services, call.lease, {
+        const answer = await services.forwarder.forward(call.lease, {
           method: "GET",
           subPath: "/files/list",
           query: queryOf(operationCall.args),
@@ -116,7 +117,7 @@ export function fileHandlers(services: GatewayServices): Record<string, Operatio
       const end = () => endBehind(services, call);
       let answer: SandboxAnswer;
       try {
-        answer = await forwardToSandbox(services, call.lease, {
+        answer = await services.forwarder.forward(call.lease, {
           method: "GET",
           subPath: "/files",
           query: queryOf(operationCall.args),
@@ -151,7 +152,7 @@ export function fileHandlers(services: GatewayServices): Record<string, Operatio
       if (upload.contentLength !== undefined) headers["content-length"] = String(upload.contentLength);
       let answer: SandboxAnswer;
       try {
-        answer = await forwardToSandbox(services, call.lease, {
+        answer = await services.forwarder.forward(call.lease, {
           method: "POST",
           subPath: "/files",
           headers,

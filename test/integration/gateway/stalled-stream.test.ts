@@ -9,7 +9,6 @@ import { once } from "node:events";
 import { createServer, type Server } from "node:http";
 import { type AddressInfo, connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { budgetOf } from "../../../src/session/forward-to-sandbox.js";
 import type { Lease } from "../../../src/store/coordination/records.js";
 import { startTestGateway, type TestGateway } from "../../support/gateway-harness.js";
 
@@ -136,7 +135,7 @@ describe("a streamed Execute whose client stops reading", () => {
   it("gives the answer budget back by its deadline: another workspace's buffered Execute goes through", async () => {
     const other = await harness.client("team-other");
     const otherSession = (await other.createSession()).body as { session_id: string };
-    const budget = budgetOf(harness.gateway.services);
+    const budget = harness.gateway.services.forwarder.budget;
 
     const started = Date.now();
     stalledClient = await stallOnStreamedExec("team-stalled", await streamingSession("team-stalled"));

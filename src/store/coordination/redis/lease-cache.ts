@@ -12,7 +12,7 @@
  * What a stale entry can still do in the moment between one replica's end and the message
  * reaching another: forward a call to the session's sandbox, which by then has closed the
  * session (the end closes it before it answers, session-lifecycle.ts), so the call is the
- * session's 404 (forward-to-sandbox.ts).
+ * session's 404 (src/forward/sandbox-forwarder.ts).
  */
 import type { Lease, LeaseKey } from "../records.js";
 
