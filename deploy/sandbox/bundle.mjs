@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-// Bundles the standalone sandbox server (src/sandbox/sandbox-main.ts) and all its
+// Bundles the standalone sandbox server (src/cli/sandbox-main.ts) and all its
 // npm dependencies into one ESM file, so the sandbox image needs only the
 // node binary and this file: no node_modules, no npm inside the image.
 //
 // Usage: node deploy/sandbox/bundle.mjs [--entry FILE] [--outfile FILE]
-//   --entry    entry point (default: src/sandbox/sandbox-main.ts)
+//   --entry    entry point (default: src/cli/sandbox-main.ts)
 //   --outfile  output file (default: deploy/sandbox/.build/sandbox.mjs)
 // Relative paths are taken from the repository root.
 import { createHash } from "node:crypto";
@@ -17,14 +17,14 @@ import { build } from "esbuild";
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
 const usage = `Usage: node deploy/sandbox/bundle.mjs [--entry FILE] [--outfile FILE]
-  --entry    entry point (default: src/sandbox/sandbox-main.ts)
+  --entry    entry point (default: src/cli/sandbox-main.ts)
   --outfile  output file (default: deploy/sandbox/.build/sandbox.mjs)`;
 
 let args;
 try {
   args = parseArgs({
     options: {
-      entry: { type: "string", default: "src/sandbox/sandbox-main.ts" },
+      entry: { type: "string", default: "src/cli/sandbox-main.ts" },
       outfile: { type: "string", default: "deploy/sandbox/.build/sandbox.mjs" },
       help: { type: "boolean", short: "h", default: false },
     },

@@ -6,12 +6,12 @@
  * It goes through the usage buffer, so it costs the request nothing but a push, and reaches
  * Postgres within a second or two. Refusals of one workspace, operation and code within a
  * second are one record with their count, whatever session ids the client named
- * (src/audit/refusal-buffer.ts), so a client hammering a quota or naming random sessions
+ * (src/metering/refusal-buffer.ts), so a client hammering a quota or naming random sessions
  * writes a row a second, not a row a call.
  */
 import type { Principal } from "../auth/principal.js";
 import type { ErrorCode, SandpoolError } from "../contract/error-codes.js";
-import type { UsageSink } from "../metering/usage-sink.js";
+import { NO_SESSION, type UsageSink } from "../metering/usage-sink.js";
 
 /**
  * The codes a refusal is audited for: what the workspace was not allowed to do (an upload over
@@ -23,9 +23,6 @@ const AUDITED_CODES = new Set<ErrorCode>(["session.not_found", "file.too_large"]
 export function isAuditedRefusal(code: ErrorCode): boolean {
   return AUDITED_CODES.has(code) || AUDITED_PREFIXES.some((prefix) => code.startsWith(prefix));
 }
-
-/** A denied record's `sessionId` when the call named no session (CreateSession). */
-export const NO_SESSION = "-";
 
 export interface Refusal {
   principal: Principal;

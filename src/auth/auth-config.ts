@@ -4,8 +4,8 @@
  * keeps a forged token out is decided here, at start-up, not per request.
  */
 import { z } from "zod";
-import { isSecureOrLoopbackUrl } from "../config/loopback-host.js";
 import { introspectionConfigSchema } from "./introspection-config.js";
+import { isSecureOrLoopbackUrl } from "./loopback-host.js";
 import { asymmetricAlgorithms, hmacAlgorithms, readPublicKey } from "./public-key-algorithms.js";
 
 const keySources = ["jwtSecret", "jwtPublicKey", "jwksUrl"] as const;

@@ -10,7 +10,7 @@
  * `sandpool serve` refuses to start with neither unless `anyAudience: true` waives the check.
  */
 import { z } from "zod";
-import { isSecureOrLoopbackUrl } from "../config/loopback-host.js";
+import { isSecureOrLoopbackUrl } from "./loopback-host.js";
 
 export const introspectionConfigSchema = z
   .strictObject({

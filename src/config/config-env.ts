@@ -7,7 +7,7 @@
  */
 import { homedir } from "node:os";
 import path from "node:path";
-import { formatKeyPath, suggest } from "./did-you-mean.js";
+import { formatKeyPath, suggest } from "../contract/did-you-mean.js";
 
 export interface EnvVariable {
   name: string;

@@ -7,8 +7,8 @@
  */
 import { stringify } from "yaml";
 import type { z } from "zod";
+import { formatKeyPath, unwrap } from "../contract/did-you-mean.js";
 import { configEnvVariables } from "./config-env.js";
-import { formatKeyPath, unwrap } from "./did-you-mean.js";
 import { gatewayConfigSchema } from "./gateway-config.js";
 
 interface FieldDoc {

@@ -7,8 +7,8 @@
 import { readFileSync } from "node:fs";
 import { parseDocument } from "yaml";
 import type { z } from "zod";
+import { formatKeyPath, unknownKeyMessage } from "../contract/did-you-mean.js";
 import { applyEnvironment, configEnvVariables, type RawConfig } from "./config-env.js";
-import { formatKeyPath, unknownKeyMessage } from "./did-you-mean.js";
 import { type GatewayConfig, gatewayConfigSchema } from "./gateway-config.js";
 
 export class ConfigError extends Error {

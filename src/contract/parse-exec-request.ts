@@ -2,7 +2,7 @@
  * An Execute body checked as the contract asks: an unknown (or missing) tool kind is 400,
  * a known kind whose input is malformed is 422. Shared by the gateway and the sandbox.
  */
-import { suggest } from "../config/did-you-mean.js";
+import { suggest } from "./did-you-mean.js";
 import { malformed, SandpoolError } from "./error-codes.js";
 import { type ExecRequest, execRequest, issueProblems, isToolKind, toolKinds } from "./schemas.js";
 

@@ -9,7 +9,7 @@
 
 import { en } from "zod/locales";
 import * as z from "zod/mini";
-import { unknownFieldMessage } from "../config/did-you-mean.js";
+import { unknownFieldMessage } from "./did-you-mean.js";
 
 // zod/mini ships without messages ("Invalid input"); the English ones name the problem.
 // Global to zod, and the same locale the full build installs for the rest of sandpool.

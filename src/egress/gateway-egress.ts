@@ -10,7 +10,6 @@
  * sandbox is never reused across sessions).
  */
 import type { Logger } from "pino";
-import type { EffectivePolicy } from "../policy/effective-policy.js";
 import type { SandboxEgress } from "../runtime/docker/sandbox-egress.js";
 import type { Lease } from "../store/coordination/records.js";
 
@@ -20,9 +19,18 @@ import type { EgressGrant } from "./egress-rules.js";
 /** How long "no lease holds this sandbox" is believed before the leases are read again. */
 const MISS_MEMORY_MS = 2_000;
 
+/** What egress reads of a workspace's effective policy. */
+export interface EgressPolicy {
+  enabled: boolean;
+  egressAllowed: boolean;
+  egressAllowCidrs: string[];
+  egressAllowHosts: string[];
+}
+
 export interface EgressOwnership {
   leases(): Promise<Lease[]>;
-  policyFor(workspace: string): Promise<EffectivePolicy>;
+  /** The egress part of the workspace's policy in force (the policy service's effective policy). */
+  policyFor(workspace: string): Promise<EgressPolicy>;
 }
 
 export class GatewayEgress implements SandboxEgress {

@@ -5,7 +5,7 @@
  * the database is away events wait rather than slowing requests.
  *
  * Two queues, written in this order: billing events (sessions, calls, transfers, sandbox
- * usage), which are never dropped, and refusals (`denied`, src/audit/refusal-buffer.ts),
+ * usage), which are never dropped, and refusals (`denied`, refusal-buffer.ts),
  * merged per workspace, operation, code and second and bounded: a flood of refusals while
  * the database is slow can only crowd out older refusals, never a usage record.
  *
@@ -16,9 +16,9 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import { RefusalBuffer } from "../audit/refusal-buffer.js";
 import { SandpoolError } from "../contract/error-codes.js";
 import type { UsageEvent, UsageKind } from "../store/sql/usage-event.js";
+import { RefusalBuffer } from "./refusal-buffer.js";
 import type { UsageEventInput, UsageSink } from "./usage-sink.js";
 
 export interface UsageWriter {

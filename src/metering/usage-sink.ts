@@ -5,6 +5,9 @@
  */
 import type { UsageKind } from "../store/sql/usage-event.js";
 
+/** A denied record's `sessionId` when the call named no session (CreateSession). */
+export const NO_SESSION = "-";
+
 export interface UsageEventInput {
   workspace: string;
   sessionId: string;

@@ -15,11 +15,10 @@
  */
 import type { Logger } from "pino";
 import { PartialListError, type RuntimeSandbox, type SandboxRuntime } from "../runtime/sandbox-runtime.js";
-import { HOLD_GRACE_MS, type SessionLifecycle } from "../session/session-lifecycle.js";
 import type { AdmissionStore } from "../store/coordination/admission-store.js";
 import type { LeaseStore } from "../store/coordination/lease-store.js";
 import type { PoolLedger } from "../store/coordination/pool-ledger.js";
-import { type Lease, leaseDeadline } from "../store/coordination/records.js";
+import { HOLD_GRACE_MS, type Lease, type LeaseKey, leaseDeadline } from "../store/coordination/records.js";
 import type { PoolManager } from "./pool-manager.js";
 import { reclaimInFlight } from "./reclaim-in-flight.js";
 
@@ -27,7 +26,8 @@ export interface ReconcileDeps {
   runtime: SandboxRuntime;
   store: LeaseStore & PoolLedger & Pick<AdmissionStore, "acquireSlot">;
   pools: PoolManager;
-  sessions: SessionLifecycle;
+  /** Ends the session of a sandbox that is gone (the session layer's `end`). */
+  sessions: { end(key: LeaseKey, reason: "sandbox_failed"): Promise<boolean> };
   log: Logger;
   /** How old an unknown sandbox must be before it counts as an orphan. */
   orphanGraceMs: number;

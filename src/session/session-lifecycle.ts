@@ -27,6 +27,7 @@ import { type Admission, settlement } from "../quota/admission.js";
 import type { SandboxUsage } from "../runtime/sandbox-runtime.js";
 import type { LeaseStore } from "../store/coordination/lease-store.js";
 import {
+  HOLD_GRACE_MS,
   type Lease,
   type LeaseKey,
   leaseDeadline,
@@ -36,8 +37,6 @@ import {
 export const DESTROY_SANDBOX_JOB = "destroy-sandbox";
 /** After a session's end is answered: its sandbox's usage settled, then the sandbox reused or destroyed. */
 export const SETTLE_ENDED_SESSION_JOB = "settle-ended-session";
-/** Slots and memberships outlive the session's own deadline by this much, never less. */
-export const HOLD_GRACE_MS = 60_000;
 /** How long an end waits for the sandbox to close the session inside it. */
 const CLOSE_INNER_TIMEOUT_MS = 1_000;
 const REAP_BATCH = 100;

@@ -54,6 +54,9 @@ export interface Lease {
 /** A call starting (with its deadline) or ending, recorded with the activity it is. */
 export type CallMark = { begin: number } | { end: true };
 
+/** Slots and memberships outlive the session's own deadline by this much, never less. */
+export const HOLD_GRACE_MS = 60_000;
+
 /** When the reaper should end the lease if nothing touches it first. */
 export function leaseDeadline(lease: Lease): number {
   const idleDeadline = Math.max(lease.lastActivityAt + lease.idleTimeoutSeconds * 1000, lease.busyUntil ?? 0);

@@ -7,7 +7,7 @@ import { SignJWT } from "jose";
 import { describe, expect, it } from "vitest";
 import { authConfigSchema } from "../../../src/auth/auth-config.js";
 import { JwtAuthenticator } from "../../../src/auth/jwt-authenticator.js";
-import { isLoopbackHost, isSecureOrLoopbackUrl } from "../../../src/config/loopback-host.js";
+import { isLoopbackHost, isSecureOrLoopbackUrl } from "../../../src/auth/loopback-host.js";
 import { SandpoolError } from "../../../src/contract/error-codes.js";
 
 const secret = "a-test-secret-that-is-at-least-32-bytes-long";

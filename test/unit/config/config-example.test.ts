@@ -5,9 +5,9 @@ import { afterAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { configEnvVariables } from "../../../src/config/config-env.js";
 import { configExample, fieldDocs, renderConfigExample } from "../../../src/config/config-example.js";
-import { formatKeyPath, keyLocations } from "../../../src/config/did-you-mean.js";
 import { gatewayConfigSchema } from "../../../src/config/gateway-config.js";
 import { loadGatewayConfig } from "../../../src/config/load-config.js";
+import { formatKeyPath, keyLocations } from "../../../src/contract/did-you-mean.js";
 
 const dir = mkdtempSync(path.join(tmpdir(), "sandpool-example-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

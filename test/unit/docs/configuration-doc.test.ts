@@ -9,8 +9,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { configEnvVariables } from "../../../src/config/config-env.js";
-import { formatKeyPath, keyLocations } from "../../../src/config/did-you-mean.js";
 import { gatewayConfigSchema } from "../../../src/config/gateway-config.js";
+import { formatKeyPath, keyLocations } from "../../../src/contract/did-you-mean.js";
 import { CONFIGURATION_DOC, REGENERATE, renderConfigurationDoc } from "./configuration-doc.js";
 
 const root = fileURLToPath(new URL("../../../", import.meta.url));

@@ -9,8 +9,8 @@ import { stringify } from "yaml";
 import type { z } from "zod";
 import { configEnvVariables } from "../../../src/config/config-env.js";
 import { fieldDocs } from "../../../src/config/config-example.js";
-import { formatKeyPath, unwrap } from "../../../src/config/did-you-mean.js";
 import { gatewayConfigSchema } from "../../../src/config/gateway-config.js";
+import { formatKeyPath, unwrap } from "../../../src/contract/did-you-mean.js";
 
 type Schema = z.core.$ZodType;
 

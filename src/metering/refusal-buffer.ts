@@ -13,9 +13,8 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import type { UsageEventInput } from "../metering/usage-sink.js";
 import type { UsageEvent } from "../store/sql/usage-event.js";
-import { NO_SESSION } from "./record-refusal.js";
+import { NO_SESSION, type UsageEventInput } from "./usage-sink.js";
 
 /** Distinct session ids (and principals) are counted up to this many per row: a bounded set in memory. */
 export const DISTINCT_COUNTED = 100;

@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
+import { gatewayConfigSchema } from "../../../src/config/gateway-config.js";
 import {
   formatKeyPath,
   keyLocations,
   knownKeysAt,
   suggest,
   unknownKeyMessage,
-} from "../../../src/config/did-you-mean.js";
-import { gatewayConfigSchema } from "../../../src/config/gateway-config.js";
+} from "../../../src/contract/did-you-mean.js";
 
 describe("suggest", () => {
   const keys = ["maxConcurrentSessions", "sessionsPerMinute", "maxFileBytes", "minIdle", "maxTotal"];

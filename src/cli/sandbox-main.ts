@@ -3,6 +3,6 @@
  * bundle carries none of the gateway's dependencies.
  */
 import { Command } from "commander";
-import { sandboxCommand } from "../cli/commands/sandbox-command.js";
+import { sandboxCommand } from "./commands/sandbox-command.js";
 
 await new Command("sandpool").addCommand(sandboxCommand()).parseAsync(process.argv);
