@@ -8,7 +8,6 @@
 import type { Logger } from "pino";
 import type { GatewayConfig } from "../config/gateway-config.js";
 import { ConfigError, loadGatewayConfig } from "../config/load-config.js";
-import { EDGE_RUNTIME } from "../edge/edge-pools.js";
 import { GatewayEgress } from "../egress/gateway-egress.js";
 import { SandboxClient } from "../forward/sandbox-client.js";
 import { startGateway } from "../gateway/start-gateway.js";
@@ -189,7 +188,7 @@ async function runEdgeRole(config: GatewayConfig, options: ServeOptions, log: Lo
     lostAfterMs: config.node.lostAfterMs,
   });
   const jobs = new BullmqJobRunner({ target: redis, queueName: config.deployment }, log);
-  const gateway = await startGateway(config, { store, db, runtime: EDGE_RUNTIME, jobs, nodes }, log, {
+  const gateway = await startGateway(config, { store, db, jobs, nodes }, log, {
     ready: () => store.ping(),
   });
   log.info({ url: gateway.url, redis: describeRedisTarget(redis) }, "sandpool edge serving");

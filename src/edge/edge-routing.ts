@@ -13,12 +13,12 @@ import { NodeSecrets } from "../nodes/node-signature.js";
 import type { SessionLifecycle } from "../session/session-lifecycle.js";
 import type { LeaseStore } from "../store/coordination/lease-store.js";
 import type { PoolLedger } from "../store/coordination/pool-ledger.js";
-import { EdgePools } from "./edge-pools.js";
 import { NodeClient } from "./node-client.js";
 import { NodeDirectory } from "./node-directory.js";
+import { RoutedPools } from "./routed-pools.js";
 
 export interface EdgeRouting {
-  pools: EdgePools;
+  pools: RoutedPools;
   client: NodeClient;
   directory: NodeDirectory;
   registry: NodeRegistry;
@@ -72,7 +72,7 @@ export function createEdgeRouting(
   const client = new NodeClient(new NodeSecrets(config.node.secrets), directory, (reason) =>
     routingErrors.inc({ reason }),
   );
-  const pools = new EdgePools({ pools: config.pools, store, nodes: client, directory, metrics, log });
+  const pools = new RoutedPools({ pools: config.pools, nodes: client, directory, metrics, log });
   return {
     pools,
     client,

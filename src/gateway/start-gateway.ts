@@ -28,7 +28,8 @@ import { PoolDemandSync } from "../pool/pool-demand-sync.js";
 import { PoolManager } from "../pool/pool-manager.js";
 import { RuntimePoolSizes } from "../pool/pool-sizes.js";
 import { poolStatus } from "../pool/pool-status.js";
-import { type ReconcileReport, reconcile } from "../pool/reconcile.js";
+import { NOTHING_RECONCILED, type ReconcileReport, reconcile } from "../pool/reconcile.js";
+import type { GatewayPools } from "../pool/sandbox-pool.js";
 import { defaultWarmupStarts, WarmupLimiter } from "../pool/warmup-limiter.js";
 import { Admission } from "../quota/admission.js";
 import { CPU_METER_JOB, CpuMeter } from "../quota/cpu-meter.js";
@@ -55,7 +56,8 @@ export interface GatewayBackends {
   /** Role edge: the node registry; sessions are placed on nodes and their calls routed there. */
   nodes?: NodeRegistry;
   db: Kysely<Database>;
-  runtime: SandboxRuntime;
+  /** This host's sandbox runtime: required unless the gateway is an edge (`nodes`), which starts none. */
+  runtime?: SandboxRuntime;
   jobs: JobRunner;
   /** The egress proxy the runtime attaches to egress sandboxes; bound here to the policy. */
   egress?: GatewayEgress;
@@ -98,18 +100,20 @@ export async function startGateway(
     : undefined;
   const sandboxes = edge?.client ?? new SandboxClient();
   const poolSizes = new RuntimePoolSizes(config.pools, new PoolSizeRepository(db), store, log);
-  const pools =
-    edge?.pools ??
-    new PoolManager({
-      pools: config.pools,
-      store,
-      runtime,
-      client: sandboxes,
-      metrics,
-      log,
-      sizes: poolSizes,
-      warmupLimiter: new WarmupLimiter(config.limits.maxWarmupStarts ?? defaultWarmupStarts()),
-    });
+  if (!edge && !runtime) throw new Error("a gateway that is not an edge needs a sandbox runtime");
+  // Where sandboxes run: on nodes (an edge), or on this host's runtime.
+  const pools: GatewayPools = edge
+    ? edge.pools
+    : new PoolManager({
+        pools: config.pools,
+        store,
+        runtime: runtime!,
+        client: sandboxes,
+        metrics,
+        log,
+        sizes: poolSizes,
+        warmupLimiter: new WarmupLimiter(config.limits.maxWarmupStarts ?? defaultWarmupStarts()),
+      });
   // Every replica's lease and start counts, shared without a command on the request path.
   const demandSync = new PoolDemandSync(pools, store, metrics, log);
   await demandSync.start();
@@ -152,8 +156,10 @@ export async function startGateway(
   jobs.register(CPU_METER_JOB, async () => {
     await cpuMeter.tick();
   });
-  const reconcileWithRuntime = (asOf?: number) =>
-    reconcile({
+  const reconcileWithRuntime = async (asOf?: number): Promise<ReconcileReport> => {
+    // An edge has no engine to reconcile: each node reconciles its own.
+    if (!runtime || edge) return NOTHING_RECONCILED;
+    return reconcile({
       now: asOf === undefined ? undefined : () => asOf,
       runtime,
       store,
@@ -163,6 +169,7 @@ export async function startGateway(
       orphanGraceMs: config.intervals.orphanGraceMs,
       recoverLease: (sandboxId) => usageRepository.openSessionOnSandbox(sandboxId),
     });
+  };
   const reconcileNow = () => reconcileWithRuntime().then(() => undefined);
   // An edge has no engine to reconcile (each node reconciles its own) and warms nothing.
   jobs.register("reconcile", edge ? async () => {} : reconcileNow);

@@ -10,9 +10,9 @@ import type { UsageSink } from "../metering/usage-sink.js";
 import type { NodeRegistry } from "../nodes/node-registry.js";
 import type { PolicyAdmin } from "../policy/policy-admin.js";
 import type { PolicyService } from "../policy/policy-service.js";
-import type { PoolManager } from "../pool/pool-manager.js";
 import type { RuntimePoolSizes } from "../pool/pool-sizes.js";
 import type { PoolStatus } from "../pool/pool-status.js";
+import type { GatewayPools } from "../pool/sandbox-pool.js";
 import type { Admission } from "../quota/admission.js";
 import type { MetricsToken } from "../service/metrics-token.js";
 import type { SessionLifecycle } from "../session/session-lifecycle.js";
@@ -27,7 +27,7 @@ export interface GatewayServices {
   authLimiter: FailedAuthLimiter;
   policies: PolicyService;
   admission: Admission;
-  pools: PoolManager;
+  pools: GatewayPools;
   sessions: SessionLifecycle;
   /** Calls on to the sandbox serving a session (one byte budget for the gateway). */
   forwarder: SandboxForwarder;

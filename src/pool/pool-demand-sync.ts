@@ -10,7 +10,8 @@ import type { Logger } from "pino";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { PoolDemandExchange } from "../store/coordination/pool-demand-exchange.js";
 import { REFILL_WINDOW } from "./pool-demand.js";
-import type { PoolManager, SharedPoolCounters } from "./pool-manager.js";
+import type { SharedPoolCounters } from "./pool-demand-accounting.js";
+import type { PoolFigures } from "./sandbox-pool.js";
 
 /** How often a replica exchanges its counts: the lag of the deployment's view. */
 export const DEMAND_SYNC_EVERY_MS = 1_000;
@@ -23,7 +24,7 @@ export class PoolDemandSync {
   private readonly now: () => number;
 
   constructor(
-    private readonly pools: PoolManager,
+    private readonly pools: Pick<PoolFigures, "list" | "demand" | "effectiveMinIdle">,
     private readonly store: PoolDemandExchange,
     private readonly metrics: GatewayMetrics,
     private readonly log: Logger,
@@ -67,12 +68,12 @@ export class PoolDemandSync {
   private async exchangeAll(): Promise<void> {
     for (const pool of this.pools.list()) {
       const sent = this.sent.get(pool.name) ?? { warmLeases: 0, coldLeases: 0, warmupFailures: 0 };
-      const delta = this.pools.takeDemandDelta(pool.name, sent);
+      const delta = this.pools.demand.takeDemandDelta(pool.name, sent);
       let totals: Awaited<ReturnType<PoolDemandExchange["exchangePoolDemand"]>>;
       try {
         totals = await this.store.exchangePoolDemand(pool.name, delta, REFILL_WINDOW);
       } catch (error) {
-        this.pools.returnRefills(pool.name, delta.refillMs);
+        this.pools.demand.returnRefills(pool.name, delta.refillMs);
         throw error;
       }
       this.sent.set(pool.name, {
@@ -80,12 +81,12 @@ export class PoolDemandSync {
         coldLeases: sent.coldLeases + delta.coldLeases,
         warmupFailures: sent.warmupFailures + delta.warmupFailures,
       });
-      this.pools.observeDeployment(pool.name, totals, this.now());
+      this.pools.demand.observeDeployment(pool.name, totals, this.now());
       const leases = totals.warmLeases + totals.coldLeases;
       this.metrics.poolEffectiveMinIdle.set({ pool: pool.name }, this.pools.effectiveMinIdle(pool));
       this.metrics.poolLeaseRate.set(
         { pool: pool.name },
-        this.pools.demandOf(pool.name)?.leasesPerSecond ?? 0,
+        this.pools.demand.demandOf(pool.name)?.leasesPerSecond ?? 0,
       );
       if (leases > 0) this.metrics.poolWarmHitRatio.set({ pool: pool.name }, totals.warmLeases / leases);
     }

@@ -17,13 +17,19 @@ import { SandpoolError } from "../contract/error-codes.js";
 import type { SandboxClient } from "../forward/sandbox-client.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { PoolSpec, SandboxRuntime, SandboxUsage } from "../runtime/sandbox-runtime.js";
-import type { PoolDemandDelta, PoolDemandTotals } from "../store/coordination/pool-demand-exchange.js";
 import type { PoolLedger } from "../store/coordination/pool-ledger.js";
 import type { MemberHold, SandboxRecord } from "../store/coordination/records.js";
 import { cpuBaselineMs } from "./cpu-baseline.js";
 import { InFlightMarks } from "./in-flight-marks.js";
-import { PoolDemand, type PoolDemandView, REFILL_WINDOW } from "./pool-demand.js";
+import { PoolDemandAccounting } from "./pool-demand-accounting.js";
 import type { PoolSizes } from "./pool-sizes.js";
+import {
+  type GatewayPools,
+  LEASE_POLL_MAX_MS,
+  type LeasedSandbox,
+  leaseBudgetMs,
+  type PoolCapacity,
+} from "./sandbox-pool.js";
 import { SandboxReuse } from "./sandbox-reuse.js";
 import { StartBackoff } from "./start-backoff.js";
 import { StartRate, type StartRateView } from "./start-rate.js";
@@ -37,7 +43,6 @@ const USAGE_TIMEOUT_MS = 5_000;
 const RETIRING_MARK_MS = 60_000;
 /** A lease waiting for places turning over looks again after this, then twice as long each time, up to the most. */
 const LEASE_POLL_FIRST_MS = 10;
-const LEASE_POLL_MAX_MS = 200;
 /** Idle memberships are renewed this often (not on every warm-up): well within their expiry. */
 const RENEW_IDLE_EVERY_MS = IDLE_MEMBERSHIP_MS / 10;
 
@@ -55,51 +60,15 @@ export interface PoolManagerDeps {
   now?: () => number;
 }
 
-/** What this replica has seen of a pool since it started. */
-export interface PoolCounters {
-  /** Leases of a fresh sandbox warm-up had started: what the pool's demand sizes it for. */
-  warmLeases: number;
-  coldLeases: number;
-  warmupFailures: number;
-  /**
-   * Leases of a sandbox parked by the workspace's earlier session: they take no fresh
-   * sandbox, so they count in neither the warm hit rate nor the demand for warm ones.
-   */
-  reusedLeases: number;
-}
+export type { PoolCounters, SharedPoolCounters } from "./pool-demand-accounting.js";
+export type { LeasedSandbox, PoolCapacity } from "./sandbox-pool.js";
 
-/** The counters every replica adds to the deployment's (src/pool/pool-demand-sync.ts). */
-export type SharedPoolCounters = Omit<PoolCounters, "reusedLeases">;
-
-/** What a lease from a pool would get now (`PoolManager.capacity`). */
-export interface PoolCapacity {
-  pool: string;
-  /** `wait`: at the cap, but a warm-up start or a destroy under way will give the lease a sandbox. */
-  outcome: "warm" | "cold" | "wait" | "exhausted";
-  idle: number;
-  /** Sandboxes counted against maxTotal (idle, leased, starting); on an edge, the nodes' capacity in use. */
-  members: number;
-  maxTotal: number;
-  detail: string;
-}
-
-export interface LeasedSandbox {
-  record: SandboxRecord;
-  warm: boolean;
-  /** It served an earlier session of the same workspace (src/pool/sandbox-reuse.ts). */
-  reused: boolean;
-}
-
-export class PoolManager {
+export class PoolManager implements GatewayPools {
   private readonly pools: Map<string, PoolSpec>;
   private readonly starting = new Map<string, number>();
   private readonly backoff = new Map<string, StartBackoff>();
-  private readonly counters = new Map<string, PoolCounters>();
-  private readonly demand = new Map<string, PoolDemand>();
-  /** Refill times measured here and not yet shared (src/pool/pool-demand-sync.ts). */
-  private readonly refills = new Map<string, number[]>();
-  /** The deployment's counts as last read from the store. */
-  private readonly deployment = new Map<string, PoolDemandTotals>();
+  /** Leases, failed starts, refill times and the deployment's counts: what sizes warm-up. */
+  readonly demand: PoolDemandAccounting;
   private readonly warming = new Map<string, Promise<void>>();
   /** Wakes a pool's running warm-up to look at its shortfall again. */
   private readonly wakeUp = new Map<string, { again: boolean; resolve?: () => void }>();
@@ -125,21 +94,12 @@ export class PoolManager {
       log: deps.log,
       now: this.now,
     });
-    for (const pool of deps.pools) {
-      this.backoff.set(pool.name, new StartBackoff());
-      this.counters.set(pool.name, { warmLeases: 0, coldLeases: 0, warmupFailures: 0, reusedLeases: 0 });
-      this.demand.set(pool.name, new PoolDemand(pool.demand ?? true));
-      this.refills.set(pool.name, []);
-    }
+    for (const pool of deps.pools) this.backoff.set(pool.name, new StartBackoff());
+    this.demand = new PoolDemandAccounting(deps.pools, (name) => this.backoff.get(name));
   }
 
-  /**
-   * The longest a lease from `pool` may take: a wait for places turning over (the pool's
-   * cold-start deadline, and one more poll) and then a cold start of its own. What a
-   * session's slot and pool place must be held for beyond the session's lifetime.
-   */
   leaseBudgetMs(pool: PoolSpec): number {
-    return 2 * pool.coldStartTimeoutMs + LEASE_POLL_MAX_MS;
+    return leaseBudgetMs(pool);
   }
 
   /** The sizes in force for a pool. */
@@ -147,66 +107,14 @@ export class PoolManager {
     return this.deps.sizes?.sizeOf(pool) ?? { minIdle: pool.minIdle, maxTotal: pool.maxTotal };
   }
 
-  /** Leases and failed starts of a pool on this replica since it started. */
-  countersOf(name: string): PoolCounters {
-    return {
-      ...(this.counters.get(name) ?? { warmLeases: 0, coldLeases: 0, warmupFailures: 0, reusedLeases: 0 }),
-    };
-  }
-
   /** The minIdle warm-up keeps: the size in force, raised by the deployment's demand. */
   effectiveMinIdle(pool: PoolSpec): number {
-    const sizes = this.sizeOf(pool);
-    return this.demand.get(pool.name)?.effectiveMinIdle(sizes) ?? sizes.minIdle;
+    return this.demand.effectiveMinIdle(pool, this.sizeOf(pool));
   }
 
   /** The engine's start throughput as this replica measured it (every pool's starts). */
   startRateView(): StartRateView {
     return this.startRate.view();
-  }
-
-  /** The pool's demand (lease rate, p95 refill time) as this replica last computed it. */
-  demandOf(name: string): PoolDemandView | undefined {
-    return this.demand.get(name)?.view();
-  }
-
-  /**
-   * What this replica has to add to the deployment's counts: its counters (the caller
-   * subtracts what it already sent), the refill times measured since the last call (taken:
-   * give them back with `returnRefills` if the exchange fails), and its start failure or
-   * success, which the store keeps only when newer than what it holds.
-   */
-  takeDemandDelta(name: string, alreadySent: SharedPoolCounters): PoolDemandDelta {
-    const counters = this.countersOf(name);
-    const refillMs = this.refills.get(name) ?? [];
-    this.refills.set(name, []);
-    const backoff = this.backoff.get(name);
-    const failure = backoff?.lastFailure;
-    return {
-      warmLeases: counters.warmLeases - alreadySent.warmLeases,
-      coldLeases: counters.coldLeases - alreadySent.coldLeases,
-      warmupFailures: counters.warmupFailures - alreadySent.warmupFailures,
-      refillMs,
-      ...(failure ? { startFailure: failure } : {}),
-      ...(backoff?.lastSuccessAt !== undefined ? { startSucceededAt: backoff.lastSuccessAt } : {}),
-    };
-  }
-
-  returnRefills(name: string, refillMs: number[]): void {
-    const pending = this.refills.get(name);
-    if (pending) pending.unshift(...refillMs.slice(-REFILL_WINDOW));
-  }
-
-  /** Takes in the deployment's counts of a pool, as the store answered them at `at`. */
-  observeDeployment(name: string, totals: PoolDemandTotals, at: number): void {
-    this.deployment.set(name, totals);
-    this.demand.get(name)?.observe(totals, at);
-  }
-
-  /** The deployment's counts of a pool as last read, undefined before the first exchange. */
-  deploymentOf(name: string): PoolDemandTotals | undefined {
-    const totals = this.deployment.get(name);
-    return totals ? structuredClone(totals) : undefined;
   }
 
   list(): PoolSpec[] {
@@ -221,8 +129,7 @@ export class PoolManager {
   async lease(pool: PoolSpec, hold: MemberHold): Promise<LeasedSandbox> {
     const started = process.hrtime.bigint();
     const leased = await this.leaseOrWait(pool, hold, started);
-    const counters = this.counters.get(pool.name);
-    if (counters) counters[leased.reused ? "reusedLeases" : leased.warm ? "warmLeases" : "coldLeases"]++;
+    this.demand.countLease(pool.name, leased);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     this.deps.metrics.leaseDuration.observe(
       { pool: pool.name, start: leased.reused ? "reused" : leased.warm ? "warm" : "cold" },
@@ -504,14 +411,14 @@ export class PoolManager {
   private mayWarm(pool: PoolSpec): boolean {
     const now = this.now();
     if (!this.backoff.get(pool.name)!.mayStart(now)) return false;
-    const shared = this.deployment.get(pool.name)?.startFailure;
+    const shared = this.demand.sharedStartFailure(pool.name);
     return !shared || now >= shared.nextAttemptAt;
   }
 
   /** The failed start a pool is backing off from, this replica's or the deployment's, newest. */
   startFailureOf(name: string) {
     const local = this.backoff.get(name)?.lastFailure;
-    const shared = this.deployment.get(name)?.startFailure ?? undefined;
+    const shared = this.demand.sharedStartFailure(name);
     if (!local) return shared;
     if (!shared) return local;
     return shared.at > local.at ? shared : local;
@@ -530,13 +437,6 @@ export class PoolManager {
         Math.max(0, members - idle - starting),
       );
     }
-  }
-
-  private recordRefill(name: string, ms: number): void {
-    const pending = this.refills.get(name);
-    if (!pending) return;
-    pending.push(ms);
-    if (pending.length > REFILL_WINDOW) pending.splice(0, pending.length - REFILL_WINDOW);
   }
 
   /**
@@ -575,7 +475,7 @@ export class PoolManager {
       );
       const cpuBaseMs = await cpuBaselineMs(this.deps.runtime, runtimeId);
       this.backoff.get(pool.name)!.succeeded(this.now());
-      this.recordRefill(pool.name, Number(process.hrtime.bigint() - began) / 1e6);
+      this.demand.recordRefill(pool.name, Number(process.hrtime.bigint() - began) / 1e6);
       return {
         sandboxId,
         pool: pool.name,
@@ -587,8 +487,7 @@ export class PoolManager {
       };
     } catch (error) {
       this.deps.metrics.warmupFailures.inc({ pool: pool.name });
-      const counters = this.counters.get(pool.name);
-      if (counters) counters.warmupFailures++;
+      this.demand.countWarmupFailure(pool.name);
       const reason = error instanceof Error ? error.message : String(error);
       const { delayMs, newStep } = this.backoff.get(pool.name)!.failed(this.now(), reason);
       // Once per back-off step: starts failing together, or during the wait, are one story.

@@ -9,8 +9,9 @@ import type { LeaseStore } from "../store/coordination/lease-store.js";
 import type { PoolLedger } from "../store/coordination/pool-ledger.js";
 import type { PoolSizeOverride } from "../store/sql/pool-size-repository.js";
 import type { PoolDemandView } from "./pool-demand.js";
-import type { PoolCounters, PoolManager } from "./pool-manager.js";
+import type { PoolCounters } from "./pool-demand-accounting.js";
 import type { PoolSizes, RuntimePoolSizes } from "./pool-sizes.js";
+import type { PoolFigures } from "./sandbox-pool.js";
 import type { StartRateView } from "./start-rate.js";
 
 /** The failed start a pool backs off from, with ISO times. */
@@ -59,7 +60,7 @@ export interface PoolStatus extends PoolSpec {
 }
 
 export async function poolStatus(
-  pools: PoolManager,
+  pools: PoolFigures,
   sizes: RuntimePoolSizes | undefined,
   store: PoolLedger & LeaseStore,
   now: number = Date.now(),
@@ -71,9 +72,9 @@ export async function poolStatus(
       const parked = (await store.listParked(pool.name)).length;
       const members = await store.countMembers(pool.name, now);
       const leased = leases.filter((lease) => lease.pool === pool.name).length;
-      const local = pools.countersOf(pool.name);
+      const local = pools.demand.countersOf(pool.name);
       // The deployment's counts; this replica's own before the first exchange.
-      const counts = pools.deploymentOf(pool.name) ?? local;
+      const counts = pools.demand.deploymentOf(pool.name) ?? local;
       const leasesSeen = counts.warmLeases + counts.coldLeases;
       const view = sizes?.view(pool.name);
       const failure = pools.startFailureOf(pool.name);
@@ -84,7 +85,7 @@ export async function poolStatus(
         override: view?.override ?? null,
         effectiveMinIdle: pools.effectiveMinIdle(pool),
         demand: pool.demand ?? true,
-        leaseDemand: pools.demandOf(pool.name) ?? { leasesPerSecond: 0, refillSecondsP95: null },
+        leaseDemand: pools.demand.demandOf(pool.name) ?? { leasesPerSecond: 0, refillSecondsP95: null },
         engineStarts: pools.startRateView(),
         idle,
         parked,

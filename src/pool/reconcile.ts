@@ -14,18 +14,22 @@
  * another replica is never mistaken for an orphan.
  */
 import type { Logger } from "pino";
-import { PartialListError, type RuntimeSandbox, type SandboxRuntime } from "../runtime/sandbox-runtime.js";
+import {
+  PartialListError,
+  type PoolSpec,
+  type RuntimeSandbox,
+  type SandboxRuntime,
+} from "../runtime/sandbox-runtime.js";
 import type { AdmissionStore } from "../store/coordination/admission-store.js";
 import type { LeaseStore } from "../store/coordination/lease-store.js";
 import type { PoolLedger } from "../store/coordination/pool-ledger.js";
 import { HOLD_GRACE_MS, type Lease, type LeaseKey, leaseDeadline } from "../store/coordination/records.js";
-import type { PoolManager } from "./pool-manager.js";
 import { reclaimInFlight } from "./reclaim-in-flight.js";
 
 export interface ReconcileDeps {
   runtime: SandboxRuntime;
   store: LeaseStore & PoolLedger & Pick<AdmissionStore, "acquireSlot">;
-  pools: PoolManager;
+  pools: { list(): PoolSpec[] };
   /** Ends the session of a sandbox that is gone (the session layer's `end`). */
   sessions: { end(key: LeaseKey, reason: "sandbox_failed"): Promise<boolean> };
   log: Logger;
@@ -44,6 +48,15 @@ export interface ReconcileReport {
   /** Places freed of sandboxes a dead replica was starting or handing out. */
   inFlightReclaimed: number;
 }
+
+/** The report of a reconciliation with nothing to compare (an edge: its nodes reconcile their own). */
+export const NOTHING_RECONCILED: ReconcileReport = Object.freeze({
+  leasesRebuilt: 0,
+  orphansDestroyed: 0,
+  leasesEnded: 0,
+  idleDropped: 0,
+  inFlightReclaimed: 0,
+});
 
 /** What the runtime reports; engines that are away count as holding nothing. */
 async function listReachable(deps: ReconcileDeps): Promise<RuntimeSandbox[]> {

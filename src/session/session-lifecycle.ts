@@ -22,7 +22,7 @@ import { poolServing } from "../policy/decide-pool.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
 import type { PolicyService } from "../policy/policy-service.js";
 import { enforce } from "../policy/verdict.js";
-import type { PoolManager } from "../pool/pool-manager.js";
+import type { LeasedSandbox, SandboxPool } from "../pool/sandbox-pool.js";
 import { type Admission, settlement } from "../quota/admission.js";
 import type { SandboxUsage } from "../runtime/sandbox-runtime.js";
 import type { LeaseStore } from "../store/coordination/lease-store.js";
@@ -72,7 +72,7 @@ const CLOSED_BEFORE_THE_END: ReadonlySet<EndReason> = new Set([
 
 export interface SessionLifecycleDeps {
   store: LeaseStore;
-  pools: PoolManager;
+  pools: SandboxPool;
   admission: Admission;
   policies: PolicyService;
   jobs: JobRunner;
@@ -134,7 +134,7 @@ export class SessionLifecycle {
       this.now() + maxLifetimeSeconds * 1000 + HOLD_GRACE_MS + this.deps.pools.leaseBudgetMs(pool);
 
     await this.deps.admission.admitSession(policy, sessionId, holdUntil);
-    let leased: Awaited<ReturnType<PoolManager["lease"]>> | undefined;
+    let leased: LeasedSandbox | undefined;
     try {
       // A warm lease takes the sandbox and holds its pool place in the same step.
       leased = await this.deps.pools.lease(pool, {

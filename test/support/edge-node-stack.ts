@@ -14,7 +14,6 @@ import { Kysely } from "kysely";
 import { pino } from "pino";
 import { mintToken } from "../../src/auth/dev-keys.js";
 import { type GatewayConfigInput, gatewayConfigSchema } from "../../src/config/gateway-config.js";
-import { EDGE_RUNTIME } from "../../src/edge/edge-pools.js";
 import { type RunningGateway, startGateway } from "../../src/gateway/start-gateway.js";
 import { InProcessJobRunner } from "../../src/jobs/in-process-job-runner.js";
 import { type RunningNode, startNode } from "../../src/node/run-node.js";
@@ -113,11 +112,7 @@ export async function startEdgeNodeStack(
     prefix,
     lostAfterMs: config.node.lostAfterMs,
   });
-  const edge = await startGateway(
-    config,
-    { store, db, runtime: EDGE_RUNTIME, jobs: new InProcessJobRunner(log), nodes },
-    log,
-  );
+  const edge = await startGateway(config, { store, db, jobs: new InProcessJobRunner(log), nodes }, log);
   const token = (workspace: string) => mintToken({ secret: TEST_SECRET, workspace, ttlSeconds: 600 });
   return {
     edge,

@@ -135,14 +135,14 @@ describe.skipIf(!available)("pool counts across replicas (Redis)", () => {
 
     const expected = { warmLeases: 2, coldLeases: 43, warmupFailures: 1 };
     for (const [i, r] of [one, two, broken].entries())
-      expect(r.pools.deploymentOf(spec.name), `replica ${i}`).toMatchObject(expected);
-    expect(one.pools.countersOf(spec.name)).toEqual({
+      expect(r.pools.demand.deploymentOf(spec.name), `replica ${i}`).toMatchObject(expected);
+    expect(one.pools.demand.countersOf(spec.name)).toEqual({
       warmLeases: 0,
       coldLeases: 42,
       warmupFailures: 0,
       reusedLeases: 0,
     });
-    expect(two.pools.countersOf(spec.name)).toEqual({
+    expect(two.pools.demand.countersOf(spec.name)).toEqual({
       warmLeases: 2,
       coldLeases: 1,
       warmupFailures: 0,
@@ -150,14 +150,16 @@ describe.skipIf(!available)("pool counts across replicas (Redis)", () => {
     });
     // Exchanged counts are not sent twice.
     await two.sync.syncNow();
-    expect(two.pools.deploymentOf(spec.name)).toMatchObject(expected);
+    expect(two.pools.demand.deploymentOf(spec.name)).toMatchObject(expected);
 
     // The failure is shared with its reason; a later success anywhere clears it.
-    expect(one.pools.deploymentOf(spec.name)?.startFailure).toMatchObject({ message: "no such image" });
+    expect(one.pools.demand.deploymentOf(spec.name)?.startFailure).toMatchObject({
+      message: "no such image",
+    });
     expect(one.pools.startFailureOf(spec.name)).toMatchObject({ message: "no such image" });
 
     // Replica two leased 3 but sees the deployment's 45 over 2 s: its demand rises with one's.
-    const demandOfTwo = two.pools.demandOf(spec.name)!;
+    const demandOfTwo = two.pools.demand.demandOf(spec.name)!;
     expect(demandOfTwo.leasesPerSecond).toBeGreaterThan(0.5);
     expect(demandOfTwo.refillSecondsP95).toBeGreaterThanOrEqual(0.3);
     expect(two.pools.effectiveMinIdle(spec)).toBeGreaterThanOrEqual(1);
@@ -172,6 +174,6 @@ describe.skipIf(!available)("pool counts across replicas (Redis)", () => {
     clock += 1_000;
     await one.pools.lease(spec, hold()); // a success after the failure
     await one.sync.syncNow();
-    expect(one.pools.deploymentOf(spec.name)?.startFailure).toBeNull();
+    expect(one.pools.demand.deploymentOf(spec.name)?.startFailure).toBeNull();
   });
 });

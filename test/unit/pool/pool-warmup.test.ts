@@ -298,7 +298,7 @@ describe("demand-driven warm-up", () => {
     const { manager, store } = poolManager([pool], gate.runtime, 10, () => clock);
     // The deployment leased 4 a second for a minute, each refill taking 2 s: 8 wanted, 5 at most.
     for (let leases = 0; clock <= 60_000; clock += 1_000, leases += 4) {
-      manager.observeDeployment(
+      manager.demand.observeDeployment(
         pool.name,
         { warmLeases: leases, coldLeases: 0, warmupFailures: 0, refillMs: [2_000], startFailure: null },
         clock,
@@ -312,12 +312,12 @@ describe("demand-driven warm-up", () => {
 
     const off = spec("b", { minIdle: 1, demand: false });
     const other = poolManager([off], gate.runtime, 10, () => clock).manager;
-    other.observeDeployment(
+    other.demand.observeDeployment(
       off.name,
       { warmLeases: 0, coldLeases: 0, warmupFailures: 0, refillMs: [2_000], startFailure: null },
       0,
     );
-    other.observeDeployment(
+    other.demand.observeDeployment(
       off.name,
       { warmLeases: 400, coldLeases: 0, warmupFailures: 0, refillMs: [2_000], startFailure: null },
       10_000,
@@ -339,7 +339,7 @@ describe("a failing image", () => {
     // Two starts failed together: one step, one error line.
     const errors = () => lines.filter((line) => line.level === 50 && line.pool === "a");
     expect(errors()).toHaveLength(1);
-    expect(manager.countersOf("a").warmupFailures).toBe(2);
+    expect(manager.demand.countersOf("a").warmupFailures).toBe(2);
     expect(manager.startFailureOf("a")).toEqual({
       message: "pull access denied for img-a",
       at: 0,
@@ -372,7 +372,7 @@ describe("a failing image", () => {
     const pool = spec("a", { minIdle: 1 });
     const { manager } = poolManager([pool], gate.runtime, 4, () => clock);
     const failure = { message: "no such image", at: 4_000, nextAttemptAt: 8_000, consecutiveFailures: 3 };
-    manager.observeDeployment(
+    manager.demand.observeDeployment(
       pool.name,
       { warmLeases: 0, coldLeases: 0, warmupFailures: 3, refillMs: [], startFailure: failure },
       clock,

@@ -1,16 +1,26 @@
 /**
- * The edge's pools: the same PoolManager the session layer and the admin API use, but its
- * sandboxes live on nodes. A lease is placed (src/edge/placement.ts) and asked of that
- * node; the record returned names the node, and its endpoint routes every call there
- * (src/edge/node-client.ts). Warm-up is the nodes' own (each keeps its share warm), and
+ * The edge's pools: the same `SandboxPool` the session layer and the admin API use as the
+ * local pools (src/pool/pool-manager.ts), but its sandboxes live on nodes and the edge
+ * starts none. A lease is placed (placement.ts) and asked of that node; the record returned
+ * names the node, and its endpoint routes every call there (node-client.ts). Warm-up,
+ * membership and reuse are the nodes' own (each keeps its share warm and counts it), and
  * destroying or measuring a sandbox is asked of its node.
  */
 import type { Logger } from "pino";
 import { SandpoolError } from "../contract/error-codes.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
-import { type LeasedSandbox, type PoolCapacity, PoolManager } from "../pool/pool-manager.js";
-import type { PoolSpec, SandboxRuntime, SandboxUsage } from "../runtime/sandbox-runtime.js";
-import type { PoolLedger } from "../store/coordination/pool-ledger.js";
+import { PoolDemandAccounting } from "../pool/pool-demand-accounting.js";
+import type { PoolSizes } from "../pool/pool-sizes.js";
+import {
+  type GatewayPools,
+  type LeasedSandbox,
+  leaseBudgetMs,
+  type PoolCapacity,
+  type RetiringSandbox,
+} from "../pool/sandbox-pool.js";
+import { StartRate, type StartRateView } from "../pool/start-rate.js";
+import type { PoolSpec, SandboxUsage } from "../runtime/sandbox-runtime.js";
+import type { PoolStartFailure } from "../store/coordination/pool-demand-exchange.js";
 import type { MemberHold, SandboxRecord } from "../store/coordination/records.js";
 import type { NodeClient } from "./node-client.js";
 import { nodeEndpoint, parseNodeEndpoint } from "./node-client.js";
@@ -19,39 +29,51 @@ import { placementOrder } from "./placement.js";
 
 const NODE_CALL_MS = 5_000;
 
-/** An edge starts no sandbox (nodes do): the runtime it hands the PoolManager and the gateway refuses to. */
-export const EDGE_RUNTIME: SandboxRuntime = {
-  kind: "docker",
-  isolated: true,
-  start: () => Promise.reject(new Error("an edge starts no sandbox: nodes do")),
-  destroy: () => Promise.resolve(),
-  list: () => Promise.resolve([]),
-  close: () => Promise.resolve(),
-};
-
-export interface EdgePoolsDeps {
+export interface RoutedPoolsDeps {
   pools: PoolSpec[];
-  store: PoolLedger;
   nodes: NodeClient;
   directory: NodeDirectory;
   metrics: GatewayMetrics;
   log: Logger;
 }
 
-export class EdgePools extends PoolManager {
-  constructor(private readonly edge: EdgePoolsDeps) {
-    super({
-      pools: edge.pools,
-      store: edge.store,
-      runtime: EDGE_RUNTIME,
-      client: edge.nodes,
-      metrics: edge.metrics,
-      log: edge.log,
-    });
+export class RoutedPools implements GatewayPools {
+  /** The edge's own leases are counted by their nodes: what the deployment shares stays empty here. */
+  readonly demand: PoolDemandAccounting;
+  private readonly startRate = new StartRate();
+
+  constructor(private readonly edge: RoutedPoolsDeps) {
+    this.demand = new PoolDemandAccounting(edge.pools);
+  }
+
+  list(): PoolSpec[] {
+    return [...this.edge.pools];
+  }
+
+  leaseBudgetMs(pool: PoolSpec): number {
+    return leaseBudgetMs(pool);
+  }
+
+  /** The configured sizes: a resize is each node's share to follow. */
+  sizeOf(pool: PoolSpec): PoolSizes {
+    return { minIdle: pool.minIdle, maxTotal: pool.maxTotal };
+  }
+
+  effectiveMinIdle(pool: PoolSpec): number {
+    return this.demand.effectiveMinIdle(pool, this.sizeOf(pool));
+  }
+
+  /** The edge starts nothing: an empty view. */
+  startRateView(): StartRateView {
+    return this.startRate.view();
+  }
+
+  startFailureOf(name: string): PoolStartFailure | undefined {
+    return this.demand.sharedStartFailure(name);
   }
 
   /** A sandbox on the best node for the pool: warm where most are free, else a cold start. */
-  override async lease(pool: PoolSpec, hold: MemberHold): Promise<LeasedSandbox> {
+  async lease(pool: PoolSpec, hold: MemberHold): Promise<LeasedSandbox> {
     const started = process.hrtime.bigint();
     const order = placementOrder(this.edge.directory.list(), pool);
     if (order.length === 0) {
@@ -98,7 +120,7 @@ export class EdgePools extends PoolManager {
   }
 
   /** What `lease` would do now, from the nodes' last heartbeats: the first node placement would ask. */
-  override async capacity(pool: PoolSpec): Promise<PoolCapacity> {
+  async capacity(pool: PoolSpec): Promise<PoolCapacity> {
     const nodes = this.edge.directory.list();
     const order = placementOrder(nodes, pool);
     const idle = order.reduce((sum, node) => sum + (node.freeWarm[pool.name] ?? 0), 0);
@@ -121,31 +143,35 @@ export class EdgePools extends PoolManager {
   }
 
   /** The node counts its sandboxes against its share: nothing to hold in Redis. */
-  override holdMembership(): Promise<void> {
+  holdMembership(): Promise<void> {
     return Promise.resolve();
   }
 
   /** Nor to mark: a lease waits on the node, whose pool frees the place when it destroys. */
-  override markRetiring(): Promise<void> {
+  markRetiring(): Promise<void> {
     return Promise.resolve();
   }
 
   /** Nodes keep their share of every pool warm themselves. */
-  override warm(): Promise<void> {
+  warm(): Promise<void> {
     return Promise.resolve();
   }
 
-  override warmAll(): Promise<void> {
+  warmAll(): Promise<void> {
     return Promise.resolve();
   }
 
-  override refreshGauges(): Promise<void> {
+  /** The nodes report their own pools' gauges. */
+  refreshGauges(): Promise<void> {
     return Promise.resolve();
   }
 
-  override async usageOf(
-    record: Pick<SandboxRecord, "runtimeId"> & { node?: string; sandboxId?: string; endpoint?: string },
-  ) {
+  /** A sandbox on a node is never parked for reuse by the edge: it is destroyed. */
+  recycle(): Promise<boolean> {
+    return Promise.resolve(false);
+  }
+
+  async usageOf(record: RetiringSandbox): Promise<SandboxUsage | undefined> {
     if (!record.node || !record.sandboxId) return undefined;
     const node = this.edge.directory.get(record.node);
     if (!node || node.state === "lost") return undefined;
@@ -167,9 +193,7 @@ export class EdgePools extends PoolManager {
    * Asks the sandbox's node to destroy it (a job with retries). A lost node has nothing to
    * ask: when it returns, its reconciliation destroys what no live lease holds.
    */
-  override async retire(
-    record: Pick<SandboxRecord, "pool" | "sandboxId" | "runtimeId"> & { node?: string; endpoint?: string },
-  ) {
+  async retire(record: RetiringSandbox): Promise<void> {
     if (!record.node) return;
     const node = this.edge.directory.get(record.node);
     if (!node || node.state === "lost") return;
