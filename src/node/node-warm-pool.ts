@@ -1,23 +1,20 @@
 /**
- * A node's own warm sandboxes of one pool: an in-process generic-pool. generic-pool gives
- * what the node needs without Redis: create and destroy through the runtime, validation on
- * borrow (a warm sandbox that died while idle is destroyed, not leased), min and max,
- * acquire with a deadline (a cold start when none is idle, failing at the pool's start
- * deadline), and idle eviction above min. A sandbox serves one session and is never given
- * back: a lease borrows it and the session's end destroys it, freeing its place.
- *
- * min and max are this node's share of the pool across the deployment (src/node/pool-share.ts),
- * which changes as nodes come and go; generic-pool has no public setter, so `resize` sets
- * its options and asks it to top up (the fields are stable across generic-pool 3.x).
+ * A node's own warm sandboxes of one pool, in process (warm-set.ts): create and destroy
+ * through the runtime, validation on borrow (a warm sandbox that died while idle is
+ * destroyed, not leased), min and max, acquire with a deadline (a cold start when none is
+ * idle, failing at the pool's start deadline), and idle eviction above min. A sandbox serves
+ * one session and is never given back: a lease borrows it and the session's end destroys
+ * it, freeing its place. min and max are this node's share of the pool across the
+ * deployment (pool-share.ts), which changes as nodes come and go (`resize`).
  */
 import { randomBytes } from "node:crypto";
-import { createPool, type Pool } from "generic-pool";
 import type { Logger } from "pino";
 import { SandpoolError } from "../contract/error-codes.js";
 import type { SandboxClient } from "../forward/sandbox-client.js";
 import { cpuBaselineMs } from "../pool/cpu-baseline.js";
 import type { PoolSpec, SandboxRuntime } from "../runtime/sandbox-runtime.js";
 import type { SandboxRecord } from "../store/coordination/records.js";
+import { WarmSet } from "./warm-set.js";
 
 /** Warm sandboxes above min idle longer than this are evicted (their place is free again). */
 const IDLE_EVICTION_MS = 10 * 60_000;
@@ -31,13 +28,8 @@ export interface NodeWarmPoolDeps {
   nodeId: string;
 }
 
-interface InternalPool {
-  _config: { min: number; max: number };
-  _ensureMinimum(): void;
-}
-
 export class NodeWarmPool {
-  private readonly pool: Pool<SandboxRecord>;
+  private readonly pool: WarmSet<SandboxRecord>;
   /** Sandboxes being started: reconciliation must not take them for leftovers. */
   private readonly starting = new Set<string>();
 
@@ -46,7 +38,7 @@ export class NodeWarmPool {
     share: { min: number; max: number },
     private readonly deps: NodeWarmPoolDeps,
   ) {
-    this.pool = createPool<SandboxRecord>(
+    this.pool = new WarmSet<SandboxRecord>(
       {
         create: () => this.start(),
         destroy: (record) => deps.runtime.destroy(record.runtimeId),
@@ -54,26 +46,20 @@ export class NodeWarmPool {
       },
       {
         min: share.min,
-        max: Math.max(1, share.max),
-        acquireTimeoutMillis: spec.coldStartTimeoutMs,
-        testOnBorrow: true,
-        softIdleTimeoutMillis: IDLE_EVICTION_MS,
-        evictionRunIntervalMillis: EVICTION_RUN_MS,
+        max: share.max,
+        acquireTimeoutMs: spec.coldStartTimeoutMs,
+        idleEvictionMs: IDLE_EVICTION_MS,
+        evictionRunMs: EVICTION_RUN_MS,
+        onCreateError: (error) =>
+          deps.log.warn({ err: error, pool: spec.name }, "a warm sandbox could not be started"),
       },
-    );
-    // A failed start is the runtime's to report: generic-pool retries creation on its own.
-    this.pool.on("factoryCreateError", (error) =>
-      deps.log.warn({ err: error, pool: spec.name }, "a warm sandbox could not be started"),
     );
   }
 
   /** Sets this node's share; the pool tops up to the new min at once. */
   resize(share: { min: number; max: number }): void {
-    const internal = this.pool as unknown as InternalPool;
-    if (internal._config.min === share.min && internal._config.max === Math.max(1, share.max)) return;
-    internal._config.max = Math.max(1, share.max);
-    internal._config.min = Math.min(share.min, internal._config.max);
-    internal._ensureMinimum();
+    if (this.pool.min === share.min && this.pool.max === Math.max(1, share.max)) return;
+    this.pool.resize(share.min, share.max);
   }
 
   /** A sandbox for one session, warm if one is idle; cold-started within the pool's deadline. */
@@ -95,22 +81,18 @@ export class NodeWarmPool {
 
   /** Destroys a leased sandbox (its session ended), freeing its place. */
   async destroy(record: SandboxRecord): Promise<void> {
-    if (this.pool.isBorrowedResource(record)) await this.pool.destroy(record);
+    if (this.pool.isBorrowed(record)) await this.pool.destroy(record);
     else await this.deps.runtime.destroy(record.runtimeId);
   }
 
   /** Destroys every idle warm sandbox (a draining node keeps none). */
   async destroyIdle(): Promise<void> {
-    for (let left = this.pool.available; left > 0 && this.pool.available > 0; left--) {
-      const record = await this.pool.acquire();
-      await this.pool.destroy(record);
-    }
+    await this.pool.destroyIdle();
   }
 
   /** Sandbox ids of the idle warm sandboxes and of those being started (reconciliation leaves them alone). */
   knownIds(): string[] {
-    const idle = (this.pool as unknown as { _availableObjects: { obj: SandboxRecord }[] })._availableObjects;
-    return [...[...idle].map((item) => item.obj.sandboxId), ...this.starting];
+    return [...this.pool.idleItems().map((record) => record.sandboxId), ...this.starting];
   }
 
   get free(): number {
@@ -127,12 +109,8 @@ export class NodeWarmPool {
 
   async close(): Promise<void> {
     // Idle sandboxes go with the node; leased ones stay until their sessions end or the
-    // node's next start reconciles them. drain() only stops the pool here: what it resolves
-    // on, every loan given back, never comes while a session runs (its end destroys its
-    // sandbox, which is never returned), so a node with live sessions would never close.
-    void this.pool.drain();
-    (this.pool as unknown as { _descheduleEvictorRun(): void })._descheduleEvictorRun();
-    await this.pool.clear();
+    // node's next start reconciles them.
+    await this.pool.close();
   }
 
   private async start(): Promise<SandboxRecord> {

@@ -1,0 +1,242 @@
+/**
+ * A small pool of things kept ready (a node's warm sandboxes): what the node needs of an
+ * object pool and nothing more, with its sizes changeable at run time. It replaces
+ * generic-pool, whose sizes cannot be changed through its public API (the node's share of a
+ * pool changes as nodes come and go) and whose idle objects cannot be listed either.
+ *
+ * - `min` are kept idle: a shortfall is started at once (on a resize, after a destroy);
+ *   a start that fails is reported and not retried until the next of those.
+ * - At most `max` exist at once: idle, leased, being started or checked.
+ * - `acquire` takes an idle one that still answers (`validate`; one that does not is
+ *   destroyed), else starts one while below `max`, else waits for a place; each within
+ *   `acquireTimeoutMs`, after which it fails. A failed start for an acquire is tried again
+ *   while time is left.
+ * - Things lent are never given back: `destroy` ends them and frees their place.
+ * - Idle ones above `min`, idle for longer than `idleEvictionMs`, are destroyed (checked
+ *   every `evictionRunMs`, a few at a time).
+ */
+
+export interface WarmSetFactory<T> {
+  create(): Promise<T>;
+  destroy(item: T): Promise<void>;
+  /** Whether an idle one still works (checked before it is lent). */
+  validate(item: T): Promise<boolean>;
+}
+
+export interface WarmSetOptions {
+  min: number;
+  max: number;
+  acquireTimeoutMs: number;
+  idleEvictionMs: number;
+  evictionRunMs: number;
+  /** A start failed (an acquire's start that is tried again is reported too). */
+  onCreateError?: (error: unknown) => void;
+  now?: () => number;
+}
+
+/** Idle ones looked at per eviction run: eviction is gradual, as warm-up is. */
+const EVICTIONS_PER_RUN = 3;
+
+interface Idle<T> {
+  item: T;
+  since: number;
+}
+
+export class WarmSetTimeoutError extends Error {
+  constructor(timeoutMs: number) {
+    super(`nothing could be acquired within ${timeoutMs} ms`);
+    this.name = "WarmSetTimeoutError";
+  }
+}
+
+export class WarmSet<T> {
+  private minimum: number;
+  private maximum: number;
+  private idle: Idle<T>[] = [];
+  private readonly lent = new Set<T>();
+  /** Being started or checked: they hold a place. */
+  private pending = 0;
+  private readonly creations = new Set<Promise<unknown>>();
+  /** Acquires waiting for a place or an idle one. */
+  private readonly waiting = new Set<() => void>();
+  private readonly evictor: NodeJS.Timeout;
+  private readonly now: () => number;
+  private closed = false;
+
+  constructor(
+    private readonly factory: WarmSetFactory<T>,
+    private readonly options: WarmSetOptions,
+  ) {
+    this.maximum = Math.max(1, options.max);
+    this.minimum = Math.min(options.min, this.maximum);
+    this.now = options.now ?? Date.now;
+    this.evictor = setInterval(() => this.evict(), options.evictionRunMs);
+    this.evictor.unref();
+    this.ensureMinimum();
+  }
+
+  get min(): number {
+    return this.minimum;
+  }
+
+  get max(): number {
+    return this.maximum;
+  }
+
+  /** Idle, ready to lend. */
+  get available(): number {
+    return this.idle.length;
+  }
+
+  get borrowed(): number {
+    return this.lent.size;
+  }
+
+  /** Everything holding a place: idle, lent, being started or checked. */
+  get size(): number {
+    return this.idle.length + this.lent.size + this.pending;
+  }
+
+  idleItems(): T[] {
+    return this.idle.map((entry) => entry.item);
+  }
+
+  isBorrowed(item: T): boolean {
+    return this.lent.has(item);
+  }
+
+  /** New sizes (max at least 1, min at most max); a shortfall below min is started at once. */
+  resize(min: number, max: number): void {
+    this.maximum = Math.max(1, max);
+    this.minimum = Math.min(min, this.maximum);
+    this.ensureMinimum();
+    this.wake();
+  }
+
+  async acquire(): Promise<T> {
+    const deadline = this.now() + this.options.acquireTimeoutMs;
+    for (;;) {
+      if (this.closed) throw new Error("the pool is closed");
+      const idle = this.idle.shift();
+      if (idle) {
+        this.pending += 1;
+        const works = await this.factory.validate(idle.item).catch(() => false);
+        this.pending -= 1;
+        if (works && !this.closed) {
+          this.lent.add(idle.item);
+          return idle.item;
+        }
+        this.destroyQuietly(idle.item);
+        continue;
+      }
+      if (this.size < this.maximum) {
+        this.pending += 1;
+        try {
+          const item = await this.track(this.factory.create());
+          this.lent.add(item);
+          return item;
+        } catch (error) {
+          this.options.onCreateError?.(error);
+          if (this.now() >= deadline) throw new WarmSetTimeoutError(this.options.acquireTimeoutMs);
+          continue;
+        } finally {
+          this.pending -= 1;
+          this.wake();
+        }
+      }
+      await this.waitUntil(deadline);
+    }
+  }
+
+  /** Ends one that was lent (or any), freeing its place. */
+  async destroy(item: T): Promise<void> {
+    this.lent.delete(item);
+    this.idle = this.idle.filter((entry) => entry.item !== item);
+    try {
+      await this.factory.destroy(item);
+    } finally {
+      this.ensureMinimum();
+      this.wake();
+    }
+  }
+
+  /** Destroys every idle one (a draining node keeps none). */
+  async destroyIdle(): Promise<void> {
+    const idle = this.idle;
+    this.idle = [];
+    await Promise.all(idle.map((entry) => this.factory.destroy(entry.item).catch(() => undefined)));
+    this.ensureMinimum();
+    this.wake();
+  }
+
+  /** Stops starting and evicting, fails waiting acquires, destroys the idle ones (and those still starting, once started). */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.evictor);
+    this.wake();
+    await Promise.allSettled([...this.creations]);
+    await this.destroyIdle();
+  }
+
+  /** Starts what min lacks, in the background. */
+  private ensureMinimum(): void {
+    if (this.closed) return;
+    for (let shortfall = this.minimum - this.size; shortfall > 0; shortfall--) {
+      this.pending += 1;
+      this.track(this.factory.create())
+        .then(
+          (item) => {
+            if (this.closed) this.destroyQuietly(item);
+            else this.idle.push({ item, since: this.now() });
+          },
+          (error: unknown) => this.options.onCreateError?.(error),
+        )
+        .finally(() => {
+          this.pending -= 1;
+          this.wake();
+        });
+    }
+  }
+
+  private evict(): void {
+    const now = this.now();
+    let looked = 0;
+    for (const entry of [...this.idle]) {
+      if (looked++ >= EVICTIONS_PER_RUN || this.idle.length <= this.minimum) return;
+      if (now - entry.since > this.options.idleEvictionMs)
+        void this.destroy(entry.item).catch(() => undefined);
+    }
+  }
+
+  private destroyQuietly(item: T): void {
+    void this.destroy(item).catch(() => undefined);
+  }
+
+  private track<V>(creation: Promise<V>): Promise<V> {
+    this.creations.add(creation);
+    void creation.catch(() => undefined).finally(() => this.creations.delete(creation));
+    return creation;
+  }
+
+  /** Waits for a change (a place freed, one turned idle, a resize) or the deadline. */
+  private waitUntil(deadline: number): Promise<void> {
+    const left = deadline - this.now();
+    if (left <= 0) return Promise.reject(new WarmSetTimeoutError(this.options.acquireTimeoutMs));
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiting.delete(woken);
+        reject(new WarmSetTimeoutError(this.options.acquireTimeoutMs));
+      }, left);
+      const woken = () => {
+        clearTimeout(timer);
+        this.waiting.delete(woken);
+        resolve();
+      };
+      this.waiting.add(woken);
+    });
+  }
+
+  private wake(): void {
+    for (const woken of [...this.waiting]) woken();
+  }
+}

@@ -1,0 +1,166 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { WarmSet, type WarmSetFactory, WarmSetTimeoutError } from "../../../src/node/warm-set.js";
+
+interface Thing {
+  id: number;
+  works: boolean;
+}
+
+/** A factory of numbered things whose starts can be held back or made to fail. */
+function factory() {
+  let next = 0;
+  const destroyed: number[] = [];
+  const held: (() => void)[] = [];
+  const state = { failing: false, holding: false };
+  const made: WarmSetFactory<Thing> & { destroyed: number[]; state: typeof state; release(): void } = {
+    destroyed,
+    state,
+    async create() {
+      if (state.holding) await new Promise<void>((resolve) => held.push(resolve));
+      if (state.failing) throw new Error("cannot start");
+      next += 1;
+      return { id: next, works: true };
+    },
+    async destroy(thing) {
+      destroyed.push(thing.id);
+    },
+    async validate(thing) {
+      return thing.works;
+    },
+    release() {
+      for (const resolve of held.splice(0)) resolve();
+    },
+  };
+  return made;
+}
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, 5));
+const sets: WarmSet<Thing>[] = [];
+function warmSet(
+  made: ReturnType<typeof factory>,
+  options: Partial<ConstructorParameters<typeof WarmSet>[1]> = {},
+) {
+  const set = new WarmSet<Thing>(made, {
+    min: 0,
+    max: 2,
+    acquireTimeoutMs: 200,
+    idleEvictionMs: 60_000,
+    evictionRunMs: 60_000,
+    ...options,
+  });
+  sets.push(set);
+  return set;
+}
+afterEach(async () => {
+  for (const set of sets.splice(0)) await set.close();
+});
+
+describe("WarmSet", () => {
+  it("keeps min idle and tops up after a destroy", async () => {
+    const made = factory();
+    const set = warmSet(made, { min: 2, max: 3 });
+    await settle();
+    expect(set.available).toBe(2);
+    const thing = await set.acquire();
+    expect(set.borrowed).toBe(1);
+    await set.destroy(thing);
+    await settle();
+    expect(made.destroyed).toEqual([thing.id]);
+    expect(set.available).toBe(2);
+    expect(set.size).toBe(2);
+  });
+
+  it("destroys an idle one that no longer works instead of lending it", async () => {
+    const made = factory();
+    const set = warmSet(made, { min: 1, max: 2 });
+    await settle();
+    const [broken] = set.idleItems();
+    broken!.works = false;
+    const thing = await set.acquire();
+    expect(thing.id).not.toBe(broken!.id);
+    expect(made.destroyed).toContain(broken!.id);
+  });
+
+  it("starts one when none is idle, and waits for a place at max, failing at the deadline", async () => {
+    const made = factory();
+    const set = warmSet(made, { min: 0, max: 1, acquireTimeoutMs: 50 });
+    const first = await set.acquire();
+    const started = Date.now();
+    await expect(set.acquire()).rejects.toBeInstanceOf(WarmSetTimeoutError);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(45);
+    // A place freed while an acquire waits goes to it.
+    const waiting = set.acquire();
+    await set.destroy(first);
+    expect((await waiting).id).not.toBe(first.id);
+  });
+
+  it("never holds more than max, counting starts under way", async () => {
+    const made = factory();
+    made.state.holding = true;
+    const set = warmSet(made, { min: 0, max: 2, acquireTimeoutMs: 100 });
+    const one = set.acquire();
+    const two = set.acquire();
+    const three = set.acquire();
+    await settle();
+    expect(set.size).toBe(2);
+    made.release();
+    await Promise.all([one, two]);
+    await expect(three).rejects.toBeInstanceOf(WarmSetTimeoutError);
+  });
+
+  it("resizes: a higher min is started at once, and max is at least 1", async () => {
+    const made = factory();
+    const set = warmSet(made, { min: 0, max: 0 });
+    expect(set.max).toBe(1);
+    set.resize(3, 4);
+    await settle();
+    expect(set.available).toBe(3);
+    set.resize(5, 2);
+    expect(set.min).toBe(2);
+  });
+
+  it("reports failed warm starts without retrying them, and retries an acquire's start until its deadline", async () => {
+    const made = factory();
+    made.state.failing = true;
+    const errors: unknown[] = [];
+    const set = warmSet(made, {
+      min: 1,
+      max: 2,
+      acquireTimeoutMs: 30,
+      onCreateError: (error) => errors.push(error),
+    });
+    await settle();
+    expect(errors).toHaveLength(1);
+    expect(set.size).toBe(0);
+    await expect(set.acquire()).rejects.toBeInstanceOf(WarmSetTimeoutError);
+    expect(errors.length).toBeGreaterThan(1);
+  });
+
+  it("evicts idle ones above min that waited too long", async () => {
+    let now = 0;
+    const made = factory();
+    const set = warmSet(made, { min: 1, max: 3, idleEvictionMs: 1_000, evictionRunMs: 10, now: () => now });
+    set.resize(3, 3);
+    await settle();
+    set.resize(1, 3);
+    now = 2_000;
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    expect(set.available).toBe(1);
+    expect(made.destroyed).toHaveLength(2);
+  });
+
+  it("destroys every idle one on destroyIdle and on close, and fails acquires after close", async () => {
+    const made = factory();
+    const set = warmSet(made, { min: 2, max: 3 });
+    await settle();
+    const lent = await set.acquire();
+    await settle();
+    // Draining: min 0 first, or the shortfall would be started again.
+    set.resize(0, 3);
+    await set.destroyIdle();
+    expect(set.available).toBe(0);
+    await set.close();
+    expect(set.isBorrowed(lent)).toBe(true);
+    await expect(set.acquire()).rejects.toThrow("closed");
+  });
+});
