@@ -62,6 +62,14 @@ module.exports = {
       to: { path: "^src/", pathNot: `^src/(sandbox|contract|logging|http/common)/|^src/version\\.ts$` },
     },
     {
+      name: "roles-stand-side-by-side",
+      severity: "error",
+      comment:
+        "The roles (src/roles) are side by side: edge and node never import each other, and what they share (src/roles/shared) imports neither.",
+      from: { path: "^src/roles/(edge|node|shared)/" },
+      to: { path: "^src/roles/(edge|node)/", pathNot: "^src/roles/$1/" },
+    },
+    {
       name: "not-to-unresolvable",
       severity: "error",
       comment: "An import that resolves to nothing.",

@@ -13,10 +13,11 @@ import { SandboxClient } from "../forward/sandbox-client.js";
 import { startGateway } from "../gateway/start-gateway.js";
 import { BullmqJobRunner } from "../jobs/bullmq-job-runner.js";
 import { createLogger } from "../logging/create-logger.js";
-import { startNode } from "../node/run-node.js";
-import { NodeRegistry } from "../nodes/node-registry.js";
-import { nodeIdOf, nodeSandboxOwner } from "../nodes/node-settings.js";
+import { startNode } from "../roles/node/run-node.js";
+import { NodeRegistry } from "../roles/shared/node-registry.js";
+import { nodeIdOf, nodeSandboxOwner } from "../roles/shared/node-settings.js";
 import { DockerRuntime } from "../runtime/docker/docker-runtime.js";
+import { metricsTokenOf } from "../service/metrics-token.js";
 import { loadLuaScripts } from "../store/coordination/redis/lua-scripts.js";
 import { redisTargetFrom } from "../store/coordination/redis/redis-config.js";
 import {
@@ -143,14 +144,19 @@ async function runNodeRole(config: GatewayConfig, options: ServeOptions, log: Lo
   // Egress pools' proxy binds to workspace policy, which lives with the edges: not on nodes yet.
   const runtime = createRuntime(config, log, undefined, nodeSandboxOwner(nodeIdOf(config.node)));
   // A node whose engine lacks gVisor serves the other pools; it says so in its advert, and
-  // edges place gvisor pools' sessions elsewhere (src/edge/placement.ts).
+  // edges place gvisor pools' sessions elsewhere (src/roles/edge/placement.ts).
   const served = await poolsThisEngineServes(runtime, config, log).catch(async (error: unknown) => {
     await runtime.close();
     throw error;
   });
   await refuseUnlessIsolated(runtime, served, options, log);
   const redis = redisTargetFrom(config)!;
-  const node = await startNode(served, runtime, redis, log);
+  const node = await startNode(
+    { ...served, metricsToken: metricsTokenOf(served.metrics) },
+    runtime,
+    redis,
+    log,
+  );
   log.info(
     { node: nodeIdOf(config.node), url: node.api.url, advertised: config.node.advertiseUrl },
     "sandpool node serving",

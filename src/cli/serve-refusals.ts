@@ -6,7 +6,7 @@
 import type { AuthConfig } from "../auth/auth-config.js";
 import type { IntrospectionConfig } from "../auth/introspection-config.js";
 import type { GatewayConfig } from "../config/gateway-config.js";
-import { MIN_NODE_SECRET_BYTES } from "../nodes/node-settings.js";
+import { MIN_NODE_SECRET_BYTES } from "../roles/shared/node-settings.js";
 
 type AuthChecked = Pick<AuthConfig, "audience" | "anyAudience"> & {
   introspection?: Pick<IntrospectionConfig, "audience" | "allowedClientIds" | "anyAudience">;

@@ -6,8 +6,8 @@
 import { z } from "zod";
 import { authConfigSchema } from "../auth/auth-config.js";
 import { cidrSchema } from "../egress/egress-schemas.js";
-import { nodeSettingsSchema } from "../nodes/node-settings.js";
 import { deploymentPolicySchema } from "../policy/deployment-policy.js";
+import { nodeSettingsSchema } from "../roles/shared/node-settings.js";
 import {
   cleartextEngineIssues,
   dockerRuntimeSettingsSchema,

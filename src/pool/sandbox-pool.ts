@@ -1,7 +1,7 @@
 /**
  * The pool family as the rest of the gateway sees it: one interface, implemented by the
  * local pools (pool-manager.ts: sandboxes on this host's runtime) and by the edge's routed
- * pools (src/edge/routed-pools.ts: sandboxes on nodes). The session lifecycle leases
+ * pools (src/roles/edge/routed-pools.ts: sandboxes on nodes). The session lifecycle leases
  * and gives back through `SandboxPool`; the pool status and the demand exchange between
  * replicas read `PoolFigures`.
  */

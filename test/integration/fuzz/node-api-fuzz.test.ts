@@ -19,13 +19,13 @@ import { Readable } from "node:stream";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ErrorCode, errorStatus } from "../../../src/contract/error-codes.js";
-import { FrameSigner, FrameVerifier } from "../../../src/nodes/mac-frames.js";
+import { FrameSigner, FrameVerifier } from "../../../src/roles/shared/mac-frames.js";
 import {
   FRAMED_BODY,
   NODE_ERROR_HEADER,
   NodeSecrets,
   SIGNATURE_HEADERS,
-} from "../../../src/nodes/node-signature.js";
+} from "../../../src/roles/shared/node-signature.js";
 import type { Lease } from "../../../src/store/coordination/records.js";
 import type { ContractClient } from "../../support/contract-client.js";
 import {

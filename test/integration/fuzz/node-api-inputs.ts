@@ -5,7 +5,7 @@
  * sends a request.
  */
 import fc from "fast-check";
-import { SIGNATURE_HEADERS } from "../../../src/nodes/node-signature.js";
+import { SIGNATURE_HEADERS } from "../../../src/roles/shared/node-signature.js";
 
 /** Node API targets: real routes, their near misses and hostile spellings. */
 export function nodeTarget(sandboxId: string): fc.Arbitrary<string> {

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mintToken } from "../../../src/auth/dev-keys.js";
-import { NodeSecrets, SIGNATURE_HEADERS } from "../../../src/nodes/node-signature.js";
+import { NodeSecrets, SIGNATURE_HEADERS } from "../../../src/roles/shared/node-signature.js";
 import { type CliServer, startCliServer } from "../../support/cli.js";
 import { assertContractResponse } from "../../support/contract.js";
 import { freePort } from "../../support/dev-cli-gateway.js";

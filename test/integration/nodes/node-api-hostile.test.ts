@@ -13,7 +13,7 @@
 import type { Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_FILE_BYTES_HEADER } from "../../../src/contract/headers.js";
-import { NodeSecrets, SIGNATURE_HEADERS } from "../../../src/nodes/node-signature.js";
+import { NodeSecrets, SIGNATURE_HEADERS } from "../../../src/roles/shared/node-signature.js";
 import type { ContractClient } from "../../support/contract-client.js";
 import {
   type EdgeNodeStack,

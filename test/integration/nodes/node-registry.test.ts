@@ -2,7 +2,7 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type NodeAdvert, NodeRegistry } from "../../../src/nodes/node-registry.js";
+import { type NodeAdvert, NodeRegistry } from "../../../src/roles/shared/node-registry.js";
 import { loadLuaScripts } from "../../../src/store/coordination/redis/lua-scripts.js";
 import {
   connectRedis,

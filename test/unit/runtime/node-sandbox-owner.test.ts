@@ -1,6 +1,6 @@
 /** A node's owner label: label- and folder-safe whatever its id, and distinct for distinct ids. */
 import { describe, expect, it } from "vitest";
-import { nodeSandboxOwner } from "../../../src/nodes/node-settings.js";
+import { nodeSandboxOwner } from "../../../src/roles/shared/node-settings.js";
 
 const LABEL_SAFE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 

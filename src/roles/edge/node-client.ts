@@ -19,21 +19,21 @@
  */
 import { pipeline, type Readable } from "node:stream";
 import { Agent, type Dispatcher, request } from "undici";
-import { type ErrorCode, errorStatus, SandpoolError } from "../contract/error-codes.js";
+import { type ErrorCode, errorStatus, SandpoolError } from "../../contract/error-codes.js";
 import {
   type ForwardRequest,
   mapTransportError,
   outlivedBySession,
   SandboxClient,
-} from "../forward/sandbox-client.js";
-import { type FrameKey, FrameSigner, FrameVerifier } from "../nodes/mac-frames.js";
+} from "../../forward/sandbox-client.js";
+import { type FrameKey, FrameSigner, FrameVerifier } from "../shared/mac-frames.js";
 import {
   FRAMED_BODY,
   NODE_ERROR_HEADER,
   NODE_TIMEOUT_HEADER,
   type NodeSecrets,
   SIGNATURE_HEADERS,
-} from "../nodes/node-signature.js";
+} from "../shared/node-signature.js";
 import type { NodeDirectory } from "./node-directory.js";
 
 const NODE_SCHEME = "node:";

@@ -7,7 +7,7 @@ import {
   FrameVerifier,
   framedBody,
   MAX_FRAME_BYTES,
-} from "../../../src/nodes/mac-frames.js";
+} from "../../../../src/roles/shared/mac-frames.js";
 
 const frames: FrameKey = { key: Buffer.from("k".repeat(32)), seed: randomBytes(32) };
 

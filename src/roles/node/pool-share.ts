@@ -3,7 +3,7 @@
  * spread over the ready nodes. The remainder goes to the first nodes by rank (their order
  * by id), so the shares add up to the pool's sizes exactly.
  */
-import type { PoolSpec } from "../runtime/sandbox-runtime.js";
+import type { PoolSpec } from "../../runtime/sandbox-runtime.js";
 
 export function poolShare(
   pool: Pick<PoolSpec, "minIdle" | "maxTotal">,

@@ -1,14 +1,13 @@
 /**
  * What the node API's routes are given: the API's dependencies and limits, and one
- * authenticated call (src/node/node-api.ts serves them, src/node/node-relay.ts relays them).
+ * authenticated call (src/roles/node/node-api.ts serves them, src/roles/node/node-relay.ts relays them).
  */
 import type { IncomingMessage } from "node:http";
 import type { Readable } from "node:stream";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
-import type { SandboxClient } from "../forward/sandbox-client.js";
-import type { NodeSecrets, RequestVerifier } from "../nodes/node-signature.js";
-import type { MetricsToken } from "../service/metrics-token.js";
+import type { SandboxClient } from "../../forward/sandbox-client.js";
+import type { NodeSecrets, RequestVerifier } from "../shared/node-signature.js";
 import type { NodeSandboxes } from "./node-sandboxes.js";
 import type { SignedAnswer } from "./signed-answer.js";
 
@@ -32,7 +31,8 @@ export interface NodeApiDeps {
   verifier: RequestVerifier;
   metrics: Registry;
   /** The bearer token /metrics requires (`metrics.token`); unset, /metrics answers anyone. */
-  metricsToken?: MetricsToken;
+  /** The check of `/metrics`' bearer token (src/service/metrics-token.ts), when one is configured. */
+  metricsToken?: { accepts(authorization: string | undefined): boolean };
   log: Logger;
   ready: () => boolean;
   limits: NodeApiLimits;

@@ -57,6 +57,8 @@ export class WarmSet<T> {
   /** Being started or checked: they hold a place. */
   private pending = 0;
   private readonly creations = new Set<Promise<unknown>>();
+  /** Destroys under way: closing waits for them. */
+  private readonly destroying = new Set<Promise<unknown>>();
   /** Acquires waiting for a place or an idle one. */
   private readonly waiting = new Set<() => void>();
   private readonly evictor: NodeJS.Timeout;
@@ -153,7 +155,7 @@ export class WarmSet<T> {
     this.lent.delete(item);
     this.idle = this.idle.filter((entry) => entry.item !== item);
     try {
-      await this.factory.destroy(item);
+      await this.tracked(this.factory.destroy(item));
     } finally {
       this.ensureMinimum();
       this.wake();
@@ -164,7 +166,9 @@ export class WarmSet<T> {
   async destroyIdle(): Promise<void> {
     const idle = this.idle;
     this.idle = [];
-    await Promise.all(idle.map((entry) => this.factory.destroy(entry.item).catch(() => undefined)));
+    await Promise.all(
+      idle.map((entry) => this.tracked(this.factory.destroy(entry.item)).catch(() => undefined)),
+    );
     this.ensureMinimum();
     this.wake();
   }
@@ -176,6 +180,8 @@ export class WarmSet<T> {
     this.wake();
     await Promise.allSettled([...this.creations]);
     await this.destroyIdle();
+    // Those that finished starting as the pool closed are being destroyed.
+    await Promise.allSettled([...this.destroying]);
   }
 
   /** Starts what min lacks, in the background. */
@@ -210,6 +216,12 @@ export class WarmSet<T> {
 
   private destroyQuietly(item: T): void {
     void this.destroy(item).catch(() => undefined);
+  }
+
+  private tracked<V>(destroy: Promise<V>): Promise<V> {
+    this.destroying.add(destroy);
+    void destroy.catch(() => undefined).finally(() => this.destroying.delete(destroy));
+    return destroy;
   }
 
   private track<V>(creation: Promise<V>): Promise<V> {

@@ -9,14 +9,14 @@
 import type { ServerResponse } from "node:http";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import type { SandpoolError } from "../contract/error-codes.js";
-import { type FrameKey, FrameSigner, framedBody } from "../nodes/mac-frames.js";
+import type { SandpoolError } from "../../contract/error-codes.js";
+import { type FrameKey, FrameSigner, framedBody } from "../shared/mac-frames.js";
 import {
   NODE_ERROR_HEADER,
   type NodeSecrets,
   SIGNATURE_HEADERS,
   SIGNED_ANSWER_HEADERS,
-} from "../nodes/node-signature.js";
+} from "../shared/node-signature.js";
 
 /** Statuses that carry no body: their answer is the signed head alone. */
 export function bodyless(status: number): boolean {

@@ -6,16 +6,22 @@
  */
 import type { Logger } from "pino";
 import { Counter, Gauge } from "prom-client";
-import type { GatewayConfig } from "../config/gateway-config.js";
-import type { GatewayMetrics } from "../metering/gateway-metrics.js";
-import type { NodeRegistry, NodeView } from "../nodes/node-registry.js";
-import { NodeSecrets } from "../nodes/node-signature.js";
-import type { SessionLifecycle } from "../session/session-lifecycle.js";
-import type { LeaseStore } from "../store/coordination/lease-store.js";
-import type { PoolLedger } from "../store/coordination/pool-ledger.js";
+import type { GatewayMetrics } from "../../metering/gateway-metrics.js";
+import type { PoolSpec } from "../../runtime/sandbox-runtime.js";
+import type { LeaseStore } from "../../store/coordination/lease-store.js";
+import type { PoolLedger } from "../../store/coordination/pool-ledger.js";
+import type { LeaseKey } from "../../store/coordination/records.js";
+import type { NodeRegistry, NodeView } from "../shared/node-registry.js";
+import type { NodeSettings } from "../shared/node-settings.js";
+import { NodeSecrets } from "../shared/node-signature.js";
 import { NodeClient } from "./node-client.js";
 import { NodeDirectory } from "./node-directory.js";
 import { RoutedPools } from "./routed-pools.js";
+
+/** The session layer's `end`, for the sessions of a lost node. */
+export interface SessionEnds {
+  end(key: LeaseKey, reason: "node_lost"): Promise<boolean>;
+}
 
 export interface EdgeRouting {
   pools: RoutedPools;
@@ -23,13 +29,13 @@ export interface EdgeRouting {
   directory: NodeDirectory;
   registry: NodeRegistry;
   /** Set once the session layer exists (it needs the pools first). */
-  bindSessions(sessions: SessionLifecycle): void;
+  bindSessions(sessions: SessionEnds): void;
   start(): Promise<void>;
   stop(): void;
 }
 
 export function createEdgeRouting(
-  config: GatewayConfig,
+  config: { node: Pick<NodeSettings, "heartbeatMs" | "secrets">; pools: PoolSpec[] },
   deps: { registry: NodeRegistry; store: LeaseStore & PoolLedger; metrics: GatewayMetrics; log: Logger },
 ): EdgeRouting {
   const { registry, store, metrics, log } = deps;
@@ -44,7 +50,7 @@ export function createEdgeRouting(
     help: "Nodes this edge found lost (it ended their sessions)",
     registers: [metrics.registry],
   });
-  let sessions: SessionLifecycle | undefined;
+  let sessions: SessionEnds | undefined;
   const endSessionsOf = async (node: NodeView) => {
     nodesLost.inc();
     for (const lease of await store.listLeases()) {

@@ -25,7 +25,7 @@
  * The frames of a message are made with the secret its head was signed with.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
-import { MAX_FILE_BYTES_HEADER } from "../contract/headers.js";
+import { MAX_FILE_BYTES_HEADER } from "../../contract/headers.js";
 import type { FrameKey } from "./mac-frames.js";
 
 export const SIGNATURE_HEADERS = {

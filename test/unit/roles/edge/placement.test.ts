@@ -3,12 +3,12 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { renderNodes } from "../../../src/cli/commands/nodes-command.js";
-import { loadGatewayConfig } from "../../../src/config/load-config.js";
-import { NodeDirectory } from "../../../src/edge/node-directory.js";
-import { placementOrder } from "../../../src/edge/placement.js";
-import { poolShare } from "../../../src/node/pool-share.js";
-import type { NodeRegistry, NodeView } from "../../../src/nodes/node-registry.js";
+import { renderNodes } from "../../../../src/cli/commands/nodes-command.js";
+import { loadGatewayConfig } from "../../../../src/config/load-config.js";
+import { NodeDirectory } from "../../../../src/roles/edge/node-directory.js";
+import { placementOrder } from "../../../../src/roles/edge/placement.js";
+import { poolShare } from "../../../../src/roles/node/pool-share.js";
+import type { NodeRegistry, NodeView } from "../../../../src/roles/shared/node-registry.js";
 
 const IMAGE = "sandpool/sandbox:dev";
 const pool = { name: "default", image: IMAGE };

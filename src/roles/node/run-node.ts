@@ -8,18 +8,22 @@
 
 import type { Logger } from "pino";
 import { Gauge, Registry } from "prom-client";
-import type { GatewayConfig } from "../config/gateway-config.js";
-import { SandboxClient } from "../forward/sandbox-client.js";
-import { NodeRegistry } from "../nodes/node-registry.js";
-import { nodeIdOf } from "../nodes/node-settings.js";
-import { NodeSecrets, RequestVerifier } from "../nodes/node-signature.js";
-import type { DockerRuntime } from "../runtime/docker/docker-runtime.js";
-import { offeredIsolation } from "../runtime/docker/isolation-check.js";
-import { metricsTokenOf } from "../service/metrics-token.js";
-import { loadLuaScripts } from "../store/coordination/redis/lua-scripts.js";
-import { connectRedis, openRedis, type RedisTarget } from "../store/coordination/redis/redis-connection.js";
-import { RedisCoordinationStore } from "../store/coordination/redis/redis-store.js";
+import { SandboxClient } from "../../forward/sandbox-client.js";
+import type { DockerRuntime } from "../../runtime/docker/docker-runtime.js";
+import { offeredIsolation } from "../../runtime/docker/isolation-check.js";
+import type { PoolSpec } from "../../runtime/sandbox-runtime.js";
+import { loadLuaScripts } from "../../store/coordination/redis/lua-scripts.js";
+import {
+  connectRedis,
+  openRedis,
+  type RedisTarget,
+} from "../../store/coordination/redis/redis-connection.js";
+import { RedisCoordinationStore } from "../../store/coordination/redis/redis-store.js";
+import { NodeRegistry } from "../shared/node-registry.js";
+import { type NodeSettings, nodeIdOf } from "../shared/node-settings.js";
+import { NodeSecrets, RequestVerifier } from "../shared/node-signature.js";
 import { listenNodeApi, type RunningNodeApi } from "./node-api.js";
+import type { NodeApiDeps } from "./node-call.js";
 import { NodeSandboxes } from "./node-sandboxes.js";
 
 export interface RunningNode {
@@ -28,8 +32,19 @@ export interface RunningNode {
   close(): Promise<void>;
 }
 
+/** What a node reads of the configuration (the whole of it, from the CLI), and what is made of it. */
+export interface NodeRoleConfig {
+  deployment: string;
+  node: NodeSettings;
+  pools: PoolSpec[];
+  limits: { maxJsonBodyBytes: number };
+  intervals: { reconcileMs: number };
+  /** The bearer token the node's `/metrics` requires (`metrics.token`); unset, it answers anyone. */
+  metricsToken?: NodeApiDeps["metricsToken"];
+}
+
 export async function startNode(
-  config: GatewayConfig,
+  config: NodeRoleConfig,
   runtime: DockerRuntime,
   redis: RedisTarget,
   log: Logger,
@@ -77,7 +92,7 @@ export async function startNode(
       secrets,
       verifier: new RequestVerifier(secrets, { nodeId, clockWindowMs: config.node.clockWindowMs }),
       metrics,
-      metricsToken: metricsTokenOf(config.metrics),
+      metricsToken: config.metricsToken,
       log,
       ready: () => ready,
       limits: {

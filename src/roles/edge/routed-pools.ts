@@ -7,21 +7,21 @@
  * destroying or measuring a sandbox is asked of its node.
  */
 import type { Logger } from "pino";
-import { SandpoolError } from "../contract/error-codes.js";
-import type { GatewayMetrics } from "../metering/gateway-metrics.js";
-import { PoolDemandAccounting } from "../pool/pool-demand-accounting.js";
-import type { PoolSizes } from "../pool/pool-sizes.js";
+import { SandpoolError } from "../../contract/error-codes.js";
+import type { GatewayMetrics } from "../../metering/gateway-metrics.js";
+import { PoolDemandAccounting } from "../../pool/pool-demand-accounting.js";
+import type { PoolSizes } from "../../pool/pool-sizes.js";
 import {
   type GatewayPools,
   type LeasedSandbox,
   leaseBudgetMs,
   type PoolCapacity,
   type RetiringSandbox,
-} from "../pool/sandbox-pool.js";
-import { StartRate, type StartRateView } from "../pool/start-rate.js";
-import type { PoolSpec, SandboxUsage } from "../runtime/sandbox-runtime.js";
-import type { PoolStartFailure } from "../store/coordination/pool-demand-exchange.js";
-import type { MemberHold, SandboxRecord } from "../store/coordination/records.js";
+} from "../../pool/sandbox-pool.js";
+import { StartRate, type StartRateView } from "../../pool/start-rate.js";
+import type { PoolSpec, SandboxUsage } from "../../runtime/sandbox-runtime.js";
+import type { PoolStartFailure } from "../../store/coordination/pool-demand-exchange.js";
+import type { MemberHold, SandboxRecord } from "../../store/coordination/records.js";
 import type { NodeClient } from "./node-client.js";
 import { nodeEndpoint, parseNodeEndpoint } from "./node-client.js";
 import type { NodeDirectory } from "./node-directory.js";

@@ -9,11 +9,11 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
-import { SandpoolError } from "../contract/error-codes.js";
-import type { SandboxClient } from "../forward/sandbox-client.js";
-import { cpuBaselineMs } from "../pool/cpu-baseline.js";
-import type { PoolSpec, SandboxRuntime } from "../runtime/sandbox-runtime.js";
-import type { SandboxRecord } from "../store/coordination/records.js";
+import { SandpoolError } from "../../contract/error-codes.js";
+import type { SandboxClient } from "../../forward/sandbox-client.js";
+import { cpuBaselineMs } from "../../pool/cpu-baseline.js";
+import type { PoolSpec, SandboxRuntime } from "../../runtime/sandbox-runtime.js";
+import type { SandboxRecord } from "../../store/coordination/records.js";
 import { WarmSet } from "./warm-set.js";
 
 /** Warm sandboxes above min idle longer than this are evicted (their place is free again). */

@@ -4,7 +4,7 @@
  * nodes that stopped heart-beating (one edge wins each) and ends their sessions.
  */
 import type { Logger } from "pino";
-import type { NodeRegistry, NodeView } from "../nodes/node-registry.js";
+import type { NodeRegistry, NodeView } from "../shared/node-registry.js";
 
 export class NodeDirectory {
   private nodes: NodeView[] = [];

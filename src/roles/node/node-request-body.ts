@@ -7,10 +7,10 @@
  */
 import type { IncomingMessage } from "node:http";
 import { Readable } from "node:stream";
-import { SandpoolError } from "../contract/error-codes.js";
-import { readCapped } from "../forward/read-capped.js";
-import { type FrameKey, FrameVerifier } from "../nodes/mac-frames.js";
-import { bodyMatches } from "../nodes/node-signature.js";
+import { SandpoolError } from "../../contract/error-codes.js";
+import { readCapped } from "../../forward/read-capped.js";
+import { type FrameKey, FrameVerifier } from "../shared/mac-frames.js";
+import { bodyMatches } from "../shared/node-signature.js";
 
 export type BufferedBody =
   | { ok: true; bytes: Buffer }

@@ -7,7 +7,7 @@ import {
   RequestVerifier,
   SIGNATURE_HEADERS,
   type SignedRequest,
-} from "../../../src/nodes/node-signature.js";
+} from "../../../../src/roles/shared/node-signature.js";
 
 const OLD = "o".repeat(32);
 const NEW = "n".repeat(32);

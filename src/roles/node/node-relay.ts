@@ -8,12 +8,12 @@
  * goes on chunked; the answer goes back signed, frame by frame (signed-answer.ts).
  */
 import type { IncomingMessage } from "node:http";
-import { SandpoolError } from "../contract/error-codes.js";
-import { MAX_FILE_BYTES_HEADER } from "../contract/headers.js";
-import type { SandboxClient } from "../forward/sandbox-client.js";
-import type { FrameKey } from "../nodes/mac-frames.js";
-import { NODE_TIMEOUT_HEADER, SIGNATURE_HEADERS } from "../nodes/node-signature.js";
-import { UPLOAD_FRAMING_BYTES } from "../policy/decide-access.js";
+import { SandpoolError } from "../../contract/error-codes.js";
+import { MAX_FILE_BYTES_HEADER } from "../../contract/headers.js";
+import type { SandboxClient } from "../../forward/sandbox-client.js";
+import { UPLOAD_FRAMING_BYTES } from "../../policy/decide-access.js";
+import type { FrameKey } from "../shared/mac-frames.js";
+import { NODE_TIMEOUT_HEADER, SIGNATURE_HEADERS } from "../shared/node-signature.js";
 import type { NodeCall } from "./node-call.js";
 import { VerifiedUpload } from "./node-request-body.js";
 

@@ -6,12 +6,12 @@
  * rebuilt from the store's live leases (reconcile): what no live lease holds goes.
  */
 import type { Logger } from "pino";
-import { SandpoolError } from "../contract/error-codes.js";
-import type { SandboxClient } from "../forward/sandbox-client.js";
-import type { NodeAdvert } from "../nodes/node-registry.js";
-import type { Isolation, PoolSpec, SandboxRuntime, SandboxUsage } from "../runtime/sandbox-runtime.js";
-import type { LeaseStore } from "../store/coordination/lease-store.js";
-import type { SandboxRecord } from "../store/coordination/records.js";
+import { SandpoolError } from "../../contract/error-codes.js";
+import type { SandboxClient } from "../../forward/sandbox-client.js";
+import type { Isolation, PoolSpec, SandboxRuntime, SandboxUsage } from "../../runtime/sandbox-runtime.js";
+import type { LeaseStore } from "../../store/coordination/lease-store.js";
+import type { SandboxRecord } from "../../store/coordination/records.js";
+import type { NodeAdvert } from "../shared/node-registry.js";
 import { NodeWarmPool } from "./node-warm-pool.js";
 import { poolShare } from "./pool-share.js";
 

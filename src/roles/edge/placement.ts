@@ -5,8 +5,9 @@
  * and neither do nodes whose engine does not offer the pool's isolation (a gvisor pool goes
  * only where runsc is registered).
  */
-import type { NodeView } from "../nodes/node-registry.js";
-import type { PoolSpec } from "../runtime/sandbox-runtime.js";
+
+import type { PoolSpec } from "../../runtime/sandbox-runtime.js";
+import type { NodeView } from "../shared/node-registry.js";
 
 export function placementOrder(
   nodes: readonly NodeView[],

@@ -1,7 +1,7 @@
 /**
  * The node API, on the node's own listener (default port 8091). Health, readiness and
  * metrics answer anyone (Prometheus scrapes them); everything under /node/v1 needs an edge's
- * signature (src/nodes/node-signature.ts) and every answer to it is signed, body included.
+ * signature (src/roles/shared/node-signature.ts) and every answer to it is signed, body included.
  *
  *   POST /node/v1/leases                       {pool} -> 201 {record, warm}: a sandbox for a session
  *   ANY  /node/v1/sandboxes/{id}/relay/<path>  forwarded to that sandbox's server, streaming both ways
@@ -31,8 +31,9 @@ import type { AddressInfo } from "node:net";
 import type { Readable } from "node:stream";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
-import { SandpoolError } from "../contract/error-codes.js";
-import type { SandboxClient } from "../forward/sandbox-client.js";
+import { SandpoolError } from "../../contract/error-codes.js";
+import type { SandboxClient } from "../../forward/sandbox-client.js";
+import type { SandboxRecord } from "../../store/coordination/records.js";
 import {
   FRAMED_BODY,
   NODE_ERROR_HEADER,
@@ -40,9 +41,7 @@ import {
   type NodeSecrets,
   type RequestVerifier,
   SIGNATURE_HEADERS,
-} from "../nodes/node-signature.js";
-import type { MetricsToken } from "../service/metrics-token.js";
-import type { SandboxRecord } from "../store/coordination/records.js";
+} from "../shared/node-signature.js";
 import type { NodeApiDeps, NodeCall } from "./node-call.js";
 import { relayToSandbox, unknownSession, uploadOf } from "./node-relay.js";
 import { readSignedBody } from "./node-request-body.js";

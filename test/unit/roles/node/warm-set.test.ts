@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { WarmSet, type WarmSetFactory, WarmSetTimeoutError } from "../../../src/node/warm-set.js";
+import { WarmSet, type WarmSetFactory, WarmSetTimeoutError } from "../../../../src/roles/node/warm-set.js";
 
 interface Thing {
   id: number;
@@ -11,7 +11,7 @@ function factory() {
   let next = 0;
   const destroyed: number[] = [];
   const held: (() => void)[] = [];
-  const state = { failing: false, holding: false };
+  const state = { failing: false, holding: false, slowDestroy: false };
   const made: WarmSetFactory<Thing> & { destroyed: number[]; state: typeof state; release(): void } = {
     destroyed,
     state,
@@ -22,6 +22,7 @@ function factory() {
       return { id: next, works: true };
     },
     async destroy(thing) {
+      if (state.slowDestroy) await new Promise((resolve) => setTimeout(resolve, 20));
       destroyed.push(thing.id);
     },
     async validate(thing) {
@@ -162,5 +163,25 @@ describe("WarmSet", () => {
     await set.close();
     expect(set.isBorrowed(lent)).toBe(true);
     await expect(set.acquire()).rejects.toThrow("closed");
+  });
+});
+
+describe("WarmSet.close", () => {
+  it("waits for starts under way and destroys what they started", async () => {
+    const made = factory();
+    made.state.holding = true;
+    made.state.slowDestroy = true;
+    const set = new WarmSet<Thing>(made, {
+      min: 2,
+      max: 2,
+      acquireTimeoutMs: 100,
+      idleEvictionMs: 60_000,
+      evictionRunMs: 60_000,
+    });
+    await settle();
+    const closing = set.close();
+    made.release();
+    await closing;
+    expect(made.destroyed.sort()).toEqual([1, 2]);
   });
 });
