@@ -24,6 +24,7 @@
  * eight workspaces >= 90% of the engine's best start rate.
  *
  *   node test/bench/churn.bench.mjs [--seconds N] [--quick] [--min-idle N] [--max-total N]
+ *                                   [--rows CxW,...] [--no-engine]
  *
  * --seconds N     length of each row, engine rows included (default 25)
  * --warm-up-seconds N
@@ -32,6 +33,9 @@
  * --quick         a smoke run: 3 s per row unless --seconds says otherwise
  * --min-idle N    the pool's minIdle (default 4)
  * --max-total N   the pool's maxTotal (default 40)
+ * --rows CxW,...  only these churn rows, C clients over W workspaces (e.g. 8x1; default
+ *                 1x1,8x1,32x1,8x8,32x8): a change to one case is measured in minutes
+ * --no-engine     skip the engine rows (the share of the engine's rate is then not shown)
  *
  * Needs the built CLI, Postgres (127.0.0.1:5432, db test), Redis (127.0.0.1:6379) and a
  * Docker engine with sandpool/sandbox:dev; every container, key, database and temp dir it made
@@ -65,6 +69,8 @@ try {
       "min-idle": { type: "string", default: "4" },
       "max-total": { type: "string", default: "40" },
       "warm-up-seconds": { type: "string" },
+      rows: { type: "string" },
+      "no-engine": { type: "boolean", default: false },
     },
   }));
 } catch (error) {
@@ -88,14 +94,26 @@ const maxTotal = whole("max-total", Math.max(1, minIdle));
 const IMAGE = "sandpool/sandbox:dev";
 const ENGINE_PARALLEL = [1, 8, 16];
 /** [clients, workspaces]: one client over eight workspaces would use one, as 1 x 1 does. */
-const ROWS = [
+const ALL_ROWS = [
   [1, 1],
   [8, 1],
   [32, 1],
   [8, 8],
   [32, 8],
 ];
-const WORKSPACES = 8;
+const ROWS = values.rows === undefined ? ALL_ROWS : parseRows(values.rows);
+const WORKSPACES = Math.max(...ROWS.map(([, workspaces]) => workspaces));
+
+function parseRows(text) {
+  return text.split(",").map((item) => {
+    const match = /^(\d+)x(\d+)$/.exec(item.trim());
+    if (!match || Number(match[1]) < 1 || Number(match[2]) < 1) {
+      console.error(`--rows takes CxW items (clients x workspaces, each >= 1), got ${item}`);
+      process.exit(2);
+    }
+    return [Number(match[1]), Number(match[2])];
+  });
+}
 /** After the pool is back at minIdle: destroyed sandboxes' removals settle too. */
 const ROW_SETTLE_MS = 1_000;
 /** High enough that no quota is what the bench measures. */
@@ -142,7 +160,7 @@ async function main() {
 
   // The engine first, on a machine without the gateway's pool.
   const engine = [];
-  for (const parallel of ENGINE_PARALLEL) {
+  for (const parallel of values["no-engine"] ? [] : ENGINE_PARALLEL) {
     const measured = await measureEngineStartRate(IMAGE, { parallel, durationMs });
     progress(`engine, ${parallel} in parallel: ${measured.perSecond.toFixed(1)} starts/s`);
     engine.push(measured);

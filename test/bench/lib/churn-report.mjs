@@ -31,7 +31,8 @@ export function printChurnReport({ engine, rows, seconds, warmUpSeconds, pool, m
     ["parallel", "starts", "starts/s", "create+start p50", "remove p50"],
     engine.map((e) => [e.parallel, e.starts, rate(e.perSecond), formatMs(e.startMs), formatMs(e.removeMs)]),
   );
-  const engineBest = Math.max(...engine.map((e) => e.perSecond));
+  // Without engine rows (--no-engine) the shares are not shown.
+  const engineBest = engine.length > 0 ? Math.max(...engine.map((e) => e.perSecond)) : Number.NaN;
 
   heading("sandpool serve: CreateSession -> Execute print(1) -> DeleteSession per client, in a loop");
   printTable(
@@ -97,7 +98,7 @@ export function printChurnReport({ engine, rows, seconds, warmUpSeconds, pool, m
   }
   for (const clients of [8, 32]) {
     const eight = row(clients, 8);
-    if (!eight) continue;
+    if (!eight || engine.length === 0) continue;
     const share = eight.perSecond / engineBest;
     targets.push([
       `${clients} clients, 8 workspaces: sessions/s of the engine's best (${rate(engineBest)}/s)`,
