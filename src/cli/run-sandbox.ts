@@ -27,6 +27,7 @@ export async function runSandbox(options: Record<string, unknown>): Promise<void
       codeUser: options.codeUser as { uid: number; gid: number } | undefined,
       codeMaxProcesses: options.codeMaxProcesses as number | undefined,
       preloadModules: (options.preloadModules as string[] | undefined) ?? [],
+      forkInterpreters: options.forkInterpreters !== false,
       egressProxySocket: options.egressProxySocket as string | undefined,
       egressProxyPort: options.egressProxyPort as number,
     },

@@ -42,6 +42,13 @@ export const sandboxConfigSchema = z
      * ones are skipped: the same list works on the lean image. Needs prewarmInterpreter.
      */
     preloadModules: z._default(z.array(z.string().check(z.regex(/^[A-Za-z_][\w.]*$/))), []),
+    /**
+     * Fork each session's interpreter from one pre-imported Python process (the zygote, with
+     * preloadModules imported once) instead of starting Python per session: a fork costs
+     * milliseconds. Linux only (elsewhere, and whenever the zygote is unavailable, interpreters
+     * start one by one). Needs prewarmInterpreter.
+     */
+    forkInterpreters: z._default(z.boolean(), true),
     /** Longest a session's creation waits for preloadModules; the session is answered anyway after it. */
     preloadTimeoutMs: int(1, 60_000),
     /**

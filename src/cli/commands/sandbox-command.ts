@@ -59,6 +59,11 @@ export function sandboxCommand(): Command {
       commaList,
     )
     .option(
+      "--no-fork-interpreters",
+      "start each session's Python interpreter as a process of its own instead of forking it from one " +
+        "pre-imported interpreter (the zygote; Linux only)",
+    )
+    .option(
       "--reap-strays",
       "after each call, kill every process but the server, its ancestors and the sessions' Python interpreters " +
         "(only in a PID namespace of its own, such as a container's)",

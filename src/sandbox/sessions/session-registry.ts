@@ -10,6 +10,7 @@ import type { Logger } from "pino";
 import { SandpoolError } from "../../contract/error-codes.js";
 import type { CreateSessionRequest } from "../../contract/schemas.js";
 import { clampHint, type SandboxConfig } from "../config.js";
+import { InterpreterZygote } from "../tools/interpreter-zygote.js";
 import { resolvePythonExecutable } from "../tools/resolve-python.js";
 import { StrayReaper } from "../tools/stray-reaper.js";
 import { CodeLauncher } from "../user-code/code-user.js";
@@ -33,6 +34,10 @@ export class SessionRegistry {
   private toolsRunning = 0;
   /** Starts user programs under the code's identity and bounds (codeUser), if configured. */
   readonly launcher: CodeLauncher;
+  /** Forks sessions' interpreters with the preload modules imported (forkInterpreters), if configured. */
+  private readonly zygote: InterpreterZygote | undefined;
+  /** True while a scrub runs: then the zygote's children are strays like any other process. */
+  private scrubbing = false;
 
   constructor(
     private readonly config: SandboxConfig,
@@ -43,14 +48,36 @@ export class SessionRegistry {
       config.codeUser && { user: config.codeUser, maxProcesses: config.codeMaxProcesses },
     );
     if (config.reapStrayProcesses) {
-      this.strays = new StrayReaper({ protectedPids: () => this.interpreterPids() }, log);
+      this.strays = new StrayReaper(
+        {
+          protectedPids: () => this.protectedPids(),
+          // An interpreter being forked is the zygote's child before its session knows its pid.
+          protectedParents: () => (this.zygote?.pid === undefined || this.scrubbing ? [] : [this.zygote.pid]),
+        },
+        log,
+      );
       this.strays.assertSafe();
     }
     // A bare command may be a version manager's slow shim: find the real binary once.
-    if (!path.isAbsolute(config.python)) {
-      void resolvePythonExecutable(config.python, this.launcher).then((executable) => {
-        this.python = executable;
+    const python = path.isAbsolute(config.python)
+      ? Promise.resolve(config.python)
+      : resolvePythonExecutable(config.python, this.launcher).then((executable) => {
+          this.python = executable;
+          return executable;
+        });
+    if (config.forkInterpreters && config.prewarmInterpreter && process.platform === "linux") {
+      this.zygote = new InterpreterZygote({
+        python: () => python,
+        launcher: this.launcher,
+        home: config.root,
+        preloadModules: config.preloadModules,
+        // Outside every workspace; emptied with the sessions' root by a scrub, recreated by each fork.
+        mplConfigDir: path.join(config.root, ".matplotlib"),
+        readyTimeoutMs: config.preloadTimeoutMs,
+        nice: this.launcher.nice,
+        log,
       });
+      this.zygote.start();
     }
   }
 
@@ -91,6 +118,12 @@ export class SessionRegistry {
     }
   }
 
+  /** What the stray reaper and the scrub spare: the interpreters and the zygote (it never runs user code). */
+  private *protectedPids(): Iterable<number> {
+    yield* this.interpreterPids();
+    if (this.zygote?.pid !== undefined) yield this.zygote.pid;
+  }
+
   async create(request: CreateSessionRequest): Promise<Session> {
     if (this.sessions.size + this.creating >= this.config.maxSessions) {
       throw new SandpoolError("capacity.exhausted", "the sandbox server is at its session limit", {
@@ -121,14 +154,17 @@ export class SessionRegistry {
         times,
         this.python,
         this.launcher,
+        this.zygote,
       );
-      if (c.prewarmInterpreter) session.interpreter.warm();
-      // Registered before the preload, so the stray reaper protects its interpreter meanwhile.
+      // Registered before its interpreter starts, so the stray reaper protects it once it runs.
       this.sessions.set(session.id, session);
     } finally {
       this.creating--;
     }
-    if (c.prewarmInterpreter && c.preloadModules.length > 0) await this.preload(session);
+    if (!c.prewarmInterpreter) return session;
+    // Forked from the zygote, it has the modules already; started alone, it imports them now.
+    const forked = await session.interpreter.warm().catch(() => false);
+    if (!forked && c.preloadModules.length > 0) await this.preload(session);
     return session;
   }
 
@@ -179,6 +215,7 @@ export class SessionRegistry {
         retryAfterSeconds: 1,
       });
     }
+    this.scrubbing = true;
     try {
       await scrubSandbox({
         strays: this.strays,
@@ -190,10 +227,17 @@ export class SessionRegistry {
         throw new SandpoolError("server.internal", `the sandbox could not be scrubbed: ${error.message}`);
       }
       throw error;
+    } finally {
+      this.scrubbing = false;
     }
     const session = await this.create(request);
-    // Off the gateway's request path: the next session's first call finds Python running.
-    if (this.config.prewarmInterpreter && this.config.preloadModules.length === 0) {
+    // Off the gateway's request path: the next session's first call finds Python running (a
+    // forked interpreter is running once forked).
+    if (
+      this.config.prewarmInterpreter &&
+      this.config.preloadModules.length === 0 &&
+      this.zygote?.pid === undefined
+    ) {
       await session.interpreter
         .run("pass", { timeoutMs: this.config.preloadTimeoutMs, maxOutputBytes: 1024, interruptGraceMs: 0 })
         .catch(() => undefined);
@@ -242,5 +286,6 @@ export class SessionRegistry {
   async close(): Promise<void> {
     clearInterval(this.reaper);
     await Promise.all([...this.sessions.keys()].map((id) => this.destroy(id)));
+    await this.zygote?.close();
   }
 }

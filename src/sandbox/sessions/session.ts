@@ -7,6 +7,7 @@ import { mkdir, realpath } from "node:fs/promises";
 import path from "node:path";
 import type { SessionHandle } from "../../contract/schemas.js";
 import { signalGroup } from "../tools/process-group.js";
+import type { InterpreterZygote } from "../tools/interpreter-zygote.js";
 import { PythonInterpreter } from "../tools/python-interpreter.js";
 import { TextEditor } from "../tools/text-editor.js";
 import type { CodeLauncher } from "../user-code/code-user.js";
@@ -39,8 +40,9 @@ export class Session {
     readonly times: SessionTimes,
     python: string,
     readonly launcher: CodeLauncher,
+    zygote: InterpreterZygote | undefined,
   ) {
-    this.interpreter = new PythonInterpreter({ python, cwd: workspace, home: workspace, launcher });
+    this.interpreter = new PythonInterpreter({ python, cwd: workspace, home: workspace, launcher, zygote });
     this.editor = new TextEditor(workspace);
   }
 
@@ -51,12 +53,13 @@ export class Session {
     times: SessionTimes,
     python: string,
     launcher: CodeLauncher,
+    zygote?: InterpreterZygote,
   ): Promise<Session> {
     const dir = path.join(root, id);
     await mkdir(path.join(dir, "workspace"), { recursive: true, mode: 0o700 });
     await mkdir(path.join(dir, "uploads"), { mode: 0o700 });
     const workspace = await realpath(path.join(dir, "workspace"));
-    return new Session(id, root, dir, workspace, times, python, launcher);
+    return new Session(id, root, dir, workspace, times, python, launcher, zygote);
   }
 
   /**

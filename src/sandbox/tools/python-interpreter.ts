@@ -3,14 +3,18 @@
  * namespace survives between calls. Calls are serialized by the caller (the session lock).
  * A call that overruns its timeout is interrupted (KeyboardInterrupt), then killed; a dead
  * interpreter is replaced by a fresh one and the call's stderr says the state was lost.
+ * It is forked from the sandbox's zygote when there is one (interpreter-zygote.ts: a fork,
+ * with the preload modules already imported), else started as a process of its own.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { constants as osConstants } from "node:os";
 import type { Readable, Writable } from "node:stream";
 import type { ExecutionOutcome } from "../../contract/schemas.js";
 import type { CodeLauncher } from "../user-code/code-user.js";
 import { cappedStreams, MarkedStreamReader, type OutputListener } from "./capped-output.js";
+import type { ForkedInterpreter, InterpreterZygote, ProcessExit } from "./interpreter-zygote.js";
+import { readLines } from "./line-reader.js";
 import { sandboxEnvironment, signalGroup } from "./process-group.js";
 import { pythonDriverSource } from "./python-driver.js";
 
@@ -20,6 +24,22 @@ export interface InterpreterOptions {
   home: string;
   /** Starts the interpreter as user code, under its identity and bounds. */
   launcher: CodeLauncher;
+  /** Forks the interpreter, when the sandbox has one. */
+  zygote?: InterpreterZygote | undefined;
+}
+
+/** How an interpreter process came to be, for its pipes and its end alike. */
+interface InterpreterProcess {
+  pid: number | undefined;
+  /** Forked from the zygote (its preload modules already imported), not started alone. */
+  forked: boolean;
+  stdout: Readable;
+  stderr: Readable;
+  control: Writable;
+  replies: Readable;
+  exited: Promise<ProcessExit>;
+  /** Settles once it exited and its output pipes closed. */
+  closed: Promise<void>;
 }
 
 export interface RunLimits {
@@ -32,7 +52,7 @@ export interface RunLimits {
 }
 
 interface Running {
-  child: ChildProcess;
+  child: InterpreterProcess;
   control: Writable;
   stdout: MarkedStreamReader;
   stderr: MarkedStreamReader;
@@ -51,12 +71,17 @@ export class PythonInterpreter {
   private lostBetweenCalls: string | undefined;
   /** Once closed, never restarted: a call racing the session's end must not revive it. */
   private closed = false;
+  /** A start under way (a fork answers asynchronously): callers meanwhile share it. */
+  private starting: Promise<Running> | undefined;
 
   constructor(private readonly options: InterpreterOptions) {}
 
-  /** Starts the process now so the first call does not pay for Python's start-up. */
-  warm(): void {
-    this.ensureRunning();
+  /**
+   * Starts the process now so the first call does not pay for Python's start-up. True when
+   * it was forked from the zygote: it has the preload modules already.
+   */
+  async warm(): Promise<boolean> {
+    return (await this.ensureRunning()).child.forked;
   }
 
   get pid(): number | undefined {
@@ -64,7 +89,7 @@ export class PythonInterpreter {
   }
 
   async run(code: string, limits: RunLimits): Promise<ExecutionOutcome> {
-    const proc = this.ensureRunning();
+    const proc = await this.ensureRunning();
     const { out, err } = cappedStreams(limits.maxOutputBytes, limits.onOutput);
     const notice = this.lostBetweenCalls;
     this.lostBetweenCalls = undefined;
@@ -105,7 +130,7 @@ export class PythonInterpreter {
     this.lostBetweenCalls = undefined; // it died during this call, and this call says so
     const cause = timedOut ? timeoutNote : `The Python interpreter exited (${describeExit(outcome.exit)}).`;
     err.note(`\n${cause} It was restarted; variables and imports from earlier calls are gone.\n`);
-    if (!this.closed) this.ensureRunning();
+    if (!this.closed) void this.ensureRunning().catch(() => undefined);
     return { stdout: out.text(), stderr: err.text(), return_code: timedOut ? 124 : exitStatus(outcome.exit) };
   }
 
@@ -119,71 +144,101 @@ export class PythonInterpreter {
     await raceWithTimeout(proc.exited, EXIT_WAIT_MS);
   }
 
-  private ensureRunning(): Running {
-    if (this.closed) throw new Error("the interpreter was closed with its session");
-    if (this.running && this.running.exit === undefined) return this.running;
-    const { launcher } = this.options;
-    const { file, args } = launcher.command(this.options.python, ["-u", "-c", pythonDriverSource]);
-    const child = spawn(file, args, {
-      cwd: this.options.cwd,
-      env: sandboxEnvironment(this.options.home, launcher.environment()),
-      detached: true,
-      stdio: ["ignore", "pipe", "pipe", "pipe", "pipe"],
+  private ensureRunning(): Promise<Running> {
+    if (this.closed) return Promise.reject(new Error("the interpreter was closed with its session"));
+    if (this.running && this.running.exit === undefined) return Promise.resolve(this.running);
+    this.starting ??= this.startProcess().finally(() => {
+      this.starting = undefined;
     });
-    launcher.started(child.pid);
+    return this.starting;
+  }
+
+  private async startProcess(): Promise<Running> {
+    const { launcher, zygote } = this.options;
+    const env = sandboxEnvironment(this.options.home, launcher.environment());
+    const forked = await zygote?.fork(this.options.cwd, env);
+    const child = forked ? forkedProcess(forked) : this.spawnProcess(env);
+    if (this.closed) {
+      signalGroup(child.pid, "SIGKILL");
+      throw new Error("the interpreter was closed with its session");
+    }
     const stdout = new MarkedStreamReader();
     const stderr = new MarkedStreamReader();
-    child.stdout?.on("data", (chunk: Buffer) => stdout.write(chunk));
-    child.stderr?.on("data", (chunk: Buffer) => stderr.write(chunk));
+    child.stdout.on("data", (chunk: Buffer) => stdout.write(chunk));
+    child.stderr.on("data", (chunk: Buffer) => stderr.write(chunk));
     const replies = new Map<number, (returnCode: number) => void>();
-    readLines(child.stdio[4] as Readable, (line) => {
+    readLines(child.replies, (line) => {
       const reply = JSON.parse(line) as { id: number; return_code: number };
       replies.get(reply.id)?.(reply.return_code);
     });
-    const control = child.stdio[3] as Writable;
-    control.on("error", () => {}); // EPIPE when the interpreter dies: seen through "exit"
+    child.control.on("error", () => {}); // EPIPE when the interpreter dies: seen through its exit
     const running: Running = {
       child,
-      control,
+      control: child.control,
       stdout,
       stderr,
       replies,
       exit: undefined,
-      exited: new Promise((resolve) => {
-        child.once("exit", (code, signal) => {
-          running.exit = { code, signal };
-          // Its children may still hold the output pipes open; they go with it.
-          signalGroup(child.pid, "SIGKILL");
-          if (this.running === running) {
-            this.lostBetweenCalls = `The Python interpreter exited (${describeExit(running.exit)}) between calls. It was restarted; variables and imports from earlier calls are gone.`;
-          }
-          resolve(running.exit);
-        });
-        child.once("error", () => {
-          running.exit = { code: 127, signal: null };
-          resolve(running.exit);
-        });
+      exited: child.exited.then((exit) => {
+        running.exit = exit;
+        // Its children may still hold the output pipes open; they go with it.
+        signalGroup(child.pid, "SIGKILL");
+        if (this.running === running) {
+          this.lostBetweenCalls = `The Python interpreter exited (${describeExit(exit)}) between calls. It was restarted; variables and imports from earlier calls are gone.`;
+        }
+        return exit;
       }),
-      closed: new Promise((resolve) => child.once("close", () => resolve())),
+      closed: child.closed,
     };
     this.running = running;
     return running;
   }
+
+  private spawnProcess(env: NodeJS.ProcessEnv): InterpreterProcess {
+    const { launcher } = this.options;
+    const { file, args } = launcher.command(this.options.python, ["-u", "-c", pythonDriverSource]);
+    const child = spawn(file, args, {
+      cwd: this.options.cwd,
+      env,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe", "pipe", "pipe"],
+    });
+    launcher.started(child.pid);
+    return {
+      pid: child.pid,
+      forked: false,
+      stdout: child.stdout as Readable,
+      stderr: child.stderr as Readable,
+      control: child.stdio[3] as Writable,
+      replies: child.stdio[4] as Readable,
+      exited: new Promise((resolve) => {
+        child.once("exit", (code, signal) => resolve({ code, signal }));
+        child.once("error", () => resolve({ code: 127, signal: null }));
+      }),
+      closed: new Promise((resolve) => child.once("close", () => resolve())),
+    };
+  }
 }
 
-function readLines(stream: Readable, onLine: (line: string) => void): void {
-  let buffered = "";
-  stream.setEncoding("utf8");
-  stream.on("data", (chunk: string) => {
-    buffered += chunk;
-    let newline = buffered.indexOf("\n");
-    while (newline >= 0) {
-      onLine(buffered.slice(0, newline));
-      buffered = buffered.slice(newline + 1);
-      newline = buffered.indexOf("\n");
-    }
+/** A forked interpreter as the interpreter's process: closed once it exited and its output pipes ended. */
+function forkedProcess(forked: ForkedInterpreter): InterpreterProcess {
+  const ended = (stream: Readable) => new Promise<void>((resolve) => stream.once("close", () => resolve()));
+  const outputClosed = Promise.all([ended(forked.stdout), ended(forked.stderr), ended(forked.replies)]);
+  const closed = Promise.all([forked.exited, outputClosed]).then(() => {
+    forked.control.destroy();
   });
-  stream.on("error", () => {});
+  // Once it exited, nothing more may be written to it (and the descriptor must go).
+  void forked.exited.then(() => forked.control.destroy());
+  return {
+    pid: forked.pid,
+    forked: true,
+    stdout: forked.stdout,
+    stderr: forked.stderr,
+    control: forked.control,
+    replies: forked.replies,
+    exited: forked.exited,
+    closed,
+  };
 }
 
 function raceWithTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {

@@ -26,21 +26,40 @@ import {
 } from "./process-table.js";
 
 export interface StrayReaperSource {
-  /** The processes that must survive: the sessions' persistent interpreters. */
+  /** The processes that must survive: the sessions' persistent interpreters, the interpreter zygote. */
   protectedPids(): Iterable<number>;
+  /**
+   * Processes whose children survive too: the zygote's, an interpreter being forked for a
+   * session, whose pid the server learns only after the fork.
+   */
+  protectedParents?(): Iterable<number>;
 }
 
-/** The processes to kill: all but `self`, its ancestors, the protected ones and the dead. */
-export function pickStrays(table: ProcessEntry[], self: number, keep: Iterable<number>): number[] {
-  const spared = sparedPids(table, self, keep);
+/** The processes to kill: all but `self`, its ancestors, the protected ones (and children of protected parents) and the dead. */
+export function pickStrays(
+  table: ProcessEntry[],
+  self: number,
+  keep: Iterable<number>,
+  keepChildrenOf: Iterable<number> = [],
+): number[] {
+  const spared = sparedPids(table, self, keep, keepChildrenOf);
   return table
     .filter((entry) => !spared.has(entry.pid) && entry.state !== "Z" && entry.state !== "X")
     .map((entry) => entry.pid);
 }
 
-function sparedPids(table: ProcessEntry[], self: number, keep: Iterable<number>): Set<number> {
+function sparedPids(
+  table: ProcessEntry[],
+  self: number,
+  keep: Iterable<number>,
+  keepChildrenOf: Iterable<number> = [],
+): Set<number> {
   const spared = ancestorsOf(self, table);
   for (const pid of keep) spared.add(pid);
+  const parents = new Set(keepChildrenOf);
+  if (parents.size > 0) {
+    for (const entry of table) if (parents.has(entry.ppid)) spared.add(entry.pid);
+  }
   return spared;
 }
 
@@ -70,20 +89,26 @@ export class StrayReaper {
 
   /** How many strays are alive now (a scrub checks its reap left none). */
   count(): number {
-    return pickStrays(readProcessTable(this.procRoot), process.pid, this.source.protectedPids()).length;
+    return pickStrays(
+      readProcessTable(this.procRoot),
+      process.pid,
+      this.source.protectedPids(),
+      this.parents(),
+    ).length;
   }
 
   /** Kills every stray (see the file's comment); call only while no tool runs. Returns how many it killed. */
   reap(): number {
     const keep = [...this.source.protectedPids()];
     if (this.onlyKnownProcesses(keep)) return 0;
+    const parents = this.parents();
     const table = readProcessTable(this.procRoot);
-    if (pickStrays(table, process.pid, keep).length === 0) return 0;
+    if (pickStrays(table, process.pid, keep, parents).length === 0) return 0;
     const killed = new Set<number>();
     this.send(-1, "SIGSTOP");
     try {
       for (let pass = 0; pass < MAX_PASSES; pass++) {
-        const fresh = pickStrays(readProcessTable(this.procRoot), process.pid, keep).filter(
+        const fresh = pickStrays(readProcessTable(this.procRoot), process.pid, keep, parents).filter(
           (pid) => !killed.has(pid),
         );
         if (fresh.length === 0) break;
@@ -96,12 +121,16 @@ export class StrayReaper {
       }
     } finally {
       // The spared were frozen with the rest: the interpreters, and ancestors below PID 1.
-      for (const pid of sparedPids(readProcessTable(this.procRoot), process.pid, keep)) {
+      for (const pid of sparedPids(readProcessTable(this.procRoot), process.pid, keep, parents)) {
         if (pid !== process.pid) this.send(pid, "SIGCONT");
       }
     }
     if (killed.size > 0) this.log.info({ killed: killed.size }, "ended processes left behind by tool calls");
     return killed.size;
+  }
+
+  private parents(): number[] {
+    return [...(this.source.protectedParents?.() ?? [])];
   }
 
   /** This server's ancestors (PID 1, tini), read once: they change only if its parent dies. */

@@ -72,6 +72,21 @@ export class CodeLauncher {
     return this.bounds !== undefined;
   }
 
+  /** The code's identity, when it has one of its own. */
+  get user(): CodeUser | undefined {
+    return this.bounds?.user;
+  }
+
+  /** RLIMIT_NPROC of user code, when bounded. */
+  get maxProcesses(): number | undefined {
+    return this.bounds?.maxProcesses;
+  }
+
+  /** The nice value user code runs at. */
+  get nice(): number {
+    return CODE_NICE;
+  }
+
   /** The file and arguments that run `program` with `args` as user code. */
   command(program: string, args: readonly string[]): { file: string; args: string[] } {
     if (!this.bounds) return { file: program, args: [...args] };

@@ -1,0 +1,303 @@
+/**
+ * Forks sessions' Python interpreters from one pre-imported process (zygote-source.ts), so a
+ * session's interpreter costs a fork, not a Python start and the preload modules' imports:
+ * what bounds how fast a recycled sandbox is ready, and most of its CPU (a pandas import is
+ * ~0.6 s of CPU; a fork a few ms).
+ *
+ * The server reaches a forked interpreter's pipes by opening its /proc/<pid>/fd/1-4 (it runs
+ * as the code's uid, the child's, and the child is dumpable): Node cannot receive descriptors
+ * from another process, and the child is the zygote's, not the server's. The zygote reports
+ * each child's exit. When the zygote is unavailable (not Linux, it failed to start, it died)
+ * `fork` answers undefined and the caller starts the interpreter the usual way; a zygote that
+ * dies takes its children's interpreters with it (their sessions see a restarted interpreter)
+ * and is started again after a pause.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { constants as fsConstants, open } from "node:fs";
+import { Socket } from "node:net";
+import { constants as osConstants } from "node:os";
+import type { Readable } from "node:stream";
+import { promisify } from "node:util";
+import type { Logger } from "pino";
+import type { CodeLauncher } from "../user-code/code-user.js";
+import { readLines } from "./line-reader.js";
+import { sandboxEnvironment, signalGroup } from "./process-group.js";
+import { pythonDriverSource } from "./python-driver.js";
+import { zygoteSource } from "./zygote-source.js";
+
+const openFd = promisify(open);
+
+export interface ZygoteOptions {
+  /** The Python executable (resolved) or command. */
+  python: () => Promise<string>;
+  launcher: CodeLauncher;
+  /** Directory the zygote's HOME points at (the sessions' root): it reads and writes nothing there. */
+  home: string;
+  preloadModules: readonly string[];
+  /** matplotlib's config and cache directory, outside any workspace; recreated by each child. */
+  mplConfigDir: string;
+  /** Longest the first start (Python and the preload imports) may take before forking is given up. */
+  readyTimeoutMs: number;
+  /** The nice value user code runs at. */
+  nice: number;
+  log: Logger;
+}
+
+export interface ProcessExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** A forked interpreter: its pid (and process group), its four pipes and its exit. */
+export interface ForkedInterpreter {
+  pid: number;
+  stdout: Readable;
+  stderr: Readable;
+  control: Socket;
+  replies: Readable;
+  exited: Promise<ProcessExit>;
+}
+
+/** A fork that does not answer within this is given up (the caller starts the usual way). */
+const FORK_TIMEOUT_MS = 10_000;
+/** A zygote that died is started again after this. */
+const RESTART_AFTER_MS = 1_000;
+
+interface PendingFork {
+  pid?: number;
+  resolve: (pid: number) => void;
+  reject: (error: Error) => void;
+}
+
+type State = "starting" | "ready" | "down" | "closed";
+
+export class InterpreterZygote {
+  private child: ChildProcess | undefined;
+  private state: State = "down";
+  private ready: Promise<boolean> = Promise.resolve(false);
+  private nextId = 1;
+  private readonly pending = new Map<number, PendingFork>();
+  /** Forked children not yet reaped: pid -> what their exit resolves. */
+  private readonly live = new Map<number, (exit: ProcessExit) => void>();
+  private restartTimer: NodeJS.Timeout | undefined;
+  /** Whether it ever became ready: a zygote that never did is not tried again. */
+  private everReady = false;
+
+  constructor(private readonly options: ZygoteOptions) {}
+
+  /** The zygote's pid while it runs: the stray reaper and the scrub spare it. */
+  get pid(): number | undefined {
+    return this.state === "starting" || this.state === "ready" ? this.child?.pid : undefined;
+  }
+
+  start(): void {
+    if (this.state !== "down") return;
+    this.state = "starting";
+    this.ready = this.launch().catch((error: unknown) => {
+      this.options.log.info(
+        { err: error },
+        "the interpreter zygote did not start: interpreters start one by one",
+      );
+      this.stop();
+      return false;
+    });
+  }
+
+  /**
+   * A fresh interpreter in `cwd` with exactly `env`, forked from the zygote; undefined when
+   * the zygote is unavailable (the caller starts one itself). Waits for the zygote's first start.
+   */
+  async fork(cwd: string, env: NodeJS.ProcessEnv): Promise<ForkedInterpreter | undefined> {
+    if (!(await this.ready) || this.state !== "ready" || !this.child?.stdio[3]) return undefined;
+    const id = this.nextId++;
+    let timer: NodeJS.Timeout | undefined;
+    const forked = new Promise<number>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      timer = setTimeout(() => reject(new Error("the zygote did not fork in time")), FORK_TIMEOUT_MS);
+    }).finally(() => {
+      clearTimeout(timer);
+      this.pending.delete(id);
+    });
+    const entry = this.pending.get(id);
+    (this.child.stdio[3] as Socket).write(`${JSON.stringify({ id, cwd, env })}\n`);
+    try {
+      return await this.attach(await forked);
+    } catch (error) {
+      this.options.log.warn({ err: error }, "forking an interpreter failed: starting one the usual way");
+      if (entry?.pid !== undefined) signalGroup(entry.pid, "SIGKILL");
+      return undefined;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.state = "closed";
+    clearTimeout(this.restartTimer);
+    const child = this.child;
+    this.child = undefined;
+    if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) {
+      const gone = new Promise((resolve) => child.once("exit", resolve));
+      signalGroup(child.pid, "SIGKILL");
+      await gone;
+    }
+  }
+
+  private async launch(): Promise<boolean> {
+    const { launcher, log } = this.options;
+    const python = await this.options.python();
+    if (this.state !== "starting") return false;
+    const user = launcher.user;
+    const config = {
+      uid: user?.uid ?? null,
+      gid: user?.gid ?? null,
+      maxProcesses: launcher.maxProcesses ?? null,
+      nice: this.options.nice,
+      preload: this.options.preloadModules,
+      mplConfigDir: this.options.mplConfigDir,
+      driver: pythonDriverSource,
+    };
+    // Not through the launcher: the zygote keeps the server's identity (see zygote-source.ts).
+    const child = spawn(python, ["-u", "-c", zygoteSource, JSON.stringify(config)], {
+      cwd: "/",
+      env: sandboxEnvironment(this.options.home, launcher.environment()),
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe", "pipe", "pipe"],
+    });
+    this.child = child;
+    const say = (chunk: Buffer) =>
+      log.info({ zygote: chunk.toString("utf8").slice(0, 2000) }, "interpreter zygote output");
+    child.stdout?.on("data", say);
+    child.stderr?.on("data", say);
+    (child.stdio[3] as Socket).on("error", () => {}); // EPIPE once it died: seen through "exit"
+    const started = Date.now();
+    const ready = new Promise<boolean>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`not ready within ${this.options.readyTimeoutMs} ms`)),
+        this.options.readyTimeoutMs,
+      );
+      child.once("exit", (code, signal) => {
+        clearTimeout(timer);
+        reject(new Error(`it exited (${signal ?? code}) before it was ready`));
+      });
+      child.once("error", (error) => {
+        clearTimeout(timer);
+        reject(error);
+      });
+      readLines(child.stdio[4] as Readable, (line) => {
+        const message = JSON.parse(line) as ZygoteMessage;
+        if (message.ready === true && message.id === undefined) {
+          clearTimeout(timer);
+          log.debug({ ms: Date.now() - started, loaded: message.loaded }, "interpreter zygote ready");
+          resolve(true);
+          return;
+        }
+        this.hear(message);
+      });
+    });
+    child.once("exit", () => this.died(child));
+    await ready;
+    if (this.state !== "starting") return false;
+    this.state = "ready";
+    this.everReady = true;
+    return true;
+  }
+
+  private hear(message: ZygoteMessage): void {
+    if (message.exit !== undefined) {
+      const exit: ProcessExit = {
+        code: message.code ?? null,
+        signal: message.signal ? signalName(message.signal) : null,
+      };
+      const resolve = this.live.get(message.exit);
+      this.live.delete(message.exit);
+      resolve?.(exit);
+      for (const fork of this.pending.values()) {
+        if (fork.pid === message.exit)
+          fork.reject(new Error("the forked interpreter exited before it was ready"));
+      }
+      return;
+    }
+    const fork = message.id === undefined ? undefined : this.pending.get(message.id);
+    if (!fork) return;
+    if (message.error !== undefined) {
+      fork.reject(new Error(`fork failed: ${message.error}`));
+    } else if (message.pid !== undefined) {
+      fork.pid = message.pid;
+      if (message.ready === true) fork.resolve(message.pid);
+    }
+  }
+
+  /** Its pipes, opened through /proc, and its exit, reported by the zygote. */
+  private async attach(pid: number): Promise<ForkedInterpreter> {
+    const exited = new Promise<ProcessExit>((resolve) => this.live.set(pid, resolve));
+    const path = (fd: number) => `/proc/${pid}/fd/${fd}`;
+    const readOnly = fsConstants.O_RDONLY | fsConstants.O_NONBLOCK;
+    const fds = await Promise.allSettled([
+      openFd(path(1), readOnly),
+      openFd(path(2), readOnly),
+      openFd(path(3), fsConstants.O_WRONLY | fsConstants.O_NONBLOCK),
+      openFd(path(4), readOnly),
+    ]);
+    const failed = fds.find((result) => result.status === "rejected");
+    const opened = fds.flatMap((result) => (result.status === "fulfilled" ? [result.value] : []));
+    if (failed) {
+      for (const fd of opened) new Socket({ fd }).destroy();
+      this.live.delete(pid);
+      throw failed.reason;
+    }
+    const [stdout, stderr, control, replies] = opened as [number, number, number, number];
+    const forked = {
+      pid,
+      stdout: new Socket({ fd: stdout, readable: true, writable: false }),
+      stderr: new Socket({ fd: stderr, readable: true, writable: false }),
+      control: new Socket({ fd: control, readable: false, writable: true }),
+      replies: new Socket({ fd: replies, readable: true, writable: false }),
+      exited,
+    };
+    // Its ends are open: the child lets go of its spare writer and starts the driver.
+    forked.control.write("\n");
+    return forked;
+  }
+
+  /** The zygote is gone: its children's interpreters go too, and it starts again after a pause. */
+  private died(child: ChildProcess): void {
+    if (this.child !== child) return;
+    this.child = undefined;
+    for (const [pid, resolve] of this.live) {
+      signalGroup(pid, "SIGKILL");
+      resolve({ code: null, signal: "SIGKILL" });
+    }
+    this.live.clear();
+    for (const fork of this.pending.values()) fork.reject(new Error("the zygote exited"));
+    if (this.state === "closed") return;
+    const wasReady = this.everReady;
+    this.stop();
+    if (!wasReady) return;
+    this.options.log.warn("the interpreter zygote exited: starting it again");
+    this.restartTimer = setTimeout(() => this.start(), RESTART_AFTER_MS);
+    this.restartTimer.unref();
+  }
+
+  private stop(): void {
+    if (this.state === "closed") return;
+    this.state = "down";
+    this.ready = Promise.resolve(false);
+    const child = this.child;
+    if (child?.pid !== undefined) signalGroup(child.pid, "SIGKILL");
+  }
+}
+
+interface ZygoteMessage {
+  id?: number;
+  pid?: number;
+  ready?: boolean;
+  loaded?: string[];
+  error?: string;
+  exit?: number;
+  code?: number | null;
+  signal?: number | null;
+}
+
+function signalName(signal: number): NodeJS.Signals | null {
+  const entry = Object.entries(osConstants.signals).find(([, value]) => value === signal);
+  return (entry?.[0] as NodeJS.Signals | undefined) ?? null;
+}
