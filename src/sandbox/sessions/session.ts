@@ -6,8 +6,8 @@
 import { mkdir, realpath } from "node:fs/promises";
 import path from "node:path";
 import type { SessionHandle } from "../../contract/schemas.js";
-import { signalGroup } from "../tools/process-group.js";
 import type { InterpreterZygote } from "../tools/interpreter-zygote.js";
+import { signalGroup } from "../tools/process-group.js";
 import { PythonInterpreter } from "../tools/python-interpreter.js";
 import { TextEditor } from "../tools/text-editor.js";
 import type { CodeLauncher } from "../user-code/code-user.js";
