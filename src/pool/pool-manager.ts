@@ -30,7 +30,7 @@ import {
   leaseBudgetMs,
   type PoolCapacity,
 } from "./sandbox-pool.js";
-import { SandboxReuse } from "./sandbox-reuse.js";
+import { RECYCLE_WAIT_MS, SandboxReuse } from "./sandbox-reuse.js";
 import { StartBackoff } from "./start-backoff.js";
 import { StartRate, type StartRateView } from "./start-rate.js";
 import { WarmupLimiter } from "./warmup-limiter.js";
@@ -155,12 +155,20 @@ export class PoolManager implements GatewayPools {
         handOverBy: this.inFlight.until(),
       });
       if (idle) return { record: idle, warm: true, reused: idle.owner !== undefined };
+      // The workspace's own sandbox being scrubbed comes sooner than a cold start.
+      const waitedMs = Number(process.hrtime.bigint() - started) / 1e6;
+      if (
+        hold.reuse !== false &&
+        (await this.reuse.waitForRecycle(pool.name, hold.workspace, RECYCLE_WAIT_MS - waitedMs))
+      ) {
+        continue;
+      }
       const record = await this.startSandbox(pool, "cold");
       if (record) return { record, warm: false, reused: false };
       // At the cap: a sandbox parked for another workspace gives its place up.
       await this.evictParked(pool);
-      const waitedMs = Number(process.hrtime.bigint() - started) / 1e6;
-      if (waitedMs >= pool.coldStartTimeoutMs || (await this.turningOver(pool)) === 0) {
+      const waitedSoFarMs = Number(process.hrtime.bigint() - started) / 1e6;
+      if (waitedSoFarMs >= pool.coldStartTimeoutMs || (await this.turningOver(pool)) === 0) {
         throw new SandpoolError("capacity.exhausted", `the '${pool.name}' pool is at capacity`, {
           retryAfterSeconds: 2,
         });

@@ -18,12 +18,19 @@ import type { SandboxRuntime } from "../runtime/sandbox-runtime.js";
 import type { PoolLedger } from "../store/coordination/pool-ledger.js";
 import type { SandboxRecord } from "../store/coordination/records.js";
 import { cpuBaselineMs } from "./cpu-baseline.js";
+import { RecyclesInFlight } from "./recycles-in-flight.js";
 
 export const MAX_USES = 100;
 export const MAX_AGE_MS = 60 * 60_000;
 export const PARKED_IDLE_MS = 5 * 60_000;
 /** A scrub kills, deletes and starts an interpreter (and preloads its modules): seconds at most. */
 const RECYCLE_TIMEOUT_MS = 30_000;
+/**
+ * Longest a lease waits for its workspace's sandbox being scrubbed before it cold-starts one:
+ * a scrub forks an interpreter in tens of milliseconds, a loaded machine's in hundreds; a
+ * cold start takes longer than this whatever the load.
+ */
+export const RECYCLE_WAIT_MS = 1_000;
 
 export interface SandboxReuseDeps {
   store: PoolLedger;
@@ -34,7 +41,18 @@ export interface SandboxReuseDeps {
 }
 
 export class SandboxReuse {
+  /** This replica's scrubs under way: a lease of their workspace may wait for one (waitForRecycle). */
+  private readonly recycles = new RecyclesInFlight();
+
   constructor(private readonly deps: SandboxReuseDeps) {}
+
+  /**
+   * Waits, at most `ms`, for one of `workspace`'s sandboxes being scrubbed here to be parked
+   * (or destroyed): true when one ended, so the lease looks again; false at once when none is.
+   */
+  waitForRecycle(pool: string, workspace: string, ms: number): Promise<boolean> {
+    return this.recycles.waitForOne(pool, workspace, ms);
+  }
 
   /** Whether `record` may serve another session of its workspace now. */
   mayReuse(record: SandboxRecord): boolean {
@@ -56,6 +74,7 @@ export class SandboxReuse {
       this.deps.log.error({ sandbox: record.sandboxId, owner, was: record.owner }, "a sandbox changed owner");
       return false;
     }
+    const ended = this.recycles.begin(record.pool, owner);
     try {
       const innerSessionId = await this.deps.client.recycleSandbox(record.endpoint, RECYCLE_TIMEOUT_MS);
       // The next session is charged from here: nothing of the earlier one, nor the scrub.
@@ -75,6 +94,9 @@ export class SandboxReuse {
     } catch (error) {
       this.deps.log.warn({ err: error, sandbox: record.sandboxId }, "a sandbox could not be recycled");
       return false;
+    } finally {
+      // After parkIdle: a lease woken here finds the sandbox parked.
+      ended();
     }
   }
 
