@@ -9,9 +9,13 @@
  *   container's IPC namespace: removed as their owner, and none may be left;
  * - files: the sessions' root and every directory user code can write to (the tmpfs mounts
  *   of a read-only root: /tmp, /dev/shm, /dev/mqueue) are emptied, and must be empty.
+ * - the server itself: user code cannot signal or trace it, but may renice, re-pin or
+ *   re-schedule it (server-scheduling.ts), and what it starts inherits that: any change
+ *   fails the scrub.
  * Interpreter state and environment go with the processes: each session starts its own
- * interpreter from the server's environment. Any check that fails throws: the gateway then
- * destroys the sandbox rather than reuse it.
+ * interpreter (forked from the zygote, which checks itself alike, or started from the
+ * server's environment). Any check that fails throws: the gateway then destroys the sandbox
+ * rather than reuse it.
  */
 import { execFile } from "node:child_process";
 import { readdir, readFile } from "node:fs/promises";
@@ -20,6 +24,7 @@ import { promisify } from "node:util";
 import type { StrayReaper } from "../tools/stray-reaper.js";
 import type { CodeLauncher } from "../user-code/code-user.js";
 import { removeTree } from "./remove-tree.js";
+import { changedScheduling, type Scheduling } from "./server-scheduling.js";
 
 const run = promisify(execFile);
 const SYSV_IPC_TABLES = ["shm", "msg", "sem"];
@@ -31,6 +36,8 @@ export interface ScrubTarget {
   dirs: readonly string[];
   /** Where the IPC tables are read (`<procRoot>/sysvipc/*`); a test's stand-in, else /proc. */
   procRoot?: string;
+  /** The server's nice value, policy and CPUs at start, when they could be read. */
+  scheduling?: Scheduling | undefined;
 }
 
 export class ScrubFailedError extends Error {}
@@ -40,6 +47,10 @@ const PROCESSES_GONE_WITHIN_MS = 3_000;
 const LOOK_AGAIN_MS = 20;
 
 export async function scrubSandbox(target: ScrubTarget): Promise<void> {
+  if (target.scheduling) {
+    const changed = changedScheduling(target.scheduling);
+    if (changed) throw new ScrubFailedError(changed);
+  }
   await killEveryProcess(target.strays);
   await removeIpcObjects(target.launcher, target.procRoot ?? "/proc");
   for (const dir of target.dirs) await emptyDirectory(dir);

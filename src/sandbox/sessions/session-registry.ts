@@ -16,6 +16,7 @@ import { StrayReaper } from "../tools/stray-reaper.js";
 import { CodeLauncher } from "../user-code/code-user.js";
 import { preloadSource } from "./preload-source.js";
 import { ScrubFailedError, scrubSandbox } from "./scrub-sandbox.js";
+import { type Scheduling, serverScheduling } from "./server-scheduling.js";
 import { Session } from "./session.js";
 import { repairDirectories } from "./workspace-repair.js";
 
@@ -38,6 +39,8 @@ export class SessionRegistry {
   private readonly zygote: InterpreterZygote | undefined;
   /** True while a scrub runs: then the zygote's children are strays like any other process. */
   private scrubbing = false;
+  /** The server's nice value, policy and CPUs at start: a scrub fails if user code changed them. */
+  private readonly scheduling: Scheduling | undefined;
 
   constructor(
     private readonly config: SandboxConfig,
@@ -47,6 +50,7 @@ export class SessionRegistry {
     this.launcher = new CodeLauncher(
       config.codeUser && { user: config.codeUser, maxProcesses: config.codeMaxProcesses },
     );
+    this.scheduling = process.platform === "linux" ? tryOrUndefined(() => serverScheduling()) : undefined;
     if (config.reapStrayProcesses) {
       this.strays = new StrayReaper(
         {
@@ -221,6 +225,7 @@ export class SessionRegistry {
         strays: this.strays,
         launcher: this.launcher,
         dirs: [this.config.root, ...this.config.scrubDirs],
+        scheduling: this.scheduling,
       });
     } catch (error) {
       if (error instanceof ScrubFailedError) {
@@ -287,5 +292,13 @@ export class SessionRegistry {
     clearInterval(this.reaper);
     await Promise.all([...this.sessions.keys()].map((id) => this.destroy(id)));
     await this.zygote?.close();
+  }
+}
+
+function tryOrUndefined<T>(read: () => T): T | undefined {
+  try {
+    return read();
+  } catch {
+    return undefined;
   }
 }

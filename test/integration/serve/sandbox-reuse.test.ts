@@ -159,6 +159,47 @@ describe.skipIf(!available)("sandbox reuse (serve, docker)", () => {
       await client.request("DELETE", `/sessions/${second.id}`);
     }, 120_000);
 
+    it("gives the next session an interpreter of the code's uid alone, with nothing open of the last, that a renice of the sandbox's other processes does not reach", async () => {
+      const client = await deployment.client(replica, workspace);
+      const first = await oneSession(client, workspace);
+      // User code can signal none of the sandbox's other processes (the server, the zygote
+      // on a container pool), but the kernel lets it renice and re-pin those of its effective
+      // uid: none of that may reach the next session (the zygote checks itself before each
+      // fork, the scrub checks the server; a changed server is destroyed, not reused).
+      const tried = await client.run(first.id, "code_execution", {
+        code: [
+          "import os",
+          "kept = open('/etc/hostname')",
+          "print(sorted(os.sched_getaffinity(0)))",
+          "others = [int(p) for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid()]",
+          "signalled = 0",
+          "for pid in others:",
+          "    try:\n        os.kill(pid, 0)\n        signalled += 1\n    except OSError:\n        pass",
+          "    for change in (lambda: os.setpriority(os.PRIO_PROCESS, pid, 19), lambda: os.sched_setaffinity(pid, {0})):",
+          "        try:\n            change()\n        except OSError:\n            pass",
+          "print(signalled)",
+        ].join("\n"),
+      });
+      const [affinity, signalled] = tried.stdout.split("\n");
+      expect(signalled).toBe("0");
+      await client.request("DELETE", `/sessions/${first.id}`);
+      // Parked, or destroyed for its changed server: either way the next session is sound.
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      const second = await oneSession(client, workspace);
+      const seen = await client.run(second.id, "code_execution", {
+        code: [
+          "import os",
+          "uids, gids = os.getresuid(), os.getresgid()",
+          "caps = [l.split()[1] for l in open('/proc/self/status') if l.startswith(('CapPrm', 'CapEff', 'CapAmb'))]",
+          "extra = [fd for fd in os.listdir('/proc/self/fd') if int(fd) > 4]",
+          "print(len(set(uids)) == 1 and uids[0] != 0, len(set(gids)) == 1, os.getgroups(), set(caps))",
+          "print(len(extra), os.getpriority(os.PRIO_PROCESS, 0), sorted(os.sched_getaffinity(0)))",
+        ].join("\n"),
+      });
+      expect(seen.stdout).toBe(`True True [] {'0000000000000000'}\n1 10 ${affinity}\n`);
+      await client.request("DELETE", `/sessions/${second.id}`);
+    }, 120_000);
+
     it("lets user code write nowhere the scrub does not empty", async () => {
       const client = await deployment.client(replica, workspace);
       const session = await oneSession(client, workspace);

@@ -68,6 +68,13 @@ describe("pickStrays", () => {
   it("keeps nothing it was not told to keep", () => {
     expect(pickStrays(table, 7, []).sort((a, b) => a - b)).toEqual([20, 21, 30]);
   });
+
+  it("keeps the children of kept parents (an interpreter being forked by the zygote), not their children", () => {
+    // 40 the zygote under the server, 41 a child it is forking, 42 that child's own child.
+    const forking = [...table, entry(40, 7), entry(41, 40), entry(42, 41)];
+    expect(pickStrays(forking, 7, [20, 40], [40]).sort((a, b) => a - b)).toEqual([21, 30, 42]);
+    expect(pickStrays(forking, 7, [20, 40]).sort((a, b) => a - b)).toEqual([21, 30, 41, 42]);
+  });
 });
 
 describe("StrayReaper.reap", () => {

@@ -1,0 +1,120 @@
+/**
+ * Sessions' interpreters forked from the sandbox's zygote (src/sandbox/tools/interpreter-zygote.ts):
+ * a fresh interpreter with the preload modules already imported, and nothing of any earlier
+ * session: no variables, no environment beyond the server's, no open descriptor but its
+ * own pipes. One that exits is forked again; a zygote that dies takes its children's
+ * interpreters with it (their sessions say so), is started again, and interpreters start one
+ * by one meanwhile. `--no-fork-interpreters` starts each interpreter as a process of its
+ * own. A real sandbox server (process runtime) and Python; the code's uid and the scrub are
+ * checked on containers in test/integration/serve/sandbox-reuse.test.ts.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newSession, startTestSandbox, type TestSandbox, waitFor } from "../../support/sandbox-server.js";
+
+const python = (sandbox: TestSandbox, id: string, code: string) =>
+  sandbox.client.run(id, "code_execution", { code });
+
+/** The interpreter's parent, whether a stand-in module is loaded, and its descriptors above 4. */
+const PROBE = [
+  "import os, sys",
+  // Listing opens one descriptor of its own.
+  "extra = [fd for fd in os.listdir('/proc/self/fd') if int(fd) > 4]",
+  "print(os.getppid(), 'fractions' in sys.modules, len(extra))",
+].join("\n");
+
+describe.skipIf(process.platform !== "linux")("forked interpreters", () => {
+  let sandbox: TestSandbox;
+  beforeAll(async () => {
+    sandbox = await startTestSandbox({ preloadModules: ["fractions"] });
+  });
+  afterAll(() => sandbox?.close());
+
+  it("forks each session's interpreter from the zygote, preload modules imported", async () => {
+    const id = await newSession(sandbox.client);
+    const [parent, preloaded, extra] = (await python(sandbox, id, PROBE)).stdout.trim().split(" ");
+    expect(Number(parent)).not.toBe(process.pid);
+    expect(preloaded).toBe("True");
+    expect(extra).toBe("1");
+  });
+
+  it("gives a new session nothing of an earlier one: variables, environment, descriptors", async () => {
+    const first = await newSession(sandbox.client);
+    const littered = await python(
+      sandbox,
+      first,
+      [
+        "import os",
+        "secret = 41",
+        "os.environ['LEAKED'] = 'yes'",
+        "kept = open(os.devnull)",
+        "r, w = os.pipe()",
+        "print('littered')",
+      ].join("\n"),
+    );
+    expect(littered.stdout).toBe("littered\n");
+    const second = await newSession(sandbox.client);
+    const seen = await python(
+      sandbox,
+      second,
+      [
+        PROBE,
+        "print('secret' in globals(), 'kept' in globals(), os.environ.get('LEAKED'))",
+        "print(sorted(os.environ))",
+        "print(os.getcwd() == os.environ['HOME'])",
+      ].join("\n"),
+    );
+    const lines = seen.stdout.trim().split("\n");
+    expect(lines[0]?.split(" ").slice(1)).toEqual(["True", "1"]);
+    expect(lines[1]).toBe("False False None");
+    expect(lines[2]).toBe(
+      "['HOME', 'LANG', 'LC_ALL', 'MPLBACKEND', 'MPLCONFIGDIR', 'PATH', 'PYTHONDONTWRITEBYTECODE', 'PYTHONIOENCODING', 'PYTHONUNBUFFERED', 'TERM']",
+    );
+    expect(lines[3]).toBe("True");
+    // And the earlier session keeps its own state.
+    expect((await python(sandbox, first, "print(secret)")).stdout).toBe("41\n");
+  });
+
+  it("forks a fresh interpreter when one exits, and the session says its state is gone", async () => {
+    const id = await newSession(sandbox.client);
+    await python(sandbox, id, "x = 1");
+    const died = await python(sandbox, id, "import os; os._exit(3)");
+    expect(died.return_code).toBe(3);
+    expect(died.stderr).toContain("It was restarted");
+    const again = await python(sandbox, id, `${PROBE}\nprint('x' in globals())`);
+    const [probe, hasX] = again.stdout.trim().split("\n");
+    expect(Number(probe?.split(" ")[0])).not.toBe(process.pid);
+    expect(hasX).toBe("False");
+  });
+
+  it("survives the zygote's death: its children's sessions go on, and it is started again", async () => {
+    const id = await newSession(sandbox.client);
+    const zygote = Number((await python(sandbox, id, PROBE)).stdout.split(" ")[0]);
+    process.kill(zygote, "SIGKILL");
+    // The session's interpreter went with it; the next call starts one and says so.
+    await waitFor(async () => {
+      const answer = await python(sandbox, id, "print('alive')");
+      return answer.stdout === "alive\n";
+    }, 10_000);
+    // A later session is forked again, from a new zygote.
+    await waitFor(async () => {
+      const later = await newSession(sandbox.client);
+      const parent = Number((await python(sandbox, later, PROBE)).stdout.split(" ")[0]);
+      return parent !== process.pid && parent !== zygote;
+    }, 20_000);
+  });
+});
+
+describe("--no-fork-interpreters", () => {
+  let sandbox: TestSandbox;
+  beforeAll(async () => {
+    sandbox = await startTestSandbox({ forkInterpreters: false, preloadModules: ["fractions"] });
+  });
+  afterAll(() => sandbox?.close());
+
+  it("starts each interpreter as the server's own child, preload modules imported", async () => {
+    const id = await newSession(sandbox.client);
+    const [parent, preloaded] = (await python(sandbox, id, PROBE)).stdout.trim().split(" ");
+    expect(Number(parent)).toBe(process.pid);
+    expect(preloaded).toBe("True");
+  });
+});
