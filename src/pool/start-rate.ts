@@ -9,12 +9,18 @@
  *
  * Throughput is the starts completed per second of time with any start in flight, over the
  * last WINDOW starts, so idle time between bursts does not count against the engine.
+ *
+ * The first warm-up batch at start-up is the probe: a replica's first look at its pools
+ * starts `warmupConcurrency` sandboxes at once (two by default), and once two starts have
+ * completed the rate is known (shown in the admin pools view) and sizes warm-up from then on.
+ * No start is made only to measure: on this engine a probe container would cost what a
+ * warm-up start costs, and the warm-up starts are needed anyway.
  */
 
 /** Starts the figures are taken over. */
 export const WINDOW = 30;
-/** Fewer starts than this say nothing yet: the configured concurrency holds. */
-const MIN_SAMPLES = 4;
+/** Fewer starts than this say nothing yet (the first batch at start-up gives them): the configured concurrency holds. */
+const MIN_SAMPLES = 2;
 /** Headroom over the estimate: a start's time varies, and a slot left idle is a start lost. */
 const HEADROOM = 1.5;
 

@@ -8,7 +8,7 @@ function clock() {
 }
 
 describe("StartRate", () => {
-  it("says nothing before a few starts: the configured concurrency holds", () => {
+  it("says nothing before the first two starts: the configured concurrency holds", () => {
     const c = clock();
     const rate = new StartRate(c.now);
     const ended = rate.began();
@@ -16,6 +16,19 @@ describe("StartRate", () => {
     ended();
     expect(rate.view()).toEqual({ startsPerSecond: null, quickestStartMs: null });
     expect(rate.concurrency(8)).toBe(8);
+  });
+
+  it("knows the rate from the first warm-up batch at start-up: two starts at once", () => {
+    const c = clock();
+    const rate = new StartRate(c.now);
+    // The default warmupConcurrency, 2, on an engine that starts two a second: both queue.
+    const [a, b] = [rate.began(), rate.began()];
+    c.advance(500);
+    a();
+    c.advance(500);
+    b();
+    expect(rate.view()).toEqual({ startsPerSecond: 2, quickestStartMs: 500 });
+    expect(rate.concurrency(8)).toBe(2);
   });
 
   it("measures an engine that starts two a second however many are asked, and keeps about two in flight", () => {
