@@ -62,6 +62,9 @@ export interface ForkedInterpreter {
 const FORK_TIMEOUT_MS = 10_000;
 /** A zygote that died is started again after this. */
 const RESTART_AFTER_MS = 1_000;
+/** More deaths than this within RESTART_WINDOW_MS and it stays down: each start re-imports the preload modules. */
+const MAX_RESTARTS = 3;
+const RESTART_WINDOW_MS = 60_000;
 
 interface PendingFork {
   pid?: number;
@@ -82,6 +85,8 @@ export class InterpreterZygote {
   private restartTimer: NodeJS.Timeout | undefined;
   /** Whether it ever became ready: a zygote that never did is not tried again. */
   private everReady = false;
+  /** When it died lately, for the restart budget. */
+  private readonly deaths: number[] = [];
 
   constructor(private readonly options: ZygoteOptions) {}
 
@@ -272,6 +277,15 @@ export class InterpreterZygote {
     const wasReady = this.everReady;
     this.stop();
     if (!wasReady) return;
+    const now = Date.now();
+    this.deaths.push(now);
+    while (this.deaths.length > 0 && now - this.deaths[0]! > RESTART_WINDOW_MS) this.deaths.shift();
+    if (this.deaths.length > MAX_RESTARTS) {
+      this.options.log.warn(
+        "the interpreter zygote keeps exiting: interpreters start one by one from now on",
+      );
+      return;
+    }
     this.options.log.warn("the interpreter zygote exited: starting it again");
     this.restartTimer = setTimeout(() => this.start(), RESTART_AFTER_MS);
     this.restartTimer.unref();

@@ -125,7 +125,7 @@ def _reap(ctl_out):
         if os.WIFSIGNALED(status):
             _send(ctl_out, {"exit": pid, "code": None, "signal": os.WTERMSIG(status)})
         else:
-            _send(ctl_out, {"exit": pid, "code": os.waitstatus_to_exitcode(status), "signal": None})
+            _send(ctl_out, {"exit": pid, "code": os.WEXITSTATUS(status), "signal": None})
 
 def _preload(names, mpl_config_dir):
     if not names:

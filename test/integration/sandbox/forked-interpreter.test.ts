@@ -104,6 +104,32 @@ describe.skipIf(process.platform !== "linux")("forked interpreters", () => {
   });
 });
 
+describe.skipIf(process.platform !== "linux")("a zygote that keeps dying", () => {
+  let sandbox: TestSandbox;
+  beforeAll(async () => {
+    sandbox = await startTestSandbox();
+  });
+  afterAll(() => sandbox?.close());
+
+  it("is given up after a few restarts a minute: interpreters then start one by one", async () => {
+    const parentOfNewSession = async () => {
+      const id = await newSession(sandbox.client);
+      return Number((await python(sandbox, id, PROBE)).stdout.split(" ")[0]);
+    };
+    // Four deaths within the minute: three restarts, then none.
+    for (let death = 0; death < 4; death++) {
+      let zygote = 0;
+      await waitFor(async () => {
+        zygote = await parentOfNewSession();
+        return zygote !== process.pid;
+      }, 20_000);
+      process.kill(zygote, "SIGKILL");
+    }
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    for (let i = 0; i < 3; i++) expect(await parentOfNewSession()).toBe(process.pid);
+  }, 60_000);
+});
+
 describe("--no-fork-interpreters", () => {
   let sandbox: TestSandbox;
   beforeAll(async () => {
