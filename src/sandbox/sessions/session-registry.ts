@@ -73,7 +73,6 @@ export class SessionRegistry {
       this.zygote = new InterpreterZygote({
         python: () => python,
         launcher: this.launcher,
-        home: config.root,
         preloadModules: config.preloadModules,
         // Outside every workspace; emptied with the sessions' root by a scrub, recreated by each fork.
         mplConfigDir: path.join(config.root, ".matplotlib"),
@@ -235,6 +234,8 @@ export class SessionRegistry {
     } finally {
       this.scrubbing = false;
     }
+    // Nothing of any session is left: a zygote that died may start again (interpreter-zygote.ts).
+    this.zygote?.revive();
     const session = await this.create(request);
     // Off the gateway's request path: the next session's first call finds Python running (a
     // forked interpreter is running once forked).

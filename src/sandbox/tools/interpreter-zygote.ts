@@ -9,8 +9,12 @@
  * from another process, and the child is the zygote's, not the server's. The zygote reports
  * each child's exit. When the zygote is unavailable (not Linux, it failed to start, it died)
  * `fork` answers undefined and the caller starts the interpreter the usual way; a zygote that
- * dies takes its children's interpreters with it (their sessions see a restarted interpreter)
- * and is started again after a pause.
+ * dies takes its children's interpreters with it (their sessions see a restarted interpreter).
+ *
+ * It starts only while the sandbox holds nothing of any session: when the server starts, and
+ * again (`revive`) right after a scrub, never while user code may have written where its
+ * start reads (matplotlib's config directory, a user site directory under HOME). Its HOME is
+ * `/` and Python runs it without user site directories (`-s`) all the same.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { constants as fsConstants, open } from "node:fs";
@@ -31,8 +35,6 @@ export interface ZygoteOptions {
   /** The Python executable (resolved) or command. */
   python: () => Promise<string>;
   launcher: CodeLauncher;
-  /** Directory the zygote's HOME points at (the sessions' root): it reads and writes nothing there. */
-  home: string;
   preloadModules: readonly string[];
   /** matplotlib's config and cache directory, outside any workspace; recreated by each child. */
   mplConfigDir: string;
@@ -60,8 +62,6 @@ export interface ForkedInterpreter {
 
 /** A fork that does not answer within this is given up (the caller starts the usual way). */
 const FORK_TIMEOUT_MS = 10_000;
-/** A zygote that died is started again after this. */
-const RESTART_AFTER_MS = 1_000;
 /** More deaths than this within RESTART_WINDOW_MS and it stays down: each start re-imports the preload modules. */
 const MAX_RESTARTS = 3;
 const RESTART_WINDOW_MS = 60_000;
@@ -82,9 +82,10 @@ export class InterpreterZygote {
   private readonly pending = new Map<number, PendingFork>();
   /** Forked children not yet reaped: pid -> what their exit resolves. */
   private readonly live = new Map<number, (exit: ProcessExit) => void>();
-  private restartTimer: NodeJS.Timeout | undefined;
   /** Whether it ever became ready: a zygote that never did is not tried again. */
   private everReady = false;
+  /** Down after dying within its restart budget: `revive` starts it again. */
+  private revivable = false;
   /** When it died lately, for the restart budget. */
   private readonly deaths: number[] = [];
 
@@ -136,7 +137,6 @@ export class InterpreterZygote {
 
   async close(): Promise<void> {
     this.state = "closed";
-    clearTimeout(this.restartTimer);
     const child = this.child;
     this.child = undefined;
     if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) {
@@ -161,9 +161,10 @@ export class InterpreterZygote {
       driver: pythonDriverSource,
     };
     // Not through the launcher: the zygote keeps the server's identity (see zygote-source.ts).
-    const child = spawn(python, ["-u", "-c", zygoteSource, JSON.stringify(config)], {
+    const child = spawn(python, ["-s", "-u", "-c", zygoteSource, JSON.stringify(config)], {
       cwd: "/",
-      env: sandboxEnvironment(this.options.home, launcher.environment()),
+      // Nothing user code can write: no user site directory, no config read from a workspace.
+      env: sandboxEnvironment("/", launcher.environment()),
       detached: true,
       stdio: ["ignore", "pipe", "pipe", "pipe", "pipe"],
     });
@@ -286,9 +287,18 @@ export class InterpreterZygote {
       );
       return;
     }
-    this.options.log.warn("the interpreter zygote exited: starting it again");
-    this.restartTimer = setTimeout(() => this.start(), RESTART_AFTER_MS);
-    this.restartTimer.unref();
+    this.options.log.warn("the interpreter zygote exited: it starts again after the next scrub");
+    this.revivable = true;
+  }
+
+  /**
+   * Starts it again if it died (within its restart budget). Call only while the sandbox holds
+   * nothing of any session (right after a scrub): see the file's comment.
+   */
+  revive(): void {
+    if (!this.revivable || this.state !== "down") return;
+    this.revivable = false;
+    this.start();
   }
 
   private stop(): void {

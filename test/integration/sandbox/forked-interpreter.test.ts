@@ -3,12 +3,19 @@
  * a fresh interpreter with the preload modules already imported, and nothing of any earlier
  * session: no variables, no environment beyond the server's, no open descriptor but its
  * own pipes. One that exits is forked again; a zygote that dies takes its children's
- * interpreters with it (their sessions say so), is started again, and interpreters start one
- * by one meanwhile. `--no-fork-interpreters` starts each interpreter as a process of its
+ * interpreters with it (their sessions say so), and interpreters start one by one until it
+ * is revived after a scrub (at most three times a minute). `--no-fork-interpreters` starts each interpreter as a process of its
  * own. A real sandbox server (process runtime) and Python; the code's uid and the scrub are
  * checked on containers in test/integration/serve/sandbox-reuse.test.ts.
  */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { InterpreterZygote } from "../../../src/sandbox/tools/interpreter-zygote.js";
+import { resolvePythonExecutable } from "../../../src/sandbox/tools/resolve-python.js";
+import { CodeLauncher } from "../../../src/sandbox/user-code/code-user.js";
 import { newSession, startTestSandbox, type TestSandbox, waitFor } from "../../support/sandbox-server.js";
 
 const python = (sandbox: TestSandbox, id: string, code: string) =>
@@ -86,47 +93,63 @@ describe.skipIf(process.platform !== "linux")("forked interpreters", () => {
     expect(hasX).toBe("False");
   });
 
-  it("survives the zygote's death: its children's sessions go on, and it is started again", async () => {
+  it("survives the zygote's death: its children's sessions go on, started one by one", async () => {
     const id = await newSession(sandbox.client);
     const zygote = Number((await python(sandbox, id, PROBE)).stdout.split(" ")[0]);
     process.kill(zygote, "SIGKILL");
     // The session's interpreter went with it; the next call starts one and says so.
-    await waitFor(async () => {
-      const answer = await python(sandbox, id, "print('alive')");
-      return answer.stdout === "alive\n";
-    }, 10_000);
-    // A later session is forked again, from a new zygote.
-    await waitFor(async () => {
-      const later = await newSession(sandbox.client);
-      const parent = Number((await python(sandbox, later, PROBE)).stdout.split(" ")[0]);
-      return parent !== process.pid && parent !== zygote;
-    }, 20_000);
+    await waitFor(async () => (await python(sandbox, id, "print('alive')")).stdout === "alive\n", 10_000);
+    // Until a scrub (none without --code-user), later sessions' interpreters start alone.
+    const later = await newSession(sandbox.client);
+    expect(Number((await python(sandbox, later, PROBE)).stdout.split(" ")[0])).toBe(process.pid);
   });
 });
 
-describe.skipIf(process.platform !== "linux")("a zygote that keeps dying", () => {
-  let sandbox: TestSandbox;
+describe.skipIf(process.platform !== "linux")("InterpreterZygote", () => {
+  let dir: string;
+  let zygote: InterpreterZygote;
   beforeAll(async () => {
-    sandbox = await startTestSandbox();
+    dir = await mkdtemp(path.join(tmpdir(), "sandpool-zygote-"));
+    zygote = new InterpreterZygote({
+      python: () => resolvePythonExecutable("python3", new CodeLauncher()),
+      launcher: new CodeLauncher(),
+      preloadModules: [],
+      mplConfigDir: path.join(dir, ".matplotlib"),
+      readyTimeoutMs: 30_000,
+      nice: 10,
+      log: pino({ level: "silent" }),
+    });
+    zygote.start();
   });
-  afterAll(() => sandbox?.close());
+  afterAll(async () => {
+    await zygote?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
 
-  it("is given up after a few restarts a minute: interpreters then start one by one", async () => {
-    const parentOfNewSession = async () => {
-      const id = await newSession(sandbox.client);
-      return Number((await python(sandbox, id, PROBE)).stdout.split(" ")[0]);
-    };
-    // Four deaths within the minute: three restarts, then none.
-    for (let death = 0; death < 4; death++) {
-      let zygote = 0;
-      await waitFor(async () => {
-        zygote = await parentOfNewSession();
-        return zygote !== process.pid;
-      }, 20_000);
-      process.kill(zygote, "SIGKILL");
+  /** Forks one interpreter, checks it runs, ends it: false when the zygote did not fork. */
+  async function forksOne(): Promise<boolean> {
+    const forked = await zygote.fork(dir, { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir });
+    if (!forked) return false;
+    expect(forked.pid).toBeGreaterThan(0);
+    process.kill(-forked.pid, "SIGKILL");
+    expect((await forked.exited).signal).toBe("SIGKILL");
+    for (const stream of [forked.stdout, forked.stderr, forked.replies, forked.control]) stream.destroy();
+    return true;
+  }
+
+  it("starts again only when revived (after a scrub), and is given up after a few deaths a minute", async () => {
+    expect(await forksOne()).toBe(true);
+    for (let death = 1; death <= 4; death++) {
+      const pid = zygote.pid!;
+      const gone = waitFor(async () => zygote.pid === undefined, 10_000);
+      process.kill(pid, "SIGKILL");
+      await gone;
+      // Down until revived: a restart on its own could read what a session wrote meanwhile.
+      expect(await forksOne()).toBe(false);
+      zygote.revive();
+      // Three restarts a minute; the fourth death gives it up.
+      expect(await forksOne()).toBe(death <= 3);
     }
-    await new Promise((resolve) => setTimeout(resolve, 2_500));
-    for (let i = 0; i < 3; i++) expect(await parentOfNewSession()).toBe(process.pid);
   }, 60_000);
 });
 
