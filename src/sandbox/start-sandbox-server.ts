@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import { listen, type RunningServer } from "../http/common/listen.js";
 import { type SandboxConfigInput, sandboxConfigSchema } from "./config.js";
 import { type EgressForwarder, startEgressForwarder } from "./egress-forwarder.js";
+import { ListenerPause } from "./hibernate/listener-pause.js";
 import { createSandboxApp } from "./http/sandbox-app.js";
 import { SessionRegistry } from "./sessions/session-registry.js";
 import { adoptCodeUser } from "./user-code/code-user.js";
@@ -21,13 +22,15 @@ export async function startSandboxServer(input: SandboxConfigInput, log: Logger)
   await mkdir(parsed.root, { recursive: true, mode: 0o700 });
   const config = { ...parsed, root: await realpath(parsed.root) };
   const sessions = new SessionRegistry(config, log);
-  const app = createSandboxApp(config, sessions, log);
+  const listenerPause = config.socket ? new ListenerPause(config.socket, log) : undefined;
+  const app = createSandboxApp(config, sessions, log, listenerPause);
   const running = await listen(app, {
     host: config.host,
     port: config.port,
     socketPath: config.socket,
     requestTimeoutMs: (config.maxExecTimeoutSeconds + 60) * 1000,
   });
+  listenerPause?.attach(running.server);
   let egress: EgressForwarder | undefined;
   if (config.egressProxySocket) {
     egress = await startEgressForwarder(

@@ -7,10 +7,12 @@
  * asking the others. Containers outlive the gateway on purpose: list() is what
  * reconciliation compares with the store after a restart.
  */
+import { rm } from "node:fs/promises";
 import type Dockerode from "dockerode";
 import type { Logger } from "pino";
 import type { Agent } from "undici";
 import { createSandboxAgent, unixEndpoint } from "../../forward/sandbox-agent.js";
+import type { SandboxHibernation } from "../sandbox-hibernation.js";
 import {
   PartialListError,
   type RuntimeSandbox,
@@ -22,6 +24,14 @@ import { CgroupUsageReader } from "./cgroup-usage.js";
 import { buildContainerSpec, LABELS } from "./container-spec.js";
 import { usageFromStats } from "./container-usage.js";
 import { dockerMessageOf, dockerStatusOf } from "./docker-api-errors.js";
+import {
+  type CheckpointHost,
+  checkpointKindOf,
+  checkpointSandbox,
+  restoreWorkspace,
+  type StartFromCheckpoint,
+  startFromMemoryCheckpoint,
+} from "./docker-checkpoint.js";
 import { DockerEngine, type RegisteredRuntime } from "./docker-engine.js";
 import {
   type DockerRuntimeOptions,
@@ -156,8 +166,32 @@ export class DockerRuntime implements SandboxRuntime {
     return (await this.startTimed(request)).sandbox;
   }
 
-  /** start(), also saying where the time went (for logs and benchmarks). */
-  async startTimed(request: StartRequest): Promise<{ sandbox: StartedSandbox; timings: StartTimings }> {
+  /** Hibernation: gVisor sandboxes whole, plain ones their workspace (docker-checkpoint.ts). */
+  readonly hibernation: SandboxHibernation = {
+    checkpointKindOf,
+    checkpoint: (request) => checkpointSandbox(this.checkpointHost(), request),
+    restore: async (request) => {
+      const from =
+        request.kind === "memory"
+          ? startFromMemoryCheckpoint((engine) => this.dataRoot(engine), request.dir)
+          : undefined;
+      return (await this.startTimed(request, from)).sandbox;
+    },
+    restoreFiles: (runtimeId, sandboxSessionId, dir) => {
+      const sandboxId = this.sandboxIdOf.get(runtimeId);
+      if (sandboxId === undefined) throw new Error(`restoreFiles: ${runtimeId} was not started here`);
+      return restoreWorkspace(this.checkpointHost(), runtimeId, sandboxId, sandboxSessionId, dir);
+    },
+  };
+
+  /**
+   * start(), also saying where the time went (for logs and benchmarks). `fromCheckpoint`
+   * starts the new container from a memory checkpoint instead of fresh.
+   */
+  async startTimed(
+    request: StartRequest,
+    fromCheckpoint?: StartFromCheckpoint,
+  ): Promise<{ sandbox: StartedSandbox; timings: StartTimings }> {
     const began = Date.now();
     const { pool } = request;
     const resourceClass = this.options.resourceClasses[pool.resourceClass];
@@ -190,7 +224,8 @@ export class DockerRuntime implements SandboxRuntime {
       this.sandboxIdOf.set(runtimeId, request.sandboxId);
       try {
         assertBeforeDeadline(request.deadline, "starting its container");
-        await engine.call(() => container.start());
+        if (fromCheckpoint) await fromCheckpoint(engine, container);
+        else await engine.call(() => container.start());
         const started = Date.now();
         const socketPath = this.socketDirs.socketOf(request.sandboxId);
         const endpoint = unixEndpoint(socketPath);
@@ -492,6 +527,41 @@ export class DockerRuntime implements SandboxRuntime {
         );
       }
     }
+  }
+
+  private checkpointHost(): CheckpointHost {
+    return {
+      locate: (runtimeId) => this.parseRuntimeId(runtimeId),
+      socketOf: (sandboxId) => this.socketDirs.socketOf(sandboxId),
+      removeSocket: (sandboxId) =>
+        this.socketDirs.whileUnsealed(sandboxId, () =>
+          rm(this.socketDirs.socketOf(sandboxId), { force: true }),
+        ),
+      endpointOf: (sandboxId) => unixEndpoint(this.socketDirs.socketOf(sandboxId)),
+      dispatcher: this.http,
+      sessionsRoot: this.options.sessionsRoot,
+      codeGid: Number(this.options.user.split(":")[1]),
+      destroy: (runtimeId) => this.destroy(runtimeId),
+    };
+  }
+
+  /**
+   * An engine's data root (`docker info`), where it restores checkpoints from, asked once per
+   * engine. Only an engine whose data root is this host's (a local socket) can restore memory.
+   */
+  private readonly dataRoots = new Map<number, Promise<string>>();
+  private dataRoot(engine: DockerEngine): Promise<string> {
+    let answer = this.dataRoots.get(engine.index);
+    if (answer === undefined) {
+      answer = (async () => {
+        const info = (await engine.call((docker) => docker.info())) as { DockerRootDir?: string };
+        if (!info.DockerRootDir) throw new Error("the Docker engine did not say its data root");
+        return info.DockerRootDir;
+      })();
+      answer.catch(() => this.dataRoots.delete(engine.index));
+      this.dataRoots.set(engine.index, answer);
+    }
+    return answer;
   }
 
   private parseRuntimeId(runtimeId: string): { engine: DockerEngine; containerId: string } | undefined {

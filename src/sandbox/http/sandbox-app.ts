@@ -21,12 +21,19 @@ import { listFiles } from "../files/list-files.js";
 import { openFile } from "../files/open-file.js";
 import { receiveUpload } from "../files/receive-upload.js";
 import { asWorkspaceError } from "../files/workspace-errors.js";
+import type { ListenerPause } from "../hibernate/listener-pause.js";
 import type { Session } from "../sessions/session.js";
 import type { SessionRegistry } from "../sessions/session-registry.js";
 import { executeToolCall } from "../tools/execute-tool-call.js";
 import { streamedExecResponse } from "./exec-event-stream.js";
 
-export function createSandboxApp(config: SandboxConfig, sessions: SessionRegistry, log: Logger): Hono {
+export function createSandboxApp(
+  config: SandboxConfig,
+  sessions: SessionRegistry,
+  log: Logger,
+  /** Present on a Unix socket: the gateway may pause the listener for a checkpoint. */
+  listenerPause?: ListenerPause,
+): Hono {
   const app = new Hono();
   app.use("*", guardRequestTarget());
   const jsonLimit = jsonBodyLimit(config.maxJsonBodyBytes);
@@ -47,6 +54,15 @@ export function createSandboxApp(config: SandboxConfig, sessions: SessionRegistr
     const session = await sessions.recycle(parsed.data);
     return c.json(session.handle(), 201);
   });
+
+  // sandpool's own: stop listening until SIGUSR2, so gVisor can checkpoint the sandbox.
+  if (listenerPause) {
+    app.post("/sandbox/pause-listener", (c) => {
+      listenerPause.pause();
+      c.header("connection", "close");
+      return c.json({ status: "paused" });
+    });
+  }
 
   app.get("/sessions/:id", (c) => c.json(sessions.get(c.req.param("id")).handle()));
 

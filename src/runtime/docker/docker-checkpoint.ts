@@ -1,0 +1,223 @@
+/**
+ * Hibernation on Docker (src/runtime/sandbox-hibernation.ts). Found by experiment on this
+ * engine (Docker 20.10, runsc 2022-12, ptrace):
+ *
+ * - gVisor checkpoints a sandbox whole (`POST /containers/{id}/checkpoints`) only while no
+ *   socket backed by a host file is open: the server's listening socket is one
+ *   (`--host-uds=create`). So the server stops listening first (`POST /sandbox/pause-listener`)
+ *   and listens again on SIGUSR2 after the restore. A checkpoint that fails in runsc ends the
+ *   sandbox, with `--leave-running` too.
+ * - The engine restores only from its own checkpoint directory
+ *   (`<data root>/containers/<id>/checkpoints/<name>`; `checkpoint-dir` on start is refused),
+ *   so the checkpoint written to the store is copied there for the new container. That needs
+ *   the engine's data root on this host: engines reached over TCP cannot restore memory.
+ * - runc's checkpoint (CRIU) fails on this kernel, and the engine's archive API does not see
+ *   tmpfs mounts: a plain container keeps its session's workspace as a tar made inside it by
+ *   the code's uid (`tar` through exec), and gets it back the same way.
+ */
+import { cp, mkdir, readdir, rm, stat } from "node:fs/promises";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import type Dockerode from "dockerode";
+import { type Dispatcher, request } from "undici";
+import { sandboxOrigin } from "../../forward/sandbox-agent.js";
+import {
+  type CheckpointKind,
+  type CheckpointRequest,
+  SandboxLostInCheckpointError,
+  type SavedCheckpoint,
+} from "../sandbox-hibernation.js";
+import type { PoolSpec } from "../sandbox-runtime.js";
+import { codeUidOf } from "./container-spec.js";
+import { dockerMessageOf } from "./docker-api-errors.js";
+import type { DockerEngine } from "./docker-engine.js";
+import { execToFile, execWithInput } from "./docker-exec.js";
+
+/** The name of every checkpoint in its directory: one checkpoint per directory. */
+export const CHECKPOINT_NAME = "sandpool";
+/** A `files` checkpoint: the workspace as a tar. */
+export const WORKSPACE_TAR = "workspace.tar";
+/** The server closes its connections 50 ms after agreeing to pause: this leaves it room. */
+const PAUSE_GRACE_MS = 300;
+const SIGNAL_RELISTEN = "SIGUSR2";
+
+/** dockerode has the call; @types/dockerode does not declare it. */
+type CheckpointingContainer = Dockerode.Container & {
+  createCheckpoint(options: { CheckpointID: string; CheckpointDir: string; Exit: boolean }): Promise<unknown>;
+};
+
+/** Restores a container from a checkpoint instead of starting it fresh. */
+export type StartFromCheckpoint = (engine: DockerEngine, container: Dockerode.Container) => Promise<void>;
+
+export interface CheckpointHost {
+  locate(runtimeId: string): { engine: DockerEngine; containerId: string } | undefined;
+  socketOf(sandboxId: string): string;
+  /** Removes the sandbox's socket file from its (sealed) directory. */
+  removeSocket(sandboxId: string): Promise<void>;
+  endpointOf(sandboxId: string): string;
+  dispatcher: Dispatcher;
+  sessionsRoot: string;
+  /** The code's gid (runtime.docker.user's). */
+  codeGid: number;
+  destroy(runtimeId: string): Promise<void>;
+}
+
+export function checkpointKindOf(pool: PoolSpec): CheckpointKind | undefined {
+  if (pool.egress === true) return undefined;
+  return pool.isolation === "gvisor" ? "memory" : "files";
+}
+
+export async function checkpointSandbox(
+  host: CheckpointHost,
+  checkpoint: CheckpointRequest,
+): Promise<SavedCheckpoint> {
+  const located = host.locate(checkpoint.runtimeId);
+  if (!located) throw new Error(`not a runtime id of a configured Docker engine: ${checkpoint.runtimeId}`);
+  const { engine, containerId } = located;
+  const container = engine.docker.getContainer(containerId);
+  await mkdir(checkpoint.dir, { recursive: true, mode: 0o700 });
+  if (checkpoint.isolation === "gvisor") {
+    await pauseListener(host, checkpoint.sandboxId);
+    try {
+      await engine.call(() =>
+        (container as CheckpointingContainer).createCheckpoint({
+          CheckpointID: CHECKPOINT_NAME,
+          CheckpointDir: checkpoint.dir,
+          Exit: true,
+        }),
+      );
+    } catch (error) {
+      const alive = await isRunning(engine, container);
+      if (alive) {
+        await relisten(engine, container).catch(() => undefined);
+        throw error;
+      }
+      await rm(path.join(checkpoint.dir, CHECKPOINT_NAME), { recursive: true, force: true });
+      throw new SandboxLostInCheckpointError(
+        `gVisor's checkpoint failed and ended the sandbox: ${dockerMessageOf(error)}`,
+      );
+    }
+    const bytes = await sizeOf(path.join(checkpoint.dir, CHECKPOINT_NAME));
+    await host.destroy(checkpoint.runtimeId);
+    return { kind: "memory", bytes };
+  }
+  const file = path.join(checkpoint.dir, WORKSPACE_TAR);
+  await execToFile(
+    engine,
+    container,
+    {
+      Cmd: ["tar", "-C", workspaceOf(host, checkpoint.sandboxSessionId), "-cf", "-", "."],
+      User: `${codeUidOf(checkpoint.sandboxId)}:${host.codeGid}`,
+    },
+    file,
+  );
+  const bytes = (await stat(file)).size;
+  await host.destroy(checkpoint.runtimeId);
+  return { kind: "files", bytes };
+}
+
+/**
+ * For a `memory` restore: copies the checkpoint into the engine's own directory for the new
+ * container, starts the container from it and has the server listen again.
+ */
+export function startFromMemoryCheckpoint(
+  dataRoot: (engine: DockerEngine) => Promise<string>,
+  dir: string,
+): StartFromCheckpoint {
+  return async (engine, container) => {
+    const target = path.join(
+      await dataRoot(engine),
+      "containers",
+      container.id,
+      "checkpoints",
+      CHECKPOINT_NAME,
+    );
+    await mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
+    await cp(path.join(dir, CHECKPOINT_NAME), target, { recursive: true });
+    await engine.call(() => startWithCheckpoint(container, CHECKPOINT_NAME));
+    await relisten(engine, container);
+  };
+}
+
+export async function restoreWorkspace(
+  host: CheckpointHost,
+  runtimeId: string,
+  sandboxId: string,
+  sandboxSessionId: string,
+  dir: string,
+): Promise<void> {
+  const located = host.locate(runtimeId);
+  if (!located) throw new Error(`not a runtime id of a configured Docker engine: ${runtimeId}`);
+  const container = located.engine.docker.getContainer(located.containerId);
+  await execWithInput(
+    located.engine,
+    container,
+    {
+      // Never the tar's owners or modes beyond the code's own: it runs as the code's uid.
+      Cmd: ["tar", "-C", workspaceOf(host, sandboxSessionId), "--no-same-owner", "-xf", "-"],
+      User: `${codeUidOf(sandboxId)}:${host.codeGid}`,
+    },
+    path.join(dir, WORKSPACE_TAR),
+  );
+}
+
+function workspaceOf(host: CheckpointHost, sandboxSessionId: string): string {
+  if (!/^[A-Za-z0-9_-]+$/.test(sandboxSessionId))
+    throw new Error(`not a sandbox session id: ${sandboxSessionId}`);
+  return `${host.sessionsRoot}/${sandboxSessionId}/workspace`;
+}
+
+/** Asks the server to stop listening, gives it time to, and removes its socket file. */
+async function pauseListener(host: CheckpointHost, sandboxId: string): Promise<void> {
+  const answer = await request(`${sandboxOrigin(host.endpointOf(sandboxId))}/sandbox/pause-listener`, {
+    method: "POST",
+    dispatcher: host.dispatcher,
+    headersTimeout: 5_000,
+    bodyTimeout: 5_000,
+  });
+  await answer.body.dump();
+  if (answer.statusCode !== 200)
+    throw new Error(
+      `the sandbox server did not pause its listener (HTTP ${answer.statusCode}): an older image?`,
+    );
+  // Its connections close PAUSE_GRACE_MS after it answers. Whether the host still connects
+  // says nothing here (runsc keeps the host's end while an interpreter lives, and checkpoints
+  // all the same): the time is what counts. The file goes, so the restored server makes it anew.
+  await sleep(PAUSE_GRACE_MS);
+  await host.removeSocket(sandboxId);
+}
+
+async function sizeOf(dir: string): Promise<number> {
+  let total = 0;
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) total += (await stat(path.join(entry.parentPath ?? entry.path, entry.name))).size;
+  }
+  return total;
+}
+
+async function relisten(engine: DockerEngine, container: Dockerode.Container): Promise<void> {
+  await engine.call(() => container.kill({ signal: SIGNAL_RELISTEN }));
+}
+
+async function isRunning(engine: DockerEngine, container: Dockerode.Container): Promise<boolean> {
+  try {
+    return (await engine.call(() => container.inspect())).State.Running;
+  } catch {
+    return false;
+  }
+}
+
+/** dockerode sends start's options as a body too, which the engine refuses: query only. */
+function startWithCheckpoint(container: Dockerode.Container, name: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    container.modem.dial(
+      {
+        path: `/containers/${container.id}/start?`,
+        method: "POST",
+        options: { _query: { checkpoint: name }, _body: {} },
+        statusCodes: { 204: true, 304: true, 404: "no such container", 500: "server error" },
+      },
+      (error: unknown) => (error ? reject(error) : resolve()),
+    );
+  });
+}

@@ -1,0 +1,59 @@
+/**
+ * What a runtime keeps of a sandbox when its session hibernates (docs/hibernate.md):
+ * `memory` (gVisor: the whole sandbox, its interpreter's variables and files, restored into
+ * a new container) or `files` (any container: the session's workspace, restored into a fresh
+ * sandbox whose interpreter starts anew). A checkpoint is written into, and read from, a
+ * directory the checkpoint store gives (src/hibernate/); the runtime never chooses where.
+ */
+import type { Isolation, PoolSpec, StartedSandbox } from "./sandbox-runtime.js";
+
+export type CheckpointKind = "memory" | "files";
+
+export interface CheckpointRequest {
+  runtimeId: string;
+  sandboxId: string;
+  /** The sandbox server's session whose workspace a `files` checkpoint keeps. */
+  sandboxSessionId: string;
+  /** Empty, private directory of the store: the checkpoint is written here. */
+  dir: string;
+  isolation: Isolation;
+}
+
+export interface SavedCheckpoint {
+  kind: CheckpointKind;
+  /** Bytes the checkpoint holds on disk (what usage meters). */
+  bytes: number;
+}
+
+export interface RestoreRequest {
+  /** The sandbox id it had: a memory checkpoint restores its socket directory and code uid. */
+  sandboxId: string;
+  pool: PoolSpec;
+  deadline: number;
+  kind: CheckpointKind;
+  dir: string;
+}
+
+export interface SandboxHibernation {
+  /** What hibernating a sandbox of this pool keeps; undefined: the pool's sandboxes cannot hibernate. */
+  checkpointKindOf(pool: PoolSpec): CheckpointKind | undefined;
+  /**
+   * Saves the sandbox into `dir` and removes its container. On a failure before the save
+   * began the sandbox keeps running; gVisor ends a sandbox whose checkpoint fails midway,
+   * which the error then says (`SandboxLostInCheckpointError`).
+   */
+  checkpoint(request: CheckpointRequest): Promise<SavedCheckpoint>;
+  /**
+   * A running sandbox from a checkpoint: for `memory`, the same sandbox (same session,
+   * interpreter and files); for `files`, a fresh sandbox (the caller makes its session and
+   * calls restoreFiles). `dir` is left as it was, for a retry.
+   */
+  restore(request: RestoreRequest): Promise<StartedSandbox>;
+  /** Puts a `files` checkpoint into a session of a restored sandbox. */
+  restoreFiles(runtimeId: string, sandboxSessionId: string, dir: string): Promise<void>;
+}
+
+/** The checkpoint failed after gVisor had begun it: the sandbox is gone. */
+export class SandboxLostInCheckpointError extends Error {
+  override readonly name = "SandboxLostInCheckpointError";
+}

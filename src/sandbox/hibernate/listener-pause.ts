@@ -1,0 +1,78 @@
+/**
+ * Lets a gVisor sandbox be checkpointed: runsc cannot save a socket backed by a host file
+ * (`--host-uds=create`, the server's listening socket in its host directory), and a failed
+ * checkpoint ends the sandbox. So before the gateway checkpoints one, the server stops
+ * listening (`POST /sandbox/pause-listener`): it answers, closes every connection and its
+ * listening socket, and removes the socket file where it may (else the gateway does). After a restore (or when the gateway gives
+ * up on the checkpoint) the gateway sends SIGUSR2 (to tini, which passes it on) and the
+ * server listens on the same path again. Nothing else in the sandbox changes: sessions,
+ * interpreters and files stay as they are.
+ */
+import { rm } from "node:fs/promises";
+import type { Server } from "node:http";
+import type { Logger } from "pino";
+
+/** The signal that makes a paused server listen again. */
+export const RELISTEN_SIGNAL = "SIGUSR2";
+/** Time for the pause's own answer to reach the gateway before its connection is closed. */
+const PAUSE_GRACE_MS = 50;
+
+export class ListenerPause {
+  private server: Server | undefined;
+  private paused = false;
+
+  constructor(
+    private readonly socketPath: string,
+    private readonly log: Logger,
+  ) {
+    process.on(RELISTEN_SIGNAL, () => void this.relisten());
+  }
+
+  attach(server: Server): void {
+    this.server = server;
+  }
+
+  get isPaused(): boolean {
+    return this.paused;
+  }
+
+  /**
+   * Stops accepting at once; the connections (the pause's own answer among them) are closed a
+   * moment later, then the socket file goes: the gateway checkpoints once it is gone.
+   */
+  pause(): void {
+    const server = this.server;
+    if (!server || this.paused) return;
+    this.paused = true;
+    server.close();
+    setTimeout(() => {
+      server.closeAllConnections();
+      // In a sealed socket directory the gateway removes the file itself.
+      void rm(this.socketPath, { force: true }).catch(() => undefined);
+      this.log.info("listener paused for a checkpoint");
+    }, PAUSE_GRACE_MS);
+  }
+
+  private async relisten(): Promise<void> {
+    const server = this.server;
+    if (!server || !this.paused) return;
+    await rm(this.socketPath, { force: true });
+    // The same umask as the first listen: under gVisor the host-backed socket cannot be chmodded.
+    const umask = process.umask(0o111);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(this.socketPath, () => {
+          server.off("error", reject);
+          resolve();
+        });
+      });
+      this.paused = false;
+      this.log.info("listening again after a pause");
+    } catch (error) {
+      this.log.error({ err: error }, "could not listen again after a pause");
+    } finally {
+      process.umask(umask);
+    }
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * The file-system checkpoint store: private modes, one workspace never reaching another's
+ * checkpoints, the per-workspace bounds, commit replacing an older checkpoint, and the sweep
+ * of what a crash left half written.
+ */
+import { mkdtemp, readdir, rm, stat, utimes, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { CheckpointBoundError } from "../../../src/hibernate/checkpoint-store.js";
+import { FsCheckpointStore } from "../../../src/hibernate/fs-checkpoint-store.js";
+
+let root: string;
+let store: FsCheckpointStore;
+
+beforeEach(async () => {
+  root = path.join(await mkdtemp(path.join(os.tmpdir(), "sp-store-")), "checkpoints");
+  store = new FsCheckpointStore(root);
+});
+afterEach(async () => {
+  await rm(path.dirname(root), { recursive: true, force: true });
+});
+
+async function save(workspace: string, sessionId: string, bytes: number, bounds = {}): Promise<string> {
+  const dir = await store.begin(workspace, sessionId, bounds);
+  await writeFile(path.join(dir, "checkpoint.img"), Buffer.alloc(bytes, 1));
+  await store.commit(workspace, sessionId, dir);
+  return (await store.locate(workspace, sessionId))!;
+}
+
+const modeOf = async (p: string) => ((await stat(p)).mode & 0o777).toString(8);
+
+describe("FsCheckpointStore", () => {
+  it("keeps every directory mode 0700 and reports the size it commits", async () => {
+    const dir = await store.begin("acme", "s1", {});
+    await writeFile(path.join(dir, "checkpoint.img"), Buffer.alloc(1000));
+    expect(await store.commit("acme", "s1", dir)).toBe(1000);
+    const located = (await store.locate("acme", "s1"))!;
+    expect(await modeOf(root)).toBe("700");
+    expect(await modeOf(path.dirname(located))).toBe("700");
+    expect(await modeOf(located)).toBe("700");
+    expect(await store.usage("acme")).toEqual({ checkpoints: 1, bytes: 1000 });
+  });
+
+  it("never hands one workspace's checkpoint to another, whatever the names", async () => {
+    await save("acme", "s1", 10);
+    expect(await store.locate("other", "s1")).toBeUndefined();
+    // A workspace name that looks like a path stays inside its own hex-named directory.
+    await save("../acme", "s1", 10);
+    expect(await store.locate("acme", "s1")).not.toBe(await store.locate("../acme", "s1"));
+    await expect(store.locate("acme", "../s1")).rejects.toThrow(/not a session id/);
+    expect((await store.list()).map((c) => c.workspace).sort()).toEqual(["../acme", "acme"]);
+  });
+
+  it("bounds a workspace by count and by bytes; a session's own older checkpoint is replaced, not counted", async () => {
+    await save("acme", "s1", 600, { maxCheckpoints: 2, maxBytes: 1000 });
+    await save("acme", "s2", 300, { maxCheckpoints: 2, maxBytes: 1000 });
+    await expect(store.begin("acme", "s3", { maxCheckpoints: 2 })).rejects.toBeInstanceOf(
+      CheckpointBoundError,
+    );
+    await expect(store.begin("acme", "s3", { maxBytes: 900 })).rejects.toThrow(/900/);
+    // s1 again: its old checkpoint goes, so it fits.
+    await save("acme", "s1", 50, { maxCheckpoints: 2, maxBytes: 1000 });
+    expect(await store.usage("acme")).toEqual({ checkpoints: 2, bytes: 350 });
+    // Another workspace has bounds of its own.
+    await save("other", "s9", 10, { maxCheckpoints: 1 });
+  });
+
+  it("deletes a checkpoint, and an absent one is no error", async () => {
+    await save("acme", "s1", 10);
+    await store.delete("acme", "s1");
+    await store.delete("acme", "s1");
+    expect(await store.locate("acme", "s1")).toBeUndefined();
+    expect(await store.usage("acme")).toEqual({ checkpoints: 0, bytes: 0 });
+  });
+
+  it("sweeps directories begun and never committed (a crash midway), not fresh ones or committed ones", async () => {
+    await save("acme", "s1", 10);
+    const stale = await store.begin("acme", "s2", {});
+    const fresh = await store.begin("acme", "s3", {});
+    const old = new Date(Date.now() - 60 * 60_000);
+    await utimes(stale, old, old);
+    expect(await store.list()).toHaveLength(1);
+    expect(await store.sweepUncommitted(Date.now() - 10 * 60_000)).toBe(1);
+    const left = await readdir(path.dirname(stale));
+    expect(left).toContain(path.basename(fresh));
+    expect(left).not.toContain(path.basename(stale));
+    expect(await store.locate("acme", "s1")).toBeDefined();
+  });
+
+  it("commits only a directory begun for that session in that workspace", async () => {
+    const dir = await store.begin("acme", "s1", {});
+    await expect(store.commit("acme", "s2", dir)).rejects.toThrow(/not a checkpoint directory/);
+    await expect(store.commit("other", "s1", dir)).rejects.toThrow(/not a checkpoint directory/);
+    await store.abandon(dir);
+    expect(await readdir(path.dirname(dir))).toEqual([]);
+  });
+});
