@@ -5,7 +5,7 @@
  * sandbox whose interpreter starts anew). A checkpoint is written into, and read from, a
  * directory the checkpoint store gives (src/hibernate/); the runtime never chooses where.
  */
-import type { Isolation, PoolSpec, StartedSandbox } from "./sandbox-runtime.js";
+import type { Isolation, PoolSpec, SandboxRuntime, StartedSandbox } from "./sandbox-runtime.js";
 
 export type CheckpointKind = "memory" | "files";
 
@@ -56,4 +56,10 @@ export interface SandboxHibernation {
 /** The checkpoint failed after gVisor had begun it: the sandbox is gone. */
 export class SandboxLostInCheckpointError extends Error {
   override readonly name = "SandboxLostInCheckpointError";
+}
+
+/** A runtime's hibernation, where it has one (the docker runtime; never the process runtime). */
+export function hibernationOf(runtime: SandboxRuntime): SandboxHibernation | undefined {
+  const candidate = (runtime as { hibernation?: SandboxHibernation }).hibernation;
+  return candidate && typeof candidate.checkpoint === "function" ? candidate : undefined;
 }

@@ -47,6 +47,7 @@ export async function startSandboxServer(input: SandboxConfigInput, log: Logger)
     sessions,
     egressProxyPort: egress?.port,
     close: async () => {
+      listenerPause?.close();
       await egress?.close();
       // Stop accepting first, then end the sessions so calls still running return.
       const closing = running.close();

@@ -25,7 +25,14 @@ export class ListenerPause {
     private readonly socketPath: string,
     private readonly log: Logger,
   ) {
-    process.on(RELISTEN_SIGNAL, () => void this.relisten());
+    process.on(RELISTEN_SIGNAL, this.onSignal);
+  }
+
+  private readonly onSignal = () => void this.relisten();
+
+  /** Stops answering the signal (the server is closing). */
+  close(): void {
+    process.off(RELISTEN_SIGNAL, this.onSignal);
   }
 
   attach(server: Server): void {

@@ -21,7 +21,7 @@ import { type DockerSandbox, startDockerSandbox } from "../../support/docker-san
 import { gvisorSuiteAvailable, SANDBOX_IMAGE } from "../../support/docker-suite.js";
 import { newSession } from "../../support/sandbox-server.js";
 
-const IMAGE = process.env.SANDPOOL_HIBERNATE_TEST_IMAGE ?? SANDBOX_IMAGE;
+const IMAGE = SANDBOX_IMAGE;
 const available = await gvisorSuiteAvailable(IMAGE);
 
 const cases: { isolation: Isolation; kind: CheckpointKind }[] = [

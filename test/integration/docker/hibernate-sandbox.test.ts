@@ -1,0 +1,151 @@
+/**
+ * Hibernating a sandbox into the file-system checkpoint store and resuming it
+ * (src/hibernate/hibernate-sandbox.ts) on the real Docker engine, both isolation levels:
+ * the store meters the checkpoint and the container is gone; concurrent resumes make one
+ * sandbox; a refusal before the save (the workspace's bound) leaves the sandbox running
+ * untouched; a failed restore keeps the checkpoint and a retry resumes.
+ *
+ * Needs a Docker engine with gVisor registered and the image: skipped with a warning locally,
+ * fails under CI=true.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import Dockerode from "dockerode";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CheckpointBoundError } from "../../../src/hibernate/checkpoint-store.js";
+import { FsCheckpointStore } from "../../../src/hibernate/fs-checkpoint-store.js";
+import {
+  type HibernatedSandbox,
+  hibernateSandbox,
+  type ResumedSandbox,
+  resumeSandbox,
+} from "../../../src/hibernate/hibernate-sandbox.js";
+import { SingleFlight } from "../../../src/hibernate/single-flight.js";
+import type { Isolation, PoolSpec } from "../../../src/runtime/sandbox-runtime.js";
+import { ContractClient } from "../../support/contract-client.js";
+import { type DockerSandbox, startDockerSandbox } from "../../support/docker-sandbox.js";
+import { gvisorSuiteAvailable, SANDBOX_IMAGE } from "../../support/docker-suite.js";
+import { newSession } from "../../support/sandbox-server.js";
+
+const available = await gvisorSuiteAvailable();
+const WORKSPACE = "acme";
+
+async function containerExists(runtimeId: string): Promise<boolean> {
+  return new Dockerode()
+    .getContainer(runtimeId.split(":")[1]!)
+    .inspect()
+    .then(
+      (info) => info.State.Running,
+      () => false,
+    );
+}
+
+describe.skipIf(!available).each(["gvisor", "container"] as Isolation[])(
+  "a %s sandbox hibernates into the store and resumes",
+  (isolation) => {
+    let box: DockerSandbox;
+    let storeRoot: string;
+    let store: FsCheckpointStore;
+    let pool: PoolSpec;
+    let sandboxId: string;
+    let sandboxSessionId: string;
+    const sessionId = `ses-${randomBytes(4).toString("hex")}`;
+    let hibernated: HibernatedSandbox;
+
+    beforeAll(async () => {
+      box = await startDockerSandbox(`hibs-${isolation}`, SANDBOX_IMAGE, isolation);
+      storeRoot = await mkdtemp(path.join(os.tmpdir(), "sp-store-"));
+      store = new FsCheckpointStore(path.join(storeRoot, "checkpoints"));
+      sandboxId = (await new Dockerode().getContainer(box.sandbox.runtimeId.split(":")[1]!).inspect()).Config
+        .Labels["sandpool.sandbox"]!;
+      pool = {
+        name: `hibs-${isolation}`,
+        image: SANDBOX_IMAGE,
+        resourceClass: "standard",
+        minIdle: 0,
+        maxTotal: 4,
+        warmupConcurrency: 1,
+        coldStartTimeoutMs: 30_000,
+        isolation,
+      };
+      sandboxSessionId = await newSession(box.client);
+      await box.client.run(sandboxSessionId, "code_execution", {
+        code: "counter = 7\nopen('notes.txt', 'w').write('kept')",
+      });
+    }, 60_000);
+
+    afterAll(async () => {
+      await box?.close();
+      if (storeRoot) await rm(storeRoot, { recursive: true, force: true });
+    });
+
+    const input = () => ({
+      hibernation: box.runtime.hibernation,
+      store,
+      workspace: WORKSPACE,
+      sessionId,
+      runtimeId: box.sandbox.runtimeId,
+      sandboxId,
+      sandboxSessionId,
+      pool,
+    });
+
+    it("refuses at the workspace's bound before saving anything: the sandbox runs on as it was", async () => {
+      await expect(hibernateSandbox({ ...input(), bounds: { maxCheckpoints: 0 } })).rejects.toBeInstanceOf(
+        CheckpointBoundError,
+      );
+      expect(await store.usage(WORKSPACE)).toEqual({ checkpoints: 0, bytes: 0 });
+      const answer = await box.client.run(sandboxSessionId, "code_execution", {
+        code: "print(counter, open('notes.txt').read())",
+      });
+      expect(answer.stdout).toBe("7 kept\n");
+    });
+
+    it("hibernates: the checkpoint is metered in the store and the container is gone", async () => {
+      hibernated = await hibernateSandbox({ ...input(), bounds: { maxCheckpoints: 1 } });
+      expect(hibernated.kind).toBe(isolation === "gvisor" ? "memory" : "files");
+      expect(hibernated.bytes).toBeGreaterThan(0);
+      expect(await store.usage(WORKSPACE)).toEqual({ checkpoints: 1, bytes: hibernated.bytes });
+      expect(await store.locate("another-workspace", sessionId)).toBeUndefined();
+      expect(await containerExists(box.sandbox.runtimeId)).toBe(false);
+    }, 60_000);
+
+    const resume = (deadline: number) =>
+      resumeSandbox({
+        hibernation: box.runtime.hibernation,
+        store,
+        workspace: WORKSPACE,
+        sessionId,
+        hibernated,
+        pool,
+        deadline,
+        freshSandboxId: () => `sbx-${randomBytes(6).toString("hex")}`,
+        openSession: (sandbox) => newSession(new ContractClient(sandbox.endpoint)),
+        destroy: (runtimeId) => box.runtime.destroy(runtimeId),
+      });
+
+    it("a failed restore keeps the checkpoint; the retry resumes, once for concurrent callers", async () => {
+      await expect(resume(Date.now() - 1)).rejects.toThrow(/deadline/);
+      expect((await store.usage(WORKSPACE)).checkpoints).toBe(1);
+
+      const flight = new SingleFlight<ResumedSandbox>();
+      const resumed = await Promise.all(
+        [1, 2, 3].map(() => flight.run(sessionId, () => resume(Date.now() + 60_000))),
+      );
+      expect(new Set(resumed.map((r) => r.runtimeId)).size).toBe(1);
+      const [sandbox] = resumed;
+      const client = new ContractClient(sandbox!.endpoint);
+      const answer = await client.run(sandbox!.sandboxSessionId, "code_execution", {
+        code: "print(globals().get('counter'), open('notes.txt').read())",
+      });
+      expect(answer.stdout).toBe(isolation === "gvisor" ? "7 kept\n" : "None kept\n");
+      expect(sandbox!.interpreterRestarted).toBe(isolation !== "gvisor");
+      // The caller deletes the checkpoint once its session runs again.
+      await store.delete(WORKSPACE, sessionId);
+      expect(await store.usage(WORKSPACE)).toEqual({ checkpoints: 0, bytes: 0 });
+      await box.runtime.destroy(sandbox!.runtimeId);
+    }, 120_000);
+  },
+);
