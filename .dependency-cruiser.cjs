@@ -6,7 +6,18 @@
  */
 const layer = (name) => `^src/${name}/`;
 /** Parts below the handlers: they never reach up into a handler, the pipeline or the transport. */
-const LOWER = ["store", "contract", "logging", "runtime", "forward", "policy", "metering", "audit", "jobs"];
+const LOWER = [
+  "store",
+  "contract",
+  "logging",
+  "runtime",
+  "hibernate",
+  "forward",
+  "policy",
+  "metering",
+  "audit",
+  "jobs",
+];
 const UPPER = [
   "http",
   "pipeline",

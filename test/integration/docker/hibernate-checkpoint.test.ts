@@ -7,7 +7,8 @@
  * interpreter starts anew. The checkpoint is left in place, so a second restore works too.
  *
  * Needs a Docker engine with gVisor registered and the image: skipped with a warning locally,
- * fails under CI=true.
+ * fails under CI=true. The image's server must know `POST /sandbox/pause-listener`;
+ * SANDPOOL_HIBERNATE_TEST_IMAGE names another image than sandpool/sandbox:dev to test with.
  */
 import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
 import os from "node:os";
@@ -21,7 +22,7 @@ import { type DockerSandbox, startDockerSandbox } from "../../support/docker-san
 import { gvisorSuiteAvailable, SANDBOX_IMAGE } from "../../support/docker-suite.js";
 import { newSession } from "../../support/sandbox-server.js";
 
-const IMAGE = SANDBOX_IMAGE;
+const IMAGE = process.env.SANDPOOL_HIBERNATE_TEST_IMAGE ?? SANDBOX_IMAGE;
 const available = await gvisorSuiteAvailable(IMAGE);
 
 const cases: { isolation: Isolation; kind: CheckpointKind }[] = [

@@ -6,7 +6,8 @@
  * untouched; a failed restore keeps the checkpoint and a retry resumes.
  *
  * Needs a Docker engine with gVisor registered and the image: skipped with a warning locally,
- * fails under CI=true.
+ * fails under CI=true. The image's server must know `POST /sandbox/pause-listener`;
+ * SANDPOOL_HIBERNATE_TEST_IMAGE names another image than sandpool/sandbox:dev to test with.
  */
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -29,7 +30,8 @@ import { type DockerSandbox, startDockerSandbox } from "../../support/docker-san
 import { gvisorSuiteAvailable, SANDBOX_IMAGE } from "../../support/docker-suite.js";
 import { newSession } from "../../support/sandbox-server.js";
 
-const available = await gvisorSuiteAvailable();
+const IMAGE = process.env.SANDPOOL_HIBERNATE_TEST_IMAGE ?? SANDBOX_IMAGE;
+const available = await gvisorSuiteAvailable(IMAGE);
 const WORKSPACE = "acme";
 
 async function containerExists(runtimeId: string): Promise<boolean> {
@@ -55,14 +57,14 @@ describe.skipIf(!available).each(["gvisor", "container"] as Isolation[])(
     let hibernated: HibernatedSandbox;
 
     beforeAll(async () => {
-      box = await startDockerSandbox(`hibs-${isolation}`, SANDBOX_IMAGE, isolation);
+      box = await startDockerSandbox(`hibs-${isolation}`, IMAGE, isolation);
       storeRoot = await mkdtemp(path.join(os.tmpdir(), "sp-store-"));
       store = new FsCheckpointStore(path.join(storeRoot, "checkpoints"));
       sandboxId = (await new Dockerode().getContainer(box.sandbox.runtimeId.split(":")[1]!).inspect()).Config
         .Labels["sandpool.sandbox"]!;
       pool = {
         name: `hibs-${isolation}`,
-        image: SANDBOX_IMAGE,
+        image: IMAGE,
         resourceClass: "standard",
         minIdle: 0,
         maxTotal: 4,
