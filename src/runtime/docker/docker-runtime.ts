@@ -21,7 +21,7 @@ import {
   type StartRequest,
 } from "../sandbox-runtime.js";
 import { CgroupUsageReader } from "./cgroup-usage.js";
-import { buildContainerSpec, LABELS } from "./container-spec.js";
+import { buildContainerSpec, containerName, LABELS } from "./container-spec.js";
 import { usageFromStats } from "./container-usage.js";
 import { dockerMessageOf, dockerStatusOf } from "./docker-api-errors.js";
 import {
@@ -171,10 +171,11 @@ export class DockerRuntime implements SandboxRuntime {
     checkpointKindOf,
     checkpoint: (request) => checkpointSandbox(this.checkpointHost(), request),
     restore: async (request) => {
-      const from =
-        request.kind === "memory"
-          ? startFromMemoryCheckpoint((engine) => this.dataRoot(engine), request.dir)
-          : undefined;
+      if (request.kind !== "memory") return (await this.startTimed(request)).sandbox;
+      // Its sandbox id comes back, and with it its container's name: a container a crash left
+      // under that name (a restore killed midway, a hibernation killed before the removal) goes.
+      await this.removeByName(containerName(this.options.deployment, request.sandboxId));
+      const from = startFromMemoryCheckpoint((engine) => this.dataRoot(engine), request.dir);
       return (await this.startTimed(request, from)).sandbox;
     },
     restoreFiles: (runtimeId, sandboxSessionId, dir) => {
@@ -527,6 +528,22 @@ export class DockerRuntime implements SandboxRuntime {
         );
       }
     }
+  }
+
+  /** Removes the container of that name on every engine that answers; none is not an error. */
+  private async removeByName(name: string): Promise<void> {
+    await Promise.all(
+      this.engineList
+        .filter((engine) => engine.up)
+        .map(async (engine) => {
+          try {
+            await engine.call((docker) => docker.getContainer(name).remove({ force: true, v: true }));
+          } catch (error) {
+            const status = dockerStatusOf(error);
+            if (status !== 404 && status !== 409) throw error;
+          }
+        }),
+    );
   }
 
   private checkpointHost(): CheckpointHost {

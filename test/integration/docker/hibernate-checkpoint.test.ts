@@ -4,7 +4,8 @@
  * container restored from the checkpoint answers on its socket with the same session, whose
  * interpreter still holds its variables (and 50 MB it allocated) and whose files are there.
  * A plain container keeps its session's workspace: a fresh sandbox gets the files back, its
- * interpreter starts anew. The checkpoint is left in place, so a second restore works too.
+ * interpreter starts anew. The checkpoint is left in place, so a second restore works too, and
+ * a container a crash left under the sandbox's name does not stop a memory restore.
  *
  * Needs a Docker engine with gVisor registered and the image: skipped with a warning locally,
  * fails under CI=true. The image's server must know `POST /sandbox/pause-listener`;
@@ -15,6 +16,7 @@ import os from "node:os";
 import path from "node:path";
 import Dockerode from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { containerName } from "../../../src/runtime/docker/container-spec.js";
 import type { CheckpointKind } from "../../../src/runtime/sandbox-hibernation.js";
 import type { Isolation, PoolSpec } from "../../../src/runtime/sandbox-runtime.js";
 import { ContractClient } from "../../support/contract-client.js";
@@ -94,6 +96,14 @@ describe.skipIf(!available).each(cases)(
       expect(((await stat(dir)).mode & 0o777).toString(8)).toBe("700");
 
       for (const attempt of [1, 2]) {
+        // A container a crash left under the sandbox's name (a restore killed midway) is removed first.
+        const stale =
+          kind === "memory" && attempt === 1
+            ? await new Dockerode().createContainer({
+                name: containerName(box.runtime.options.deployment, sandboxId),
+                Image: IMAGE,
+              })
+            : undefined;
         const restored = await hibernation.restore({
           sandboxId,
           pool,
@@ -118,6 +128,7 @@ describe.skipIf(!available).each(cases)(
         );
         // The checkpoint stays for another restore until the store deletes it.
         expect((await readdir(dir)).length).toBeGreaterThan(0);
+        if (stale) expect(await containerExists(stale.id)).toBe(false);
         await box.runtime.destroy(restored.runtimeId);
       }
     }, 180_000);
