@@ -15,7 +15,8 @@
  *   tmpfs mounts: a plain container keeps its session's workspace as a tar made inside it by
  *   the code's uid (`tar` through exec), and gets it back the same way.
  */
-import { cp, mkdir, readdir, rm, stat } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { cp, mkdir, readdir, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type Dockerode from "dockerode";
@@ -35,6 +36,8 @@ import { execToFile, execWithInput } from "./docker-exec.js";
 
 /** The name of every checkpoint in its directory: one checkpoint per directory. */
 export const CHECKPOINT_NAME = "sandpool";
+/** Written beside a memory checkpoint copied for a restore: see startFromMemoryCheckpoint. */
+const RESTORE_NONCE = "sandpool-restore-nonce";
 /** A `files` checkpoint: the workspace as a tar. */
 export const WORKSPACE_TAR = "workspace.tar";
 /** The server closes its connections 50 ms after agreeing to pause: this leaves it room. */
@@ -134,6 +137,12 @@ export function startFromMemoryCheckpoint(
     );
     await mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
     await cp(path.join(dir, CHECKPOINT_NAME), target, { recursive: true });
+    // The engine uploads the checkpoint to containerd's content store as a tar of this
+    // directory, and fails when containerd still holds a blob of that digest ("commit failed:
+    // content sha256:... already exists"; it keeps the one it made at the checkpoint until its
+    // garbage collection). A file of random bytes beside it (runsc reads only its own) makes
+    // every upload's digest new.
+    await writeFile(path.join(target, RESTORE_NONCE), randomBytes(16), { mode: 0o600 });
     await engine.call(() => startWithCheckpoint(container, CHECKPOINT_NAME));
     await relisten(engine, container);
   };
@@ -190,7 +199,7 @@ async function pauseListener(host: CheckpointHost, sandboxId: string): Promise<v
 async function sizeOf(dir: string): Promise<number> {
   let total = 0;
   for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
-    if (entry.isFile()) total += (await stat(path.join(entry.parentPath ?? entry.path, entry.name))).size;
+    if (entry.isFile()) total += (await stat(path.join(entry.parentPath, entry.name))).size;
   }
   return total;
 }
