@@ -300,6 +300,17 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
     comment:
       "Who may read /metrics (here and on nodes): anyone who reaches the port, or with a token only Authorization: Bearer <token>.",
   },
+  hibernate: {
+    comment: "Where hibernated sessions' checkpoints are kept (their memory and files): docs/hibernate.md.",
+  },
+  "hibernate.checkpointDir": {
+    comment:
+      "The checkpoint store's root, mode 0700, a directory per workspace; local to this node unless shared.",
+  },
+  "hibernate.shared": {
+    comment:
+      "true when every node mounts the same checkpointDir (a ReadWriteMany volume): sessions may resume on any node.",
+  },
   "metrics.token": {
     comment: "The bearer token /metrics requires, 32 bytes or more. Env SANDPOOL_METRICS_TOKEN.",
     example: "change-me-to-32-bytes-or-more-0123456789",

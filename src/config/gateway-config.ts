@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { authConfigSchema } from "../auth/auth-config.js";
 import { cidrSchema } from "../egress/egress-schemas.js";
+import { hibernateSettingsSchema } from "../hibernate/hibernate-settings.js";
 import { deploymentPolicySchema } from "../policy/deployment-policy.js";
 import { nodeSettingsSchema } from "../roles/shared/node-settings.js";
 import {
@@ -165,6 +166,8 @@ export const gatewayConfigSchema = z
         idleTimeoutMs: positive.default(300_000),
       })
       .prefault({}),
+    /** Where hibernated sessions' checkpoints are kept (node-local, or shared by every node). */
+    hibernate: hibernateSettingsSchema,
     /** Postgres for policy, usage and audit; `sandpool serve` requires it, dev mode uses PGlite. */
     databaseUrl: z.string().min(1).optional(),
     /** Redis for coordination and jobs; `sandpool serve` requires it, dev mode keeps state in memory. */
