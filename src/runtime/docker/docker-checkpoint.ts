@@ -17,6 +17,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { cp, mkdir, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { connect } from "node:net";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type Dockerode from "dockerode";
@@ -42,6 +43,8 @@ const RESTORE_NONCE = "sandpool-restore-nonce";
 export const WORKSPACE_TAR = "workspace.tar";
 /** The server closes its connections 50 ms after agreeing to pause: this leaves it room. */
 const PAUSE_GRACE_MS = 300;
+/** How long a server that failed to be checkpointed may take to listen again. */
+const RELISTEN_WAIT_MS = 5_000;
 const SIGNAL_RELISTEN = "SIGUSR2";
 
 /** dockerode has the call; @types/dockerode does not declare it. */
@@ -57,6 +60,9 @@ export interface CheckpointHost {
   socketOf(sandboxId: string): string;
   /** Removes the sandbox's socket file from its (sealed) directory. */
   removeSocket(sandboxId: string): Promise<void>;
+  /** Empties the socket directory and lets the sandbox's server create its socket there again. */
+  reopenSocketDir(sandboxId: string): Promise<void>;
+  seal(sandboxId: string): Promise<void>;
   endpointOf(sandboxId: string): string;
   dispatcher: Dispatcher;
   sessionsRoot: string;
@@ -80,8 +86,13 @@ export async function checkpointSandbox(
   const container = engine.docker.getContainer(containerId);
   await mkdir(checkpoint.dir, { recursive: true, mode: 0o700 });
   if (checkpoint.isolation === "gvisor") {
-    await pauseListener(host, checkpoint.sandboxId);
+    // Refused (an older server: 404): nothing changed. Agreed: from here on, every failure
+    // with the sandbox still alive has it listen again. SIGUSR2 only after it agreed: an older
+    // server has no handler, and the signal's default would end it.
+    await requestPause(host, checkpoint.sandboxId);
     try {
+      await sleep(PAUSE_GRACE_MS);
+      await host.removeSocket(checkpoint.sandboxId);
       await engine.call(() =>
         (container as CheckpointingContainer).createCheckpoint({
           CheckpointID: CHECKPOINT_NAME,
@@ -90,9 +101,8 @@ export async function checkpointSandbox(
         }),
       );
     } catch (error) {
-      const alive = await isRunning(engine, container);
-      if (alive) {
-        await relisten(engine, container).catch(() => undefined);
+      if (await isRunning(engine, container)) {
+        await listenAgain(host, engine, container, checkpoint.sandboxId).catch(() => undefined);
         throw error;
       }
       await rm(path.join(checkpoint.dir, CHECKPOINT_NAME), { recursive: true, force: true });
@@ -176,8 +186,12 @@ function workspaceOf(host: CheckpointHost, sandboxSessionId: string): string {
   return `${host.sessionsRoot}/${sandboxSessionId}/workspace`;
 }
 
-/** Asks the server to stop listening, gives it time to, and removes its socket file. */
-async function pauseListener(host: CheckpointHost, sandboxId: string): Promise<void> {
+/**
+ * Asks the server to stop listening. Its connections close PAUSE_GRACE_MS after it answers;
+ * whether the host still connects to the socket's file says nothing (runsc keeps the host's
+ * end while an interpreter lives, and checkpoints all the same): the time is what counts.
+ */
+async function requestPause(host: CheckpointHost, sandboxId: string): Promise<void> {
   const answer = await request(`${sandboxOrigin(host.endpointOf(sandboxId))}/sandbox/pause-listener`, {
     method: "POST",
     dispatcher: host.dispatcher,
@@ -187,13 +201,8 @@ async function pauseListener(host: CheckpointHost, sandboxId: string): Promise<v
   await answer.body.dump();
   if (answer.statusCode !== 200)
     throw new Error(
-      `the sandbox server did not pause its listener (HTTP ${answer.statusCode}): an older image?`,
+      `the sandbox server did not pause its listener (HTTP ${answer.statusCode}): an image older than hibernation?`,
     );
-  // Its connections close PAUSE_GRACE_MS after it answers. Whether the host still connects
-  // says nothing here (runsc keeps the host's end while an interpreter lives, and checkpoints
-  // all the same): the time is what counts. The file goes, so the restored server makes it anew.
-  await sleep(PAUSE_GRACE_MS);
-  await host.removeSocket(sandboxId);
 }
 
 async function sizeOf(dir: string): Promise<number> {
@@ -202,6 +211,37 @@ async function sizeOf(dir: string): Promise<number> {
     if (entry.isFile()) total += (await stat(path.join(entry.parentPath, entry.name))).size;
   }
   return total;
+}
+
+/**
+ * A paused server of a sandbox that is still running (its checkpoint failed early) listens
+ * again: its sealed directory is opened for the new socket, then sealed once it answers.
+ */
+async function listenAgain(
+  host: CheckpointHost,
+  engine: DockerEngine,
+  container: Dockerode.Container,
+  sandboxId: string,
+): Promise<void> {
+  await host.reopenSocketDir(sandboxId);
+  try {
+    await relisten(engine, container);
+    const deadline = Date.now() + RELISTEN_WAIT_MS;
+    while (Date.now() < deadline && !(await socketAccepts(host.socketOf(sandboxId)))) await sleep(20);
+  } finally {
+    await host.seal(sandboxId);
+  }
+}
+
+function socketAccepts(socketPath: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(socketPath);
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
 }
 
 async function relisten(engine: DockerEngine, container: Dockerode.Container): Promise<void> {

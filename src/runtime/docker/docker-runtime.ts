@@ -7,7 +7,8 @@
  * asking the others. Containers outlive the gateway on purpose: list() is what
  * reconciliation compares with the store after a restart.
  */
-import { rm } from "node:fs/promises";
+import { chmod, rm } from "node:fs/promises";
+import path from "node:path";
 import type Dockerode from "dockerode";
 import type { Logger } from "pino";
 import type { Agent } from "undici";
@@ -554,6 +555,13 @@ export class DockerRuntime implements SandboxRuntime {
         this.socketDirs.whileUnsealed(sandboxId, () =>
           rm(this.socketDirs.socketOf(sandboxId), { force: true }),
         ),
+      // The same directory (its container's bind mount holds it), writable for the server again.
+      reopenSocketDir: async (sandboxId) => {
+        const socket = this.socketDirs.socketOf(sandboxId);
+        await chmod(path.dirname(socket), 0o777);
+        await rm(socket, { force: true });
+      },
+      seal: (sandboxId) => this.socketDirs.seal(sandboxId),
       endpointOf: (sandboxId) => unixEndpoint(this.socketDirs.socketOf(sandboxId)),
       dispatcher: this.http,
       sessionsRoot: this.options.sessionsRoot,

@@ -11,12 +11,13 @@
  * fails under CI=true. The image's server must know `POST /sandbox/pause-listener`;
  * SANDPOOL_HIBERNATE_TEST_IMAGE names another image than sandpool/sandbox:dev to test with.
  */
-import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import Dockerode from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { containerName } from "../../../src/runtime/docker/container-spec.js";
+import { CHECKPOINT_NAME } from "../../../src/runtime/docker/docker-checkpoint.js";
 import type { CheckpointKind } from "../../../src/runtime/sandbox-hibernation.js";
 import type { Isolation, PoolSpec } from "../../../src/runtime/sandbox-runtime.js";
 import { ContractClient } from "../../support/contract-client.js";
@@ -73,6 +74,32 @@ describe.skipIf(!available).each(cases)(
       await box?.close();
       if (store) await rm(store, { recursive: true, force: true });
     });
+
+    // gVisor only: a plain container's checkpoint never pauses the server.
+    const itOnMemory = kind === "memory" ? it : () => undefined;
+    itOnMemory(
+      "a checkpoint the engine refuses early leaves the sandbox running and listening",
+      async () => {
+        const dir = path.join(store, "blocked");
+        await mkdir(dir, { mode: 0o700 });
+        // The engine cannot make its checkpoint directory where a file stands.
+        await writeFile(path.join(dir, CHECKPOINT_NAME), "not a directory");
+        await box.client.run(sessionId, "code_execution", { code: "before = 'still here'" });
+        await expect(
+          box.runtime.hibernation.checkpoint({
+            runtimeId: box.sandbox.runtimeId,
+            sandboxId,
+            sandboxSessionId: sessionId,
+            dir,
+            isolation,
+          }),
+        ).rejects.toThrow();
+        expect(await containerExists(box.sandbox.runtimeId.split(":")[1]!)).toBe(true);
+        const answer = await box.client.run(sessionId, "code_execution", { code: "print(before)" });
+        expect(answer.stdout).toBe("still here\n");
+      },
+      60_000,
+    );
 
     it("saves, removes the container, and restores what it promises", async () => {
       const { hibernation } = box.runtime;
