@@ -10,6 +10,7 @@ const LOWER = [
   "store",
   "contract",
   "logging",
+  "deferred",
   "runtime",
   "hibernate",
   "forward",
@@ -56,6 +57,14 @@ module.exports = {
       comment: "A lower layer imports no handler, pipeline step or transport code.",
       from: { path: `^src/(${LOWER.join("|")})/` },
       to: { path: `^src/(${UPPER.join("|")})/` },
+    },
+    {
+      name: "transport-at-the-edge",
+      severity: "error",
+      comment:
+        "The transport (src/http: the Hono app, middleware, HTTP helpers) sits at the edge: the session layer, the admin API's handlers, the pipeline and explain never import it; they take narrow dependencies, wired in src/gateway.",
+      from: { path: "^src/(session|admin|pipeline|explain)/" },
+      to: { path: layer("http") },
     },
     {
       name: "nothing-imports-the-cli",

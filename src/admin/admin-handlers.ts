@@ -1,30 +1,44 @@
 /**
  * Every admin operation's handler, by operation id (src/operations/admin-operations.ts
  * declares them). Handlers get admitted arguments and answer an Outcome; none sees HTTP.
+ * Each group declares the parts it uses; a gateway without nodes (one host) has an empty
+ * node directory.
  */
+import type { ExplainDeps } from "../explain/explain-deps.js";
 import { explainHandler } from "../explain/explain-handler.js";
-import type { GatewayServices } from "../http/gateway-services.js";
 import type { OperationHandlers } from "../operations/handler.js";
-import type { PolicyAdmin } from "../policy/policy-admin.js";
-import { sessionHandlers } from "./admin-session-handlers.js";
-import { auditHandlers } from "./audit-handlers.js";
+import { type AdminSessionDeps, sessionHandlers } from "./admin-session-handlers.js";
+import { type AuditDeps, auditHandlers } from "./audit-handlers.js";
 import { keyHandlers } from "./key-handlers.js";
-import { nodeHandlers } from "./node-handlers.js";
+import { NO_NODES, type NodeDeps, nodeHandlers } from "./node-handlers.js";
 import { policySetHandlers } from "./policy-set-handlers.js";
-import { poolHandlers } from "./pool-handlers.js";
-import { usageHandlers } from "./usage-handlers.js";
-import { workspaceHandlers } from "./workspace-handlers.js";
+import { type PoolDeps, poolHandlers } from "./pool-handlers.js";
+import { type UsageDeps, usageHandlers } from "./usage-handlers.js";
+import { type WorkspaceDeps, workspaceHandlers } from "./workspace-handlers.js";
 
-export function adminHandlers(services: GatewayServices, policyAdmin: PolicyAdmin): OperationHandlers {
+/** What the admin API's handlers need, together: each group takes its own part of it. */
+export type AdminDeps = WorkspaceDeps &
+  UsageDeps &
+  PoolDeps &
+  AdminSessionDeps &
+  AuditDeps &
+  ExplainDeps &
+  Omit<NodeDeps, "nodes"> & {
+    /** The node registry (role edge); absent on one host, which has no nodes. */
+    nodes?: NodeDeps["nodes"];
+    apiKeyAdmin: Parameters<typeof keyHandlers>[0];
+  };
+
+export function adminHandlers(deps: AdminDeps): OperationHandlers {
   return {
-    ...workspaceHandlers(services, policyAdmin),
-    ...policySetHandlers(policyAdmin),
-    ...usageHandlers(services),
-    ...poolHandlers(services),
-    ...nodeHandlers(services),
-    ...sessionHandlers(services),
-    ...keyHandlers(services),
-    ...auditHandlers(services),
-    "admin.explain": explainHandler(services),
+    ...workspaceHandlers(deps),
+    ...policySetHandlers(deps.policyAdmin),
+    ...usageHandlers(deps),
+    ...poolHandlers(deps),
+    ...nodeHandlers({ nodes: deps.nodes ?? NO_NODES, adminAudit: deps.adminAudit }),
+    ...sessionHandlers(deps),
+    ...keyHandlers(deps.apiKeyAdmin),
+    ...auditHandlers(deps),
+    "admin.explain": explainHandler(deps),
   };
 }

@@ -6,9 +6,10 @@
  * `workspace`, ending finds the session in any workspace (ids are 144 random bits).
  */
 import { SandpoolError } from "../contract/error-codes.js";
-import type { GatewayServices } from "../http/gateway-services.js";
 import type { OperationHandlers } from "../operations/handler.js";
+import type { SessionLifecycle } from "../session/session-lifecycle.js";
 import { type Lease, leaseDeadline } from "../store/coordination/records.js";
+import type { AdminAuditRepository } from "../store/sql/admin-audit-repository.js";
 import { actorOf, answer } from "./admin-call.js";
 import { given } from "./admin-params.js";
 import type { SessionView } from "./session-schemas.js";
@@ -16,7 +17,12 @@ import type { SessionView } from "./session-schemas.js";
 /** Longer than any id sandpool mints: such a path names no session, and is not looked up. */
 const MAX_SESSION_ID_LENGTH = 128;
 
-export function sessionHandlers(services: GatewayServices): OperationHandlers {
+export interface AdminSessionDeps {
+  sessions: Pick<SessionLifecycle, "list" | "find" | "end">;
+  adminAudit: Pick<AdminAuditRepository, "record">;
+}
+
+export function sessionHandlers(services: AdminSessionDeps): OperationHandlers {
   return {
     "admin.sessions.list": async ({ args }) => {
       const now = Date.now();
@@ -43,7 +49,7 @@ export function sessionHandlers(services: GatewayServices): OperationHandlers {
       )
         throw new SandpoolError("session.not_found", "no such session");
       const actor = actorOf(caller);
-      await services.adminAudit?.record({
+      await services.adminAudit.record({
         actor,
         action: "session.end",
         target: lease.sessionId,

@@ -6,24 +6,28 @@
  * newest first. Without `kind`, both; without `workspace`, every workspace's.
  */
 import { SandpoolError } from "../contract/error-codes.js";
-import type { GatewayServices } from "../http/gateway-services.js";
+import type { UsageSink } from "../metering/usage-sink.js";
 import type { OperationHandlers } from "../operations/handler.js";
-import type { AuditKind } from "../store/sql/audit-repository.js";
+import type { AuditKind, AuditRepository } from "../store/sql/audit-repository.js";
 import { answer } from "./admin-call.js";
 import { given, instantOf } from "./admin-params.js";
 import { DEFAULT_AUDIT_ITEMS } from "./audit-schemas.js";
 
-export function auditHandlers(services: GatewayServices): OperationHandlers {
+export interface AuditDeps {
+  audit: Pick<AuditRepository, "list">;
+  /** Flushed first: this replica's refusals still buffered are part of the answer. */
+  usage: Pick<UsageSink, "flush">;
+}
+
+export function auditHandlers({ audit, usage }: AuditDeps): OperationHandlers {
   return {
     "admin.audit.list": async ({ args }) => {
-      const audit = services.audit;
-      if (!audit) throw new SandpoolError("request.not_found", "the audit trail is not available here");
       const since = instantOf(args.query.since);
       const until = instantOf(args.query.until);
       if (since && until && since.getTime() >= until.getTime())
         throw new SandpoolError("request.malformed", "since must be before until");
       // This replica's refusals still in the usage buffer are part of the answer.
-      await services.usage.flush().catch(() => undefined);
+      await usage.flush().catch(() => undefined);
       const items = await audit.list({
         workspace: given(args.query.workspace),
         kind: given(args.query.kind) as AuditKind | undefined,

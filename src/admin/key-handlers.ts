@@ -5,32 +5,26 @@
  * an unknown prefix is 404 `request.not_found`.
  */
 import type { z } from "zod";
-import { SandpoolError } from "../contract/error-codes.js";
-import type { GatewayServices } from "../http/gateway-services.js";
+import type { ApiKeyAdmin } from "../auth/api-key-admin.js";
 import type { OperationHandlers } from "../operations/handler.js";
 import { actorOf, answer } from "./admin-call.js";
 import { given } from "./admin-params.js";
 import type { createKeySchema } from "./key-schemas.js";
 
-export function keyHandlers(services: GatewayServices): OperationHandlers {
-  const keys = () => {
-    if (!services.apiKeyAdmin)
-      throw new SandpoolError("request.not_found", "API keys are not available here");
-    return services.apiKeyAdmin;
-  };
+export function keyHandlers(keys: Pick<ApiKeyAdmin, "create" | "list" | "revoke">): OperationHandlers {
   return {
     "admin.keys.create": async ({ args, caller, log }) => {
       const actor = actorOf(caller);
-      const created = await keys().create(args.body as z.output<typeof createKeySchema>, actor);
+      const created = await keys.create(args.body as z.output<typeof createKeySchema>, actor);
       log.info({ workspace: created.workspace, prefix: created.prefix, actor }, "API key created");
       return answer(created, 201);
     },
 
-    "admin.keys.list": async ({ args }) => answer({ items: await keys().list(given(args.query.workspace)) }),
+    "admin.keys.list": async ({ args }) => answer({ items: await keys.list(given(args.query.workspace)) }),
 
     "admin.keys.revoke": async ({ args, caller, log }) => {
       const actor = actorOf(caller);
-      const revoked = await keys().revoke(args.params.prefix!, actor);
+      const revoked = await keys.revoke(args.params.prefix!, actor);
       log.info({ workspace: revoked.workspace, prefix: revoked.prefix, actor }, "API key revoked");
       return answer({ revoked });
     },

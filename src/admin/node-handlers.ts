@@ -1,27 +1,44 @@
 /**
  * Nodes in the admin API (on edges and `--role all`): the registry, and an operator's drain.
  * A draining node takes no new lease; its sessions finish or expire, then its sandboxes go.
- * Drains are audited. One host (`--role all`) has no nodes.
+ * Drains are audited. One host (`--role all`) has no nodes: its directory is empty
+ * (`NO_NODES`), so the list is empty and a drain names no node (404).
  */
 import { SandpoolError } from "../contract/error-codes.js";
-import type { GatewayServices } from "../http/gateway-services.js";
 import type { OperationHandler, OperationHandlers } from "../operations/handler.js";
+import type { NodeRegistry } from "../roles/shared/node-registry.js";
+import type { AdminAuditRepository } from "../store/sql/admin-audit-repository.js";
 import { actorOf, answer } from "./admin-call.js";
 
-export function nodeHandlers(services: GatewayServices): OperationHandlers {
+/** What the admin API reads and changes of the nodes. */
+export type NodeDirectory = Pick<NodeRegistry, "list" | "get" | "setDraining">;
+
+/** The directory of a gateway without nodes (one host, `--role all`). */
+export const NO_NODES: NodeDirectory = {
+  list: async () => [],
+  get: async () => undefined,
+  setDraining: async () => false,
+};
+
+export interface NodeDeps {
+  nodes: NodeDirectory;
+  adminAudit: Pick<AdminAuditRepository, "record">;
+}
+
+export function nodeHandlers({ nodes, adminAudit }: NodeDeps): OperationHandlers {
   const setDraining =
     (action: "drain" | "undrain"): OperationHandler =>
     async ({ args, caller, log }) => {
       const id = args.params.id!;
-      if (!services.nodes || !(await services.nodes.setDraining(id, action === "drain")))
+      if (!(await nodes.setDraining(id, action === "drain")))
         throw new SandpoolError("request.not_found", "no such node");
       const actor = actorOf(caller);
-      await services.adminAudit?.record({ actor, action: `node.${action}`, target: id });
+      await adminAudit.record({ actor, action: `node.${action}`, target: id });
       log.info({ node: id, actor }, `node ${action === "drain" ? "drained" : "undrained"} by an operator`);
-      return answer(await services.nodes.get(id));
+      return answer(await nodes.get(id));
     };
   return {
-    "admin.nodes.list": async () => answer({ items: (await services.nodes?.list()) ?? [] }),
+    "admin.nodes.list": async () => answer({ items: await nodes.list() }),
     "admin.nodes.drain": setDraining("drain"),
     "admin.nodes.undrain": setDraining("undrain"),
   };

@@ -6,26 +6,27 @@
  * value. Shrinking never ends a session: a pool above its new maxTotal starts nothing until
  * sessions end.
  */
-import { SandpoolError } from "../contract/error-codes.js";
-import type { GatewayServices } from "../http/gateway-services.js";
+
 import type { OperationHandlers } from "../operations/handler.js";
+import type { RuntimePoolSizes } from "../pool/pool-sizes.js";
+import type { PoolStatus } from "../pool/pool-status.js";
 import { actorOf, answer } from "./admin-call.js";
 
-export function poolHandlers(services: GatewayServices): OperationHandlers {
-  const poolStatus = async () => {
-    if (!services.poolStatus)
-      throw new SandpoolError("request.not_found", "pool status is not available here");
-    return services.poolStatus();
-  };
+export interface PoolDeps {
+  /** Every pool's spec, sizes in force and counts from the coordination store. */
+  poolStatus: () => Promise<PoolStatus[]>;
+  /** Pool sizes changed at run time. */
+  poolSizes: Pick<RuntimePoolSizes, "resize">;
+}
+
+export function poolHandlers({ poolStatus, poolSizes }: PoolDeps): OperationHandlers {
   return {
     "admin.pools.list": async () => answer({ items: await poolStatus() }),
 
     "admin.pools.resize": async ({ args, caller, log }) => {
-      const sizes = services.poolSizes;
-      if (!sizes) throw new SandpoolError("request.not_found", "pools cannot be resized here");
       const name = args.params.name!;
       const actor = actorOf(caller);
-      await sizes.resize(name, args.body, actor);
+      await poolSizes.resize(name, args.body, actor);
       const status = (await poolStatus()).find((pool) => pool.name === name);
       log.info({ pool: name, actor, minIdle: status?.minIdle, maxTotal: status?.maxTotal }, "pool resized");
       return answer(status);

@@ -4,34 +4,38 @@
  * always one workspace's, never a mix; buckets cover whole hours or UTC days.
  */
 import { SandpoolError } from "../contract/error-codes.js";
-import type { GatewayServices } from "../http/gateway-services.js";
-import type { UsageBucketSize } from "../metering/usage-report.js";
+import type { UsageBucketSize, UsageReports } from "../metering/usage-report.js";
 import type { OperationHandlers } from "../operations/handler.js";
+import type { UsageSummaryRow } from "../store/sql/usage-event.js";
 import { answer } from "./admin-call.js";
 import { instantOf } from "./admin-params.js";
 
 const DAY_MS = 86_400_000;
 
-export function usageHandlers(services: GatewayServices): OperationHandlers {
+export interface UsageDeps {
+  /** A workspace's durable usage with `from <= occurredAt < to`, per kind and tool. */
+  usageSummary: (workspace: string, from: Date, to: Date) => Promise<UsageSummaryRow[]>;
+  /** Usage reports per hour or UTC day. */
+  usageReports: Pick<UsageReports, "report">;
+}
+
+export function usageHandlers({ usageSummary, usageReports }: UsageDeps): OperationHandlers {
   return {
     "admin.usage.summary": async ({ args }) => {
       const workspace = args.params.ws!;
-      if (!services.usageSummary) throw new SandpoolError("request.not_found", "usage is not available here");
       const to = instantOf(args.query.to) ?? new Date();
       const from = instantOf(args.query.from) ?? new Date(to.getTime() - DAY_MS);
       if (from.getTime() >= to.getTime())
         throw new SandpoolError("request.malformed", "from must be before to");
-      const usage = await services.usageSummary(workspace, from, to);
+      const usage = await usageSummary(workspace, from, to);
       return answer({ workspace, from: from.toISOString(), to: to.toISOString(), usage });
     },
 
     "admin.usage.report": async ({ args }) => {
-      const reports = services.usageReports;
-      if (!reports) throw new SandpoolError("request.not_found", "usage reports are not available here");
       const by = (args.query.by ?? "day") as UsageBucketSize;
       const until = instantOf(args.query.until) ?? new Date();
       const since = instantOf(args.query.since) ?? new Date(until.getTime() - DAY_MS);
-      return answer(await reports.report(args.query.workspace!, since, until, by));
+      return answer(await usageReports.report(args.query.workspace!, since, until, by));
     },
   };
 }

@@ -4,15 +4,21 @@
  * PolicyAdmin: validated against the deployment (a row may only narrow; 422 lists every
  * problem), audited, and announced to every replica, so the next request anywhere sees them.
  */
-import type { GatewayServices } from "../http/gateway-services.js";
 import type { OperationHandlers } from "../operations/handler.js";
 import type { PolicyAdmin } from "../policy/policy-admin.js";
+import type { PolicyService } from "../policy/policy-service.js";
 import { actorOf, answer, noContent } from "./admin-call.js";
 import { DEFAULT_AUDIT_LIMIT } from "./policy-schemas.js";
 import { policyView } from "./policy-view.js";
 
-export function workspaceHandlers(services: GatewayServices, policyAdmin: PolicyAdmin): OperationHandlers {
-  const view = (workspace: string) => policyView(services.policies.deployment, policyAdmin, workspace);
+export interface WorkspaceDeps {
+  /** The deployment's policy: the ceilings a row narrows. */
+  policies: Pick<PolicyService, "deployment">;
+  policyAdmin: PolicyAdmin;
+}
+
+export function workspaceHandlers({ policies, policyAdmin }: WorkspaceDeps): OperationHandlers {
+  const view = (workspace: string) => policyView(policies.deployment, policyAdmin, workspace);
   return {
     "admin.workspaces.list": async () => answer({ workspaces: await policyAdmin.list() }),
 

@@ -1,37 +1,35 @@
 /**
- * sessions.create, explained in the order the gateway runs it (src/pool/session-lifecycle.ts):
- * the body (422), the workspace enabled, the image (the default when none is asked) and a
- * pool serving it, the timeouts clamped, then admission (the day's budget, a slot, the rate)
- * and the pool's capacity (warm lease, cold start, or 503), all read and none taken.
+ * sessions.create, explained in the order the gateway runs it: the body (422), the policy
+ * gate of its session plan (the workspace enabled, then the plan's rules: the image, the
+ * default when none is asked), then what SessionLifecycle.create decides (a pool serving the
+ * image, the timeouts clamped, admission: the day's budget, a slot, the rate, and the pool's
+ * capacity: warm lease, cold start, or 503), all read and none taken.
  */
-import { type CreateSessionRequest, createSessionRequest, issueProblems } from "../contract/schemas.js";
+import type { CreateSessionRequest } from "../contract/schemas.js";
+import type { OperationSpec } from "../operations/operation.js";
 import { imageAllowed, workspaceEnabled } from "../policy/decide-access.js";
 import { sessionTimeouts } from "../policy/decide-limits.js";
 import { poolServing } from "../policy/decide-pool.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
-import type { ExplainServices } from "./explain-services.js";
-import { clampStep, quotaStep, verdictStep } from "./explain-steps.js";
+import type { ExplainDeps } from "./explain-deps.js";
+import { argsStep, clampStep, quotaStep, verdictStep } from "./explain-steps.js";
 import type { Trace } from "./explain-trace.js";
 
 export async function explainCreateSession(
-  services: ExplainServices,
+  services: ExplainDeps,
+  operation: OperationSpec,
   policy: EffectivePolicy,
   args: Record<string, unknown>,
   trace: Trace,
 ): Promise<Record<string, unknown>> {
-  const parsed = createSessionRequest.safeParse(args);
-  if (parsed.success) trace.pass("args", { rule: "args.schema", detail: "a valid CreateSession body" });
-  else
-    trace.deny("args", "request.malformed", {
-      rule: "args.schema",
-      detail: issueProblems(parsed.error).join("; "),
-    });
   // A malformed body is refused before anything else; the later steps show what its valid parts would meet.
-  const request: CreateSessionRequest = parsed.success ? parsed.data : {};
+  const request = (argsStep(trace, operation, args) ?? {}) as CreateSessionRequest;
 
   verdictStep(trace, workspaceEnabled(policy));
+  for (const rule of operation.session?.rules ?? [])
+    verdictStep(trace, rule.decide(policy, { body: request }));
+  // The image the gate allowed, as the lifecycle takes it to choose the pool.
   const image = imageAllowed(policy, request.image);
-  verdictStep(trace, image);
   const chosen = image.allowed ? poolServing(services.pools.list(), image.image!, policy) : undefined;
   const pool = chosen?.pool;
   if (!chosen) trace.skip("policy", "image.pool", "no pool is looked for an image that is not allowed");

@@ -1,38 +1,42 @@
 /**
  * The operations on an open session, explained in the order the pipeline answers them
- * (src/pipeline/pipeline.ts): the session is resolved first (an unknown, ended, expired or
- * other workspace's session is the same 404, before any other refusal), then the call's own
- * arguments, then policy (the workspace enabled, the tool, the size), then the day's budget
- * (Execute only). The lease is read, never touched: an
+ * (src/pipeline/pipeline.ts), walking the operation's own session plan (declared with it,
+ * src/operations/contract-operations.ts): the session is resolved first (an unknown, ended,
+ * expired or other workspace's session is the same 404, before any other refusal), then the
+ * call's own arguments, then policy (the workspace enabled, then the plan's rules), then the
+ * day's budget for a call that reserves execution time. The lease is read, never touched: an
  * expired one is reported as the 404 it would answer, not ended.
  */
-import { SandpoolError } from "../contract/error-codes.js";
-import { parseExecRequest } from "../contract/parse-exec-request.js";
 import type { OperationSpec } from "../operations/operation.js";
-import { fileSizeAllowed, toolAllowed, workspaceEnabled } from "../policy/decide-access.js";
-import { execTimeout, grantedTimeoutSeconds } from "../policy/decide-limits.js";
+import type { RuleArgs, SessionPlan } from "../operations/session-plan.js";
+import { workspaceEnabled } from "../policy/decide-access.js";
+import { grantedTimeoutSeconds } from "../policy/decide-limits.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
 import { leaseDeadline } from "../store/coordination/records.js";
-import type { ExplainServices } from "./explain-services.js";
-import { clampStep, quotaStep, verdictStep } from "./explain-steps.js";
+import type { ExplainDeps } from "./explain-deps.js";
+import { argsStep, clampStep, quotaStep, verdictStep } from "./explain-steps.js";
 import type { Trace } from "./explain-trace.js";
 
 export async function explainSessionCall(
-  services: ExplainServices,
+  services: ExplainDeps,
   operation: OperationSpec,
   policy: EffectivePolicy,
   args: Record<string, unknown>,
   trace: Trace,
 ): Promise<Record<string, unknown>> {
-  const sessionId = args.session_id as string;
+  const plan: SessionPlan = operation.session ?? { admits: "none", gated: false };
+  // The call's body is its arguments but the session id, which the real call takes from its path.
+  const { session_id: sessionId, ...body } = args as { session_id: string };
+  const contentLength = args.content_length;
   const lease = await services.sessions.find(sessionId, policy.workspace);
   const live = lease !== undefined && leaseDeadline(lease) > Date.now();
-  if (operation.id === "sessions.delete") {
+  if (plan.admits === "none") {
+    // Nothing is resolved: the handler takes any id (DestroySession answers 204 for all).
     trace.pass("resolve", {
       rule: "session.live",
       detail: live
         ? `session '${sessionId}' is live: it would be ended`
-        : "no live session with this id: DestroySession answers 204 all the same",
+        : `no live session with this id: ${operation.label} answers ${operation.success} all the same`,
     });
     return {};
   }
@@ -47,43 +51,26 @@ export async function explainSessionCall(
       detail:
         "no live session with this id in the workspace (unknown, ended, expired or another workspace's: the same 404)",
     });
-  if (operation.id === "sessions.get") {
-    trace.skip(
-      "policy",
-      "workspace.enabled",
-      "GetSession reads the handle: a disabled workspace may still read it",
-    );
+  const admitted = operation.admitBody || operation.body ? argsStep(trace, operation, body) : undefined;
+  if (!plan.gated) {
+    trace.skip("policy", "workspace.enabled", plan.ungated ?? `${operation.label} is not gated by policy`);
     return {};
   }
-  if (operation.id === "sessions.exec") return explainExec(services, policy, args, trace);
+  const ruleArgs: RuleArgs = {
+    body: admitted,
+    stream: { contentLength: typeof contentLength === "number" ? contentLength : undefined },
+  };
   verdictStep(trace, workspaceEnabled(policy));
-  if (operation.id === "files.put") {
-    const declared = typeof args.content_length === "number" ? args.content_length : undefined;
-    verdictStep(trace, fileSizeAllowed(policy, declared));
+  for (const rule of plan.rules ?? []) {
+    if (rule.readsBody && admitted === undefined)
+      trace.skip("policy", rule.readsBody.rule, rule.readsBody.skipped);
+    else verdictStep(trace, rule.decide(policy, ruleArgs));
   }
-  trace.skip("admit", "quota.exec_budget", "file calls reserve no execution time");
-  return {};
-}
-
-async function explainExec(
-  services: ExplainServices,
-  policy: EffectivePolicy,
-  args: Record<string, unknown>,
-  trace: Trace,
-): Promise<Record<string, unknown>> {
-  const { session_id: _, ...body } = args;
-  let request: ReturnType<typeof parseExecRequest> | undefined;
-  try {
-    request = parseExecRequest(body);
-    trace.pass("args", { rule: "args.schema", detail: `a valid Execute body (${request.tool})` });
-  } catch (error) {
-    if (!(error instanceof SandpoolError)) throw error;
-    trace.deny("args", error.code, { rule: "args.schema", detail: error.message });
+  if (!plan.reserves) {
+    trace.skip("admit", "quota.exec_budget", "file calls reserve no execution time");
+    return {};
   }
-  verdictStep(trace, workspaceEnabled(policy));
-  if (request) verdictStep(trace, toolAllowed(policy, request.tool));
-  else trace.skip("policy", "tool.allowed", "no valid tool to check");
-  const timeout = execTimeout(policy, request?.timeout_seconds);
+  const timeout = plan.reserves(policy, ruleArgs);
   clampStep(trace, timeout);
   const { check, grantedMs } = await services.admission.previewExec(policy, timeout.value * 1000);
   quotaStep(trace, check);

@@ -1,4 +1,6 @@
-/** The trace steps of the decisions explain reports: a policy verdict, a clamp, a quota check. */
+/** The trace steps of the decisions explain reports: the body, a policy verdict, a clamp, a quota check. */
+import { SandpoolError } from "../contract/error-codes.js";
+import { admitBody } from "../operations/admit-body.js";
 
 import type { OperationSpec } from "../operations/operation.js";
 import type { Clamp } from "../policy/decide-limits.js";
@@ -12,6 +14,26 @@ export function mountedStep(trace: Trace, operation: OperationSpec, workspace: s
     rule: "audience.workspace",
     detail: `${operation.id} (${operation.method} ${operation.path}) is mounted for workspace tokens: a token of '${workspace}' reaches it`,
   });
+}
+
+/**
+ * The args step of an operation that takes a JSON body, checked as the pipeline checks it:
+ * the body admitted, or undefined when it is refused.
+ */
+export function argsStep(trace: Trace, operation: OperationSpec, body: unknown): unknown {
+  try {
+    const admitted = admitBody(operation, body);
+    const tool = (admitted as { tool?: unknown }).tool;
+    trace.pass("args", {
+      rule: "args.schema",
+      detail: `a valid ${operation.label} body${typeof tool === "string" ? ` (${tool})` : ""}`,
+    });
+    return admitted;
+  } catch (error) {
+    if (!(error instanceof SandpoolError)) throw error;
+    trace.deny("args", error.code, { rule: "args.schema", detail: error.message });
+    return undefined;
+  }
 }
 
 export function verdictStep(trace: Trace, verdict: PolicyVerdict): void {

@@ -6,23 +6,23 @@
  * comes from the same cache a real call reads.
  */
 import { explainCreateSession } from "./explain-create-session.js";
-import type { ExplainRequest } from "./explain-request.js";
-import type { ExplainServices } from "./explain-services.js";
+import type { ExplainDeps } from "./explain-deps.js";
+import { type ExplainRequest, onSession } from "./explain-request.js";
 import { explainSessionCall } from "./explain-session-call.js";
 import { limitsInForce, mountedStep } from "./explain-steps.js";
 import { type ExplainAnswer, Trace } from "./explain-trace.js";
 
-export type { ExplainServices } from "./explain-services.js";
+export type { ExplainDeps } from "./explain-deps.js";
 
-export async function explain(services: ExplainServices, request: ExplainRequest): Promise<ExplainAnswer> {
+export async function explain(services: ExplainDeps, request: ExplainRequest): Promise<ExplainAnswer> {
   const { workspace, operation, args } = request;
   const trace = new Trace();
   mountedStep(trace, operation, workspace);
   const policy = await services.policies.forWorkspace(workspace);
-  const call =
-    operation.id === "sessions.create"
-      ? await explainCreateSession(services, policy, args, trace)
-      : await explainSessionCall(services, operation, policy, args, trace);
+  // A call on a session walks its plan from the session's 404; the one that leases a session, its lease.
+  const call = onSession(operation)
+    ? await explainSessionCall(services, operation, policy, args, trace)
+    : await explainCreateSession(services, operation, policy, args, trace);
   const code = trace.code();
   return {
     workspace,

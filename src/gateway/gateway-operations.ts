@@ -1,44 +1,39 @@
 /**
- * The gateway's operations assembled once per app: the pipeline's dependencies (the
- * authenticator, the audit sink, the session layer) and the handler maps of the groups this
- * gateway serves. The HTTP route table (src/http/gateway-app.ts) and the in-process `call`
- * are both built from it, so a call made in process takes exactly the path of one over HTTP.
- * The admin API's handlers plug in here as another group's map.
+ * The gateway's operations assembled once: the pipeline's dependencies (the authenticator,
+ * the audit sink, the session layer) and the handler maps of the groups this gateway serves,
+ * each group given the narrow part of the gateway's parts it declares. The HTTP route table
+ * (src/http/gateway-app.ts) and the in-process `call` are both built from it, so a call made
+ * in process takes exactly the path of one over HTTP.
  */
 
+import { adminHandlers } from "../admin/admin-handlers.js";
 import { discoveryHandlers } from "../discovery/discovery-handlers.js";
-import type { GatewayServices } from "../http/gateway-services.js";
-import type { OperationHandlers } from "../operations/handler.js";
+import type { ServedOperations } from "../http/gateway-app.js";
 import { type InProcessCall, inProcessCall } from "../pipeline/call.js";
-import type { PipelineDeps } from "../pipeline/pipeline.js";
 import { serviceHandlers } from "../service/service-handlers.js";
 import { contractHandlers } from "../session/contract-handlers.js";
 import { SessionCalls } from "../session/session-calls.js";
+import type { GatewayParts } from "./gateway-parts.js";
 
-export interface GatewayOperations {
-  deps: PipelineDeps;
-  contract: OperationHandlers;
-  service: OperationHandlers;
-}
-
-export function gatewayOperations(services: GatewayServices): GatewayOperations {
+export function gatewayOperations(parts: GatewayParts): Required<ServedOperations> {
   return {
     deps: {
-      check: services,
-      usage: services.usage,
+      check: parts,
+      usage: parts.usage,
       sessions: new SessionCalls({
-        sessions: services.sessions,
-        policies: services.policies,
-        limits: services.limits,
+        sessions: parts.sessions,
+        policies: parts.policies,
+        limits: parts.limits,
       }),
     },
-    contract: contractHandlers(services),
-    service: { ...serviceHandlers(services), ...discoveryHandlers },
+    contract: contractHandlers(parts),
+    service: { ...serviceHandlers(parts), ...discoveryHandlers },
+    admin: adminHandlers(parts),
   };
 }
 
 /** Calls any contract or service operation in process, through the pipeline. */
-export function gatewayCall(services: GatewayServices): InProcessCall {
-  const built = gatewayOperations(services);
-  return inProcessCall(built.deps, { ...built.contract, ...built.service }, services.log);
+export function gatewayCall(parts: GatewayParts): InProcessCall {
+  const built = gatewayOperations(parts);
+  return inProcessCall(built.deps, { ...built.contract, ...built.service }, parts.log);
 }

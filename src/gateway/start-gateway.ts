@@ -8,13 +8,12 @@ import type { Logger } from "pino";
 import { buildAuthentication } from "../auth/build-authenticator.js";
 import { FailedAuthLimiter } from "../auth/failed-auth-limiter.js";
 import type { GatewayConfig } from "../config/gateway-config.js";
+import { PendingWork } from "../deferred/pending-work.js";
 import type { GatewayEgress } from "../egress/gateway-egress.js";
 import { SandboxClient } from "../forward/sandbox-client.js";
 import { SandboxForwarder } from "../forward/sandbox-forwarder.js";
 import { listen, type RunningServer } from "../http/common/listen.js";
-import { pendingWorkOf } from "../http/common/pending-work.js";
 import { createGatewayApp } from "../http/gateway-app.js";
-import type { GatewayServices } from "../http/gateway-services.js";
 import type { JobRunner } from "../jobs/job-runner.js";
 import { BufferedUsageSink } from "../metering/buffered-usage-sink.js";
 import { GatewayMetrics } from "../metering/gateway-metrics.js";
@@ -50,6 +49,8 @@ import { PolicyRepository } from "../store/sql/policy-repository.js";
 import { PoolSizeRepository } from "../store/sql/pool-size-repository.js";
 import { UsageDailyRepository } from "../store/sql/usage-daily-repository.js";
 import { UsageRepository } from "../store/sql/usage-repository.js";
+import { gatewayOperations } from "./gateway-operations.js";
+import type { GatewayParts } from "./gateway-parts.js";
 
 export interface GatewayBackends {
   store: CoordinationStore;
@@ -64,7 +65,8 @@ export interface GatewayBackends {
 }
 
 export interface RunningGateway extends RunningServer {
-  services: GatewayServices;
+  /** The gateway's parts, each built once (its owner reads them: tests, dev mode). */
+  services: GatewayParts;
   policyRepository: PolicyRepository;
   /** The admin API's own listener, when `adminListener` is configured (else it is on this one). */
   admin?: RunningServer;
@@ -199,7 +201,7 @@ export async function startGateway(
   const authentication = await buildAuthentication(config.auth, { db, store, log });
 
   let accepting = false;
-  const services: GatewayServices = {
+  const services: GatewayParts = {
     log,
     metrics,
     authenticator: authentication.authenticator,
@@ -217,6 +219,7 @@ export async function startGateway(
     }),
     usage,
     limits: config.limits,
+    pending: new PendingWork(),
     metricsToken: metricsTokenOf(config.metrics),
     ready: async () => accepting && ((await options.ready?.()) ?? true),
     policyAdmin,
@@ -237,12 +240,14 @@ export async function startGateway(
     audit: new AuditRepository(db),
   };
   const separateAdmin = config.adminListener !== undefined;
-  const app = createGatewayApp(services, {
+  // Built once, served by the public app and, when it has its own listener, the admin API's.
+  const app = { ...services, operations: gatewayOperations(services) };
+  const publicApp = createGatewayApp(app, {
     basePath: config.basePath,
     http: config.http,
     adminApi: separateAdmin ? "elsewhere" : "here",
   });
-  const server = await listen(app, {
+  const server = await listen(publicApp, {
     host: config.host,
     port: config.port,
     headersTimeoutMs: config.limits.headerReadTimeoutMs,
@@ -254,7 +259,7 @@ export async function startGateway(
   let admin: RunningServer | undefined;
   if (config.adminListener) {
     try {
-      admin = await listen(createGatewayApp(services, { http: config.http, adminApi: "only" }), {
+      admin = await listen(createGatewayApp(app, { http: config.http, adminApi: "only" }), {
         host: config.adminListener.host,
         port: config.adminListener.port,
         headersTimeoutMs: config.limits.headerReadTimeoutMs,
@@ -300,7 +305,7 @@ export async function startGateway(
       await demandSync.stop();
       await closing;
       // Settlements of calls already answered: before the usage sink and the store close.
-      await pendingWorkOf(services).drained();
+      await services.pending.drained();
       // Egress sandboxes left to other replicas: their reconciliation takes the sockets over.
       await backends.egress?.closeAll();
       await usage.close();

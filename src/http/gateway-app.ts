@@ -13,31 +13,63 @@
  * calls in flight (429). The routes are generated from the operation registry: each
  * operation is bound to the pipeline (src/pipeline/) with its handler (bind-operations.ts);
  * a contract call refused after authentication (policy, quota, capacity, unknown session)
- * is audited by the pipeline, or here when a middleware refused it.
+ * is audited by the pipeline, or by the calls in flight when they refuse it.
  */
 
 import { Hono } from "hono";
+import type { Logger } from "pino";
+import { auditRefusal, sessionIdInPath } from "../audit/audit-refusal.js";
+import { type BearerCheck, verifyBearer } from "../auth/verify-bearer.js";
 import { SandpoolError } from "../contract/error-codes.js";
-import { gatewayOperations } from "../gateway/gateway-operations.js";
-import { auditRefusal, sessionIdInPath } from "../pipeline/steps/audit.js";
-import { requireMetricsToken } from "../service/require-metrics-token.js";
+import type { GatewayMetrics } from "../metering/gateway-metrics.js";
+import type { UsageSink } from "../metering/usage-sink.js";
+import type { OperationHandlers } from "../operations/handler.js";
+import type { PipelineDeps } from "../pipeline/pipeline.js";
+import type { MetricsToken } from "../service/metrics-token.js";
 import { bindOperations } from "./bind-operations.js";
 import { errorResponse } from "./common/error-response.js";
 import { requestHeader } from "./common/request-header.js";
 import type { GatewayEnv } from "./gateway-env.js";
-import type { GatewayServices } from "./gateway-services.js";
-import { authenticate, verifyBearer } from "./middleware/bearer-authentication.js";
+import { authenticate } from "./middleware/bearer-authentication.js";
 import { CallsInFlight } from "./middleware/calls-in-flight.js";
 import type { HostTrust } from "./middleware/host-and-origin.js";
 import { observeRequest } from "./middleware/observe-request.js";
+import { requireMetricsToken } from "./middleware/require-metrics-token.js";
 import { transportChecks } from "./middleware/transport-checks.js";
 import { UnauthenticatedGate } from "./middleware/unauthenticated-gate.js";
 import { nameContractOperations } from "./name-contract-operations.js";
 import { ADMIN_BASE_PATH, createAdminApp } from "./routes/admin-routes.js";
 import { unmatchedRoute } from "./routes/unmatched-route.js";
 
+/** The operations an app serves: the pipeline's dependencies and each group's handlers. */
+export interface ServedOperations {
+  deps: PipelineDeps;
+  contract: OperationHandlers;
+  service: OperationHandlers;
+  /** The admin API's handlers; without them the admin API is not served. */
+  admin?: OperationHandlers;
+}
+
+/** What the transport itself needs, besides the operations it binds. */
+export interface GatewayAppDeps extends BearerCheck {
+  log: Logger;
+  metrics: GatewayMetrics;
+  /** Where a refusal by a middleware (after authentication) is audited. */
+  usage: UsageSink;
+  limits: {
+    maxJsonBodyBytes: number;
+    /** Requests in flight not yet authenticated before 503 `request.busy` (default 256). */
+    maxUnauthenticatedRequests?: number;
+    /** Contract calls of one workspace in flight on this replica before 429 (default 32). */
+    maxCallsInFlightPerWorkspace?: number;
+  };
+  /** The bearer token /metrics requires (`metrics.token`); unset, /metrics answers anyone. */
+  metricsToken?: MetricsToken;
+  operations: ServedOperations;
+}
+
 export function createGatewayApp(
-  services: GatewayServices,
+  services: GatewayAppDeps,
   options: {
     basePath?: string;
     http?: Partial<HostTrust>;
@@ -51,12 +83,26 @@ export function createGatewayApp(
 ): Hono<GatewayEnv> {
   const adminApi = options.adminApi ?? "here";
   const onError = (error: Error, c: Parameters<typeof errorResponse>[0]) =>
-    errorResponse(c, error, (c.get("log") as GatewayServices["log"] | undefined) ?? services.log);
+    errorResponse(c, error, (c.get("log") as Logger | undefined) ?? services.log);
 
-  const built = gatewayOperations(services);
+  const built = services.operations;
   const contract = new Hono<GatewayEnv>();
   contract.use("*", authenticate(services));
-  nameContractOperations(contract, new CallsInFlight(services.limits.maxCallsInFlightPerWorkspace ?? 32));
+  nameContractOperations(
+    contract,
+    new CallsInFlight(services.limits.maxCallsInFlightPerWorkspace ?? 32),
+    (c, refusal) =>
+      auditRefusal(
+        services.usage,
+        c.get("log") ?? services.log,
+        {
+          principal: c.get("principal"),
+          operationId: c.get("operationId") ?? "unmatched",
+          sessionId: sessionIdInPath(c.req.path),
+        },
+        refusal,
+      ),
+  );
   bindOperations(contract, "contract", built.contract, built.deps, {
     maxJsonBytes: services.limits.maxJsonBodyBytes,
   });
@@ -79,9 +125,9 @@ export function createGatewayApp(
     if (services.metricsToken) app.use("/metrics", requireMetricsToken(services.metricsToken));
     bindOperations(app, "service", built.service, built.deps, { methodNotAllowed: true });
   }
-  if (services.policyAdmin && adminApi !== "elsewhere") {
+  if (built.admin && adminApi !== "elsewhere") {
     // Before the contract: its catch-all answers every path under /admin/v1 itself.
-    const admin = createAdminApp(services, services.policyAdmin);
+    const admin = createAdminApp(services, built.deps, built.admin, services.limits.maxJsonBodyBytes);
     admin.onError(onError);
     app.route(ADMIN_BASE_PATH, admin);
   }
@@ -96,21 +142,9 @@ export function createGatewayApp(
     app.route("/", contract);
   }
   // One error handler, the app's: Hono wraps every route of a sub-app that has its own in a
-  // composition of its own, per request. A contract call refused after authentication (a
-  // principal is known) is audited here unless the pipeline did: then a middleware refused it.
-  app.onError((error, c) => {
-    auditRefusal(
-      services.usage,
-      c.get("log") ?? services.log,
-      {
-        principal: c.get("principal"),
-        operationId: c.get("operationId") ?? "unmatched",
-        sessionId: sessionIdInPath(c.req.path),
-      },
-      error,
-    );
-    return onError(error, c);
-  });
+  // composition of its own, per request. Refusals are audited where they are made (the
+  // pipeline, calls in flight), never here.
+  app.onError(onError);
   return app;
 }
 

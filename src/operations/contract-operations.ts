@@ -1,17 +1,44 @@
 /**
  * The contract's operations (contract v1, `src/contract/code-execution-openapi.yaml`),
  * mounted for workspace tokens at `/` and under the configured base path. Their shapes in the
- * OpenAPI document are the contract's own, unchanged (the drift test holds them to it).
+ * OpenAPI document are the contract's own, unchanged (the drift test holds them to it). Each
+ * declares its session plan here too (session-plan.ts): its policy rules and how it touches
+ * its session, which the pipeline enforces and explain reports.
  */
 import * as z from "zod/mini";
 import { admitExecBody } from "../contract/parse-exec-request.js";
-import { createSessionRequest } from "../contract/schemas.js";
+import { type CreateSessionRequest, createSessionRequest, type ExecRequest } from "../contract/schemas.js";
+import { fileSizeAllowed, imageAllowed, toolAllowed } from "../policy/decide-access.js";
 import type { OperationSpec } from "./operation.js";
+import {
+  execReserve,
+  type PolicyRule,
+  type SessionPlanLimits,
+  TRANSFER_DEADLINE_MS,
+} from "./session-plan.js";
 
 const contract = { group: "contract", mountedFor: "workspace" } as const;
 
 /** The query of a file operation: the file or folder (`path`), sent on to the sandbox with the rest. */
 const fileQuery = z.looseObject({ path: z.optional(z.string()) });
+
+/** A new session's image (the default when none is asked) is one the workspace allows (403 `policy.image_not_allowed`). */
+const imageRule: PolicyRule = {
+  decide: (policy, args) => imageAllowed(policy, (args.body as CreateSessionRequest).image),
+};
+
+/** An Execute's tool is one the workspace allows (403 `policy.tool_not_allowed`). */
+const toolRule: PolicyRule = {
+  decide: (policy, args) => toolAllowed(policy, (args.body as ExecRequest).tool),
+  readsBody: { rule: "tool.allowed", skipped: "no valid tool to check" },
+};
+
+/** An upload within the file-size cap, checked on Content-Length before anything is read (413); the sandbox enforces it exactly. */
+const fileSizeRule: PolicyRule = {
+  decide: (policy, args) => fileSizeAllowed(policy, args.stream?.contentLength),
+};
+
+const transfer = () => TRANSFER_DEADLINE_MS;
 
 export const contractOperations = [
   {
@@ -26,6 +53,9 @@ export const contractOperations = [
     body: createSessionRequest,
     answers: ["json"],
     success: 201,
+    // Policy at the gate, as every call: the workspace enabled, the image allowed; the pool
+    // serving it, admission and the lease are the handler's (SessionLifecycle.create).
+    session: { admits: "none", gated: true, rules: [imageRule] },
   },
   {
     ...contract,
@@ -37,6 +67,11 @@ export const contractOperations = [
     effects: ["read"],
     answers: ["json"],
     success: 200,
+    session: {
+      admits: "resolve",
+      gated: false,
+      ungated: "GetSession reads the handle: a disabled workspace may still read it",
+    },
   },
   {
     ...contract,
@@ -48,6 +83,11 @@ export const contractOperations = [
     effects: ["write"],
     answers: ["empty"],
     success: 204,
+    session: {
+      admits: "none",
+      gated: false,
+      ungated: "DestroySession ends the session: a disabled workspace may still end it",
+    },
   },
   {
     ...contract,
@@ -61,6 +101,15 @@ export const contractOperations = [
     admitBody: admitExecBody,
     answers: ["json", "event-stream"],
     success: 200,
+    session: {
+      admits: "call",
+      gated: true,
+      rules: [toolRule],
+      reserves: execReserve,
+      // Busy until the longest the call may take (the time granted can only shorten it).
+      busyMs: (limits: SessionPlanLimits, reservedMs: number | undefined) =>
+        (reservedMs ?? 0) + limits.execDeadlineBufferMs,
+    },
   },
   {
     ...contract,
@@ -73,6 +122,11 @@ export const contractOperations = [
     query: fileQuery,
     answers: ["json"],
     success: 200,
+    session: {
+      admits: "call",
+      gated: true,
+      busyMs: (limits: SessionPlanLimits) => limits.sandboxRequestTimeoutMs,
+    },
   },
   {
     ...contract,
@@ -85,6 +139,7 @@ export const contractOperations = [
     query: fileQuery,
     answers: ["bytes"],
     success: 200,
+    session: { admits: "call", gated: true, busyMs: transfer },
   },
   {
     ...contract,
@@ -97,5 +152,6 @@ export const contractOperations = [
     input: "stream",
     answers: ["json"],
     success: 201,
+    session: { admits: "call", gated: true, rules: [fileSizeRule], busyMs: transfer },
   },
 ] as const satisfies readonly OperationSpec[];

@@ -7,6 +7,7 @@
 import type { Readable } from "node:stream";
 import type { Logger } from "pino";
 import type { Caller } from "../auth/principal.js";
+import type { EffectivePolicy } from "../policy/effective-policy.js";
 import type { AdmittedSession } from "../session/admitted-session.js";
 import type { OperationSpec } from "./operation.js";
 
@@ -32,6 +33,8 @@ export interface OperationCall {
   log: Logger;
   /** Aborted when the caller goes away. */
   signal?: AbortSignal;
+  /** The workspace's policy in force, for a contract operation gated by it (the policy step). */
+  policy?: EffectivePolicy;
   /** What the pipeline's resolve, policy and admit steps admitted, for a call on a session. */
   session?: AdmittedSession;
   /** What a streamed answer may ask of the transport that carries it (absent in-process). */

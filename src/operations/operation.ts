@@ -6,6 +6,7 @@
  * OpenAPI generator can load the registry offline.
  */
 import type { $ZodType } from "zod/v4/core";
+import type { SessionPlan } from "./session-plan.js";
 
 export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
@@ -73,6 +74,8 @@ export interface OperationSpec {
   admitBody?: (body: unknown) => unknown;
   /** Schema of a JSON answer, for the OpenAPI document. */
   result?: $ZodType;
+  /** A contract operation's session plan: its policy gate and rules, and how it touches its session. */
+  session?: SessionPlan;
 }
 
 /** The full path of an operation as a client addresses it, `basePath` aside. */

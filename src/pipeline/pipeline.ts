@@ -8,25 +8,30 @@
  *
  * (the transport has run before: request target, Host and Origin, the size cap, the bound on
  * unauthenticated requests and, for the contract, the calls in flight; it renders the
- * outcome after). Resolve costs no round trip of its own: admit resolves the session, reserves
- * the budget and marks it busy in one, and a refusal by args or policy resolves the session
- * first so that the 404 comes first. A refused contract call is audited, whichever step refused it.
+ * outcome after). Resolve, policy and admit are the session layer's, as the operation's
+ * session plan says (src/session/session-calls.ts): resolve costs no round trip of its own
+ * (admit resolves the session, reserves the budget and marks it busy in one), and a refusal
+ * by args or policy resolves the session first so that the 404 comes first. A refused
+ * contract call is audited, whichever step refused it.
  */
 import type { Logger } from "pino";
+import { auditRefusal } from "../audit/audit-refusal.js";
 import { type Caller, scopedPrincipal } from "../auth/principal.js";
-import type { BearerCheck } from "../http/middleware/bearer-authentication.js";
+import type { BearerCheck } from "../auth/verify-bearer.js";
 import type { UsageSink } from "../metering/usage-sink.js";
-import type { CallArgs, CallTransport, OperationHandler, Outcome } from "../operations/handler.js";
+import type {
+  CallArgs,
+  CallTransport,
+  OperationCall,
+  OperationHandler,
+  Outcome,
+} from "../operations/handler.js";
 import type { OperationSpec } from "../operations/operation.js";
-import type { AdmittedSession } from "../session/admitted-session.js";
+import type { EffectivePolicy } from "../policy/effective-policy.js";
 import type { SessionCalls } from "../session/session-calls.js";
-import { admitCall } from "./steps/admit.js";
 import { admitArgs, type RawArgs } from "./steps/args.js";
-import { auditRefusal } from "./steps/audit.js";
 import { authenticateCaller, type Credential } from "./steps/authenticate.js";
 import { mountedCaller } from "./steps/mounted.js";
-import { policyGate } from "./steps/policy.js";
-import { refuseAfterResolving } from "./steps/resolve.js";
 
 export interface PipelineDeps {
   /** Authentication: the authenticator, the failed-attempt limits, and metrics. */
@@ -66,22 +71,22 @@ export async function runPipeline(
   const caller = mountedCaller(operation.mountedFor, authenticated, deps.check.metrics) ?? ANONYMOUS;
   const principal = operation.mountedFor === "workspace" ? scopedPrincipal(caller) : undefined;
   try {
-    const plan = principal && deps.sessions?.plan(operation.id);
-    if (!plan)
-      return await handler(callOf(request, caller, await admitArgs(operation, request.raw), undefined));
-    const sessions = deps.sessions!;
+    const plan = principal && operation.session;
+    const sessions = deps.sessions;
+    if (!plan || !sessions)
+      return await handler(callOf(request, caller, await admitArgs(operation, request.raw)));
     // The session the path names: known before its args are, so a 404 can come first.
     const key = sessions.keyOf(principal, request.raw);
     let args: CallArgs;
-    let policy: Awaited<ReturnType<typeof policyGate>>;
+    let policy: EffectivePolicy | undefined;
     try {
       args = await admitArgs(operation, request.raw);
-      policy = await policyGate(sessions, plan, principal, args);
+      policy = await sessions.gate(plan, principal.workspace, args);
     } catch (refusal) {
-      return await refuseAfterResolving(sessions, key, refusal);
+      return await sessions.refuseInOrder(key, refusal);
     }
-    const session = await admitCall(sessions, plan, key, policy, args);
-    return await handler(callOf(request, caller, args, session));
+    const session = key === undefined ? undefined : await sessions.admit(plan, key, policy, args);
+    return await handler({ ...callOf(request, caller, args), policy, session });
   } catch (error) {
     if (principal !== undefined && operation.group === "contract") {
       auditRefusal(
@@ -95,12 +100,7 @@ export async function runPipeline(
   }
 }
 
-function callOf(
-  request: PipelineRequest,
-  caller: Caller,
-  args: CallArgs,
-  session: AdmittedSession | undefined,
-) {
+function callOf(request: PipelineRequest, caller: Caller, args: CallArgs): OperationCall {
   return {
     operation: request.operation,
     caller,
@@ -108,7 +108,6 @@ function callOf(
     requestId: request.requestId,
     log: request.log,
     signal: request.signal,
-    session,
     transport: request.transport,
   };
 }

@@ -1,14 +1,16 @@
 /** The handlers of every contract operation, by operation id: the session layer's calls. */
-import type { GatewayServices } from "../http/gateway-services.js";
 import type { OperationHandlers } from "../operations/handler.js";
-import { executeHandler } from "./execute.js";
-import { fileHandlers } from "./files.js";
-import { sessionHandlers } from "./session-handlers.js";
+import { type ExecuteDeps, executeHandler } from "./execute.js";
+import { type FileDeps, fileHandlers } from "./files.js";
+import { type SessionHandlerDeps, sessionHandlers } from "./session-handlers.js";
 
-export function contractHandlers(services: GatewayServices): OperationHandlers {
+/** What the contract's handlers need, together: each group takes its own part of it. */
+export type ContractDeps = SessionHandlerDeps & ExecuteDeps & FileDeps;
+
+export function contractHandlers(deps: ContractDeps): OperationHandlers {
   return {
-    ...sessionHandlers(services),
-    "sessions.exec": executeHandler(services),
-    ...fileHandlers(services),
+    ...sessionHandlers(deps),
+    "sessions.exec": executeHandler(deps),
+    ...fileHandlers(deps),
   };
 }

@@ -12,13 +12,16 @@
 import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
 import { EVENT_STREAM_HEADERS } from "../contract/exec-events.js";
-import { pendingWorkOf } from "../http/common/pending-work.js";
-import type { GatewayServices } from "../http/gateway-services.js";
+import type { PendingWork } from "../deferred/pending-work.js";
+import type { SandboxForwarder } from "../forward/sandbox-forwarder.js";
 import type { CallTransport, Outcome } from "../operations/handler.js";
 import type { Lease, LeaseKey } from "../store/coordination/records.js";
 import { answerOutcome } from "./answer-outcome.js";
-import { meterExecution } from "./meter-execution.js";
+import { type MeterDeps, meterExecution } from "./meter-execution.js";
 import type { OpenCall } from "./session-lifecycle.js";
+
+/** What an Execute needs: forwarding, metering, and the pending work its settlement joins. */
+export type ExecDeps = MeterDeps & { forwarder: SandboxForwarder; pending: PendingWork };
 
 /** How long after the deadline a client has to take the stream's last event. */
 const DELIVERY_GRACE_MS = 2_000;
@@ -37,7 +40,7 @@ export interface StreamedCall {
 }
 
 export async function streamExecution(
-  services: GatewayServices,
+  services: ExecDeps,
   transport: CallTransport | undefined,
   call: StreamedCall,
 ): Promise<Outcome> {
@@ -54,7 +57,7 @@ export async function streamExecution(
     finished = true;
     const wallMs = started === undefined ? 0 : performance.now() - started;
     const settled = meterExecution(services, call.key, call.tool, call.call, wallMs);
-    pendingWorkOf(services).track(settled);
+    services.pending.track(settled);
     settled.catch(couldNotClose).finally(() => releaseSlot?.());
   };
 

@@ -13,17 +13,22 @@
 
 import { performance } from "node:perf_hooks";
 import type { ExecRequest } from "../contract/schemas.js";
-import { answersWritten } from "../http/common/answers-written.js";
-import { pendingWorkOf } from "../http/common/pending-work.js";
-import type { GatewayServices } from "../http/gateway-services.js";
+import { answersWritten } from "../deferred/answers-written.js";
+import type { ForwardLimits } from "../forward/sandbox-forwarder.js";
 import type { OperationHandler } from "../operations/handler.js";
+import { requestedExecSeconds } from "../operations/session-plan.js";
 import { grantedTimeoutSeconds } from "../policy/decide-limits.js";
 import { answerOutcome } from "./answer-outcome.js";
-import { streamExecution } from "./exec-stream.js";
+import { type ExecDeps, streamExecution } from "./exec-stream.js";
 import { meterExecution } from "./meter-execution.js";
-import { requestedExecSeconds } from "./session-plans.js";
 
-export function executeHandler(services: GatewayServices): OperationHandler {
+/** What Execute needs: an Execute's forwarding and metering, and the buffer on its deadline. */
+export type ExecuteDeps = ExecDeps & {
+  /** Added to a call's timeout for the client deadline: transport and teardown take time too. */
+  limits: ForwardLimits & { execDeadlineBufferMs: number };
+};
+
+export function executeHandler(services: ExecuteDeps): OperationHandler {
   const bufferMs = services.limits.execDeadlineBufferMs;
   return async (operationCall) => {
     const { key, policy, call } = operationCall.session!;
@@ -65,9 +70,7 @@ export function executeHandler(services: GatewayServices): OperationHandler {
       // another request (so whatever it sends the store next carries the end or goes behind
       // it): the answer waits neither for the settling nor for it being applied. It cannot
       // fail the call (a store failure leaves the reservation charged in full, and is logged).
-      pendingWorkOf(services).track(
-        answersWritten().then(() => meterExecution(services, key, tool, call!, wallMs)),
-      );
+      services.pending.track(answersWritten().then(() => meterExecution(services, key, tool, call!, wallMs)));
     }
   };
 }

@@ -1,25 +1,34 @@
 /**
  * ListFiles, GetFile and PutFile, once the pipeline has admitted them (the session resolved
  * and marked busy in one store round trip; PutFile's size cap checked on Content-Length
- * before anything is read, src/session/session-plans.ts). Bodies stream both ways: a
+ * before anything is read, src/operations/contract-operations.ts). Bodies stream both ways: a
  * download is never held in the gateway's memory, and neither is an upload; the cap is
  * handed to the sandbox, which enforces it exactly while it writes. A transfer keeps its
  * session busy until its last byte, so a slow one is never reaped as idle. Each call ends
  * without holding its answer (`endBehind`). Downloads are always attachments, never sniffed
  * (`downloadHeaders`).
  */
+import { auditRefusal } from "../audit/audit-refusal.js";
 import { scopedPrincipal } from "../auth/principal.js";
+import { attachmentDisposition, fileNameOf } from "../contract/content-disposition.js";
 import { SandpoolError } from "../contract/error-codes.js";
 import { MAX_FILE_BYTES_HEADER } from "../contract/headers.js";
-import type { SandboxAnswer } from "../forward/sandbox-forwarder.js";
-import { attachmentDisposition, fileNameOf } from "../http/common/content-disposition.js";
-import { pendingWorkOf } from "../http/common/pending-work.js";
-import type { GatewayServices } from "../http/gateway-services.js";
+import type { PendingWork } from "../deferred/pending-work.js";
+import type { ForwardLimits, SandboxAnswer, SandboxForwarder } from "../forward/sandbox-forwarder.js";
+import type { UsageSink } from "../metering/usage-sink.js";
 import type { CallArgs, OperationCall, OperationHandler } from "../operations/handler.js";
-import { auditRefusal } from "../pipeline/steps/audit.js";
+import { TRANSFER_DEADLINE_MS } from "../operations/session-plan.js";
 import { answerOutcome } from "./answer-outcome.js";
 import type { OpenCall } from "./session-lifecycle.js";
-import { TRANSFER_DEADLINE_MS } from "./session-plans.js";
+
+/** What the file calls need: forwarding, the usage sink, and the pending work their ends join. */
+export type FileDeps = {
+  forwarder: SandboxForwarder;
+  /** The deadline of a file call, which runs no user code. */
+  limits: Pick<ForwardLimits, "sandboxRequestTimeoutMs">;
+  usage: UsageSink;
+  pending: PendingWork;
+};
 
 /** The query sent on to the sandbox: the call's query arguments, as a query string. */
 function queryOf(args: CallArgs): string {
@@ -64,8 +73,8 @@ function admitted(call: OperationCall): OpenCall {
  * answer is written (the replica's next command for the session goes behind it), and the
  * gateway's close waits for it.
  */
-function endBehind(services: GatewayServices, call: OpenCall): void {
-  pendingWorkOf(services).track(call.end());
+function endBehind(services: FileDeps, call: OpenCall): void {
+  services.pending.track(call.end());
 }
 
 /**
@@ -73,7 +82,7 @@ function endBehind(services: GatewayServices, call: OpenCall): void {
  * declared, or declared within the multipart framing allowance) is the same refusal as the one
  * the gateway makes on Content-Length: audited as `denied` (src/audit/record-refusal.ts).
  */
-function auditSandboxRefusal(services: GatewayServices, call: OperationCall, answer: SandboxAnswer): void {
+function auditSandboxRefusal(services: FileDeps, call: OperationCall, answer: SandboxAnswer): void {
   const principal = scopedPrincipal(call.caller);
   if (principal === undefined || !Buffer.isBuffer(answer.body)) return;
   let detail: { code?: unknown; message?: unknown } | undefined;
@@ -92,7 +101,7 @@ function auditSandboxRefusal(services: GatewayServices, call: OperationCall, ans
   );
 }
 
-export function fileHandlers(services: GatewayServices): Record<string, OperationHandler> {
+export function fileHandlers(services: FileDeps): Record<string, OperationHandler> {
   const timeoutMs = services.limits.sandboxRequestTimeoutMs;
   return {
     "files.list": async (operationCall) => {

@@ -5,11 +5,18 @@
  * store failure here leaves the reservation charged in full, which is the safe side.
  */
 
-import type { GatewayServices } from "../http/gateway-services.js";
+import type { GatewayMetrics } from "../metering/gateway-metrics.js";
+import type { UsageSink } from "../metering/usage-sink.js";
 import type { OpenCall } from "./session-lifecycle.js";
 
+/** What metering an Execute needs: its duration metric and the usage sink. */
+export interface MeterDeps {
+  metrics: Pick<GatewayMetrics, "execDuration">;
+  usage: Pick<UsageSink, "record">;
+}
+
 export async function meterExecution(
-  services: GatewayServices,
+  services: MeterDeps,
   key: { workspace: string; sessionId: string },
   tool: string,
   call: OpenCall,

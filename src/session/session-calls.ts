@@ -1,19 +1,25 @@
 /**
- * The session layer's part of the pipeline for a contract call: the policy gate (from the
- * replica's policy cache, no store round trip), the 404-first order of refusals, and the
- * admission of the call on its session (`SessionLifecycle.beginCall`: resolve, budget and
- * busy in one round trip at most). The pipeline's resolve, policy and admit steps call these.
+ * The session layer's part of the pipeline for a contract call, as its operation's session
+ * plan says (src/operations/session-plan.ts, declared with the operation): the policy gate
+ * (from the replica's policy cache, no store round trip), the 404-first order of refusals,
+ * and the admission of the call on its session (`SessionLifecycle.beginCall`: resolve,
+ * budget and busy in one round trip at most).
+ *
+ * The session's 404 comes before anything else: on the hot path that costs nothing, since
+ * the admission resolves the session in its one round trip; but a refusal found before it
+ * (a malformed body, a tool not allowed, a disabled workspace) resolves the session first,
+ * so the caller gets the 404 when there is no session (`refuseInOrder`).
  */
 import type { Principal } from "../auth/principal.js";
 import type { CallArgs } from "../operations/handler.js";
+import type { SessionPlan, SessionPlanLimits } from "../operations/session-plan.js";
 import { workspaceEnabled } from "../policy/decide-access.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
 import type { PolicyService } from "../policy/policy-service.js";
 import { enforce } from "../policy/verdict.js";
 import type { LeaseKey } from "../store/coordination/records.js";
 import type { AdmittedSession } from "./admitted-session.js";
-import type { SessionLifecycle } from "./session-lifecycle.js";
-import { type SessionPlan, type SessionPlanLimits, sessionPlans } from "./session-plans.js";
+import type { CallOptions, SessionLifecycle } from "./session-lifecycle.js";
 
 export interface SessionCallsDeps {
   sessions: Pick<SessionLifecycle, "resolve" | "beginCall">;
@@ -23,11 +29,6 @@ export interface SessionCallsDeps {
 
 export class SessionCalls {
   constructor(private readonly deps: SessionCallsDeps) {}
-
-  /** The plan of a contract operation that names a session or leases one; undefined for any other. */
-  plan(operationId: string): SessionPlan | undefined {
-    return sessionPlans[operationId];
-  }
 
   /** The session a call names: its `{id}` in the caller's workspace (never another's). */
   keyOf(principal: Principal, args: Pick<CallArgs, "params">): LeaseKey | undefined {
@@ -40,16 +41,16 @@ export class SessionCalls {
     if (!plan.gated) return undefined;
     const policy = await this.deps.policies.forWorkspace(workspace);
     enforce(workspaceEnabled(policy));
-    plan.rules?.(policy, args);
+    for (const rule of plan.rules ?? []) enforce(rule.decide(policy, args));
     return policy;
   }
 
   /**
-   * Throws `refusal`, or the session's 404 when there is no such session: that comes first,
-   * so a refusal found before the call's begin says nothing a 404 would not.
+   * Throws `refusal`, or the session's 404 when the call names a session there is none of:
+   * that comes first, so a refusal found before the call's begin says nothing a 404 would not.
    */
-  async refuseInOrder(key: LeaseKey, refusal: unknown): Promise<never> {
-    await this.deps.sessions.resolve(key);
+  async refuseInOrder(key: LeaseKey | undefined, refusal: unknown): Promise<never> {
+    if (key !== undefined) await this.deps.sessions.resolve(key);
     throw refusal;
   }
 
@@ -64,10 +65,15 @@ export class SessionCalls {
       return { key, policy, call: undefined, lease: await this.deps.sessions.resolve(key) };
     }
     if (plan.admits === "none") return { key, policy, call: undefined, lease: undefined };
-    // A call's options come from the policy in force: a plan that begins one is gated.
-    if (!plan.callOptions || !policy)
-      throw new Error("a plan that begins a call must be gated and give its options");
-    const call = await this.deps.sessions.beginCall(key, plan.callOptions(policy, args, this.deps.limits));
+    const call = await this.deps.sessions.beginCall(key, this.callOptions(plan, policy, args));
     return { key, policy, call, lease: call.lease };
+  }
+
+  /** A call's options come from the policy in force: a plan that begins one is gated. */
+  private callOptions(plan: SessionPlan, policy: EffectivePolicy | undefined, args: CallArgs): CallOptions {
+    if (!plan.busyMs || !policy) throw new Error("a plan that begins a call must be gated and say how long");
+    const requestedMs = plan.reserves ? plan.reserves(policy, args).value * 1000 : undefined;
+    const deadlineMs = plan.busyMs(this.deps.limits, requestedMs);
+    return requestedMs === undefined ? { deadlineMs } : { deadlineMs, budget: { policy, requestedMs } };
   }
 }

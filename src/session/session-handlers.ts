@@ -1,9 +1,9 @@
 /** CreateSession, GetSession (the handle with the values in force) and DestroySession. */
 import type { Principal } from "../auth/principal.js";
 import type { CreateSessionRequest, SessionHandle } from "../contract/schemas.js";
-import type { GatewayServices } from "../http/gateway-services.js";
 import type { OperationHandler } from "../operations/handler.js";
 import type { Lease } from "../store/coordination/records.js";
+import type { SessionLifecycle } from "./session-lifecycle.js";
 
 export function handleOf(lease: Lease): SessionHandle {
   return {
@@ -16,12 +16,19 @@ export function handleOf(lease: Lease): SessionHandle {
   };
 }
 
-export function sessionHandlers(services: GatewayServices): Record<string, OperationHandler> {
+/** What CreateSession and DestroySession need: the session lifecycle's lease and end. */
+export interface SessionHandlerDeps {
+  sessions: Pick<SessionLifecycle, "create" | "end">;
+}
+
+export function sessionHandlers(services: SessionHandlerDeps): Record<string, OperationHandler> {
   return {
-    // Policy, admission and the lease, each step undone when a later one fails (SessionLifecycle.create).
+    // The policy passed at the gate; the pool, admission and the lease, each step undone when
+    // a later one fails (SessionLifecycle.create).
     "sessions.create": async (call) => {
       const workspace = (call.caller as Principal).workspace;
-      const { lease } = await services.sessions.create(workspace, call.args.body as CreateSessionRequest);
+      const request = call.args.body as CreateSessionRequest;
+      const { lease } = await services.sessions.create(workspace, request, call.policy!);
       return { kind: "json", status: 201, body: handleOf(lease) };
     },
 

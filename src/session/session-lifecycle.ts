@@ -16,7 +16,7 @@ import type { SandboxClient } from "../forward/sandbox-client.js";
 import type { JobRunner } from "../jobs/job-runner.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { UsageSink } from "../metering/usage-sink.js";
-import { imageAllowed, workspaceEnabled } from "../policy/decide-access.js";
+import { imageAllowed } from "../policy/decide-access.js";
 import { sessionTimeouts } from "../policy/decide-limits.js";
 import { poolServing } from "../policy/decide-pool.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
@@ -119,9 +119,16 @@ export class SessionLifecycle {
     this.now = deps.now ?? Date.now;
   }
 
-  async create(workspace: string, request: CreateSessionRequest): Promise<CreatedSession> {
-    const policy = await this.deps.policies.forWorkspace(workspace);
-    enforce(workspaceEnabled(policy));
+  /**
+   * Leases a session under `policy`, the workspace's policy in force that the pipeline's
+   * policy step has checked (the workspace enabled, the image allowed): then the pool serving
+   * the image, admission (slot, rate, budget) and the lease.
+   */
+  async create(
+    workspace: string,
+    request: CreateSessionRequest,
+    policy: EffectivePolicy,
+  ): Promise<CreatedSession> {
     const image = enforce(imageAllowed(policy, request.image)).image!;
     const pool = enforce(poolServing(this.deps.pools.list(), image, policy)).pool!;
     const timeouts = sessionTimeouts(policy, request);

@@ -53,8 +53,15 @@ export async function withinCallsInFlight(
   calls: CallsInFlight,
   c: Context<GatewayEnv>,
   next: () => Promise<void>,
+  refused?: (c: Context<GatewayEnv>, refusal: unknown) => void,
 ): Promise<void> {
-  const release = calls.enter(c.get("principal").workspace);
+  let release: () => void;
+  try {
+    release = calls.enter(c.get("principal").workspace);
+  } catch (refusal) {
+    refused?.(c, refusal);
+    throw refusal;
+  }
   let held = false;
   c.set("holdCallInFlight", () => {
     held = true;

@@ -11,10 +11,10 @@ import { METHODS, type ServerResponse, STATUS_CODES } from "node:http";
 import type { MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
 import { errorCodeLabel } from "../../contract/error-codes.js";
+import { answersWritten } from "../../deferred/answers-written.js";
 import { lazyChild } from "../../logging/lazy-child.js";
 import type { GatewayMetrics } from "../../metering/gateway-metrics.js";
 import { SANDPOOL_VERSION, VERSION_HEADER } from "../../version.js";
-import { answersWritten } from "../common/answers-written.js";
 import { requestHeader } from "../common/request-header.js";
 import type { GatewayEnv } from "../gateway-env.js";
 

@@ -11,16 +11,13 @@
 import type { HttpBindings } from "@hono/node-server";
 import { Hono, type MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
-import { adminHandlers } from "../../admin/admin-handlers.js";
 import type { Caller } from "../../auth/principal.js";
+import type { BearerCheck } from "../../auth/verify-bearer.js";
 import { SandpoolError } from "../../contract/error-codes.js";
+import type { OperationHandlers } from "../../operations/handler.js";
 import type { PipelineDeps } from "../../pipeline/pipeline.js";
-import type { PolicyAdmin } from "../../policy/policy-admin.js";
 import { bindOperations } from "../bind-operations.js";
-import { requestHeader } from "../common/request-header.js";
-import type { GatewayServices } from "../gateway-services.js";
-import { countAuthFailure, verifyBearer } from "../middleware/bearer-authentication.js";
-import { passedAuthentication } from "../middleware/unauthenticated-gate.js";
+import { verifiedCaller } from "../middleware/bearer-authentication.js";
 
 export const ADMIN_BASE_PATH = "/admin/v1";
 
@@ -38,12 +35,17 @@ export interface AdminEnv {
   };
 }
 
-export function createAdminApp(services: GatewayServices, policyAdmin: PolicyAdmin): Hono<AdminEnv> {
+export function createAdminApp(
+  check: BearerCheck,
+  pipeline: PipelineDeps,
+  handlers: OperationHandlers,
+  maxJsonBytes: number,
+): Hono<AdminEnv> {
   const admin = new Hono<AdminEnv>();
-  admin.use("*", requireAdmin(services));
+  admin.use("*", requireAdmin(check));
   // Through the request pipeline, as every operation (the mounted step checks the admin token again).
-  bindOperations(admin, "admin", adminHandlers(services, policyAdmin), pipelineOf(services), {
-    maxJsonBytes: services.limits.maxJsonBodyBytes,
+  bindOperations(admin, "admin", handlers, pipeline, {
+    maxJsonBytes,
     methodNotAllowed: true,
   });
   // Nothing under /admin/v1 falls through to the contract routes (which would ask for a workspace).
@@ -53,26 +55,10 @@ export function createAdminApp(services: GatewayServices, policyAdmin: PolicyAdm
   return admin;
 }
 
-/** The pipeline's dependencies for admin operations: authentication; no session layer, no refusal audit. */
-function pipelineOf(services: GatewayServices): PipelineDeps {
-  return { check: services, usage: services.usage };
-}
-
 /** 401 without a valid token (counted like any failed attempt), then 403 unless it is an admin token. */
-function requireAdmin(services: GatewayServices): MiddlewareHandler<AdminEnv> {
+function requireAdmin(check: BearerCheck): MiddlewareHandler<AdminEnv> {
   return async (c, next) => {
-    const caller = await verifyBearer(
-      services,
-      requestHeader(c, "authorization"),
-      c.env?.incoming?.socket?.remoteAddress,
-    );
-    if (caller.admin !== true) {
-      const refusal = new SandpoolError("auth.forbidden", "the admin API needs an admin token");
-      countAuthFailure(services.metrics, refusal);
-      throw refusal;
-    }
-    c.set("caller", caller);
-    passedAuthentication(c);
+    c.set("caller", await verifiedCaller(check, "admin", c));
     await next();
   };
 }

@@ -10,7 +10,8 @@
 import type { $ZodType } from "zod/v4/core";
 import { safeParse } from "zod/v4/core";
 import { malformed, SandpoolError } from "../../contract/error-codes.js";
-import { issueProblems, type SchemaIssues } from "../../contract/schemas.js";
+import type { SchemaIssues } from "../../contract/schemas.js";
+import { admitBody } from "../../operations/admit-body.js";
 import type { CallArgs } from "../../operations/handler.js";
 import type { OperationSpec } from "../../operations/operation.js";
 
@@ -37,11 +38,7 @@ export async function admitArgs(operation: OperationSpec, raw: RawArgs): Promise
     const optional = input === "optional-json";
     const body = raw.readBody ? await raw.readBody(optional) : optional ? {} : undefined;
     if (body === undefined) throw new SandpoolError("request.bad_json", "the request body is not valid JSON");
-    args.body = operation.admitBody
-      ? operation.admitBody(body)
-      : operation.body
-        ? checked(operation.body, body, (error) => issueProblems(error, operation.body))
-        : body;
+    args.body = admitBody(operation, body);
   } else if (input === "stream") {
     if (!raw.stream)
       throw new SandpoolError("request.malformed", `${operation.label} needs a multipart body`);

@@ -3,10 +3,10 @@
  * 404 or 405 (over HTTP the contract's middleware runs this step ahead of the route lookup,
  * so an unknown route is authenticated too). An operation open to anyone needs none; a caller
  * already authenticated (by the transport, or given to an in-process call) is taken as it is.
- * Failed attempts are limited per credential and address (src/http/middleware/bearer-authentication.ts).
+ * Failed attempts are limited per credential and address (src/auth/verify-bearer.ts).
  */
 import type { Caller } from "../../auth/principal.js";
-import { type BearerCheck, verifyBearer } from "../../http/middleware/bearer-authentication.js";
+import { type BearerCheck, verifyBearer } from "../../auth/verify-bearer.js";
 import type { OperationSpec } from "../../operations/operation.js";
 
 export interface Credential {

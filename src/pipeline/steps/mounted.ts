@@ -16,7 +16,7 @@ import type { Audience } from "../../operations/operation.js";
 export function mountedCaller(
   audience: Audience,
   caller: Caller | undefined,
-  metrics: GatewayMetrics,
+  metrics: Pick<GatewayMetrics, "authFailures">,
 ): Caller | undefined {
   if (audience === "anyone") return caller;
   if (caller === undefined) throw new AuthRefusal("missing", "no credential");

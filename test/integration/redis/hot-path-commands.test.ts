@@ -19,7 +19,6 @@
  */
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { pendingWorkOf } from "../../../src/http/common/pending-work.js";
 import type { ContractClient } from "../../support/contract-client.js";
 import { redisAvailable, redisUrl } from "../../support/redis.js";
 import {
@@ -91,7 +90,7 @@ describe.skipIf(!available)("Redis commands on the hot path", () => {
     // settled as its last event goes out: wait for that work, and for Redis to have seen
     // nothing new of this deployment for a moment, so the call's last script falls inside
     // the window, not after its end marker.
-    await pendingWorkOf(replica.gateway.services).drained();
+    await replica.gateway.services.pending.drained();
     await quietFor(150);
     await marker.get(end);
     holdRefill = false;

@@ -6,15 +6,13 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { adminHandlers } from "../../../src/admin/admin-handlers.js";
+import { type AdminDeps, adminHandlers } from "../../../src/admin/admin-handlers.js";
 import { workspacePathParams } from "../../../src/admin/admin-params.js";
 import { auditQuerySchema } from "../../../src/admin/audit-schemas.js";
 import { policyAuditQuerySchema } from "../../../src/admin/policy-schemas.js";
 import { applyQuerySchema } from "../../../src/admin/policy-set-schemas.js";
 import { usageReportQuerySchema, usageSummaryQuerySchema } from "../../../src/admin/usage-schemas.js";
-import type { GatewayServices } from "../../../src/http/gateway-services.js";
 import { operations } from "../../../src/operations/registry.js";
-import type { PolicyAdmin } from "../../../src/policy/policy-admin.js";
 
 const admin = operations.all("admin");
 
@@ -26,8 +24,8 @@ function refusal(schema: z.ZodType, value: unknown): string[] {
 
 describe("admin operations", () => {
   it("are each served by one handler, keyed by operation id", () => {
-    // Handlers read their services when called, never when built.
-    const handlers = adminHandlers({} as GatewayServices, {} as PolicyAdmin);
+    // Handlers read their dependencies when called, never when built.
+    const handlers = adminHandlers({} as AdminDeps);
     const ids = admin.map((operation) => operation.id);
     expect(Object.keys(handlers).sort()).toEqual(ids.sort());
   });

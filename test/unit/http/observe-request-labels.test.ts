@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { answersWritten } from "../../../src/http/common/answers-written.js";
+import { answersWritten } from "../../../src/deferred/answers-written.js";
 import type { GatewayEnv } from "../../../src/http/gateway-env.js";
 import { observeRequest } from "../../../src/http/middleware/observe-request.js";
 import { GatewayMetrics } from "../../../src/metering/gateway-metrics.js";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { attachmentDisposition, fileNameOf } from "../../../src/contract/content-disposition.js";
 import { errorCodeLabel, SandpoolError } from "../../../src/contract/error-codes.js";
 import { declaresBody } from "../../../src/http/common/body-read-timeout.js";
-import { attachmentDisposition, fileNameOf } from "../../../src/http/common/content-disposition.js";
 import { CallsInFlight } from "../../../src/http/middleware/calls-in-flight.js";
 import { UnauthenticatedGate } from "../../../src/http/middleware/unauthenticated-gate.js";
 

@@ -8,8 +8,8 @@ import type { Caller } from "../../../src/auth/principal.js";
 import type { OperationCall, Outcome } from "../../../src/operations/handler.js";
 import { operations } from "../../../src/operations/registry.js";
 import { type PipelineDeps, type PipelineRequest, runPipeline } from "../../../src/pipeline/pipeline.js";
+import { sessionSteps } from "../session/session-steps.js";
 import { adminCaller, check, KeptUsage, workspaceCaller } from "./fixtures.js";
-import { sessionSteps } from "./session-steps.js";
 
 const log = pino({ level: "silent" });
 const ok: Outcome = { kind: "json", status: 200, body: { ran: true } };

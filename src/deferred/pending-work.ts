@@ -1,6 +1,7 @@
 /**
- * Work a route lets run on after its answer (an Execute's settlement): tracked per gateway,
- * so that closing the gateway waits for it before the usage sink and the store go.
+ * Work a route lets run on after its answer (an Execute's settlement): one per gateway, made
+ * where it is wired (src/gateway/) and given to the handlers that defer work, so that closing
+ * the gateway waits for it before the usage sink and the store go.
  */
 export class PendingWork {
   readonly #running = new Set<Promise<unknown>>();
@@ -19,16 +20,4 @@ export class PendingWork {
   async drained(): Promise<void> {
     while (this.#running.size > 0) await Promise.all([...this.#running]);
   }
-}
-
-const byGateway = new WeakMap<object, PendingWork>();
-
-/** The pending work of one gateway (its services object), made on first use. */
-export function pendingWorkOf(services: object): PendingWork {
-  let pending = byGateway.get(services);
-  if (!pending) {
-    pending = new PendingWork();
-    byGateway.set(services, pending);
-  }
-  return pending;
 }

@@ -3,7 +3,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { request } from "undici";
 import { describe, expect, it } from "vitest";
-import { answersWritten } from "../../../src/http/common/answers-written.js";
+import { answersWritten } from "../../../src/deferred/answers-written.js";
 
 describe("answersWritten", () => {
   it("resolves after the turn's microtasks, one promise for the turn, a new one after", async () => {

@@ -1,22 +1,22 @@
 /**
- * Pipeline step "audit" for refused contract calls (src/audit/record-refusal.ts): a call
- * refused after authentication (a principal is known) with a code audit keeps leaves a
- * durable record. Never throws: auditing must not change the answer. Each refusal is audited
- * once: the transport's error handler audits only what no pipeline did (a refusal by a
- * middleware, calls in flight).
+ * The audit of refused contract calls (record-refusal.ts): a call refused after
+ * authentication (a principal is known) with a code audit keeps leaves a durable record.
+ * Never throws: auditing must not change the answer. Each refusal is audited once, where it
+ * is made: by the pipeline for its steps and handlers (src/pipeline/pipeline.ts), by the
+ * transport for the one refusal it makes after authentication, calls in flight
+ * (src/http/name-contract-operations.ts).
  */
 import type { Logger } from "pino";
-import { isAuditedRefusal, recordRefusal } from "../../audit/record-refusal.js";
-import type { Principal } from "../../auth/principal.js";
-import { SandpoolError } from "../../contract/error-codes.js";
-import type { UsageSink } from "../../metering/usage-sink.js";
+import type { Principal } from "../auth/principal.js";
+import { SandpoolError } from "../contract/error-codes.js";
+import type { UsageSink } from "../metering/usage-sink.js";
+import { isAuditedRefusal, recordRefusal } from "./record-refusal.js";
 
 /** What a session id can look like (the gateway mints 24 base64url characters). */
 const SESSION_ID_SHAPE = /^[A-Za-z0-9_-]{1,64}$/;
 /** The record's session for an id no session could have: kept out of the table as it came. */
 const MISSHAPEN_ID = "(malformed)";
 
-const audited = new WeakSet<object>();
 const SESSION_IN_PATH = /\/sessions\/([^/]+)/;
 
 /** The session id a request path names (`/sessions/{id}/...`), for a refusal before the route ran. */
@@ -33,9 +33,8 @@ export interface RefusedCall {
 }
 
 export function auditRefusal(usage: UsageSink, log: Logger, call: RefusedCall, error: unknown): void {
-  if (!(error instanceof SandpoolError) || audited.has(error) || !isAuditedRefusal(error.code)) return;
+  if (!(error instanceof SandpoolError) || !isAuditedRefusal(error.code)) return;
   if (call.principal === undefined) return;
-  audited.add(error);
   try {
     // The id is whatever the client put in its path: only a plausible one is stored as it is.
     const { sessionId } = call;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { PendingWork, pendingWorkOf } from "../../../src/http/common/pending-work.js";
+import { PendingWork } from "../../../src/deferred/pending-work.js";
 
 describe("PendingWork", () => {
   it("drains only once everything tracked has finished, failures included", async () => {
@@ -15,11 +15,5 @@ describe("PendingWork", () => {
     await draining;
     expect(drained).toBe(true);
     expect(pending.size).toBe(0);
-  });
-
-  it("is one per gateway", () => {
-    const a = {};
-    expect(pendingWorkOf(a)).toBe(pendingWorkOf(a));
-    expect(pendingWorkOf(a)).not.toBe(pendingWorkOf({}));
   });
 });

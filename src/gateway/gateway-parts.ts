@@ -1,8 +1,15 @@
-/** Everything the gateway's routes use, built once at start-up and passed in. */
+/**
+ * The parts of one gateway, each built once at start-up (start-gateway.ts). Nothing takes
+ * them whole: gateway-operations.ts hands each handler group the narrow part it declares
+ * (ContractDeps, AdminDeps, ServiceDeps, the pipeline's PipelineDeps), and the transport its
+ * own (GatewayAppDeps). A running gateway exposes them to its owner (tests, dev mode).
+ */
 import type { Logger } from "pino";
 import type { ApiKeyAdmin } from "../auth/api-key-admin.js";
 import type { FailedAuthLimiter } from "../auth/failed-auth-limiter.js";
 import type { BearerAuthenticator } from "../auth/principal.js";
+import type { GatewayConfig } from "../config/gateway-config.js";
+import type { PendingWork } from "../deferred/pending-work.js";
 import type { SandboxForwarder } from "../forward/sandbox-forwarder.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { UsageReports } from "../metering/usage-report.js";
@@ -20,7 +27,7 @@ import type { AdminAuditRepository } from "../store/sql/admin-audit-repository.j
 import type { AuditRepository } from "../store/sql/audit-repository.js";
 import type { UsageSummaryRow } from "../store/sql/usage-event.js";
 
-export interface GatewayServices {
+export interface GatewayParts {
   log: Logger;
   metrics: GatewayMetrics;
   authenticator: BearerAuthenticator;
@@ -32,47 +39,29 @@ export interface GatewayServices {
   /** Calls on to the sandbox serving a session (one byte budget for the gateway). */
   forwarder: SandboxForwarder;
   usage: UsageSink;
-  limits: GatewayLimits;
+  limits: GatewayConfig["limits"];
+  /** Work routes let run on after their answers (an Execute's settlement); closing waits for it. */
+  pending: PendingWork;
   /** The bearer token /metrics requires (`metrics.token`); unset, /metrics answers anyone. */
   metricsToken?: MetricsToken;
   /** Answers /readyz: false while the gateway cannot serve (start-up, shutdown, store down). */
   ready: () => Promise<boolean>;
-  /** Workspace policy edits for the admin API (`/admin/v1`); without it the admin API is not served. */
-  policyAdmin?: PolicyAdmin;
+  /** Workspace policy edits for the admin API (`/admin/v1`). */
+  policyAdmin: PolicyAdmin;
   /** Workspace API keys for the admin API (`/admin/v1/keys`). */
-  apiKeyAdmin?: ApiKeyAdmin;
+  apiKeyAdmin: ApiKeyAdmin;
   /** A workspace's durable usage with `from <= occurredAt < to`, per kind and tool (admin API). */
-  usageSummary?: (workspace: string, from: Date, to: Date) => Promise<UsageSummaryRow[]>;
+  usageSummary: (workspace: string, from: Date, to: Date) => Promise<UsageSummaryRow[]>;
   /** Usage reports per hour or UTC day (admin API `GET /usage`). */
-  usageReports?: UsageReports;
+  usageReports: UsageReports;
   /** Every pool's spec, sizes in force and counts from the coordination store (admin API). */
-  poolStatus?: () => Promise<PoolStatus[]>;
+  poolStatus: () => Promise<PoolStatus[]>;
   /** Pool sizes changed at run time (admin API `PATCH /pools/{name}`). */
-  poolSizes?: RuntimePoolSizes;
+  poolSizes: RuntimePoolSizes;
   /** The audit trail of operators' actions outside policy (a session ended, a pool resized). */
-  adminAudit?: AdminAuditRepository;
-  /** The node registry (role edge): listing and an operator's drain (admin API `/nodes`). */
+  adminAudit: AdminAuditRepository;
+  /** The node registry (role edge): listing and an operator's drain. One host has none. */
   nodes?: NodeRegistry;
   /** Every audit trail in one read: refused calls and operators' changes (admin API `GET /audit`). */
-  audit?: AuditRepository;
-}
-
-export type { PoolStatus } from "../pool/pool-status.js";
-
-export interface GatewayLimits {
-  maxJsonBodyBytes: number;
-  /** Added to a call's timeout for the client deadline: transport and teardown take time too. */
-  execDeadlineBufferMs: number;
-  /** Deadline for answers that involve no user code (file operations, handles). */
-  sandboxRequestTimeoutMs: number;
-  /** Requests in flight not yet authenticated before 503 `request.busy` (default 256). */
-  maxUnauthenticatedRequests?: number;
-  /** Contract calls of one workspace in flight on this replica before 429 (default 32). */
-  maxCallsInFlightPerWorkspace?: number;
-  /** Most bytes of a sandbox's successful answer read into memory (Execute, PutFile; default 16 MiB). */
-  maxSandboxAnswerBytes?: number;
-  /** Most bytes of a sandbox's error answer read into memory (default 64 KiB). */
-  maxSandboxErrorBytes?: number;
-  /** Most bytes of sandbox answers being read into memory at once, all calls together (default 128 MiB). */
-  maxBufferedAnswerBytes?: number;
+  audit: AuditRepository;
 }

@@ -5,10 +5,10 @@
  * A token of the API (a JWT, an API key) is not this token: metrics are for the scraper.
  */
 import type { MiddlewareHandler } from "hono";
-import { AuthRefusal } from "../auth/auth-refusal.js";
-import { requestHeader } from "../http/common/request-header.js";
-import { passedAuthentication } from "../http/middleware/unauthenticated-gate.js";
-import type { MetricsToken } from "./metrics-token.js";
+import { AuthRefusal } from "../../auth/auth-refusal.js";
+import type { MetricsToken } from "../../service/metrics-token.js";
+import { requestHeader } from "../common/request-header.js";
+import { passedAuthentication } from "./unauthenticated-gate.js";
 
 export function requireMetricsToken(token: MetricsToken): MiddlewareHandler {
   return async (c, next) => {

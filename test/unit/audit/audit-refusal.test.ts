@@ -1,17 +1,16 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
+import { auditRefusal, sessionIdInPath } from "../../../src/audit/audit-refusal.js";
 import { SandpoolError } from "../../../src/contract/error-codes.js";
-import { auditRefusal, sessionIdInPath } from "../../../src/pipeline/steps/audit.js";
-import { KeptUsage, workspaceCaller } from "./fixtures.js";
+import { KeptUsage, workspaceCaller } from "../pipeline/fixtures.js";
 
 const log = pino({ level: "silent" });
 
-describe("pipeline step audit", () => {
-  it("records a refusal by policy, quota, capacity or an unknown session once, with who and what", () => {
+describe("the refusal audit", () => {
+  it("records a refusal by policy, quota, capacity or an unknown session, with who and what", () => {
     const usage = new KeptUsage();
     const error = new SandpoolError("quota.exec_budget", "spent");
     const call = { principal: workspaceCaller, operationId: "sessions.exec", sessionId: "s1" };
-    auditRefusal(usage, log, call, error);
     auditRefusal(usage, log, call, error);
     expect(usage.events).toEqual([
       {
