@@ -155,9 +155,7 @@ export async function createServeDeployment(
     async close() {
       await Promise.all(replicas.map((replica) => replica.stop(30_000).catch(() => undefined)));
       for (const store of stores) await store.close();
-      const { stdout } = await run("docker", ["ps", "-aq", "--filter", `label=sandpool.deployment=${name}`]);
-      const ids = stdout.split("\n").filter(Boolean);
-      if (ids.length > 0) await run("docker", ["rm", "-f", ...ids]);
+      await removeContainers(`label=sandpool.deployment=${name}`);
       await rm(path.join(DEFAULT_SOCKET_DIR, name), { recursive: true, force: true });
       const admin = openRedis(redis, "jobs");
       admin.on("error", () => {});
@@ -170,6 +168,24 @@ export async function createServeDeployment(
       await withAdmin((client) => client.query(`drop database if exists ${database} with (force)`));
     },
   };
+}
+
+/**
+ * Removes every container the filter matches, and waits until none is left: a replica's own
+ * destroy may still be under way ("removal ... is already in progress"), which is not an error.
+ */
+async function removeContainers(filter: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const { stdout } = await run("docker", ["ps", "-aq", "--filter", filter]);
+    const ids = stdout.split("\n").filter(Boolean);
+    if (ids.length === 0) return;
+    if (Date.now() > deadline) throw new Error(`containers still there after 30 s: ${ids.join(" ")}`);
+    await run("docker", ["rm", "-f", ...ids]).catch((error: { stderr?: string }) => {
+      if (!/already in progress|No such container/.test(error.stderr ?? "")) throw error;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
 }
 
 async function withAdmin<T>(use: (client: pg.Client) => Promise<T>): Promise<T> {
