@@ -20,6 +20,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { benchPool, benchSandboxIds } from "./lib/bench-pool.mjs";
 import { installCleanupHandlers, onCleanup, runBench } from "./lib/process.mjs";
 import { percentile } from "./lib/stats.mjs";
 import { formatTable } from "./lib/table.mjs";
@@ -47,20 +48,9 @@ const { SandboxClient } = await import(dist("forward/sandbox-client.js"));
 const { FsCheckpointStore } = await import(dist("hibernate/fs-checkpoint-store.js"));
 const { hibernateSandbox, resumeSandbox } = await import(dist("hibernate/hibernate-sandbox.js"));
 
-const pool = (isolation) => ({
-  name: `bench-${isolation}`,
-  image: IMAGE,
-  resourceClass: "standard",
-  minIdle: 0,
-  maxTotal: 2,
-  warmupConcurrency: 1,
-  coldStartTimeoutMs: 60_000,
-  isolation,
-});
+const pool = (isolation) => benchPool({ isolation, image: IMAGE, maxTotal: 2 });
 
-let serial = 0;
-const sandboxId = () =>
-  `hib${process.pid.toString(16)}${(serial++).toString(16).padStart(8, "0")}`.slice(0, 24);
+const sandboxId = benchSandboxIds("hib");
 
 async function exec(client, endpoint, session, code) {
   const answer = await client.json(endpoint, {

@@ -17,6 +17,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { benchPool, benchSandboxIds } from "./lib/bench-pool.mjs";
 import { installCleanupHandlers, onCleanup, runBench } from "./lib/process.mjs";
 import { percentile } from "./lib/stats.mjs";
 import { formatTable } from "./lib/table.mjs";
@@ -38,20 +39,9 @@ if (!existsSync(fileURLToPath(dist("cli/main.js"))))
 const { DockerRuntime } = await import(dist("runtime/docker/docker-runtime.js"));
 const { SandboxClient } = await import(dist("forward/sandbox-client.js"));
 
-const pool = (isolation, image = LEAN) => ({
-  name: `bench-${isolation}`,
-  image,
-  resourceClass: "standard",
-  minIdle: 0,
-  maxTotal: 1,
-  warmupConcurrency: 1,
-  coldStartTimeoutMs: 60_000,
-  isolation,
-});
+const pool = (isolation, image = LEAN) => benchPool({ isolation, image, maxTotal: 1 });
 
-let serial = 0;
-const sandboxId = () =>
-  `bench${process.pid.toString(16)}${(serial++).toString(16).padStart(8, "0")}`.slice(0, 24);
+const sandboxId = benchSandboxIds("bench");
 
 async function exec(client, endpoint, session, tool, input) {
   const began = performance.now();

@@ -68,6 +68,8 @@ export interface CheckpointHost {
   sessionsRoot: string;
   /** The code's gid (runtime.docker.user's). */
   codeGid: number;
+  /** Most bytes a workspace's tar may have: its tmpfs holds no more (plus tar's headers). */
+  maxWorkspaceTarBytes: number;
   destroy(runtimeId: string): Promise<void>;
 }
 
@@ -123,6 +125,7 @@ export async function checkpointSandbox(
       User: `${codeUidOf(checkpoint.sandboxId)}:${host.codeGid}`,
     },
     file,
+    host.maxWorkspaceTarBytes,
   );
   const bytes = (await stat(file)).size;
   await host.destroy(checkpoint.runtimeId);
@@ -233,7 +236,8 @@ async function listenAgain(
   }
 }
 
-function socketAccepts(socketPath: string): Promise<boolean> {
+/** Whether something accepts connections on the Unix socket at `socketPath`. */
+export function socketAccepts(socketPath: string): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect(socketPath);
     socket.once("connect", () => {

@@ -5,7 +5,8 @@
  * quotes the program's stderr.
  */
 import { createReadStream, createWriteStream } from "node:fs";
-import { PassThrough } from "node:stream";
+import { rm } from "node:fs/promises";
+import { PassThrough, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type Dockerode from "dockerode";
 import type { DockerEngine } from "./docker-engine.js";
@@ -17,24 +18,31 @@ export interface ExecCommand {
 
 const STDERR_KEPT = 2_000;
 
+/**
+ * The program's stdout into `file`, at most `maxBytes` of it: what the program prints is the
+ * sandbox's to choose, and the host's disk is not (more fails the call, the file removed).
+ */
 export async function execToFile(
   engine: DockerEngine,
   container: Dockerode.Container,
   command: ExecCommand,
   file: string,
+  maxBytes: number,
 ): Promise<void> {
-  const exec = await engine.call(() =>
-    container.exec({ ...command, AttachStdout: true, AttachStderr: true, AttachStdin: false }),
-  );
-  const stream = await engine.call(() => exec.start({ hijack: true, stdin: false }));
+  const { exec, stream, stderr } = await startExec(engine, container, command, false);
   const stdout = new PassThrough();
-  const stderr = collect();
   container.modem.demuxStream(stream, stdout, stderr.stream);
   stream.on("end", () => {
     stdout.end();
     stderr.stream.end();
   });
-  await pipeline(stdout, createWriteStream(file, { mode: 0o600 }));
+  try {
+    await pipeline(stdout, capAt(maxBytes, command), createWriteStream(file, { mode: 0o600 }));
+  } catch (error) {
+    (stream as unknown as { destroy(): void }).destroy();
+    await rm(file, { force: true });
+    throw error;
+  }
   await assertExitedZero(exec, command, stderr.text());
 }
 
@@ -44,11 +52,7 @@ export async function execWithInput(
   command: ExecCommand,
   file: string,
 ): Promise<void> {
-  const exec = await engine.call(() =>
-    container.exec({ ...command, AttachStdout: true, AttachStderr: true, AttachStdin: true }),
-  );
-  const stream = await engine.call(() => exec.start({ hijack: true, stdin: true }));
-  const stderr = collect();
+  const { exec, stream, stderr } = await startExec(engine, container, command, true);
   container.modem.demuxStream(stream, new PassThrough().resume(), stderr.stream);
   const ended = new Promise<void>((resolve, reject) => {
     stream.on("end", resolve);
@@ -60,6 +64,30 @@ export async function execWithInput(
   (stream as unknown as { end(): void }).end();
   await ended;
   await assertExitedZero(exec, command, stderr.text());
+}
+
+async function startExec(
+  engine: DockerEngine,
+  container: Dockerode.Container,
+  command: ExecCommand,
+  stdin: boolean,
+): Promise<{ exec: Dockerode.Exec; stream: NodeJS.ReadWriteStream; stderr: ReturnType<typeof collect> }> {
+  const exec = await engine.call(() =>
+    container.exec({ ...command, AttachStdout: true, AttachStderr: true, AttachStdin: stdin }),
+  );
+  const stream = await engine.call(() => exec.start({ hijack: true, stdin }));
+  return { exec, stream, stderr: collect() };
+}
+
+function capAt(maxBytes: number, command: ExecCommand): Transform {
+  let seen = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      seen += chunk.length;
+      if (seen > maxBytes) done(new Error(`${command.Cmd.join(" ")} printed more than ${maxBytes} bytes`));
+      else done(null, chunk);
+    },
+  });
 }
 
 function collect(): { stream: PassThrough; text(): string } {

@@ -566,6 +566,7 @@ export class DockerRuntime implements SandboxRuntime {
       dispatcher: this.http,
       sessionsRoot: this.options.sessionsRoot,
       codeGid: Number(this.options.user.split(":")[1]),
+      maxWorkspaceTarBytes: maxWorkspaceTarBytes(Object.values(this.options.resourceClasses)),
       destroy: (runtimeId) => this.destroy(runtimeId),
     };
   }
@@ -634,4 +635,13 @@ function demuxLogs(raw: Buffer): string {
   }
   if (offset === 0) return raw.toString("utf8");
   return Buffer.concat(parts).toString("utf8");
+}
+
+/**
+ * A tar of a workspace is at most its tmpfs's size plus 512 bytes of header per file: twice
+ * the largest class's tmpfs and 16 MiB more leaves room for many small files, and still bounds
+ * what a sandbox can make the gateway write to the host's disk.
+ */
+function maxWorkspaceTarBytes(classes: ResourceClass[]): number {
+  return 2 * Math.max(0, ...classes.map((rc) => rc.tmpfsBytes)) + 16 * 1024 * 1024;
 }

@@ -4,22 +4,11 @@
  * were; on TCP the route does not exist. (The checkpoint itself: test/integration/docker/
  * hibernate-checkpoint.test.ts.)
  */
-import { connect } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { socketAccepts } from "../../../src/runtime/docker/docker-checkpoint.js";
 import { ContractClient } from "../../support/contract-client.js";
 import { newSession, startTestSandbox, type TestSandbox } from "../../support/sandbox-server.js";
-
-function socketAccepts(socketPath: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(socketPath);
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
-}
 
 async function waitFor(check: () => Promise<boolean>, ms = 3_000): Promise<boolean> {
   const deadline = Date.now() + ms;
