@@ -7,8 +7,9 @@
  * anyone need no credential. Both refusals are counted with the failed authentications, by
  * reason (they are not failed attempts: the token was valid, just not for this operation).
  */
-import { AuthRefusal, authFailureReason } from "../../auth/auth-refusal.js";
+import { AuthRefusal } from "../../auth/auth-refusal.js";
 import type { Caller } from "../../auth/principal.js";
+import { countAuthFailure } from "../../auth/verify-bearer.js";
 import { SandpoolError } from "../../contract/error-codes.js";
 import type { GatewayMetrics } from "../../metering/gateway-metrics.js";
 import type { Audience } from "../../operations/operation.js";
@@ -27,12 +28,12 @@ export function mountedCaller(
       "this token names no workspace: an admin token is for the admin API (/admin/v1); " +
         "contract routes need a token for one workspace",
     );
-    metrics.authFailures.inc({ reason: authFailureReason(refusal) });
+    countAuthFailure(metrics, refusal);
     throw refusal;
   }
   if (audience === "admin" && caller.admin !== true) {
     const refusal = new SandpoolError("auth.forbidden", "the admin API needs an admin token");
-    metrics.authFailures.inc({ reason: authFailureReason(refusal) });
+    countAuthFailure(metrics, refusal);
     throw refusal;
   }
   return caller;
