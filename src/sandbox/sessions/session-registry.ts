@@ -55,8 +55,12 @@ export class SessionRegistry {
       this.strays = new StrayReaper(
         {
           protectedPids: () => this.protectedPids(),
-          // An interpreter being forked is the zygote's child before its session knows its pid.
-          protectedParents: () => (this.zygote?.pid === undefined || this.scrubbing ? [] : [this.zygote.pid]),
+          // An interpreter being forked is the zygote's child before its session knows its pid:
+          // while a fork is unanswered, the zygote's children are spared; otherwise only forks'.
+          protectedParents: () =>
+            this.zygote?.pid === undefined || this.scrubbing || !this.zygote.forking().unanswered
+              ? []
+              : [this.zygote.pid],
         },
         log,
       );
@@ -125,6 +129,7 @@ export class SessionRegistry {
   private *protectedPids(): Iterable<number> {
     yield* this.interpreterPids();
     if (this.zygote?.pid !== undefined) yield this.zygote.pid;
+    if (this.zygote && !this.scrubbing) yield* this.zygote.forking().pids;
   }
 
   async create(request: CreateSessionRequest): Promise<Session> {

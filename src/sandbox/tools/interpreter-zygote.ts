@@ -29,7 +29,27 @@ import { sandboxEnvironment, signalGroup } from "./process-group.js";
 import { pythonDriverSource } from "./python-driver.js";
 import { zygoteSource } from "./zygote-source.js";
 
-const openFd = promisify(open);
+const openOnce = promisify(open);
+/** How long the server retries opening a forked child's pipes it may not open yet. */
+const ATTACH_RETRY_MS = 2_000;
+
+/**
+ * Opens a forked child's descriptor through /proc. The child makes itself dumpable (which
+ * opening needs) only after it closed its copy of the zygote's answer pipe, just after it
+ * said it is ready: until then the open is refused, so it is tried again for a moment.
+ */
+async function openFd(path: string, flags: number): Promise<number> {
+  const deadline = Date.now() + ATTACH_RETRY_MS;
+  for (;;) {
+    try {
+      return await openOnce(path, flags);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if ((code !== "EACCES" && code !== "EPERM") || Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+  }
+}
 
 export interface ZygoteOptions {
   /** The Python executable (resolved) or command. */
@@ -67,7 +87,10 @@ const MAX_RESTARTS = 3;
 const RESTART_WINDOW_MS = 60_000;
 
 interface PendingFork {
+  /** The zygote's answer to the fork. */
   pid?: number;
+  /** The child's own word that it is ready. */
+  readyPid?: number;
   resolve: (pid: number) => void;
   reject: (error: Error) => void;
 }
@@ -133,6 +156,19 @@ export class InterpreterZygote {
       if (entry?.pid !== undefined) signalGroup(entry.pid, "SIGKILL");
       return undefined;
     }
+  }
+
+  /**
+   * The zygote's children it forked for the server: those being forked (as the zygote
+   * answered) and those attached until they exit, and whether a fork is not answered yet (its
+   * child exists, its pid is unknown). The stray reaper spares these only.
+   */
+  forking(): { pids: number[]; unanswered: boolean } {
+    const forks = [...this.pending.values()];
+    return {
+      pids: [...forks.flatMap((fork) => (fork.pid === undefined ? [] : [fork.pid])), ...this.live.keys()],
+      unanswered: forks.some((fork) => fork.pid === undefined),
+    };
   }
 
   async close(): Promise<void> {
@@ -227,8 +263,16 @@ export class InterpreterZygote {
     if (message.error !== undefined) {
       fork.reject(new Error(`fork failed: ${message.error}`));
     } else if (message.pid !== undefined) {
-      fork.pid = message.pid;
-      if (message.ready === true) fork.resolve(message.pid);
+      // The pid is the zygote's word (its fork's answer); the child's "ready", which may come
+      // first, only confirms it.
+      if (message.ready === true) fork.readyPid = message.pid;
+      else fork.pid = message.pid;
+      if (fork.pid === undefined || fork.readyPid === undefined) return;
+      if (fork.readyPid === fork.pid) fork.resolve(fork.pid);
+      else
+        fork.reject(
+          new Error(`a forked interpreter said it is ${fork.readyPid}, the zygote forked ${fork.pid}`),
+        );
     }
   }
 

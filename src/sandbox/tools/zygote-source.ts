@@ -155,6 +155,12 @@ def _become_child(request, config, ctl_out):
         sys.argv[:] = ["-c"]
         _send(report, {"id": request["id"], "pid": os.getpid(), "ready": True})
         os.close(report)
+        # Only now may the server (and, alike, the code's uid) open this process's pipes through
+        # /proc: the zygote's answer pipe is closed. The server retries until this is done.
+        if config.get("uid") is not None:
+            import ctypes
+            PR_SET_DUMPABLE = 4
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
         # The server opens its ends of the pipes, then writes one empty line: till then this
         # child holds the control pipe's only writer, so the driver does not read an end of file.
         while os.read(3, 1) not in (b"\n", b""):
@@ -186,25 +192,8 @@ def _fresh_process(request, config, ctl_out):
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    uid, gid = config.get("uid"), config.get("gid")
-    if uid is not None:
-        # Already so (the server dropped them), and setting them would take a capability.
-        if os.getgroups():
-            raise SystemExit(126)
-        os.setresgid(gid, gid, gid)
-        os.setresuid(uid, uid, uid)
-        if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid) or os.getgroups():
-            raise SystemExit(126)
-        with open("/proc/self/status") as f:
-            caps = [line.split()[1] for line in f if line.startswith(("CapPrm", "CapEff", "CapAmb"))]
-        if any(int(value, 16) != 0 for value in caps):
-            raise SystemExit(126)
-        import ctypes
-        PR_SET_DUMPABLE = 4
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
-        if config.get("maxProcesses") is not None:
-            limit = config["maxProcesses"]
-            resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
+    # Every descriptor but the child's own is closed before it takes the code's uid: from then
+    # on a process of that uid may open what the child holds, once it is dumpable (below).
     # Answers to the server go on a descriptor above the ones the child's pipes take.
     report = fcntl.fcntl(ctl_out, fcntl.F_DUPFD_CLOEXEC, 10)
     out_r, out_w = os.pipe()
@@ -222,6 +211,22 @@ def _fresh_process(request, config, ctl_out):
                 os.close(fd)
             except OSError:
                 pass
+    uid, gid = config.get("uid"), config.get("gid")
+    if uid is not None:
+        # Already so (the server dropped them), and setting them would take a capability.
+        if os.getgroups():
+            raise SystemExit(126)
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+        if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid) or os.getgroups():
+            raise SystemExit(126)
+        with open("/proc/self/status") as f:
+            caps = [line.split()[1] for line in f if line.startswith(("CapPrm", "CapEff", "CapAmb"))]
+        if any(int(value, 16) != 0 for value in caps):
+            raise SystemExit(126)
+        if config.get("maxProcesses") is not None:
+            limit = config["maxProcesses"]
+            resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])

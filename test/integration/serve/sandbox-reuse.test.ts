@@ -194,9 +194,12 @@ describe.skipIf(!available)("sandbox reuse (serve, docker)", () => {
           "extra = [fd for fd in os.listdir('/proc/self/fd') if int(fd) > 4]",
           "print(len(set(uids)) == 1 and uids[0] != 0, len(set(gids)) == 1, os.getgroups(), set(caps))",
           "print(len(extra), os.getpriority(os.PRIO_PROCESS, 0), sorted(os.sched_getaffinity(0)))",
+          // Forked from the zygote (a Python) on a container pool; started by the server on gVisor.
+          "print('python' in open(f'/proc/{os.getppid()}/cmdline').read())",
         ].join("\n"),
       });
-      expect(seen.stdout).toBe(`True True [] {'0000000000000000'}\n1 10 ${affinity}\n`);
+      const forked = isolation === "container" ? "True" : "False";
+      expect(seen.stdout).toBe(`True True [] {'0000000000000000'}\n1 10 ${affinity}\n${forked}\n`);
       await client.request("DELETE", `/sessions/${second.id}`);
     }, 120_000);
 
