@@ -972,6 +972,113 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
         });
       });
 
+      describe("hibernation steps", () => {
+        const checkpoint = (l: Lease) => ({
+          kind: "memory" as const,
+          bytes: 0,
+          sandboxId: l.sandbox.sandboxId,
+          sandboxSessionId: l.sandbox.innerSessionId,
+          pool: l.pool,
+          hibernatedAt: t0,
+        });
+
+        it("saves, refuses calls while saved, and resumes with a new sandbox", async () => {
+          const l = lease(freshName("ws"));
+          await store.putLease(l);
+          const saving = {
+            phase: "saving" as const,
+            claimId: "c1",
+            claimUntil: t0 + MINUTE,
+            checkpoint: checkpoint(l),
+          };
+          const claimed = await store.stepHibernation(keyOf(l), {
+            now: t0,
+            from: ["running"],
+            to: saving,
+            requireIdle: true,
+          });
+          expect(claimed).toMatchObject({ outcome: "stepped", lease: { hibernation: saving } });
+          // Another replica cannot take a held claim, nor claim again.
+          const rival = await store.stepHibernation(keyOf(l), {
+            now: t0,
+            from: ["saving"],
+            claimId: "c2",
+            to: undefined,
+          });
+          expect(rival.outcome).toBe("elsewhere");
+          const saved = { phase: "saved" as const, checkpoint: { ...checkpoint(l), bytes: 42 } };
+          expect(
+            (await store.stepHibernation(keyOf(l), { now: t0, from: ["saving"], claimId: "c1", to: saved }))
+              .outcome,
+          ).toBe("stepped");
+          expect(
+            (await store.beginCall(keyOf(l), { now: t0 + SECOND, busyUntil: t0 + MINUTE })).outcome,
+          ).toBe("hibernated");
+          const fresh = record("default");
+          const resumed = await store.stepHibernation(keyOf(l), {
+            now: t0,
+            from: ["saved"],
+            to: undefined,
+            sandbox: fresh,
+          });
+          expect(resumed.outcome).toBe("stepped");
+          const after = await store.getLease(keyOf(l));
+          expect(after?.hibernation).toBeUndefined();
+          expect(after?.sandbox).toEqual(fresh);
+          expect(
+            (await store.beginCall(keyOf(l), { now: t0 + SECOND, busyUntil: t0 + MINUTE })).outcome,
+          ).toBe("started");
+        });
+
+        it("refuses to claim a busy session, and lets anyone take over a lapsed claim", async () => {
+          const l = lease(freshName("ws"));
+          await store.putLease(l);
+          await store.beginCall(keyOf(l), { now: t0, busyUntil: t0 + MINUTE });
+          const saving = {
+            phase: "saving" as const,
+            claimId: "c1",
+            claimUntil: t0 + SECOND,
+            checkpoint: checkpoint(l),
+          };
+          expect(
+            (
+              await store.stepHibernation(keyOf(l), {
+                now: t0,
+                from: ["running"],
+                to: saving,
+                requireIdle: true,
+              })
+            ).outcome,
+          ).toBe("busy");
+          await store.endCall(keyOf(l), { now: t0 + 1 });
+          expect(
+            (
+              await store.stepHibernation(keyOf(l), {
+                now: t0 + 2,
+                from: ["running"],
+                to: saving,
+                requireIdle: true,
+              })
+            ).outcome,
+          ).toBe("stepped");
+          const takeover = { now: t0 + 2 * SECOND, from: ["saving" as const], claimId: "c9", to: undefined };
+          expect((await store.stepHibernation(keyOf(l), takeover)).outcome).toBe("stepped");
+          expect((await store.getLease(keyOf(l)))?.hibernation).toBeUndefined();
+        });
+
+        it("finds nothing in another workspace, nor a taken lease", async () => {
+          const l = lease(freshName("ws"));
+          await store.putLease(l);
+          const step = { now: t0, from: ["running" as const], to: undefined };
+          expect(
+            (await store.stepHibernation({ workspace: freshName("ws"), sessionId: l.sessionId }, step))
+              .outcome,
+          ).toBe("gone");
+          await store.takeLease(keyOf(l));
+          expect((await store.stepHibernation(keyOf(l), step)).outcome).toBe("gone");
+        });
+      });
+
       describe("due leases", () => {
         it("is due once the idle deadline passes (deadline <= now)", async () => {
           const ws = freshName("ws");

@@ -3,7 +3,16 @@
  * nothing. A lease is kept with an expiry past its deadlines, so one whose gateway crashed
  * is still found by the reaper and then ages out.
  */
-import type { CallEnd, CallMark, CallStart, CallStarted, Lease, LeaseKey } from "./records.js";
+import type {
+  CallEnd,
+  CallMark,
+  CallStart,
+  CallStarted,
+  HibernationStep,
+  HibernationStepped,
+  Lease,
+  LeaseKey,
+} from "./records.js";
 
 export interface LeaseStore {
   putLease(lease: Lease): Promise<void>;
@@ -27,6 +36,12 @@ export interface LeaseStore {
    * `touchLease` with `{ end: true }`). False when the lease is gone (the refund is made anyway).
    */
   endCall(key: LeaseKey, end: CallEnd): Promise<boolean>;
+  /**
+   * Moves the session one step through hibernation, atomically (records.ts:
+   * `hibernationStepRefusal`). A step that leaves the session without a running sandbox
+   * drops every replica's copy of the lease, so no call is served from a copy meanwhile.
+   */
+  stepHibernation(key: LeaseKey, step: HibernationStep): Promise<HibernationStepped>;
   /** Atomically removes the lease: of several callers, exactly one gets it and ends the session. */
   takeLease(key: LeaseKey): Promise<Lease | undefined>;
   /** Leases whose idle or lifetime deadline has passed. */

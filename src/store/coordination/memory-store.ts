@@ -15,6 +15,9 @@ import {
   type CallStarted,
   type CpuCharge,
   type CpuCharged,
+  type HibernationStep,
+  type HibernationStepped,
+  hibernationStepRefusal,
   type Lease,
   type LeaseKey,
   leaseDeadline,
@@ -363,6 +366,7 @@ export class MemoryCoordinationStore implements CoordinationStore {
     const lease = this.leases.get(leaseId(key));
     if (!lease) return { outcome: "gone" };
     if (leaseDeadline(lease) <= start.now) return { outcome: "expired" };
+    if (lease.hibernation) return { outcome: "hibernated" };
     let grantedMs = 0;
     if (start.budget) {
       const { day, requestedMs, limitMs } = start.budget;
@@ -378,6 +382,18 @@ export class MemoryCoordinationStore implements CoordinationStore {
       await this.refundBudget(key.workspace, end.refund.day, Math.floor(end.refund.milliseconds));
     }
     return (await this.touchLease(key, end.now, { end: true })) !== undefined;
+  }
+
+  async stepHibernation(key: LeaseKey, step: HibernationStep): Promise<HibernationStepped> {
+    const lease = this.leases.get(leaseId(key));
+    if (!lease) return { outcome: "gone" };
+    const refused = hibernationStepRefusal(lease, step);
+    if (refused === "busy") return { outcome: "busy" };
+    if (refused) return { outcome: "elsewhere", lease: structuredClone(lease) };
+    if (step.to) lease.hibernation = structuredClone(step.to);
+    else delete lease.hibernation;
+    if (step.sandbox) lease.sandbox = structuredClone(step.sandbox);
+    return { outcome: "stepped", lease: structuredClone(lease) };
   }
 
   async takeLease(key: LeaseKey) {

@@ -49,6 +49,89 @@ export interface Lease {
    * idling out even if their gateway dies without saying they ended.
    */
   busyUntil?: number;
+  /** Set while the session is hibernated, or being saved or restored (docs/hibernate.md). */
+  hibernation?: LeaseHibernation;
+}
+
+/**
+ * Where a session stands in hibernation: `saving` (its sandbox being checkpointed),
+ * `saved` (no sandbox; the checkpoint holds it) or `restoring` (a new sandbox on its way).
+ * A session without `hibernation` is running.
+ */
+export type HibernationPhase = "saving" | "saved" | "restoring";
+
+export interface LeaseHibernation {
+  phase: HibernationPhase;
+  /**
+   * For `saving` and `restoring`: until when the replica doing it holds the session (epoch
+   * ms). A claim past it was left by a replica that died midway and may be taken over.
+   */
+  claimUntil?: number;
+  /** Who holds the claim: only its holder steps a held claim on. */
+  claimId?: string;
+  /** What the checkpoint keeps (set as the save begins; its bytes once it is committed). */
+  checkpoint: CheckpointRecord;
+}
+
+/** What a session's record keeps of its checkpoint (src/hibernate/hibernate-sandbox.ts). */
+export interface CheckpointRecord {
+  kind: "memory" | "files";
+  bytes: number;
+  /** The sandbox id a memory checkpoint must come back under (its socket directory, its code uid). */
+  sandboxId: string;
+  /** The sandbox server's session: the same after a memory restore. */
+  sandboxSessionId: string;
+  pool: string;
+  hibernatedAt: number;
+}
+
+/**
+ * One step of a session through hibernation (LeaseStore.stepHibernation), taken only when
+ * the lease is in a phase of `from` ("running": no hibernation), its claim (if one is held)
+ * is `claimId`'s, and, with `requireIdle`, no call is in flight. A claim past its
+ * `claimUntil` may be taken over by anyone.
+ */
+export interface HibernationStep {
+  now: number;
+  from: ReadonlyArray<HibernationPhase | "running">;
+  /** The claim the caller holds (from its earlier step), if any. */
+  claimId?: string;
+  /** The lease's hibernation after the step; undefined: running again. */
+  to: LeaseHibernation | undefined;
+  /** The session's new sandbox (a resume). */
+  sandbox?: SandboxRecord;
+  requireIdle?: boolean;
+}
+
+export type HibernationStepped =
+  | { outcome: "stepped"; lease: Lease }
+  /** Not in `from` (`lease` as it is), busy, or gone. */
+  | { outcome: "elsewhere"; lease: Lease }
+  | { outcome: "busy" | "gone" };
+
+/** The phase a lease is in ("running" without hibernation). */
+export function hibernationPhase(lease: Lease): HibernationPhase | "running" {
+  return lease.hibernation?.phase ?? "running";
+}
+
+/** Whether a `saving` or `restoring` claim is still held at `now`. */
+export function claimHeld(lease: Lease, now: number): boolean {
+  const claimUntil = lease.hibernation?.claimUntil;
+  return claimUntil !== undefined && claimUntil > now;
+}
+
+/**
+ * Whether `step` may be taken on `lease` at `step.now` (the rule the stores apply
+ * atomically; the Redis script hibernation-step-1.lua repeats it).
+ */
+export function hibernationStepRefusal(
+  lease: Lease,
+  step: HibernationStep,
+): "busy" | "elsewhere" | undefined {
+  if (!step.from.includes(hibernationPhase(lease))) return "elsewhere";
+  if (claimHeld(lease, step.now) && lease.hibernation?.claimId !== step.claimId) return "elsewhere";
+  if (step.requireIdle && (lease.activeCalls ?? 0) > 0 && (lease.busyUntil ?? 0) > step.now) return "busy";
+  return undefined;
 }
 
 /** A call starting (with its deadline) or ending, recorded with the activity it is. */
@@ -84,7 +167,8 @@ export interface CallStart {
  */
 export type CallStarted =
   | { outcome: "started"; lease: Lease; grantedMs: number }
-  | { outcome: "gone" | "expired" | "budget_spent" };
+  /** `hibernated`: the session has no sandbox now (hibernated, being saved or restored): resume it. */
+  | { outcome: "gone" | "expired" | "budget_spent" | "hibernated" };
 
 /** A call ending (CoordinationStore.endCall): its activity, and what goes back to the budget. */
 export interface CallEnd {

@@ -20,6 +20,8 @@ import {
   type CallMark,
   type CallStart,
   type CallStarted,
+  type HibernationStep,
+  type HibernationStepped,
   type Lease,
   type LeaseKey,
   leaseDeadline,
@@ -38,6 +40,13 @@ export const LEASES_ENDED_CHANNEL = "leases-ended";
 const LEASE_KEY_GRACE_MS = 10 * 60_000;
 /** Commands sent at once by the listings (one per workspace). */
 const LIST_CONCURRENCY = 16;
+
+/** What the begin script's refusals mean. */
+const BEGIN_REFUSALS: Record<string, Exclude<CallStarted["outcome"], "started">> = {
+  spent: "budget_spent",
+  expired: "expired",
+  hibernated: "hibernated",
+};
 
 const lifetimeEnd = (lease: Lease) => lease.createdAt + lease.maxLifetimeSeconds * 1000;
 const leaseEnd = (lease: Lease) => lifetimeEnd(lease) + LEASE_KEY_GRACE_MS;
@@ -194,7 +203,34 @@ export class RedisLeases implements LeaseStore {
     }
     if (held !== undefined) this.allotments.restore(key.workspace, budget!.day, held);
     this.cache.drop(key);
-    return { outcome: outcome === "spent" ? "budget_spent" : outcome === "expired" ? "expired" : "gone" };
+    return { outcome: BEGIN_REFUSALS[outcome ?? ""] ?? "gone" };
+  }
+
+  async stepHibernation(key: LeaseKey, step: HibernationStep): Promise<HibernationStepped> {
+    // The calls this replica begun or ended and has not written yet count: a step that
+    // needs the session idle must see them.
+    await this.steps.flush();
+    const [outcome, raw] = (await this.commands.script(
+      "hibernation-step",
+      [this.commands.keys.lease(key)],
+      [
+        step.now,
+        step.from.join(","),
+        step.claimId ?? "",
+        step.requireIdle ? "1" : "",
+        step.to ? JSON.stringify(step.to) : "",
+        step.sandbox ? JSON.stringify(step.sandbox) : "",
+      ],
+    )) as [string, string?];
+    if (outcome === "busy" || outcome === "gone") return { outcome };
+    const lease = JSON.parse(raw!) as Lease;
+    if (outcome !== "stepped") return { outcome: "elsewhere", lease };
+    // Without a running sandbox, no replica may serve a call from its copy.
+    this.cache.forget(key, Date.now());
+    if (lease.hibernation) {
+      await this.announceEnded(JSON.stringify([key.workspace, key.sessionId])).catch(() => {});
+    }
+    return { outcome: "stepped", lease };
   }
 
   /**

@@ -26,6 +26,7 @@ import type {
   CallStarted,
   CpuCharge,
   CpuCharged,
+  HibernationStep,
   Lease,
   LeaseKey,
   MemberHold,
@@ -438,6 +439,10 @@ export class RedisCoordinationStore implements CoordinationStore {
 
   endCall(key: LeaseKey, end: CallEnd) {
     return this.leases.endCall(key, end);
+  }
+
+  stepHibernation(key: LeaseKey, step: HibernationStep) {
+    return this.leases.stepHibernation(key, step);
   }
 
   takeLease(key: LeaseKey) {

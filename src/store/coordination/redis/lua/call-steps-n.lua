@@ -31,7 +31,8 @@
 --                     off idling out), milliseconds to reserve (0: none), the day's budget
 --                     (ms), how long a new day's counter is kept (ms), the session id
 -- Returns  {found} for steps alone, else {found, "gone"}, {found, "expired"},
---          {found, "spent"} or {found, "started", updated lease JSON, ms granted}, where
+--          {found, "spent"}, {found, "hibernated"} or {found, "started", updated lease JSON,
+--          ms granted}, where
 --          found has one character per step: "1" when its lease was still there (always
 --          for "r"), else "0"
 local index = KEYS[1]
@@ -127,6 +128,12 @@ end
 if deadline_of(lease) <= now then
   commit()
   return { found, "expired" }
+end
+-- A hibernated session (or one being saved or restored) has no sandbox to call: the caller
+-- resumes it first (src/hibernate/session-hibernation.ts), then begins again.
+if lease.hibernation then
+  commit()
+  return { found, "hibernated" }
 end
 local granted = 0
 local requested = tonumber(ARGV[at + 3])

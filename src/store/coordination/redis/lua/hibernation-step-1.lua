@@ -1,0 +1,44 @@
+-- Moves a session one step through hibernation (records.ts: hibernationStepRefusal says
+-- when a step may be taken; this repeats it, atomically).
+-- KEYS[1]  the lease (JSON string)
+-- ARGV[1]  now (epoch ms)
+-- ARGV[2]  the phases it may be in, comma-separated ("running": no hibernation)
+-- ARGV[3]  the claim the caller holds ("" : none)
+-- ARGV[4]  "1": refuse while a call is in flight
+-- ARGV[5]  the hibernation after the step, JSON ("": running again)
+-- ARGV[6]  the session's new sandbox, JSON ("": unchanged)
+-- Returns  {"stepped", lease JSON}, {"elsewhere", lease JSON}, {"busy"} or {"gone"}
+local raw = redis.call("GET", KEYS[1])
+if not raw then
+  return { "gone" }
+end
+local lease = cjson.decode(raw)
+local now = tonumber(ARGV[1])
+local h = lease.hibernation
+local phase = h and h.phase or "running"
+local allowed = false
+for p in string.gmatch(ARGV[2], "[^,]+") do
+  if p == phase then
+    allowed = true
+  end
+end
+if not allowed then
+  return { "elsewhere", raw }
+end
+if h and h.claimUntil and h.claimUntil > now and h.claimId ~= ARGV[3] then
+  return { "elsewhere", raw }
+end
+if ARGV[4] == "1" and (lease.activeCalls or 0) > 0 and (lease.busyUntil or 0) > now then
+  return { "busy" }
+end
+if ARGV[5] == "" then
+  lease.hibernation = nil
+else
+  lease.hibernation = cjson.decode(ARGV[5])
+end
+if ARGV[6] ~= "" then
+  lease.sandbox = cjson.decode(ARGV[6])
+end
+local updated = cjson.encode(lease)
+redis.call("SET", KEYS[1], updated, "KEEPTTL")
+return { "stepped", updated }
