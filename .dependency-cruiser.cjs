@@ -48,7 +48,7 @@ module.exports = {
       from: { path: layer("store") },
       to: {
         path: "^src/",
-        pathNot: "^src/(store|contract|logging)/|^src/policy/policy-fields\\.ts$|^src/version\\.ts$",
+        pathNot: "^src/(store|contract|logging)/|^src/policy-schema/policy-fields\\.ts$|^src/version\\.ts$",
       },
     },
     {

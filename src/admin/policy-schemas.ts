@@ -10,7 +10,7 @@ import {
   type PolicyFieldKind,
   type PolicyFieldName,
   policyFields,
-} from "../policy/policy-fields.js";
+} from "../policy-schema/policy-fields.js";
 import { isolationLevels } from "../runtime/sandbox-runtime.js";
 import { editablePolicyFieldsSchema } from "../store/sql/policy-row.js";
 import { wholeNumber } from "./admin-params.js";
@@ -48,7 +48,7 @@ const isPolicyField = (field: string): field is PolicyFieldName => field in poli
 
 /**
  * The values in force for a workspace: the deployment's, narrowed by its row. One value per
- * field of the table (src/policy/policy-fields.ts), and the defaults the ceilings clamp.
+ * field of the table (src/policy-schema/policy-fields.ts), and the defaults the ceilings clamp.
  */
 export const effectivePolicySchema = z.object({
   workspace: z.string(),

@@ -7,7 +7,7 @@ import { z } from "zod";
 import { authConfigSchema } from "../auth/auth-config.js";
 import { cidrSchema } from "../egress/egress-schemas.js";
 import { hibernateSettingsSchema } from "../hibernate/hibernate-settings.js";
-import { deploymentPolicySchema } from "../policy/deployment-policy.js";
+import { deploymentPolicySchema } from "../policy-schema/deployment-policy.js";
 import { nodeSettingsSchema } from "../roles/shared/node-settings.js";
 import {
   cleartextEngineIssues,

@@ -6,15 +6,15 @@
  */
 import type { ToolKind } from "../contract/schemas.js";
 import { cidrWithin, hostPatternWithin } from "../egress/egress-patterns.js";
-import type { Isolation } from "../runtime/sandbox-runtime.js";
-import type { DeploymentPolicy } from "./deployment-policy.js";
+import type { DeploymentPolicy } from "../policy-schema/deployment-policy.js";
 import {
   type CeilingField,
   type ClampedDefault,
   ceilingFields,
   ceilingOf,
   clampedDefaultOf,
-} from "./policy-fields.js";
+} from "../policy-schema/policy-fields.js";
+import type { Isolation } from "../runtime/sandbox-runtime.js";
 import type { WorkspacePolicyFields } from "./workspace-policy-fields.js";
 
 export interface EffectivePolicy {

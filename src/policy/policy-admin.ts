@@ -5,11 +5,11 @@
  * if an announcement is lost.
  */
 
+import type { DeploymentPolicy } from "../policy-schema/deployment-policy.js";
 import { announceCommitted } from "../store/coordination/announce.js";
 import type { Broadcast } from "../store/coordination/broadcast.js";
 import type { PolicyRepository, PolicySetChange } from "../store/sql/policy-repository.js";
 import type { PolicyAuditRow, WorkspacePolicyRow } from "../store/sql/policy-row.js";
-import type { DeploymentPolicy } from "./deployment-policy.js";
 import { type EffectivePolicy, effectivePolicy } from "./effective-policy.js";
 import { validatePolicySet } from "./policy-set.js";
 import { validatePolicyEdit } from "./workspace-policy-fields.js";

@@ -6,7 +6,7 @@
  * replica and, through the coordination store's broadcast, on every other one, so edits
  * take effect everywhere within a second; the TTL bounds staleness if a broadcast is lost.
  */
-import type { DeploymentPolicy } from "./deployment-policy.js";
+import type { DeploymentPolicy } from "../policy-schema/deployment-policy.js";
 import { type EffectivePolicy, effectivePolicy } from "./effective-policy.js";
 import type { WorkspacePolicyFields } from "./workspace-policy-fields.js";
 

@@ -6,9 +6,9 @@
  */
 import { workspaceIdPattern } from "../auth/workspace-claim.js";
 import { malformed, SandpoolError } from "../contract/error-codes.js";
+import type { DeploymentPolicy } from "../policy-schema/deployment-policy.js";
+import { noNarrowing } from "../policy-schema/policy-fields.js";
 import type { EditablePolicyFields } from "../store/sql/policy-row.js";
-import type { DeploymentPolicy } from "./deployment-policy.js";
-import { noNarrowing } from "./policy-fields.js";
 import { validatePolicyEdit } from "./workspace-policy-fields.js";
 
 /** The most workspaces one set may hold. */

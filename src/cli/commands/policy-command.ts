@@ -13,7 +13,7 @@ import {
   type PolicyFieldSpec,
   policyFieldNames,
   policyFields,
-} from "../../policy/policy-fields.js";
+} from "../../policy-schema/policy-fields.js";
 import {
   ADMIN_USAGE_EXIT_CODE,
   AdminUsageError,

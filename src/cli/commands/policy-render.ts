@@ -7,7 +7,7 @@ import {
   type PolicyFieldName,
   policyFieldNames,
   policyFields,
-} from "../../policy/policy-fields.js";
+} from "../../policy-schema/policy-fields.js";
 import { formatValue, table } from "../admin/admin-render.js";
 
 export type PolicyField = PolicyFieldName;

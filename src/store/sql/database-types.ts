@@ -6,14 +6,14 @@
  * literal, so stringifying ourselves is the one encoding both drivers agree on.
  */
 import type { ColumnType, Generated } from "kysely";
-import type { PolicyFieldName, policyFields } from "../../policy/policy-fields.js";
+import type { PolicyFieldName, policyFields } from "../../policy-schema/policy-fields.js";
 
 type BigIntColumn = ColumnType<string | number, number, number>;
 type NullableBigIntColumn = ColumnType<string | number | null, number | null, number | null>;
 type JsonColumn = ColumnType<unknown, string | null, string | null>;
 type CreatedAt = ColumnType<Date, Date | undefined, never>;
 
-/** How each kind of policy field is stored (src/policy/policy-fields.ts names each field's column). */
+/** How each kind of policy field is stored (src/policy-schema/policy-fields.ts names each field's column). */
 interface PolicyColumnOfKind {
   switch: Generated<boolean>;
   flag: boolean | null;

@@ -1,10 +1,10 @@
 /**
  * Maps between workspace_policies columns (snake_case) and WorkspacePolicyRow (camelCase),
- * by the table of fields (src/policy/policy-fields.ts): each field names its column.
+ * by the table of fields (src/policy-schema/policy-fields.ts): each field names its column.
  */
 import type { Insertable, Selectable } from "kysely";
 import { isToolKind } from "../../contract/schemas.js";
-import { type PolicyFieldKind, policyFieldNames, policyFields } from "../../policy/policy-fields.js";
+import { type PolicyFieldKind, policyFieldNames, policyFields } from "../../policy-schema/policy-fields.js";
 import type { WorkspacePoliciesTable } from "./database-types.js";
 import type { EditablePolicyFields, PolicySnapshot, WorkspacePolicyRow } from "./policy-row.js";
 

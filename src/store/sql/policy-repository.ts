@@ -6,7 +6,7 @@
 import { type Kysely, type Selectable, sql, type Transaction } from "kysely";
 import { malformed, SandpoolError } from "../../contract/error-codes.js";
 import { issueProblems } from "../../contract/schemas.js";
-import { policyFieldNames } from "../../policy/policy-fields.js";
+import { policyFieldNames } from "../../policy-schema/policy-fields.js";
 import type { Database, PolicyAuditTable } from "./database-types.js";
 import { toColumns, toRow, toSnapshot } from "./policy-columns.js";
 import {

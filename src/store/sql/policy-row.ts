@@ -1,12 +1,12 @@
 /**
  * A workspace's policy row as the rest of sandpool sees it (camelCase), and the shape
- * check for writes, both derived from the table of fields (src/policy/policy-fields.ts). Only
+ * check for writes, both derived from the table of fields (src/policy-schema/policy-fields.ts). Only
  * shape: whether a value fits under the deployment's ceilings is the policy module's call.
  * Field names match src/policy's WorkspacePolicyFields, so a row can be handed to it as is.
  */
 import type { z } from "zod";
 import type { ToolKind } from "../../contract/schemas.js";
-import { policyRowSchema } from "../../policy/policy-fields.js";
+import { policyRowSchema } from "../../policy-schema/policy-fields.js";
 
 // Null clears a narrowing (the deployment value applies again); undefined leaves it as is.
 export const editablePolicyFieldsSchema = policyRowSchema;

@@ -6,9 +6,9 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SandpoolError } from "../../../src/contract/error-codes.js";
-import { deploymentPolicySchema } from "../../../src/policy/deployment-policy.js";
 import { effectivePolicy } from "../../../src/policy/effective-policy.js";
 import { validatePolicyEdit } from "../../../src/policy/workspace-policy-fields.js";
+import { deploymentPolicySchema } from "../../../src/policy-schema/deployment-policy.js";
 import type { EditablePolicyFields } from "../../../src/store/sql/policy-row.js";
 import type { Answer, ContractClient } from "../../support/contract-client.js";
 import { startTestGateway, TEST_IMAGE, type TestGateway } from "../../support/gateway-harness.js";

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { deploymentPolicySchema } from "../../../src/policy/deployment-policy.js";
 import { POLICY_CHANNEL, PolicyAdmin } from "../../../src/policy/policy-admin.js";
 import { PolicyService } from "../../../src/policy/policy-service.js";
+import { deploymentPolicySchema } from "../../../src/policy-schema/deployment-policy.js";
 import { RedisCoordinationStore } from "../../../src/store/coordination/redis/redis-store.js";
 import { migrateToLatest } from "../../../src/store/sql/migrate.js";
 import { PolicyRepository } from "../../../src/store/sql/policy-repository.js";

@@ -9,8 +9,8 @@
  * the sandbox images: skipped with a warning locally, fails under CI=true.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { deploymentPolicySchema } from "../../../src/policy/deployment-policy.js";
 import { PolicyAdmin } from "../../../src/policy/policy-admin.js";
+import { deploymentPolicySchema } from "../../../src/policy-schema/deployment-policy.js";
 import { type Isolation, isolationLevels } from "../../../src/runtime/sandbox-runtime.js";
 import { openPostgres } from "../../../src/store/sql/open-database.js";
 import { PolicyRepository } from "../../../src/store/sql/policy-repository.js";

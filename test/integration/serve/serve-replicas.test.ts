@@ -3,8 +3,8 @@
  * two replicas sharing one pool and one view of every session.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { deploymentPolicySchema } from "../../../src/policy/deployment-policy.js";
 import { PolicyAdmin } from "../../../src/policy/policy-admin.js";
+import { deploymentPolicySchema } from "../../../src/policy-schema/deployment-policy.js";
 import { openPostgres } from "../../../src/store/sql/open-database.js";
 import { PolicyRepository } from "../../../src/store/sql/policy-repository.js";
 import type { CliServer } from "../../support/cli.js";

@@ -1,5 +1,8 @@
 /** A deployment policy for policy tests: every ceiling set, two images, all tools, egress on. */
-import { type DeploymentPolicy, deploymentPolicySchema } from "../../../src/policy/deployment-policy.js";
+import {
+  type DeploymentPolicy,
+  deploymentPolicySchema,
+} from "../../../src/policy-schema/deployment-policy.js";
 
 export function deployment(overrides: Partial<DeploymentPolicy> = {}): DeploymentPolicy {
   return {

@@ -5,9 +5,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { SandpoolError } from "../../../src/contract/error-codes.js";
-import { deploymentPolicySchema } from "../../../src/policy/deployment-policy.js";
 import { effectivePolicy } from "../../../src/policy/effective-policy.js";
 import { validatePolicyEdit } from "../../../src/policy/workspace-policy-fields.js";
+import { deploymentPolicySchema } from "../../../src/policy-schema/deployment-policy.js";
 import { deployment } from "./deployment.js";
 
 const restricted = deployment({

@@ -1,5 +1,5 @@
 /**
- * The table of policy fields (src/policy/policy-fields.ts) agrees with everything that names
+ * The table of policy fields (src/policy-schema/policy-fields.ts) agrees with everything that names
  * the fields: the columns the migrations create, the flags of `sandpool policy set`, the two
  * schemas, the deployment policy and the effective policy. Every check loops over the table,
  * so a field added to it without its column, flag or ceiling fails here.
@@ -9,8 +9,8 @@ import { describe, expect, it } from "vitest";
 import { effectivePolicySchema } from "../../../src/admin/policy-schemas.js";
 import { editOf, policyCommand } from "../../../src/cli/commands/policy-command.js";
 import { effectiveFields, fieldOfFlag } from "../../../src/cli/commands/policy-render.js";
-import { deploymentPolicySchema } from "../../../src/policy/deployment-policy.js";
 import { effectivePolicy } from "../../../src/policy/effective-policy.js";
+import { deploymentPolicySchema } from "../../../src/policy-schema/deployment-policy.js";
 import {
   type PolicyFieldKind,
   type PolicyFieldSpec,
@@ -18,7 +18,7 @@ import {
   policyFieldNames,
   policyFields,
   policyRowSchema,
-} from "../../../src/policy/policy-fields.js";
+} from "../../../src/policy-schema/policy-fields.js";
 import { deployment } from "./deployment.js";
 
 const spec = (field: string) => policyFields[field as keyof typeof policyFields] as PolicyFieldSpec;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { SandpoolError } from "../../../src/contract/error-codes.js";
-import { policyFieldNames } from "../../../src/policy/policy-fields.js";
 import { validatePolicySet } from "../../../src/policy/policy-set.js";
+import { policyFieldNames } from "../../../src/policy-schema/policy-fields.js";
 import { deployment } from "./deployment.js";
 
 const classes = ["standard"];
