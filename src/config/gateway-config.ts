@@ -5,9 +5,9 @@
  */
 import { z } from "zod";
 import { authConfigSchema } from "../auth/auth-config.js";
-import { cidrSchema } from "../egress/egress-schemas.js";
 import { hibernateSettingsSchema } from "../hibernate/hibernate-settings.js";
 import { deploymentPolicySchema } from "../policy-schema/deployment-policy.js";
+import { cidrSchema } from "../policy-schema/egress-schemas.js";
 import { nodeSettingsSchema } from "../roles/shared/node-settings.js";
 import {
   cleartextEngineIssues,

@@ -25,7 +25,7 @@ import {
   ipFamily,
   normalizeHost,
   parseCidr,
-} from "./egress-patterns.js";
+} from "../policy-schema/egress-patterns.js";
 
 /** What a workspace may reach beyond the defaults (from its effective policy). */
 export interface EgressGrant {

@@ -5,8 +5,8 @@
  * deployment values apply (`configured: false`).
  */
 import type { ToolKind } from "../contract/schemas.js";
-import { cidrWithin, hostPatternWithin } from "../egress/egress-patterns.js";
 import type { DeploymentPolicy } from "../policy-schema/deployment-policy.js";
+import { cidrWithin, hostPatternWithin } from "../policy-schema/egress-patterns.js";
 import {
   type CeilingField,
   type ClampedDefault,

@@ -8,8 +8,8 @@
 import type { z } from "zod";
 import { malformed } from "../contract/error-codes.js";
 import { issueProblems } from "../contract/schemas.js";
-import { cidrWithin, hostPatternWithin } from "../egress/egress-patterns.js";
 import type { DeploymentPolicy } from "../policy-schema/deployment-policy.js";
+import { cidrWithin, hostPatternWithin } from "../policy-schema/egress-patterns.js";
 import { ceilingFields, ceilingOf, policyEditSchema } from "../policy-schema/policy-fields.js";
 
 /** An edit's shape, derived from the table of fields (policy-fields.ts): the admin API's body. */

@@ -7,7 +7,7 @@ import {
   hostPatternProblem,
   hostPatternWithin,
   ipv6Hextets,
-} from "../../../src/egress/egress-patterns.js";
+} from "../../../src/policy-schema/egress-patterns.js";
 
 describe("CIDR syntax", () => {
   it.each(["10.1.0.0/16", "0.0.0.0/0", "8.8.8.8/32", "2001:db8::/32", "::/0", "fe80::/10", "::1/128"])(
