@@ -5,13 +5,13 @@
  */
 import { z } from "zod";
 import { toolKinds } from "../contract/schemas.js";
+import { isolationLevels } from "../policy-schema/isolation-levels.js";
 import {
   effectiveFieldNames,
   type PolicyFieldKind,
   type PolicyFieldName,
   policyFields,
 } from "../policy-schema/policy-fields.js";
-import { isolationLevels } from "../runtime/sandbox-runtime.js";
 import { editablePolicyFieldsSchema } from "../store/sql/policy-row.js";
 import { wholeNumber } from "./admin-params.js";
 

@@ -8,12 +8,12 @@ import { authConfigSchema } from "../auth/auth-config.js";
 import { hibernateSettingsSchema } from "../hibernate/hibernate-settings.js";
 import { deploymentPolicySchema } from "../policy-schema/deployment-policy.js";
 import { cidrSchema } from "../policy-schema/egress-schemas.js";
+import { isolationLevels } from "../policy-schema/isolation-levels.js";
 import { nodeSettingsSchema } from "../roles/shared/node-settings.js";
 import {
   cleartextEngineIssues,
   dockerRuntimeSettingsSchema,
 } from "../runtime/docker/docker-runtime-options.js";
-import { isolationLevels } from "../runtime/sandbox-runtime.js";
 import { metricsSettingsSchema } from "../service/metrics-settings.js";
 import { redisSettingsIssues, redisSettingsSchema } from "../store/coordination/redis/redis-config.js";
 

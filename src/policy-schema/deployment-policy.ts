@@ -4,8 +4,8 @@
  */
 import { z } from "zod";
 import { toolKinds } from "../contract/schemas.js";
-import { isolationLevels } from "../runtime/sandbox-runtime.js";
 import { cidrSchema, hostPatternSchema } from "./egress-schemas.js";
+import { isolationLevels } from "./isolation-levels.js";
 
 const positive = z.number().int().min(1);
 

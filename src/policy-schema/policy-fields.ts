@@ -12,9 +12,9 @@
  */
 import { z } from "zod";
 import { toolKinds } from "../contract/schemas.js";
-import { isolationLevels } from "../runtime/sandbox-runtime.js";
 import type { DeploymentPolicy } from "./deployment-policy.js";
 import { cidrSchema, hostPatternSchema } from "./egress-schemas.js";
+import { isolationLevels } from "./isolation-levels.js";
 
 /** The largest value of a Postgres `integer` column. */
 const INT4_MAX = 2_147_483_647;

@@ -4,7 +4,8 @@
  * the policy grants it. Pure, like decide-access.ts: the pools and the policy in, a verdict
  * out, which CreateSession enforces and explain reports.
  */
-import type { Isolation, PoolSpec } from "../runtime/sandbox-runtime.js";
+import type { Isolation } from "../policy-schema/isolation-levels.js";
+import type { PoolSpec } from "../runtime/sandbox-runtime.js";
 import type { EffectivePolicy } from "./effective-policy.js";
 import { allow, deny, type PolicyVerdict } from "./verdict.js";
 

@@ -7,6 +7,7 @@
 import type { ToolKind } from "../contract/schemas.js";
 import type { DeploymentPolicy } from "../policy-schema/deployment-policy.js";
 import { cidrWithin, hostPatternWithin } from "../policy-schema/egress-patterns.js";
+import type { Isolation } from "../policy-schema/isolation-levels.js";
 import {
   type CeilingField,
   type ClampedDefault,
@@ -14,7 +15,6 @@ import {
   ceilingOf,
   clampedDefaultOf,
 } from "../policy-schema/policy-fields.js";
-import type { Isolation } from "../runtime/sandbox-runtime.js";
 import type { WorkspacePolicyFields } from "./workspace-policy-fields.js";
 
 export interface EffectivePolicy {

@@ -5,7 +5,8 @@
  * sandbox whose interpreter starts anew). A checkpoint is written into, and read from, a
  * directory the checkpoint store gives (src/hibernate/); the runtime never chooses where.
  */
-import type { Isolation, PoolSpec, SandboxRuntime, StartedSandbox } from "./sandbox-runtime.js";
+import type { Isolation } from "../policy-schema/isolation-levels.js";
+import type { PoolSpec, SandboxRuntime, StartedSandbox } from "./sandbox-runtime.js";
 
 export type CheckpointKind = "memory" | "files";
 

@@ -4,14 +4,7 @@
  * to start a sandbox, which answers once the sandbox server inside is listening, and to
  * destroy one; `list` is what reconciliation compares with the store.
  */
-
-/**
- * The kernel boundary around a sandbox: `container`, the engine's default runtime (runc:
- * namespaces and cgroups on the host's kernel), or `gvisor`, a user-space kernel (runsc)
- * between user code and the host's (docs/isolation.md).
- */
-export const isolationLevels = ["container", "gvisor"] as const;
-export type Isolation = (typeof isolationLevels)[number];
+import type { Isolation } from "../policy-schema/isolation-levels.js";
 
 /** One pool of identical sandboxes: an image in a resource class. */
 export interface PoolSpec {

@@ -7,9 +7,10 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import type { Isolation } from "../../src/policy-schema/isolation-levels.js";
 import { DockerRuntime } from "../../src/runtime/docker/docker-runtime.js";
 import { dockerHostsFromEnv } from "../../src/runtime/docker/docker-runtime-options.js";
-import type { Isolation, StartedSandbox } from "../../src/runtime/sandbox-runtime.js";
+import type { StartedSandbox } from "../../src/runtime/sandbox-runtime.js";
 import { ContractClient } from "./contract-client.js";
 import { removeDeploymentContainers, SANDBOX_IMAGE } from "./docker-suite.js";
 

@@ -8,7 +8,8 @@
 import type { Logger } from "pino";
 import { SandpoolError } from "../../contract/error-codes.js";
 import type { SandboxClient } from "../../forward/sandbox-client.js";
-import type { Isolation, PoolSpec, SandboxRuntime, SandboxUsage } from "../../runtime/sandbox-runtime.js";
+import type { Isolation } from "../../policy-schema/isolation-levels.js";
+import type { PoolSpec, SandboxRuntime, SandboxUsage } from "../../runtime/sandbox-runtime.js";
 import type { LeaseStore } from "../../store/coordination/lease-store.js";
 import type { SandboxRecord } from "../../store/coordination/records.js";
 import type { NodeAdvert } from "../shared/node-registry.js";

@@ -5,7 +5,7 @@
  * from the entry, so a heartbeat cannot undo it. Every key is tagged `{nodes}`: one Cluster
  * slot for the whole registry, which is small (one entry per sandbox host).
  */
-import type { Isolation } from "../../runtime/sandbox-runtime.js";
+import type { Isolation } from "../../policy-schema/isolation-levels.js";
 import type { LuaScripts } from "../../store/coordination/redis/lua-scripts.js";
 import type { RedisClient } from "../../store/coordination/redis/redis-connection.js";
 

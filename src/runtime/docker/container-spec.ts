@@ -14,7 +14,7 @@
  */
 import { createHash } from "node:crypto";
 import type { ContainerCreateOptions, HostConfig } from "dockerode";
-import type { Isolation } from "../sandbox-runtime.js";
+import type { Isolation } from "../../policy-schema/isolation-levels.js";
 import {
   type DockerRuntimeOptions,
   type ResourceClass,

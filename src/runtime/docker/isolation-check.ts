@@ -15,7 +15,8 @@
 import { constants } from "node:fs";
 import { access, mkdir } from "node:fs/promises";
 import type { SandboxClient } from "../../forward/sandbox-client.js";
-import type { Isolation, PoolSpec } from "../sandbox-runtime.js";
+import type { Isolation } from "../../policy-schema/isolation-levels.js";
+import type { PoolSpec } from "../sandbox-runtime.js";
 import type { DockerRuntime, EngineRuntimes } from "./docker-runtime.js";
 import { parseDockerHost } from "./docker-runtime-options.js";
 import { SandboxStartError } from "./wait-for-sandbox-health.js";

@@ -24,7 +24,8 @@ import {
   resumeSandbox,
 } from "../../../src/hibernate/hibernate-sandbox.js";
 import { SingleFlight } from "../../../src/hibernate/single-flight.js";
-import type { Isolation, PoolSpec } from "../../../src/runtime/sandbox-runtime.js";
+import type { Isolation } from "../../../src/policy-schema/isolation-levels.js";
+import type { PoolSpec } from "../../../src/runtime/sandbox-runtime.js";
 import { ContractClient } from "../../support/contract-client.js";
 import { type DockerSandbox, startDockerSandbox } from "../../support/docker-sandbox.js";
 import { gvisorSuiteAvailable, SANDBOX_IMAGE } from "../../support/docker-suite.js";

@@ -13,10 +13,11 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { SandboxClient } from "../../../src/forward/sandbox-client.js";
+import type { Isolation } from "../../../src/policy-schema/isolation-levels.js";
 import { DockerRuntime } from "../../../src/runtime/docker/docker-runtime.js";
 import { dockerHostsFromEnv } from "../../../src/runtime/docker/docker-runtime-options.js";
 import { missingRuntimeProblems, probeIsolation } from "../../../src/runtime/docker/isolation-check.js";
-import type { Isolation, PoolSpec } from "../../../src/runtime/sandbox-runtime.js";
+import type { PoolSpec } from "../../../src/runtime/sandbox-runtime.js";
 import {
   gvisorSuiteAvailable,
   removeDeploymentContainers,

@@ -19,7 +19,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { isolationLevels } from "../../../src/runtime/sandbox-runtime.js";
+import { isolationLevels } from "../../../src/policy-schema/isolation-levels.js";
 import type { ContractClient } from "../../support/contract-client.js";
 import { type DockerSandbox, startDockerSandbox } from "../../support/docker-sandbox.js";
 import { gvisorSuiteAvailable, SANDBOX_IMAGE } from "../../support/docker-suite.js";

@@ -10,7 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mintToken } from "../../../src/auth/dev-keys.js";
-import { type Isolation, isolationLevels } from "../../../src/runtime/sandbox-runtime.js";
+import { type Isolation, isolationLevels } from "../../../src/policy-schema/isolation-levels.js";
 import type { RedisCoordinationStore } from "../../../src/store/coordination/redis/redis-store.js";
 import type { CliServer } from "../../support/cli.js";
 import type { ContractClient } from "../../support/contract-client.js";

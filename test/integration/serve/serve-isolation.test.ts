@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PolicyAdmin } from "../../../src/policy/policy-admin.js";
 import { deploymentPolicySchema } from "../../../src/policy-schema/deployment-policy.js";
-import { type Isolation, isolationLevels } from "../../../src/runtime/sandbox-runtime.js";
+import { type Isolation, isolationLevels } from "../../../src/policy-schema/isolation-levels.js";
 import { openPostgres } from "../../../src/store/sql/open-database.js";
 import { PolicyRepository } from "../../../src/store/sql/policy-repository.js";
 import type { CliServer } from "../../support/cli.js";

@@ -7,7 +7,8 @@
 import { describe, expect, it } from "vitest";
 import { poolServing } from "../../../src/policy/decide-pool.js";
 import { validatePolicyEdit } from "../../../src/policy/workspace-policy-fields.js";
-import type { Isolation, PoolSpec } from "../../../src/runtime/sandbox-runtime.js";
+import type { Isolation } from "../../../src/policy-schema/isolation-levels.js";
+import type { PoolSpec } from "../../../src/runtime/sandbox-runtime.js";
 import { deployment } from "./deployment.js";
 
 function pool(name: string, isolation: Isolation | undefined, overrides: Partial<PoolSpec> = {}): PoolSpec {

@@ -5,13 +5,13 @@
  * pids limit (gVisor's own tasks count there; user code's cap inside is the same).
  */
 import { describe, expect, it } from "vitest";
+import type { Isolation } from "../../../src/policy-schema/isolation-levels.js";
 import {
   buildContainerSpec,
   GVISOR_HOST_PIDS_PER_TASK,
   LABELS,
 } from "../../../src/runtime/docker/container-spec.js";
 import { dockerRuntimeOptionsSchema } from "../../../src/runtime/docker/docker-runtime-options.js";
-import type { Isolation } from "../../../src/runtime/sandbox-runtime.js";
 
 function specFor(isolation: Isolation | undefined, settings: Record<string, unknown> = {}) {
   const options = dockerRuntimeOptionsSchema.parse({
