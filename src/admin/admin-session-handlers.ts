@@ -8,7 +8,12 @@
 import { SandpoolError } from "../contract/error-codes.js";
 import type { OperationHandlers } from "../operations/handler.js";
 import type { SessionLifecycle } from "../session/session-lifecycle.js";
-import { type Lease, leaseDeadline } from "../store/coordination/records.js";
+import {
+  type HibernationPhase,
+  hibernationPhase,
+  type Lease,
+  leaseDeadline,
+} from "../store/coordination/records.js";
 import type { AdminAuditRepository } from "../store/sql/admin-audit-repository.js";
 import { actorOf, answer } from "./admin-call.js";
 import { given } from "./admin-params.js";
@@ -18,7 +23,7 @@ import type { SessionView } from "./session-schemas.js";
 const MAX_SESSION_ID_LENGTH = 128;
 
 export interface AdminSessionDeps {
-  sessions: Pick<SessionLifecycle, "list" | "find" | "end">;
+  sessions: Pick<SessionLifecycle, "list" | "find" | "end" | "hibernate">;
   adminAudit: Pick<AdminAuditRepository, "record">;
 }
 
@@ -33,12 +38,34 @@ export function sessionHandlers(services: AdminSessionDeps): OperationHandlers {
       return answer({ items: leases.map(sessionView) });
     },
 
+    "admin.sessions.hibernate": async ({ args, caller, log }) => {
+      const found = await findSession(services, args.params.id!, given(args.query.workspace));
+      if (!found) throw new SandpoolError("session.not_found", "no such session");
+      const lease = await services.sessions.hibernate({
+        workspace: found.workspace,
+        sessionId: found.sessionId,
+      });
+      const actor = actorOf(caller);
+      await services.adminAudit.record({
+        actor,
+        action: "session.hibernate",
+        target: lease.sessionId,
+        workspace: lease.workspace,
+        detail: {
+          pool: lease.pool,
+          kind: lease.hibernation?.checkpoint.kind,
+          bytes: lease.hibernation?.checkpoint.bytes,
+        },
+      });
+      log.info(
+        { session: lease.sessionId, workspace: lease.workspace, actor },
+        "session hibernated by an operator",
+      );
+      return answer({ hibernated: sessionView(lease) });
+    },
+
     "admin.sessions.end": async ({ args, caller, log }) => {
-      const id = args.params.id!;
-      const lease =
-        id.length <= MAX_SESSION_ID_LENGTH
-          ? await services.sessions.find(id, given(args.query.workspace))
-          : undefined;
+      const lease = await findSession(services, args.params.id!, given(args.query.workspace));
       // Gone between the lookup and the end (its client or the reaper ended it): just as unknown.
       if (
         !lease ||
@@ -70,6 +97,13 @@ export function sessionHandlers(services: AdminSessionDeps): OperationHandlers {
   };
 }
 
+/** Without `workspace`, in any workspace (ids are 144 random bits); an over-long id is not looked up. */
+function findSession(services: AdminSessionDeps, id: string, workspace: string | undefined) {
+  return id.length <= MAX_SESSION_ID_LENGTH
+    ? services.sessions.find(id, workspace)
+    : Promise.resolve(undefined);
+}
+
 function sessionView(lease: Lease): SessionView {
   return {
     id: lease.sessionId,
@@ -84,5 +118,22 @@ function sessionView(lease: Lease): SessionView {
     idleTimeoutSeconds: lease.idleTimeoutSeconds,
     maxLifetimeSeconds: lease.maxLifetimeSeconds,
     activeCalls: lease.activeCalls ?? 0,
+    state: STATES[hibernationPhase(lease)],
+    ...(lease.hibernation?.phase === "saved"
+      ? {
+          checkpoint: {
+            kind: lease.hibernation.checkpoint.kind,
+            bytes: lease.hibernation.checkpoint.bytes,
+            hibernated: new Date(lease.hibernation.checkpoint.hibernatedAt).toISOString(),
+          },
+        }
+      : {}),
   };
 }
+
+const STATES = {
+  running: "running",
+  saving: "hibernating",
+  saved: "hibernated",
+  restoring: "resuming",
+} as const satisfies Record<HibernationPhase | "running", SessionView["state"]>;

@@ -30,7 +30,7 @@ export const policyRowSchema = editablePolicyFieldsSchema.extend({
   updatedBy: z.string(),
 });
 
-/** What a field of each kind is in force: never null, the deployment's value applies. */
+/** What a field of each kind is in force: never null, the deployment's value applies (or, for a workspace's own, none). */
 const inForce: Record<PolicyFieldKind, z.ZodType> = {
   switch: z.boolean(),
   flag: z.boolean(),
@@ -42,6 +42,9 @@ const inForce: Record<PolicyFieldKind, z.ZodType> = {
   cidrs: z.array(z.string()),
   hosts: z.array(z.string()),
   isolation: z.enum(isolationLevels),
+  // Fields a workspace alone sets: absent in force when it sets none.
+  limit: z.number().optional(),
+  idleSeconds: z.number().optional(),
 };
 
 const isPolicyField = (field: string): field is PolicyFieldName => field in policyFields;

@@ -11,8 +11,23 @@ export const sessionViewSchema = z.object({
   sandboxId: z.string(),
   runtimeId: z.string().meta({
     description:
-      "Where the sandbox runs: with docker `<engine index>:<container id>`, with the process runtime its process.",
+      "Where the sandbox runs: with docker `<engine index>:<container id>`, with the process runtime its process. For a hibernated session, the container it ran in last (removed).",
   }),
+  state: z.enum(["running", "hibernating", "hibernated", "resuming"]).meta({
+    description:
+      "running: its sandbox serves it; hibernated: saved to a checkpoint, its container removed (any call resumes it); hibernating and resuming: on the way.",
+  }),
+  checkpoint: z
+    .object({
+      kind: z.enum(["memory", "files"]).meta({
+        description:
+          "memory: the interpreter's variables and every file (gVisor); files: the workspace's files.",
+      }),
+      bytes: z.number().int(),
+      hibernated: z.string(),
+    })
+    .optional()
+    .meta({ description: "What a hibernated session's checkpoint keeps." }),
   created: z.string(),
   lastActivity: z.string(),
   expires: z.string().meta({ description: "When it ends unless something touches it first." }),
@@ -27,3 +42,4 @@ export const sessionsQuerySchema = z.object({ workspace: workspaceFilter });
 export const sessionsResultSchema = z.object({ items: z.array(sessionViewSchema) });
 export const sessionParams = pathParams("id", "The session's id.");
 export const endedResultSchema = z.object({ ended: sessionViewSchema });
+export const hibernatedResultSchema = z.object({ hibernated: sessionViewSchema });

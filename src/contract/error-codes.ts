@@ -19,6 +19,12 @@ export const errorStatus = {
   "request.origin_denied": 403,
   "tool.unknown": 400,
   "session.not_found": 404,
+  /** The session has a call in flight: it cannot hibernate now. */
+  "session.busy": 409,
+  /** The session's pool cannot hibernate (egress pools, the process runtime, an edge without a runtime). */
+  "session.not_hibernatable": 409,
+  /** A hibernated session could not be brought back; its checkpoint is kept: try again. */
+  "session.resume_failed": 503,
   "file.not_found": 404,
   "file.is_directory": 400,
   "file.too_large": 413,
@@ -41,6 +47,8 @@ export const errorStatus = {
   "quota.concurrent_sessions": 429,
   "quota.session_rate": 429,
   "quota.exec_budget": 429,
+  /** The workspace keeps as many hibernated sessions as its policy allows (maxHibernatedSessions). */
+  "quota.hibernated_sessions": 429,
   /** The workspace has as many calls in flight on this replica as it may. */
   "quota.calls_in_flight": 429,
   "capacity.exhausted": 503,

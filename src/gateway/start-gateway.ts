@@ -12,6 +12,9 @@ import { PendingWork } from "../deferred/pending-work.js";
 import type { GatewayEgress } from "../egress/gateway-egress.js";
 import { SandboxClient } from "../forward/sandbox-client.js";
 import { SandboxForwarder } from "../forward/sandbox-forwarder.js";
+import { FsCheckpointStore } from "../hibernate/fs-checkpoint-store.js";
+import { hibernationBounds } from "../hibernate/hibernation-bounds.js";
+import { SessionHibernation } from "../hibernate/session-hibernation.js";
 import { listen, type RunningServer } from "../http/common/listen.js";
 import { createGatewayApp } from "../http/gateway-app.js";
 import type { JobRunner } from "../jobs/job-runner.js";
@@ -32,6 +35,7 @@ import { Admission } from "../quota/admission.js";
 import { CPU_METER_JOB, CpuMeter } from "../quota/cpu-meter.js";
 import { createEdgeRouting } from "../roles/edge/edge-routing.js";
 import type { NodeRegistry } from "../roles/shared/node-registry.js";
+import { hibernationOf } from "../runtime/sandbox-hibernation.js";
 import type { SandboxRuntime } from "../runtime/sandbox-runtime.js";
 import { metricsTokenOf } from "../service/metrics-token.js";
 import {
@@ -126,7 +130,27 @@ export async function startGateway(
   });
   const usageRepository = new UsageRepository(db);
   const usage = new BufferedUsageSink(usageRepository, log);
-  const sessions = new SessionLifecycle({
+  // Hibernation where this host's runtime can checkpoint (the docker runtime; an edge's
+  // nodes, and the process runtime, cannot yet).
+  const runtimeHibernation = !edge && runtime ? hibernationOf(runtime) : undefined;
+  const hibernation =
+    runtimeHibernation && pools instanceof PoolManager
+      ? new SessionHibernation({
+          leases: store,
+          pools,
+          hibernation: runtimeHibernation,
+          checkpoints: new FsCheckpointStore(config.hibernate.checkpointDir),
+          createInnerSession: (endpoint, timeoutMs) => sandboxes.createInnerSession(endpoint, timeoutMs),
+          boundsOf: async (workspace) => hibernationBounds(await policies.forWorkspace(workspace)),
+          settleSandbox: (lease) => sessions.settleSandbox(lease),
+          sandboxLost: async (key) => {
+            await sessions.end(key, "sandbox_failed");
+          },
+          metrics,
+          log,
+        })
+      : undefined;
+  const sessions: SessionLifecycle = new SessionLifecycle({
     store,
     pools,
     admission,
@@ -136,6 +160,7 @@ export async function startGateway(
     metrics,
     usage,
     log,
+    ...(hibernation ? { hibernation } : {}),
   });
   edge?.bindSessions(sessions);
   await edge?.start();
@@ -145,6 +170,7 @@ export async function startGateway(
   jobs.register("warm-pools", () => pools.warmAll());
   jobs.register("reap-sessions", async () => {
     await sessions.reap();
+    await sessions.hibernateIdle();
   });
   const cpuMeter = new CpuMeter({
     store,

@@ -111,6 +111,45 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
 
+  /** Hibernation (src/hibernate/session-hibernation.ts): saves and resumes, how long, how big. */
+  readonly hibernations = new Counter({
+    name: "sandpool_hibernations_total",
+    help: "Sessions hibernated (outcome saved) or whose save failed (outcome failed; the session kept running)",
+    labelNames: ["outcome"] as const,
+    registers: [this.registry],
+  });
+
+  readonly resumes = new Counter({
+    name: "sandpool_resumes_total",
+    help: "Hibernated sessions resumed (outcome resumed) or whose restore failed (outcome failed; the checkpoint kept)",
+    labelNames: ["outcome"] as const,
+    registers: [this.registry],
+  });
+
+  readonly hibernateDuration = new Histogram({
+    name: "sandpool_hibernate_duration_seconds",
+    help: "Time to save a session's sandbox to its checkpoint and remove it, by checkpoint kind (memory, files)",
+    labelNames: ["kind"] as const,
+    buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120],
+    registers: [this.registry],
+  });
+
+  readonly resumeDuration = new Histogram({
+    name: "sandpool_resume_duration_seconds",
+    help: "Time to bring a hibernated session's sandbox back from its checkpoint, by checkpoint kind",
+    labelNames: ["kind"] as const,
+    buckets: [0.1, 0.25, 0.5, 1, 1.5, 2, 3, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
+
+  readonly checkpointBytes = new Histogram({
+    name: "sandpool_checkpoint_bytes",
+    help: "Size of each checkpoint saved, in bytes, by kind",
+    labelNames: ["kind"] as const,
+    buckets: [1e4, 1e5, 1e6, 1e7, 5e7, 1e8, 2.5e8, 5e8, 1e9, 2e9, 4e9],
+    registers: [this.registry],
+  });
+
   /** The CPU meter's charges (src/quota/cpu-meter.ts): sandbox CPU beyond the calls' wall time shows here. */
   readonly cpuMeteredSeconds = new Counter({
     name: "sandpool_sandbox_cpu_metered_seconds_total",

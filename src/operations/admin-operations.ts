@@ -32,6 +32,7 @@ import {
 import { poolParams, poolResizeSchema, poolStatusSchema, poolsResultSchema } from "../admin/pool-schemas.js";
 import {
   endedResultSchema,
+  hibernatedResultSchema,
   sessionParams,
   sessionsQuerySchema,
   sessionsResultSchema,
@@ -191,6 +192,14 @@ export const adminOperations: readonly OperationSpec[] = [
     query: sessionsQuerySchema,
     result: sessionsResultSchema,
   }),
+  admin(
+    "sessions.hibernate",
+    "POST",
+    "/sessions/{id}/hibernate",
+    "AdminHibernateSession",
+    "Hibernate a session: its sandbox saved to a checkpoint and removed, resumed by its next call; audited.",
+    { params: sessionParams, query: sessionsQuerySchema, result: hibernatedResultSchema },
+  ),
   admin(
     "sessions.end",
     "DELETE",

@@ -37,6 +37,10 @@ const valueSchemas = {
   hosts: z.array(hostPatternSchema).max(256),
   /** A kernel boundary, the least a workspace's sandboxes get. */
   isolation: z.enum(isolationLevels),
+  /** A workspace's own bound with no deployment value (absent: none), in an `integer` column. */
+  limit: z.number().int().min(1).max(INT4_MAX),
+  /** A workspace's own idle time in seconds, 5 or more (absent: never), in an `integer` column. */
+  idleSeconds: z.number().int().min(5).max(INT4_MAX),
 } as const;
 
 export type PolicyFieldKind = keyof typeof valueSchemas;
@@ -206,6 +210,21 @@ export const policyFields = {
     description:
       "false: every session gets a fresh container, never a scrubbed sandbox of an earlier session of the workspace",
     ceiling: "sandboxReuse",
+  },
+  hibernateAfterIdleSeconds: {
+    kind: "idleSeconds",
+    column: "hibernate_after_idle_s",
+    flag: "hibernate-after-idle",
+    argument: "<s>",
+    description:
+      "hibernate a session idle this long (5 or more; absent: never): its sandbox saved and removed, its next call resumes it",
+  },
+  maxHibernatedSessions: {
+    kind: "limit",
+    column: "max_hibernated_sessions",
+    flag: "max-hibernated-sessions",
+    argument: "<n>",
+    description: "hibernated sessions (checkpoints) the workspace may keep at once (absent: no bound)",
   },
 } as const satisfies Record<string, PolicyFieldSpec>;
 

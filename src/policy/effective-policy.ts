@@ -45,6 +45,10 @@ export interface EffectivePolicy {
   egressAllowHosts: string[];
   /** Whether its sessions may reuse a sandbox an earlier session of it used. */
   sandboxReuse: boolean;
+  /** Idle seconds after which a session hibernates; absent: never (src/hibernate/). */
+  hibernateAfterIdleSeconds?: number;
+  /** Hibernated sessions it may keep at once; absent: no bound. */
+  maxHibernatedSessions?: number;
 }
 
 const stricter = (ceiling: number, narrowed: number | null | undefined) =>
@@ -80,6 +84,11 @@ export function effectivePolicy(
     egressAllowCidrs: egress.cidrs,
     egressAllowHosts: egress.hosts,
     sandboxReuse: deployment.sandboxReuse && (row?.sandboxReuse ?? true),
+    // The workspace's own settings: no deployment value to narrow.
+    ...(row?.hibernateAfterIdleSeconds == null
+      ? {}
+      : { hibernateAfterIdleSeconds: row.hibernateAfterIdleSeconds }),
+    ...(row?.maxHibernatedSessions == null ? {} : { maxHibernatedSessions: row.maxHibernatedSessions }),
   };
 }
 

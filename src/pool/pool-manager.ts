@@ -16,7 +16,7 @@ import type { Logger } from "pino";
 import { SandpoolError } from "../contract/error-codes.js";
 import type { SandboxClient } from "../forward/sandbox-client.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
-import type { PoolSpec, SandboxRuntime, SandboxUsage } from "../runtime/sandbox-runtime.js";
+import type { PoolSpec, SandboxRuntime, SandboxUsage, StartedSandbox } from "../runtime/sandbox-runtime.js";
 import type { PoolLedger } from "../store/coordination/pool-ledger.js";
 import type { MemberHold, SandboxRecord } from "../store/coordination/records.js";
 import { cpuBaselineMs } from "./cpu-baseline.js";
@@ -59,6 +59,12 @@ export interface PoolManagerDeps {
   warmupLimiter?: WarmupLimiter;
   now?: () => number;
 }
+
+/** Brings a sandbox up under a given id, with its inner session (a fresh start, or a restore). */
+export type SandboxBringUp = (
+  sandboxId: string,
+  deadline: number,
+) => Promise<StartedSandbox & { innerSessionId: string }>;
 
 export type { PoolCounters, SharedPoolCounters } from "./pool-demand-accounting.js";
 export type { LeasedSandbox, PoolCapacity } from "./sandbox-pool.js";
@@ -448,15 +454,61 @@ export class PoolManager implements GatewayPools {
   }
 
   /**
-   * Starts one sandbox and creates its inner session, for a lease (cold) or for the idle
-   * queue (warm-up: marked warming until it is pushed idle). Undefined when the pool is at
-   * its cap; throws when the start fails (after cleaning up what it started).
+   * A sandbox of `pool` brought up by `bringUp` under `sandboxId` (a hibernated session's
+   * restore, src/hibernate/), counted against the pool like a cold start and held for
+   * `hold`. Undefined when the pool is at its cap; throws when `bringUp` fails (after
+   * destroying what it started). Its failures are not the image's: no back-off follows.
+   */
+  async startFor(
+    pool: PoolSpec,
+    hold: MemberHold,
+    sandboxId: string,
+    bringUp: SandboxBringUp,
+  ): Promise<SandboxRecord | undefined> {
+    const record = await this.startSandbox(pool, "restore", { sandboxId, bringUp });
+    if (record) {
+      try {
+        await this.holdMembership(record, hold);
+      } catch (error) {
+        await this.retire(record).catch(() => undefined);
+        throw error;
+      }
+    }
+    return record;
+  }
+
+  /** A fresh sandbox of the pool's image, with its inner session created. */
+  private readonly freshBringUp =
+    (pool: PoolSpec): SandboxBringUp =>
+    async (sandboxId, deadline) => {
+      const started = await this.deps.runtime.start({ sandboxId, pool, deadline });
+      try {
+        const innerSessionId = await this.deps.client.createInnerSession(
+          started.endpoint,
+          Math.max(1, deadline - this.now()),
+        );
+        return { ...started, innerSessionId };
+      } catch (error) {
+        await this.deps.runtime.destroy(started.runtimeId).catch(() => undefined);
+        throw error;
+      }
+    };
+
+  /**
+   * Starts one sandbox and creates its inner session, for a lease (cold), for the idle
+   * queue (warm-up: marked warming until it is pushed idle) or for a restore (`startFor`).
+   * Undefined when the pool is at its cap; throws when the start fails (after cleaning up
+   * what it started).
    */
   private async startSandbox(
     pool: PoolSpec,
-    purpose: "cold" | "warm-up",
+    purpose: "cold" | "warm-up" | "restore",
+    how: { sandboxId: string; bringUp: SandboxBringUp } = {
+      sandboxId: randomBytes(12).toString("hex"),
+      bringUp: this.freshBringUp(pool),
+    },
   ): Promise<SandboxRecord | undefined> {
-    const sandboxId = randomBytes(12).toString("hex");
+    const { sandboxId } = how;
     const deadline = this.now() + pool.coldStartTimeoutMs;
     // The start is marked in flight, renewed while it runs: if this replica dies, its place
     // and its container are reclaimed within seconds (src/pool/reclaim-in-flight.ts).
@@ -473,17 +525,17 @@ export class PoolManager implements GatewayPools {
     this.starting.set(pool.name, (this.starting.get(pool.name) ?? 0) + 1);
     let runtimeId: string | undefined;
     const began = process.hrtime.bigint();
-    const measured = this.startRate.began();
+    // A restore is not a start of the image: it tells nothing of the engine's start rate.
+    const measured = purpose === "restore" ? () => {} : this.startRate.began();
     try {
-      const started = await this.deps.runtime.start({ sandboxId, pool, deadline });
+      const started = await how.bringUp(sandboxId, deadline);
       runtimeId = started.runtimeId;
-      const innerSessionId = await this.deps.client.createInnerSession(
-        started.endpoint,
-        Math.max(1, deadline - this.now()),
-      );
+      const { innerSessionId } = started;
       const cpuBaseMs = await cpuBaselineMs(this.deps.runtime, runtimeId);
-      this.backoff.get(pool.name)!.succeeded(this.now());
-      this.demand.recordRefill(pool.name, Number(process.hrtime.bigint() - began) / 1e6);
+      if (purpose !== "restore") {
+        this.backoff.get(pool.name)!.succeeded(this.now());
+        this.demand.recordRefill(pool.name, Number(process.hrtime.bigint() - began) / 1e6);
+      }
       return {
         sandboxId,
         pool: pool.name,
@@ -494,6 +546,11 @@ export class PoolManager implements GatewayPools {
         ...(cpuBaseMs === undefined ? {} : { cpuBaseMs }),
       };
     } catch (error) {
+      if (purpose === "restore") {
+        if (runtimeId) await this.deps.runtime.destroy(runtimeId).catch(() => undefined);
+        await this.deps.store.removeMember(pool.name, sandboxId);
+        throw error;
+      }
       this.deps.metrics.warmupFailures.inc({ pool: pool.name });
       this.demand.countWarmupFailure(pool.name);
       const reason = error instanceof Error ? error.message : String(error);

@@ -7,6 +7,7 @@
 import type { PoolSpec } from "../runtime/sandbox-runtime.js";
 import type { LeaseStore } from "../store/coordination/lease-store.js";
 import type { PoolLedger } from "../store/coordination/pool-ledger.js";
+import { runsASandbox } from "../store/coordination/records.js";
 import type { PoolSizeOverride } from "../store/sql/pool-size-repository.js";
 import type { PoolDemandView } from "./pool-demand.js";
 import type { PoolCounters } from "./pool-demand-accounting.js";
@@ -71,7 +72,7 @@ export async function poolStatus(
       const idle = (await store.listIdle(pool.name)).length;
       const parked = (await store.listParked(pool.name)).length;
       const members = await store.countMembers(pool.name, now);
-      const leased = leases.filter((lease) => lease.pool === pool.name).length;
+      const leased = leases.filter((lease) => lease.pool === pool.name && runsASandbox(lease)).length;
       const local = pools.demand.countersOf(pool.name);
       // The deployment's counts; this replica's own before the first exchange.
       const counts = pools.demand.deploymentOf(pool.name) ?? local;

@@ -23,7 +23,13 @@ import {
 import type { AdmissionStore } from "../store/coordination/admission-store.js";
 import type { LeaseStore } from "../store/coordination/lease-store.js";
 import type { PoolLedger } from "../store/coordination/pool-ledger.js";
-import { HOLD_GRACE_MS, type Lease, type LeaseKey, leaseDeadline } from "../store/coordination/records.js";
+import {
+  HOLD_GRACE_MS,
+  type Lease,
+  type LeaseKey,
+  leaseDeadline,
+  runsASandbox,
+} from "../store/coordination/records.js";
 import { reclaimInFlight } from "./reclaim-in-flight.js";
 
 export interface ReconcileDeps {
@@ -86,7 +92,8 @@ export async function reconcile(deps: ReconcileDeps): Promise<ReconcileReport> {
   for (const lease of await deps.store.listLeases()) {
     known.add(lease.sandbox.sandboxId);
     leased.add(lease.sandbox.sandboxId);
-    if (!runningIds.has(lease.sandbox.sandboxId)) {
+    // A hibernated session has no container (one being saved or restored is its claimant's).
+    if (runsASandbox(lease) && !runningIds.has(lease.sandbox.sandboxId)) {
       if (
         await deps.sessions.end({ workspace: lease.workspace, sessionId: lease.sessionId }, "sandbox_failed")
       ) {

@@ -17,7 +17,7 @@ import type { Logger } from "pino";
 import type { PolicyService } from "../policy/policy-service.js";
 import type { SandboxUsage } from "../runtime/sandbox-runtime.js";
 import type { LeaseStore } from "../store/coordination/lease-store.js";
-import type { Lease, LeaseKey } from "../store/coordination/records.js";
+import { type Lease, type LeaseKey, runsASandbox } from "../store/coordination/records.js";
 import type { Admission } from "./admission.js";
 
 /** The background job that runs a tick (scheduled every `intervals.cpuMeterMs`). */
@@ -72,7 +72,8 @@ export class CpuMeter {
   }
 
   private async round(): Promise<MeterTick> {
-    const leases = await this.deps.store.listLeases();
+    // A hibernated session burns nothing: its CPU was charged as it was saved.
+    const leases = (await this.deps.store.listLeases()).filter(runsASandbox);
     const readings: Reading[] = [];
     for (let i = 0; i < leases.length; i += READ_CONCURRENCY) {
       const batch = await Promise.all(leases.slice(i, i + READ_CONCURRENCY).map((lease) => this.read(lease)));

@@ -21,6 +21,7 @@ import { grantedTimeoutSeconds } from "../policy/decide-limits.js";
 import { answerOutcome } from "./answer-outcome.js";
 import { type ExecDeps, streamExecution } from "./exec-stream.js";
 import { meterExecution } from "./meter-execution.js";
+import { withRestartNote } from "./restart-note.js";
 
 /** What Execute needs: an Execute's forwarding and metering, and the buffer on its deadline. */
 export type ExecuteDeps = ExecDeps & {
@@ -63,7 +64,7 @@ export function executeHandler(services: ExecuteDeps): OperationHandler {
         buffer: true,
         log: operationCall.log,
       });
-      return answerOutcome(answer);
+      return answerOutcome(call!.interpreterRestarted ? withRestartNote(answer) : answer);
     } finally {
       const wallMs = started === undefined ? 0 : performance.now() - started;
       // The call's end is queued once the answer is written, before this replica reads

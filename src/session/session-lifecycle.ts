@@ -13,6 +13,7 @@ import type { Logger } from "pino";
 import { SandpoolError } from "../contract/error-codes.js";
 import type { CreateSessionRequest } from "../contract/schemas.js";
 import type { SandboxClient } from "../forward/sandbox-client.js";
+import type { Resumed, SessionHibernation } from "../hibernate/session-hibernation.js";
 import type { JobRunner } from "../jobs/job-runner.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { UsageSink } from "../metering/usage-sink.js";
@@ -31,6 +32,7 @@ import {
   type Lease,
   type LeaseKey,
   leaseDeadline,
+  runsASandbox,
   type SandboxRecord,
 } from "../store/coordination/records.js";
 
@@ -81,6 +83,8 @@ export interface SessionLifecycleDeps {
   metrics: GatewayMetrics;
   usage: UsageSink;
   log: Logger;
+  /** Hibernation and resume, where this gateway's pools can (src/hibernate/). */
+  hibernation?: SessionHibernation;
   now?: () => number;
 }
 
@@ -96,6 +100,8 @@ export interface OpenCall {
   lease: Lease;
   /** Execution time granted: what was asked, or what remained of the day; 0 without a budget. */
   grantedMs: number;
+  /** The call resumed its hibernated session from files only: the interpreter started anew. */
+  interpreterRestarted?: boolean;
   /**
    * Ends the call (once; later calls do nothing): records the activity, counts it out, and
    * settles the reservation with the wall time the gateway measured. Never throws. Returns
@@ -204,7 +210,30 @@ export class SessionLifecycle {
       await this.end(key, "expired");
       throw notFound();
     }
-    return lease;
+    return lease.hibernation ? (await this.resumeHibernated(key)).lease : lease;
+  }
+
+  /**
+   * Hibernates the session (an operator's, or its idle time's): its lease as it is then.
+   * 409 `session.not_hibernatable` where this gateway cannot (src/hibernate/).
+   */
+  hibernate(key: LeaseKey): Promise<Lease> {
+    if (!this.deps.hibernation) {
+      throw new SandpoolError("session.not_hibernatable", "this gateway's sessions cannot hibernate");
+    }
+    return this.deps.hibernation.hibernate(key);
+  }
+
+  /** A hibernated session brought back (the one resume every waiting call shares). */
+  private resumeHibernated(key: LeaseKey): Promise<Resumed> {
+    if (!this.deps.hibernation) {
+      throw new SandpoolError(
+        "session.resume_failed",
+        "the hibernated session could not be resumed: this gateway serves no pool that can restore it",
+        { retryAfterSeconds: 5 },
+      );
+    }
+    return this.deps.hibernation.resume(key);
   }
 
   /** Records activity that is not a call (a handle read). */
@@ -220,6 +249,22 @@ export class SessionLifecycle {
    * (`OpenCall.end`), once, whatever happens.
    */
   async beginCall(key: LeaseKey, options: CallOptions): Promise<OpenCall> {
+    // A hibernated session is resumed, then the call begins on its new sandbox (a session
+    // hibernated again in between, by an operator, is resumed again).
+    let interpreterRestarted = false;
+    for (let attempt = 0; ; attempt++) {
+      const call = await this.beginOnce(key, options);
+      if (call !== "hibernated") return interpreterRestarted ? { ...call, interpreterRestarted } : call;
+      if (attempt === 2) {
+        throw new SandpoolError("session.resume_failed", "the session was hibernated again as it resumed", {
+          retryAfterSeconds: 1,
+        });
+      }
+      interpreterRestarted ||= (await this.resumeHibernated(key)).interpreterRestarted;
+    }
+  }
+
+  private async beginOnce(key: LeaseKey, options: CallOptions): Promise<OpenCall | "hibernated"> {
     const now = this.now();
     const { budget } = options;
     const request = budget && this.deps.admission.execRequest(budget.policy, budget.requestedMs, now);
@@ -235,6 +280,7 @@ export class SessionLifecycle {
       throw notFound();
     }
     if (started.outcome === "gone") throw notFound();
+    if (started.outcome === "hibernated") return "hibernated";
     if (started.outcome === "budget_spent") throw this.deps.admission.budgetSpent(budget!.policy);
     if (started.outcome !== "started") throw notFound();
     const reservation = request && {
@@ -290,14 +336,17 @@ export class SessionLifecycle {
   async end(key: LeaseKey, reason: EndReason): Promise<boolean> {
     const lease = await this.deps.store.takeLease(key);
     if (!lease) return false;
+    // A hibernated session has no sandbox to close (one being saved or restored is the
+    // saver's or restorer's to give up: their next step finds the lease gone).
+    const live = lease.hibernation === undefined;
     await Promise.all([
       // At once: the place frees with the destroy below, and a lease at the pool's cap meanwhile waits for it.
-      this.markRetiring(lease.sandbox),
+      live ? this.markRetiring(lease.sandbox) : undefined,
       // Before anything answers that the session is gone: a replica whose lease cache has not
       // heard of the end yet may still forward a call, and the sandbox must refuse it. Only
       // for a live session: no copy serves one past its deadline, and a dead or lost sandbox
       // is not waited on (nor is the reaper, by a sandbox that will not answer).
-      CLOSED_BEFORE_THE_END.has(reason)
+      live && CLOSED_BEFORE_THE_END.has(reason)
         ? this.deps.sandboxes.closeInnerSession(
             lease.sandbox.endpoint,
             lease.sandbox.innerSessionId,
@@ -328,15 +377,32 @@ export class SessionLifecycle {
    * (src/pool/sandbox-reuse.ts), else queued for destruction.
    */
   async settleEnded({ lease, reason }: EndedSession): Promise<void> {
+    if (lease.hibernation) {
+      await this.deps.hibernation?.forget(lease);
+      // A save under way when it ended may have left the container (the saver's next step
+      // finds no lease and stops): destroying an absent one is harmless.
+      if (lease.hibernation.phase === "saving")
+        await this.deps.jobs.enqueue(DESTROY_SANDBOX_JOB, lease.sandbox);
+      return;
+    }
+    await this.settleSandbox(lease);
+    if (REUSABLE_ENDS.has(reason) && (await this.reuseWanted(lease.workspace))) {
+      if (await this.deps.pools.recycle(lease.sandbox, lease.workspace)) return;
+    }
+    await this.deps.jobs.enqueue(DESTROY_SANDBOX_JOB, lease.sandbox);
+  }
+
+  /**
+   * The session's sandbox as it stops serving it (its session ended, or it hibernates):
+   * its usage read (before anything removes its cgroup) and recorded, and the CPU burned
+   * since the meter's last reading charged (the meter forgets the session).
+   */
+  async settleSandbox(lease: Lease): Promise<void> {
     const used = await this.deps.pools.usageOf(lease.sandbox);
     if (used) this.recordSandboxUsage(lease, used);
     await this.deps.admission.chargeCpu(lease, used?.cpuSeconds, true).catch((error: unknown) => {
       this.deps.log.warn({ err: error, session: lease.sessionId }, "could not charge a sandbox's last CPU");
     });
-    if (REUSABLE_ENDS.has(reason) && (await this.reuseWanted(lease.workspace))) {
-      if (await this.deps.pools.recycle(lease.sandbox, lease.workspace)) return;
-    }
-    await this.deps.jobs.enqueue(DESTROY_SANDBOX_JOB, lease.sandbox);
   }
 
   /** From now on, ended sessions' sandboxes are destroyed, never parked (a shutdown that destroys them all). */
@@ -383,6 +449,57 @@ export class SessionLifecycle {
     if (used.memoryPeakBytes !== undefined) {
       this.deps.usage.record({ ...common, kind: "sandbox_memory_peak", quantity: used.memoryPeakBytes });
     }
+  }
+
+  /**
+   * Hibernates every running session idle for its workspace's `hibernateAfterIdleSeconds`
+   * (policy; absent: never), a few at a time. Every replica may run it: of several, one
+   * claims each session (src/hibernate/session-hibernation.ts). Returns how many it saved.
+   */
+  async hibernateIdle(): Promise<number> {
+    const hibernation = this.deps.hibernation;
+    if (!hibernation) return 0;
+    const now = this.now();
+    const afterOf = new Map<string, Promise<number | undefined>>();
+    const idleFor = (workspace: string) => {
+      let after = afterOf.get(workspace);
+      if (!after) {
+        after = this.deps.policies.forWorkspace(workspace).then(
+          (policy) => policy.hibernateAfterIdleSeconds,
+          () => undefined,
+        );
+        afterOf.set(workspace, after);
+      }
+      return after;
+    };
+    const due: Lease[] = [];
+    for (const lease of await this.deps.store.listLeases()) {
+      if (!runsASandbox(lease) || !hibernation.canHibernate(lease.pool)) continue;
+      if ((lease.activeCalls ?? 0) > 0 && (lease.busyUntil ?? 0) > now) continue;
+      const after = await idleFor(lease.workspace);
+      if (after !== undefined && now - lease.lastActivityAt >= after * 1000) due.push(lease);
+    }
+    let saved = 0;
+    for (let i = 0; i < due.length; i += REAP_CONCURRENCY) {
+      const results = await Promise.all(
+        due.slice(i, i + REAP_CONCURRENCY).map((lease) =>
+          hibernation.hibernate({ workspace: lease.workspace, sessionId: lease.sessionId }).then(
+            () => 1,
+            (error: unknown) => {
+              // A call began meanwhile, the workspace is at its bound, or the save failed
+              // (the session runs on): it is tried again on a later round.
+              this.deps.log.debug(
+                { err: error, session: lease.sessionId },
+                "an idle session did not hibernate",
+              );
+              return 0;
+            },
+          ),
+        ),
+      );
+      saved += results.reduce<number>((sum, one) => sum + one, 0);
+    }
+    return saved;
   }
 
   /** Ends every session past its idle timeout or maximum lifetime. */

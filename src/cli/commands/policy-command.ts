@@ -101,6 +101,8 @@ const parserOf: Partial<Record<PolicyFieldKind, (value: string) => unknown>> = {
   flag: booleanOption,
   count: integerOption(1),
   bytes: integerOption(1),
+  limit: integerOption(1),
+  idleSeconds: integerOption(5),
   names: listOption,
   tools: listOption,
   cidrs: listOption,

@@ -1,7 +1,9 @@
 /**
- * `sandpool sessions`: operators see the sessions running now (all, or one workspace's) and
- * end one, through the gateway's admin API. Ending a session destroys its sandbox, frees the
- * workspace's slot and closes its usage, as when its client ends it; the action is audited.
+ * `sandpool sessions`: operators see the sessions open now (all, or one workspace's), end one
+ * or hibernate one, through the gateway's admin API. Ending a session destroys its sandbox,
+ * frees the workspace's slot and closes its usage, as when its client ends it; hibernating
+ * saves its sandbox to a checkpoint and removes it, and its next call resumes it. Both are
+ * audited.
  * Exit codes: 0 done, 1 refused (an unknown session too) or unreachable, 2 bad usage.
  */
 import { Command } from "commander";
@@ -27,6 +29,8 @@ interface SessionItem {
   lastActivity: string;
   expires: string;
   activeCalls: number;
+  state: string;
+  checkpoint?: { kind: string; bytes: number; hibernated: string };
 }
 
 type Options = ConnectionOptions & { workspace?: string };
@@ -71,10 +75,11 @@ function listCommand(): Command {
         );
       out(
         table(
-          ["ID", "WORKSPACE", "IMAGE", "POOL", "CREATED", "LAST ACTIVITY", "IN_FLIGHT", "EXPIRES"],
+          ["ID", "WORKSPACE", "STATE", "IMAGE", "POOL", "CREATED", "LAST ACTIVITY", "IN_FLIGHT", "EXPIRES"],
           items.map((session) => [
             session.id,
             session.workspace,
+            session.state,
             session.image,
             session.pool,
             session.created,
@@ -117,17 +122,52 @@ function endCommand(): Command {
   );
 }
 
+function hibernateCommand(): Command {
+  return withConnection(
+    new Command("hibernate")
+      .summary("hibernate a session (its sandbox saved and removed; its next call resumes it)")
+      .description(
+        "Hibernate an idle session: its sandbox is saved to a checkpoint and its container removed. On a " +
+          "gvisor pool the checkpoint keeps the interpreter's memory and every file; on a plain container, " +
+          "the session's files (the interpreter starts anew, and the first Execute says so in its stderr). " +
+          "The session keeps its id, slot and deadlines; any call on it resumes it. Refused while a call " +
+          "is in flight (try again) and where the pool cannot hibernate. The action is audited.",
+      )
+      .argument("<id>", "the session id (from `sandpool sessions list`)")
+      .option("--workspace <workspace>", "the workspace the session belongs to", workspaceArgument)
+      .addHelpText(
+        "after",
+        examples("sandpool sessions hibernate 3q2+7w...", "sandpool sessions hibernate 3q2+7w... --json"),
+      ),
+  ).action(
+    runAdmin(PREFIX, async (id: string, options: Options) => {
+      const conn = adminConnection(options);
+      const { body } = await adminCall(conn, "post", "/admin/v1/sessions/{id}/hibernate", {
+        path: { id },
+        query: { workspace: options.workspace },
+      });
+      if (conn.json) return printJson(body);
+      const session = (body as { hibernated: SessionItem }).hibernated;
+      const kept = session.checkpoint
+        ? ` (${session.checkpoint.kind} checkpoint, ${session.checkpoint.bytes} bytes)`
+        : "";
+      out(`${session.state} session ${session.id} of ${session.workspace}${kept}`);
+    }),
+  );
+}
+
 export function sessionsCommand(): Command {
   return usageExits(
     new Command("sessions")
-      .summary("list and end running sessions through the admin API")
+      .summary("list, end and hibernate sessions through the admin API")
       .description(
-        "List and end running sessions through the gateway's admin API (/admin/v1), with an admin token.\n\n" +
+        "List, end and hibernate sessions through the gateway's admin API (/admin/v1), with an admin token.\n\n" +
           "Every sub-command takes --url (env SANDPOOL_URL, default http://127.0.0.1:8080), --token " +
           "(env SANDPOOL_ADMIN_TOKEN; `sandpool dev` prints one) and --json (the raw answer).\n\n" +
           "Exit codes: 0 done, 1 refused by the gateway (an unknown session too) or unreachable, 2 bad usage.",
       )
       .addCommand(listCommand())
-      .addCommand(endCommand()),
+      .addCommand(endCommand())
+      .addCommand(hibernateCommand()),
   );
 }

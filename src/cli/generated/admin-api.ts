@@ -348,6 +348,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/sessions/{id}/hibernate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Hibernate a session: its sandbox saved to a checkpoint and removed, resumed by its next call; audited. */
+        post: operations["admin.sessions.hibernate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/sessions/{id}": {
         parameters: {
             query?: never;
@@ -859,7 +876,7 @@ export interface components {
          * @description sandpool's stable error codes; each always answers with the same HTTP status.
          * @enum {string}
          */
-        SandpoolErrorCode: "request.bad_target" | "request.malformed" | "request.bad_json" | "request.bad_content_type" | "request.too_large" | "request.not_found" | "request.method_not_allowed" | "request.busy" | "request.host_denied" | "request.origin_denied" | "tool.unknown" | "session.not_found" | "file.not_found" | "file.is_directory" | "file.too_large" | "path.outside_workspace" | "path.invalid" | "auth.missing" | "auth.invalid" | "auth.expired" | "auth.rate_limited" | "auth.forbidden" | "auth.introspection_unavailable" | "policy.image_not_allowed" | "policy.tool_not_allowed" | "policy.workspace_disabled" | "policy.isolation_required" | "quota.concurrent_sessions" | "quota.session_rate" | "quota.exec_budget" | "quota.calls_in_flight" | "capacity.exhausted" | "store.unavailable" | "sandbox.unreachable" | "sandbox.timeout" | "sandbox.bad_answer" | "server.internal";
+        SandpoolErrorCode: "request.bad_target" | "request.malformed" | "request.bad_json" | "request.bad_content_type" | "request.too_large" | "request.not_found" | "request.method_not_allowed" | "request.busy" | "request.host_denied" | "request.origin_denied" | "tool.unknown" | "session.not_found" | "session.busy" | "session.not_hibernatable" | "session.resume_failed" | "file.not_found" | "file.is_directory" | "file.too_large" | "path.outside_workspace" | "path.invalid" | "auth.missing" | "auth.invalid" | "auth.expired" | "auth.rate_limited" | "auth.forbidden" | "auth.introspection_unavailable" | "policy.image_not_allowed" | "policy.tool_not_allowed" | "policy.workspace_disabled" | "policy.isolation_required" | "quota.concurrent_sessions" | "quota.session_rate" | "quota.exec_budget" | "quota.hibernated_sessions" | "quota.calls_in_flight" | "capacity.exhausted" | "store.unavailable" | "sandbox.unreachable" | "sandbox.timeout" | "sandbox.bad_answer" | "server.internal";
         /** @description sandpool's shape of the contract's `Error`: `detail` carries a stable code, a message safe to show, and for a refused input every problem. */
         SandpoolError: {
             detail: {
@@ -1776,6 +1793,8 @@ export interface operations {
                             egressAllowCidrs: string[] | null;
                             egressAllowHosts: string[] | null;
                             sandboxReuse: boolean | null;
+                            hibernateAfterIdleSeconds: number | null;
+                            maxHibernatedSessions: number | null;
                             workspaceId: string;
                             version: number;
                             /** @description ISO 8601 date-time. */
@@ -1908,6 +1927,8 @@ export interface operations {
                             egressAllowCidrs: string[] | null;
                             egressAllowHosts: string[] | null;
                             sandboxReuse: boolean | null;
+                            hibernateAfterIdleSeconds: number | null;
+                            maxHibernatedSessions: number | null;
                             workspaceId: string;
                             version: number;
                             /** @description ISO 8601 date-time. */
@@ -1938,6 +1959,8 @@ export interface operations {
                             egressAllowCidrs: string[];
                             egressAllowHosts: string[];
                             sandboxReuse: boolean;
+                            hibernateAfterIdleSeconds?: number;
+                            maxHibernatedSessions?: number;
                         };
                         sources: {
                             [key: string]: "deployment" | "workspace";
@@ -2058,6 +2081,8 @@ export interface operations {
                     egressAllowCidrs?: string[] | null;
                     egressAllowHosts?: string[] | null;
                     sandboxReuse?: boolean | null;
+                    hibernateAfterIdleSeconds?: number | null;
+                    maxHibernatedSessions?: number | null;
                 };
             };
         };
@@ -2090,6 +2115,8 @@ export interface operations {
                             egressAllowCidrs: string[] | null;
                             egressAllowHosts: string[] | null;
                             sandboxReuse: boolean | null;
+                            hibernateAfterIdleSeconds: number | null;
+                            maxHibernatedSessions: number | null;
                             workspaceId: string;
                             version: number;
                             /** @description ISO 8601 date-time. */
@@ -2120,6 +2147,8 @@ export interface operations {
                             egressAllowCidrs: string[];
                             egressAllowHosts: string[];
                             sandboxReuse: boolean;
+                            hibernateAfterIdleSeconds?: number;
+                            maxHibernatedSessions?: number;
                         };
                         sources: {
                             [key: string]: "deployment" | "workspace";
@@ -2382,6 +2411,8 @@ export interface operations {
                                 egressAllowCidrs: string[] | null;
                                 egressAllowHosts: string[] | null;
                                 sandboxReuse: boolean | null;
+                                hibernateAfterIdleSeconds: number | null;
+                                maxHibernatedSessions: number | null;
                                 version: number;
                             } | null;
                             /** @description Null when the edit deleted the row. */
@@ -2403,6 +2434,8 @@ export interface operations {
                                 egressAllowCidrs: string[] | null;
                                 egressAllowHosts: string[] | null;
                                 sandboxReuse: boolean | null;
+                                hibernateAfterIdleSeconds: number | null;
+                                maxHibernatedSessions: number | null;
                                 version: number;
                             } | null;
                         }[];
@@ -2813,6 +2846,8 @@ export interface operations {
                                 egressAllowCidrs?: string[] | null;
                                 egressAllowHosts?: string[] | null;
                                 sandboxReuse?: boolean | null;
+                                hibernateAfterIdleSeconds?: number | null;
+                                maxHibernatedSessions?: number | null;
                             };
                         };
                     };
@@ -2955,6 +2990,8 @@ export interface operations {
                                 egressAllowCidrs: string[] | null;
                                 egressAllowHosts: string[] | null;
                                 sandboxReuse: boolean | null;
+                                hibernateAfterIdleSeconds: number | null;
+                                maxHibernatedSessions: number | null;
                                 workspaceId: string;
                                 version: number;
                                 /** @description ISO 8601 date-time. */
@@ -2979,6 +3016,8 @@ export interface operations {
                                 egressAllowCidrs: string[] | null;
                                 egressAllowHosts: string[] | null;
                                 sandboxReuse: boolean | null;
+                                hibernateAfterIdleSeconds: number | null;
+                                maxHibernatedSessions: number | null;
                             } | null;
                         }[];
                     };
@@ -3878,8 +3917,23 @@ export interface operations {
                             image: string;
                             pool: string;
                             sandboxId: string;
-                            /** @description Where the sandbox runs: with docker `<engine index>:<container id>`, with the process runtime its process. */
+                            /** @description Where the sandbox runs: with docker `<engine index>:<container id>`, with the process runtime its process. For a hibernated session, the container it ran in last (removed). */
                             runtimeId: string;
+                            /**
+                             * @description running: its sandbox serves it; hibernated: saved to a checkpoint, its container removed (any call resumes it); hibernating and resuming: on the way.
+                             * @enum {string}
+                             */
+                            state: "running" | "hibernating" | "hibernated" | "resuming";
+                            /** @description What a hibernated session's checkpoint keeps. */
+                            checkpoint?: {
+                                /**
+                                 * @description memory: the interpreter's variables and every file (gVisor); files: the workspace's files.
+                                 * @enum {string}
+                                 */
+                                kind: "memory" | "files";
+                                bytes: number;
+                                hibernated: string;
+                            };
                             created: string;
                             lastActivity: string;
                             /** @description When it ends unless something touches it first. */
@@ -3975,6 +4029,166 @@ export interface operations {
             };
         };
     };
+    "admin.sessions.hibernate": {
+        parameters: {
+            query?: {
+                /** @description Only this workspace's. */
+                workspace?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Hibernate a session: its sandbox saved to a checkpoint and removed, resumed by its next call; audited. */
+            200: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        hibernated: {
+                            id: string;
+                            workspace: string;
+                            image: string;
+                            pool: string;
+                            sandboxId: string;
+                            /** @description Where the sandbox runs: with docker `<engine index>:<container id>`, with the process runtime its process. For a hibernated session, the container it ran in last (removed). */
+                            runtimeId: string;
+                            /**
+                             * @description running: its sandbox serves it; hibernated: saved to a checkpoint, its container removed (any call resumes it); hibernating and resuming: on the way.
+                             * @enum {string}
+                             */
+                            state: "running" | "hibernating" | "hibernated" | "resuming";
+                            /** @description What a hibernated session's checkpoint keeps. */
+                            checkpoint?: {
+                                /**
+                                 * @description memory: the interpreter's variables and every file (gVisor); files: the workspace's files.
+                                 * @enum {string}
+                                 */
+                                kind: "memory" | "files";
+                                bytes: number;
+                                hibernated: string;
+                            };
+                            created: string;
+                            lastActivity: string;
+                            /** @description When it ends unless something touches it first. */
+                            expires: string;
+                            idleTimeoutSeconds: number;
+                            maxLifetimeSeconds: number;
+                            activeCalls: number;
+                        };
+                    };
+                };
+            };
+            /** @description sandpool: `request.bad_target`, `request.bad_json`. */
+            400: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
+            401: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.host_denied`, `request.origin_denied`, `auth.forbidden`. */
+            403: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.not_found`. */
+            404: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.too_large`. */
+            413: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.bad_content_type`. */
+            415: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.malformed`. */
+            422: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `auth.rate_limited`. */
+            429: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `server.internal`. */
+            500: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.busy`, `auth.introspection_unavailable`, `store.unavailable`. */
+            503: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+        };
+    };
     "admin.sessions.end": {
         parameters: {
             query?: {
@@ -4003,8 +4217,23 @@ export interface operations {
                             image: string;
                             pool: string;
                             sandboxId: string;
-                            /** @description Where the sandbox runs: with docker `<engine index>:<container id>`, with the process runtime its process. */
+                            /** @description Where the sandbox runs: with docker `<engine index>:<container id>`, with the process runtime its process. For a hibernated session, the container it ran in last (removed). */
                             runtimeId: string;
+                            /**
+                             * @description running: its sandbox serves it; hibernated: saved to a checkpoint, its container removed (any call resumes it); hibernating and resuming: on the way.
+                             * @enum {string}
+                             */
+                            state: "running" | "hibernating" | "hibernated" | "resuming";
+                            /** @description What a hibernated session's checkpoint keeps. */
+                            checkpoint?: {
+                                /**
+                                 * @description memory: the interpreter's variables and every file (gVisor); files: the workspace's files.
+                                 * @enum {string}
+                                 */
+                                kind: "memory" | "files";
+                                bytes: number;
+                                hibernated: string;
+                            };
                             created: string;
                             lastActivity: string;
                             /** @description When it ends unless something touches it first. */

@@ -109,6 +109,11 @@ export type HibernationStepped =
   | { outcome: "elsewhere"; lease: Lease }
   | { outcome: "busy" | "gone" };
 
+/** Whether the session has a sandbox running for it now (not hibernated, nor being saved or restored). */
+export function runsASandbox(lease: Lease): boolean {
+  return lease.hibernation === undefined;
+}
+
 /** The phase a lease is in ("running" without hibernation). */
 export function hibernationPhase(lease: Lease): HibernationPhase | "running" {
   return lease.hibernation?.phase ?? "running";

@@ -25,6 +25,8 @@ interface PolicyColumnOfKind {
   cidrs: string[] | null;
   hosts: string[] | null;
   isolation: string | null;
+  limit: number | null;
+  idleSeconds: number | null;
 }
 
 /** One column per field of the policy table, typed by its kind. */

@@ -90,13 +90,15 @@ describe("streamed Execute through the gateway", () => {
     const client = await harness.client(workspace);
     const lease = async (sessionId: string) =>
       (await harness.store.listLeases()).find((l) => l.sessionId === sessionId);
-    const payload = {
+    const running = (seconds: number) => ({
       tool: "code_execution",
-      input: { code: "import time\nprint('go', flush=True)\ntime.sleep(1.5)" },
-    };
+      input: { code: `import time\nprint('go', flush=True)\ntime.sleep(${seconds})` },
+    });
+    const payload = running(1.5);
     let checkedWhileRunning = false;
     // Both calls of the workspace are streaming (their handlers have returned): a third is refused.
-    const outer = await streamExec(harness.url, first.id, payload, first.token, async (event) => {
+    // The outer call runs long enough for the inner one to start and check on a loaded machine.
+    const outer = await streamExec(harness.url, first.id, running(6), first.token, async (event) => {
       if (event.event !== "stdout") return;
       const inner = await streamExec(harness.url, second.id, payload, second.token, async (inner) => {
         if (inner.event !== "stdout") return;

@@ -13,6 +13,7 @@ import { effectivePolicy } from "../../../src/policy/effective-policy.js";
 import { deploymentPolicySchema } from "../../../src/policy-schema/deployment-policy.js";
 import {
   type PolicyFieldKind,
+  type PolicyFieldName,
   type PolicyFieldSpec,
   policyEditSchema,
   policyFieldNames,
@@ -55,7 +56,14 @@ const sqlTypeOf: Record<PolicyFieldKind, string> = {
   cidrs: "text[]",
   hosts: "text[]",
   isolation: "text",
+  limit: "integer",
+  idleSeconds: "integer",
 };
+
+/** Settings a workspace alone has, with no deployment value (absent in force when unset). */
+const workspaceOwn = (field: PolicyFieldName) =>
+  spec(field).kind === "limit" || spec(field).kind === "idleSeconds";
+const OWN_SETTINGS = { hibernateAfterIdleSeconds: 60, maxHibernatedSessions: 2 };
 
 function setCommand() {
   return policyCommand().commands.find((command) => command.name() === "set")!;
@@ -125,7 +133,7 @@ describe("the table of policy fields", () => {
       .filter((field) => spec(field).argument)
       .flatMap((field) => [
         `--${spec(field).flag}`,
-        numeric(field) ? "7" : spec(field).kind === "flag" ? "false" : "x",
+        numeric(field) || workspaceOwn(field) ? "7" : spec(field).kind === "flag" ? "false" : "x",
       ]);
     set.parseOptions(argv);
     const edit = editOf(set.opts());
@@ -146,19 +154,28 @@ describe("the table of policy fields", () => {
     const defaults = policyFieldNames.flatMap((field) =>
       spec(field).clampsDefault ? [spec(field).clampsDefault] : [],
     );
-    expect(policyFieldNames.filter((field) => !spec(field).ceiling)).toEqual(["enabled"]);
+    // The switch, and the settings a workspace alone has (no deployment value to narrow).
+    expect(policyFieldNames.filter((field) => !spec(field).ceiling)).toEqual([
+      "enabled",
+      ...policyFieldNames.filter(workspaceOwn),
+    ]);
     expect([...ceilings, ...defaults].sort()).toEqual([...deploymentFields].sort());
   });
 
   it("is in force for every field, and `policy get` shows each", () => {
-    const effective = effectivePolicy("ws", deployment(), undefined);
+    const effective = effectivePolicy("ws", deployment(), OWN_SETTINGS);
     for (const field of effectiveFields) expect(effective, field).toHaveProperty(field);
     for (const field of policyFieldNames) expect(effectiveFields).toContain(field);
   });
 
   it("is the admin API's declared shape of the policy in force", () => {
-    const effective = effectivePolicy("ws", deployment(), undefined);
+    const effective = effectivePolicy("ws", deployment(), OWN_SETTINGS);
     expect(Object.keys(effectivePolicySchema.shape).sort()).toEqual(Object.keys(effective).sort());
+    // Unset, a workspace's own settings are absent in force.
+    const unset = effectivePolicy("ws", deployment(), undefined);
+    expect(effectivePolicySchema.parse({ ...unset, defaultImage: null })).not.toHaveProperty(
+      "maxHibernatedSessions",
+    );
     expect(effectivePolicySchema.parse({ ...effective, defaultImage: null })).toBeDefined();
   });
 

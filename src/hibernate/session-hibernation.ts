@@ -1,0 +1,356 @@
+/**
+ * Hibernating a session and resuming it (docs/hibernate.md). A session hibernates when it
+ * has no call in flight: its lease is claimed (`saving`, so no call starts meanwhile and no
+ * replica serves one from a copy), its sandbox checkpointed into the store and removed, its
+ * pool place freed; the session keeps its id, workspace, slot, deadlines and policy. Any
+ * call then resumes it (`resume`): one restore per session, the callers of this replica
+ * waiting for it and other replicas' callers for its claim to end.
+ *
+ * Faults lose nothing: a refused or failed save leaves the session running (a sandbox that
+ * gVisor ended in its checkpoint ends the session); a failed restore puts the session back
+ * to `saved` with its checkpoint, and answers 503 for a retry; a replica killed midway leaves
+ * a claim that lapses, and the next caller takes it over (`saving`: the checkpoint is kept if
+ * it was committed, else the session runs on where it was).
+ */
+import { randomBytes } from "node:crypto";
+import { performance } from "node:perf_hooks";
+import type { Logger } from "pino";
+import { SandpoolError } from "../contract/error-codes.js";
+import type { GatewayMetrics } from "../metering/gateway-metrics.js";
+import type { SandboxBringUp } from "../pool/pool-manager.js";
+import type { SandboxHibernation } from "../runtime/sandbox-hibernation.js";
+import { SandboxLostInCheckpointError } from "../runtime/sandbox-hibernation.js";
+import type { PoolSpec } from "../runtime/sandbox-runtime.js";
+import type { LeaseStore } from "../store/coordination/lease-store.js";
+import {
+  type CheckpointRecord,
+  claimHeld,
+  HOLD_GRACE_MS,
+  type Lease,
+  type LeaseKey,
+  type MemberHold,
+  type SandboxRecord,
+} from "../store/coordination/records.js";
+import { CheckpointBoundError, type CheckpointBounds, type CheckpointStore } from "./checkpoint-store.js";
+import { hibernateSandbox, resumeSandbox } from "./hibernate-sandbox.js";
+import { SingleFlight } from "./single-flight.js";
+
+/** How long a save may hold its claim: the checkpoint of a large sandbox takes seconds. */
+const SAVE_CLAIM_MS = 120_000;
+/** How often a caller waiting for another replica's save or restore looks again. */
+const CLAIM_POLL_MS = 100;
+
+/** What hibernation needs of the local pools. */
+export interface HibernationPools {
+  list(): PoolSpec[];
+  startFor(
+    pool: PoolSpec,
+    hold: MemberHold,
+    sandboxId: string,
+    bringUp: SandboxBringUp,
+  ): Promise<SandboxRecord | undefined>;
+  retire(record: Pick<SandboxRecord, "pool" | "sandboxId" | "runtimeId">): Promise<void>;
+}
+
+export interface SessionHibernationDeps {
+  leases: LeaseStore;
+  pools: HibernationPools;
+  hibernation: SandboxHibernation;
+  checkpoints: CheckpointStore;
+  /** Opens the session inside a fresh sandbox (a files resume). */
+  createInnerSession(endpoint: string, timeoutMs: number): Promise<string>;
+  /** The workspace's bounds on what it keeps hibernated (policy maxHibernatedSessions). */
+  boundsOf(workspace: string): Promise<CheckpointBounds>;
+  /** The sandbox's usage recorded and its last CPU charged, before the save (SessionLifecycle.settleSandbox). */
+  settleSandbox(lease: Lease): Promise<void>;
+  /** Called when the session's sandbox was lost in a failed save: the session ends. */
+  sandboxLost(key: LeaseKey): Promise<void>;
+  metrics: GatewayMetrics;
+  log: Logger;
+  now?: () => number;
+}
+
+/** What a resume gives the call that waited for it. */
+export interface Resumed {
+  lease: Lease;
+  /** A files checkpoint: the interpreter started anew (the call's stderr says so). */
+  interpreterRestarted: boolean;
+}
+
+export class SessionHibernation {
+  private readonly now: () => number;
+  private readonly resumes = new SingleFlight<Resumed>();
+  private readonly saves = new SingleFlight<Lease>();
+
+  constructor(private readonly deps: SessionHibernationDeps) {
+    this.now = deps.now ?? Date.now;
+  }
+
+  /** Whether sessions of `poolName` can hibernate here. */
+  canHibernate(poolName: string): boolean {
+    const pool = this.poolNamed(poolName);
+    return pool !== undefined && this.deps.hibernation.checkpointKindOf(pool) !== undefined;
+  }
+
+  /**
+   * Hibernates the session; its lease as it is then (already hibernated: as it was). 404
+   * for no such session, 409 while a call is in flight or when its pool cannot hibernate,
+   * 429 at the workspace's bound. The session keeps running on any failure but a sandbox
+   * gVisor ended midway (the session then ends).
+   */
+  hibernate(key: LeaseKey): Promise<Lease> {
+    return this.saves.run(flightKey(key), () => this.save(key));
+  }
+
+  private async save(key: LeaseKey): Promise<Lease> {
+    const lease = await this.deps.leases.getLease(key);
+    if (!lease) throw notFound();
+    if (lease.hibernation) return lease;
+    const pool = this.poolNamed(lease.pool);
+    const kind = pool && this.deps.hibernation.checkpointKindOf(pool);
+    if (!pool || !kind) {
+      throw new SandpoolError(
+        "session.not_hibernatable",
+        `sessions of the '${lease.pool}' pool cannot hibernate`,
+      );
+    }
+    const claimId = newClaimId();
+    const checkpoint: CheckpointRecord = {
+      kind,
+      bytes: 0,
+      sandboxId: lease.sandbox.sandboxId,
+      sandboxSessionId: lease.sandbox.innerSessionId,
+      pool: pool.name,
+      hibernatedAt: this.now(),
+    };
+    const claimed = await this.deps.leases.stepHibernation(key, {
+      now: this.now(),
+      from: ["running"],
+      to: { phase: "saving", claimId, claimUntil: this.now() + SAVE_CLAIM_MS, checkpoint },
+      requireIdle: true,
+    });
+    if (claimed.outcome === "gone") throw notFound();
+    if (claimed.outcome === "busy") {
+      throw new SandpoolError(
+        "session.busy",
+        "the session has a call in flight; hibernate it once it is idle",
+      );
+    }
+    if (claimed.outcome === "elsewhere") return claimed.lease;
+    const began = performance.now();
+    let saved: CheckpointRecord;
+    try {
+      // The CPU it burned so far is charged now: the restored sandbox's counter starts anew.
+      await this.deps.settleSandbox(lease);
+      saved = await hibernateSandbox({
+        hibernation: this.deps.hibernation,
+        store: this.deps.checkpoints,
+        workspace: key.workspace,
+        sessionId: key.sessionId,
+        runtimeId: lease.sandbox.runtimeId,
+        sandboxId: lease.sandbox.sandboxId,
+        sandboxSessionId: lease.sandbox.innerSessionId,
+        pool,
+        bounds: await this.deps.boundsOf(key.workspace),
+        now: this.now,
+      });
+    } catch (error) {
+      this.deps.metrics.hibernations.inc({ outcome: "failed" });
+      await this.deps.leases
+        .stepHibernation(key, { now: this.now(), from: ["saving"], claimId, to: undefined })
+        .catch(() => undefined);
+      if (error instanceof SandboxLostInCheckpointError) {
+        await this.deps.sandboxLost(key);
+        throw new SandpoolError("sandbox.unreachable", "the session's sandbox was lost while it was saved", {
+          cause: error,
+        });
+      }
+      if (error instanceof CheckpointBoundError) {
+        throw new SandpoolError("quota.hibernated_sessions", error.message, { cause: error });
+      }
+      throw error;
+    }
+    // The container is gone with the save: its place in the pool goes too.
+    await this.deps.pools.retire(lease.sandbox).catch((error: unknown) => {
+      this.deps.log.warn(
+        { err: error, sandbox: lease.sandbox.sandboxId },
+        "could not free a hibernated sandbox's place",
+      );
+    });
+    const done = await this.deps.leases.stepHibernation(key, {
+      now: this.now(),
+      from: ["saving"],
+      claimId,
+      to: { phase: "saved", checkpoint: saved },
+    });
+    if (done.outcome !== "stepped") {
+      // Ended meanwhile (destroyed, expired): nobody will resume it.
+      await this.deps.checkpoints.delete(key.workspace, key.sessionId).catch(() => undefined);
+      throw notFound();
+    }
+    this.deps.metrics.hibernations.inc({ outcome: "saved" });
+    this.deps.metrics.hibernateDuration.observe({ kind: saved.kind }, (performance.now() - began) / 1000);
+    this.deps.metrics.checkpointBytes.observe({ kind: saved.kind }, saved.bytes);
+    this.deps.log.info(
+      { session: key.sessionId, workspace: key.workspace, kind: saved.kind, bytes: saved.bytes },
+      "session hibernated",
+    );
+    return done.lease;
+  }
+
+  /**
+   * Brings a hibernated session back and returns its running lease: one restore per session
+   * on this replica; a save or restore under way elsewhere is waited for. 404 when the
+   * session is gone; 503 `session.resume_failed` (the checkpoint kept) when it cannot be.
+   */
+  resume(key: LeaseKey): Promise<Resumed> {
+    return this.resumes.run(flightKey(key), () => this.restore(key));
+  }
+
+  private async restore(key: LeaseKey): Promise<Resumed> {
+    for (;;) {
+      const lease = await this.deps.leases.getLease(key);
+      if (!lease) throw notFound();
+      const hibernation = lease.hibernation;
+      if (!hibernation) return { lease, interpreterRestarted: false };
+      if (claimHeld(lease, this.now())) {
+        // Another replica is saving or restoring it (or this one's save is still under way).
+        await new Promise((resolve) => setTimeout(resolve, CLAIM_POLL_MS));
+        continue;
+      }
+      if (hibernation.phase === "saving") {
+        await this.takeOverSave(key, lease);
+        continue;
+      }
+      return this.restoreSaved(key, lease, hibernation.checkpoint);
+    }
+  }
+
+  /**
+   * A save whose replica died: the checkpoint was committed (the session is saved, and the
+   * sandbox, if it outlived the save, goes), or it was not (the session runs on where it was).
+   */
+  private async takeOverSave(key: LeaseKey, lease: Lease): Promise<void> {
+    const committed = (await this.deps.checkpoints.locate(key.workspace, key.sessionId)) !== undefined;
+    const checkpoint = lease.hibernation!.checkpoint;
+    const stepped = await this.deps.leases.stepHibernation(key, {
+      now: this.now(),
+      from: ["saving"],
+      to: committed ? { phase: "saved", checkpoint } : undefined,
+    });
+    if (stepped.outcome === "stepped" && committed) {
+      await this.deps.pools.retire(lease.sandbox).catch(() => undefined);
+    }
+  }
+
+  private async restoreSaved(key: LeaseKey, lease: Lease, checkpoint: CheckpointRecord): Promise<Resumed> {
+    const pool = this.poolNamed(checkpoint.pool);
+    if (!pool) throw resumeFailed(`the '${checkpoint.pool}' pool is not served here`);
+    const claimId = newClaimId();
+    const claimed = await this.deps.leases.stepHibernation(key, {
+      now: this.now(),
+      from: ["saved", "restoring"],
+      claimId,
+      to: { phase: "restoring", claimId, claimUntil: this.now() + 2 * pool.coldStartTimeoutMs, checkpoint },
+    });
+    if (claimed.outcome === "gone") throw notFound();
+    if (claimed.outcome !== "stepped") return this.restore(key);
+    const began = performance.now();
+    let interpreterRestarted = false;
+    let record: SandboxRecord | undefined;
+    try {
+      const sandboxId = checkpoint.kind === "memory" ? checkpoint.sandboxId : newSandboxId();
+      record = await this.deps.pools.startFor(pool, this.holdFor(lease), sandboxId, async (id, deadline) => {
+        const resumed = await resumeSandbox({
+          hibernation: this.deps.hibernation,
+          store: this.deps.checkpoints,
+          workspace: key.workspace,
+          sessionId: key.sessionId,
+          hibernated: checkpoint,
+          pool,
+          deadline,
+          freshSandboxId: () => id,
+          openSession: (started) =>
+            this.deps.createInnerSession(started.endpoint, Math.max(1, deadline - this.now())),
+          destroy: (runtimeId) => this.deps.pools.retire({ pool: pool.name, sandboxId: id, runtimeId }),
+        });
+        interpreterRestarted = resumed.interpreterRestarted;
+        return { ...resumed, innerSessionId: resumed.sandboxSessionId };
+      });
+      if (!record) throw resumeFailed(`the '${pool.name}' pool is at capacity`, 2);
+    } catch (error) {
+      this.deps.metrics.resumes.inc({ outcome: "failed" });
+      await this.deps.leases
+        .stepHibernation(key, {
+          now: this.now(),
+          from: ["restoring"],
+          claimId,
+          to: { phase: "saved", checkpoint },
+        })
+        .catch(() => undefined);
+      this.deps.log.warn({ err: error, session: key.sessionId }, "could not resume a hibernated session");
+      throw error instanceof SandpoolError
+        ? error
+        : resumeFailed("its sandbox could not be restored", 1, error);
+    }
+    const running = await this.deps.leases.stepHibernation(key, {
+      now: this.now(),
+      from: ["restoring"],
+      claimId,
+      to: undefined,
+      sandbox: record,
+    });
+    if (running.outcome !== "stepped") {
+      // Ended while it was restored: the new sandbox serves nobody.
+      await this.deps.pools.retire(record).catch(() => undefined);
+      throw notFound();
+    }
+    await this.deps.checkpoints.delete(key.workspace, key.sessionId).catch((error: unknown) => {
+      this.deps.log.warn(
+        { err: error, session: key.sessionId },
+        "could not delete a resumed session's checkpoint",
+      );
+    });
+    this.deps.metrics.resumes.inc({ outcome: "resumed" });
+    this.deps.metrics.resumeDuration.observe({ kind: checkpoint.kind }, (performance.now() - began) / 1000);
+    this.deps.log.info(
+      { session: key.sessionId, workspace: key.workspace, kind: checkpoint.kind },
+      "session resumed",
+    );
+    return { lease: running.lease, interpreterRestarted };
+  }
+
+  /** Deletes an ended session's checkpoint, if it had one. */
+  async forget(lease: Lease): Promise<void> {
+    if (!lease.hibernation) return;
+    await this.deps.checkpoints.delete(lease.workspace, lease.sessionId);
+  }
+
+  /** The restored sandbox's place is held as long as the session's slot. */
+  private holdFor(lease: Lease): MemberHold {
+    return {
+      workspace: lease.workspace,
+      until: lease.createdAt + lease.maxLifetimeSeconds * 1000 + HOLD_GRACE_MS,
+      now: this.now(),
+    };
+  }
+
+  private poolNamed(name: string): PoolSpec | undefined {
+    return this.deps.pools.list().find((pool) => pool.name === name);
+  }
+}
+
+const flightKey = (key: LeaseKey) => `${key.workspace}\u0000${key.sessionId}`;
+const newClaimId = () => randomBytes(9).toString("base64url");
+const newSandboxId = () => randomBytes(12).toString("hex");
+
+function notFound(): SandpoolError {
+  return new SandpoolError("session.not_found", "no such session");
+}
+
+function resumeFailed(why: string, retryAfterSeconds = 1, cause?: unknown): SandpoolError {
+  return new SandpoolError("session.resume_failed", `the hibernated session could not be resumed: ${why}`, {
+    retryAfterSeconds,
+    ...(cause === undefined ? {} : { cause }),
+  });
+}
