@@ -9,6 +9,7 @@ const layer = (name) => `^src/${name}/`;
 const LOWER = [
   "store",
   "contract",
+  "policy-schema",
   "logging",
   "deferred",
   "runtime",
@@ -44,12 +45,20 @@ module.exports = {
       name: "store-stays-at-the-bottom",
       severity: "error",
       comment:
-        "The stores (src/store) serve every layer and import none above them; the table of policy fields is data their columns are made from.",
+        "The stores (src/store) serve every layer and import none above them; the table of policy fields (src/policy-schema) is data their columns are made from.",
       from: { path: layer("store") },
       to: {
         path: "^src/",
-        pathNot: "^src/(store|contract|logging)/|^src/policy-schema/policy-fields\\.ts$|^src/version\\.ts$",
+        pathNot: "^src/(store|contract|logging|policy-schema)/|^src/version\\.ts$",
       },
+    },
+    {
+      name: "policy-schema-below-the-store",
+      severity: "error",
+      comment:
+        "What a policy is made of (src/policy-schema: the deployment's policy, the table of a workspace row's fields, their values) sits below the store that makes its columns from it: it imports only the contract.",
+      from: { path: layer("policy-schema") },
+      to: { path: "^src/", pathNot: "^src/(policy-schema|contract)/" },
     },
     {
       name: "lower-layers-never-reach-up",
