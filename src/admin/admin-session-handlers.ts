@@ -6,6 +6,8 @@
  * `workspace`, ending finds the session in any workspace (ids are 144 random bits).
  */
 import { SandpoolError } from "../contract/error-codes.js";
+import { given } from "../operations/admin-schemas/admin-params.js";
+import type { SessionView } from "../operations/admin-schemas/session-schemas.js";
 import type { OperationHandlers } from "../operations/handler.js";
 import type { SessionLifecycle } from "../session/session-lifecycle.js";
 import {
@@ -16,8 +18,6 @@ import {
 } from "../store/coordination/records.js";
 import type { AdminAuditRepository } from "../store/sql/admin-audit-repository.js";
 import { actorOf, answer } from "./admin-call.js";
-import { given } from "./admin-params.js";
-import type { SessionView } from "./session-schemas.js";
 
 /** Longer than any id sandpool mints: such a path names no session, and is not looked up. */
 const MAX_SESSION_ID_LENGTH = 128;

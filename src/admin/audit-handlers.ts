@@ -7,11 +7,11 @@
  */
 import { SandpoolError } from "../contract/error-codes.js";
 import type { UsageSink } from "../metering/usage-sink.js";
+import { given, instantOf } from "../operations/admin-schemas/admin-params.js";
+import { DEFAULT_AUDIT_ITEMS } from "../operations/admin-schemas/audit-schemas.js";
 import type { OperationHandlers } from "../operations/handler.js";
 import type { AuditKind, AuditRepository } from "../store/sql/audit-repository.js";
 import { answer } from "./admin-call.js";
-import { given, instantOf } from "./admin-params.js";
-import { DEFAULT_AUDIT_ITEMS } from "./audit-schemas.js";
 
 export interface AuditDeps {
   audit: Pick<AuditRepository, "list">;

@@ -6,10 +6,10 @@
  */
 import type { z } from "zod";
 import type { ApiKeyAdmin } from "../auth/api-key-admin.js";
+import { given } from "../operations/admin-schemas/admin-params.js";
+import type { createKeySchema } from "../operations/admin-schemas/key-schemas.js";
 import type { OperationHandlers } from "../operations/handler.js";
 import { actorOf, answer } from "./admin-call.js";
-import { given } from "./admin-params.js";
-import type { createKeySchema } from "./key-schemas.js";
 
 export function keyHandlers(keys: Pick<ApiKeyAdmin, "create" | "list" | "revoke">): OperationHandlers {
   return {

@@ -3,11 +3,11 @@
  * values in force, and where each value comes from.
  */
 import type { z } from "zod";
+import type { policySourceSchema } from "../operations/admin-schemas/policy-schemas.js";
 import { type EffectivePolicy, effectivePolicy } from "../policy/effective-policy.js";
 import type { PolicyAdmin } from "../policy/policy-admin.js";
 import type { DeploymentPolicy } from "../policy-schema/deployment-policy.js";
 import type { WorkspacePolicyRow } from "../store/sql/policy-row.js";
-import type { policySourceSchema } from "./policy-schemas.js";
 
 export type PolicySource = z.output<typeof policySourceSchema>;
 

@@ -5,10 +5,10 @@
  */
 import { SandpoolError } from "../contract/error-codes.js";
 import type { UsageBucketSize, UsageReports } from "../metering/usage-report.js";
+import { instantOf } from "../operations/admin-schemas/admin-params.js";
 import type { OperationHandlers } from "../operations/handler.js";
 import type { UsageSummaryRow } from "../store/sql/usage-event.js";
 import { answer } from "./admin-call.js";
-import { instantOf } from "./admin-params.js";
 
 const DAY_MS = 86_400_000;
 

@@ -4,11 +4,12 @@
  * PolicyAdmin: validated against the deployment (a row may only narrow; 422 lists every
  * problem), audited, and announced to every replica, so the next request anywhere sees them.
  */
+
+import { DEFAULT_AUDIT_LIMIT } from "../operations/admin-schemas/policy-schemas.js";
 import type { OperationHandlers } from "../operations/handler.js";
 import type { PolicyAdmin } from "../policy/policy-admin.js";
 import type { PolicyService } from "../policy/policy-service.js";
 import { actorOf, answer, noContent } from "./admin-call.js";
-import { DEFAULT_AUDIT_LIMIT } from "./policy-schemas.js";
 import { policyView } from "./policy-view.js";
 
 export interface WorkspaceDeps {

@@ -2,11 +2,12 @@
  * The admin API's operations, mounted for admin tokens at `/admin/v1` (never under the
  * contract's base path). Operators read and edit workspace policy, keys, pools, nodes and
  * sessions, and read usage and the audit trails. Each declares the shapes of its path
- * parameters, query, body and answer (src/admin/*-schemas.ts); the handlers are in src/admin/.
+ * parameters, query, body and answer (admin-schemas/); the handlers are in src/admin/.
  */
 import type { $ZodType } from "zod/v4/core";
-import { workspacePathParams } from "../admin/admin-params.js";
-import { auditQuerySchema, auditResultSchema } from "../admin/audit-schemas.js";
+import { workspacePathParams } from "./admin-schemas/admin-params.js";
+import { auditQuerySchema, auditResultSchema } from "./admin-schemas/audit-schemas.js";
+import { explainBodySchema, explainResultSchema } from "./admin-schemas/explain-schemas.js";
 import {
   createdKeySchema,
   createKeySchema,
@@ -14,36 +15,40 @@ import {
   keysQuerySchema,
   keysResultSchema,
   revokedResultSchema,
-} from "../admin/key-schemas.js";
-import { nodeParams, nodesResultSchema, nodeViewSchema } from "../admin/node-schemas.js";
+} from "./admin-schemas/key-schemas.js";
+import { nodeParams, nodesResultSchema, nodeViewSchema } from "./admin-schemas/node-schemas.js";
 import {
   policyAuditQuerySchema,
   policyAuditResultSchema,
   policyEditSchema,
   policyViewSchema,
   workspacesResultSchema,
-} from "../admin/policy-schemas.js";
+} from "./admin-schemas/policy-schemas.js";
 import {
   applyQuerySchema,
   applyResultSchema,
   policySetBodySchema,
   policySetSchema,
-} from "../admin/policy-set-schemas.js";
-import { poolParams, poolResizeSchema, poolStatusSchema, poolsResultSchema } from "../admin/pool-schemas.js";
+} from "./admin-schemas/policy-set-schemas.js";
+import {
+  poolParams,
+  poolResizeSchema,
+  poolStatusSchema,
+  poolsResultSchema,
+} from "./admin-schemas/pool-schemas.js";
 import {
   endedResultSchema,
   hibernatedResultSchema,
   sessionParams,
   sessionsQuerySchema,
   sessionsResultSchema,
-} from "../admin/session-schemas.js";
+} from "./admin-schemas/session-schemas.js";
 import {
   usageReportQuerySchema,
   usageReportResultSchema,
   usageSummaryQuerySchema,
   usageSummaryResultSchema,
-} from "../admin/usage-schemas.js";
-import { explainBodySchema, explainResultSchema } from "../explain/explain-schemas.js";
+} from "./admin-schemas/usage-schemas.js";
 import type { AnswerKind, Effect, HttpMethod, OperationSpec } from "./operation.js";
 
 interface AdminOptions {

@@ -21,7 +21,7 @@ export const fieldOfFlag: Readonly<Record<string, PolicyField>> = Object.fromEnt
 export const effectiveFields: readonly string[] = effectiveFieldNames;
 
 // ---------------------------------------------------------------------------------------------
-// What the admin API answers (see src/admin/policy-schemas.ts)
+// What the admin API answers (see src/operations/admin-schemas/policy-schemas.ts)
 
 export interface PolicyRow extends Record<string, unknown> {
   workspaceId: string;

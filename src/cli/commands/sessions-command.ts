@@ -19,7 +19,7 @@ import { out, printJson, table } from "../admin/admin-render.js";
 
 const PREFIX = "sandpool sessions";
 
-/** A running session as the admin API answers it (src/admin/session-schemas.ts). */
+/** A running session as the admin API answers it (src/operations/admin-schemas/session-schemas.ts). */
 interface SessionItem {
   id: string;
   workspace: string;

@@ -7,11 +7,14 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { type AdminDeps, adminHandlers } from "../../../src/admin/admin-handlers.js";
-import { workspacePathParams } from "../../../src/admin/admin-params.js";
-import { auditQuerySchema } from "../../../src/admin/audit-schemas.js";
-import { policyAuditQuerySchema } from "../../../src/admin/policy-schemas.js";
-import { applyQuerySchema } from "../../../src/admin/policy-set-schemas.js";
-import { usageReportQuerySchema, usageSummaryQuerySchema } from "../../../src/admin/usage-schemas.js";
+import { workspacePathParams } from "../../../src/operations/admin-schemas/admin-params.js";
+import { auditQuerySchema } from "../../../src/operations/admin-schemas/audit-schemas.js";
+import { policyAuditQuerySchema } from "../../../src/operations/admin-schemas/policy-schemas.js";
+import { applyQuerySchema } from "../../../src/operations/admin-schemas/policy-set-schemas.js";
+import {
+  usageReportQuerySchema,
+  usageSummaryQuerySchema,
+} from "../../../src/operations/admin-schemas/usage-schemas.js";
 import { operations } from "../../../src/operations/registry.js";
 
 const admin = operations.all("admin");

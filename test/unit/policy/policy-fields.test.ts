@@ -6,9 +6,9 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { effectivePolicySchema } from "../../../src/admin/policy-schemas.js";
 import { editOf, policyCommand } from "../../../src/cli/commands/policy-command.js";
 import { effectiveFields, fieldOfFlag } from "../../../src/cli/commands/policy-render.js";
+import { effectivePolicySchema } from "../../../src/operations/admin-schemas/policy-schemas.js";
 import { effectivePolicy } from "../../../src/policy/effective-policy.js";
 import { deploymentPolicySchema } from "../../../src/policy-schema/deployment-policy.js";
 import {

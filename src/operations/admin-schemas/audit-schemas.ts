@@ -3,7 +3,7 @@
  * contract calls (`kind=denied`) and operators' changes (`kind=admin`), newest first.
  */
 import { z } from "zod";
-import { AUDIT_KINDS } from "../store/sql/audit-repository.js";
+import { AUDIT_KINDS } from "../../store/sql/audit-repository.js";
 import { instant, oneOf, wholeNumber, workspaceFilter } from "./admin-params.js";
 
 export const DEFAULT_AUDIT_ITEMS = 100;

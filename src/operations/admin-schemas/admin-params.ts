@@ -7,8 +7,8 @@
  * parameter says otherwise. Nothing here is HTTP: the OpenAPI generator loads it offline.
  */
 import { z } from "zod";
-import { workspaceIdPattern } from "../auth/workspace-claim.js";
-import { parseIsoInstant } from "../contract/iso-instant.js";
+import { workspaceIdPattern } from "../../auth/workspace-claim.js";
+import { parseIsoInstant } from "../../contract/iso-instant.js";
 
 const WORKSPACE_ID_RULE = "letters, digits, . _ : -; 128 at most, starting with a letter or digit";
 /** The range an instant may name: Postgres has no year 0, and before 1970 nothing was recorded. */

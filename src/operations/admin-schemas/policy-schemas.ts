@@ -4,18 +4,18 @@
  * (src/policy/workspace-policy-fields.ts), imported, not copied; dates are ISO 8601 strings.
  */
 import { z } from "zod";
-import { toolKinds } from "../contract/schemas.js";
-import { isolationLevels } from "../policy-schema/isolation-levels.js";
+import { toolKinds } from "../../contract/schemas.js";
+import { isolationLevels } from "../../policy-schema/isolation-levels.js";
 import {
   effectiveFieldNames,
   type PolicyFieldKind,
   type PolicyFieldName,
   policyFields,
-} from "../policy-schema/policy-fields.js";
-import { editablePolicyFieldsSchema } from "../store/sql/policy-row.js";
+} from "../../policy-schema/policy-fields.js";
+import { editablePolicyFieldsSchema } from "../../store/sql/policy-row.js";
 import { wholeNumber } from "./admin-params.js";
 
-export { workspacePolicyFieldsSchema as policyEditSchema } from "../policy/workspace-policy-fields.js";
+export { workspacePolicyFieldsSchema as policyEditSchema } from "../../policy/workspace-policy-fields.js";
 
 export const DEFAULT_AUDIT_LIMIT = 100;
 export const MAX_AUDIT_LIMIT = 1_000;

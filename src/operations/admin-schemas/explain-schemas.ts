@@ -1,10 +1,11 @@
 /**
  * The shapes of `POST /admin/v1/explain` for the registry (and so the OpenAPI document). The
- * body's schema checks the types; explain-request.ts checks the rest (a valid workspace id, a
- * contract operation, the arguments a call on a session needs) and lists every problem.
+ * body's schema checks the types; src/explain/explain-request.ts checks the rest (a valid
+ * workspace id, a contract operation, the arguments a call on a session needs) and lists
+ * every problem.
  */
 import { z } from "zod";
-import { contractOperations } from "../operations/contract-operations.js";
+import { contractOperations } from "../contract-operations.js";
 
 const ids = contractOperations.map((operation) => operation.id).join(", ");
 

@@ -5,7 +5,7 @@
 import { z } from "zod";
 import { pathParams } from "./admin-params.js";
 
-export { poolResizeSchema } from "../pool/pool-sizes.js";
+export { poolResizeSchema } from "../../pool/pool-sizes.js";
 
 const sizes = { minIdle: z.number().int(), maxTotal: z.number().int() };
 

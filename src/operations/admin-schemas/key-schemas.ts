@@ -3,7 +3,7 @@
  * of its creation only; listings carry neither it nor its hash.
  */
 import { z } from "zod";
-import { workspaceIdPattern } from "../auth/workspace-claim.js";
+import { workspaceIdPattern } from "../../auth/workspace-claim.js";
 import { pathParams, workspaceFilter } from "./admin-params.js";
 
 const MAX_EXPIRY_SECONDS = 10 * 365 * 24 * 3600;

@@ -5,7 +5,7 @@
  * first bad entry could not.
  */
 import { z } from "zod";
-import { editablePolicyFieldsSchema } from "../store/sql/policy-row.js";
+import { editablePolicyFieldsSchema } from "../../store/sql/policy-row.js";
 import { flag } from "./admin-params.js";
 import { policyRowSchema } from "./policy-schemas.js";
 

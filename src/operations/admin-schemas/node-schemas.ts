@@ -1,6 +1,6 @@
 /** The shapes of the node operations (`GET /nodes`, `POST /nodes/{id}/drain|undrain`). */
 import { z } from "zod";
-import { isolationLevels } from "../policy-schema/isolation-levels.js";
+import { isolationLevels } from "../../policy-schema/isolation-levels.js";
 import { pathParams } from "./admin-params.js";
 
 export const nodeViewSchema = z.object({

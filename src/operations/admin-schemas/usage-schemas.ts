@@ -4,7 +4,7 @@
  * src/metering/usage-report.ts).
  */
 import { z } from "zod";
-import { usageKinds } from "../store/sql/usage-event.js";
+import { usageKinds } from "../../store/sql/usage-event.js";
 import { instant, oneOf, requiredWorkspace } from "./admin-params.js";
 
 export const usageSummaryQuerySchema = z.object({
