@@ -8,7 +8,7 @@ import type { Readable } from "node:stream";
 import type { Logger } from "pino";
 import type { Caller } from "../auth/principal.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
-import type { AdmittedSession } from "../session/admitted-session.js";
+import type { AdmittedSession } from "./admitted-session.js";
 import type { OperationSpec } from "./operation.js";
 
 /** An operation's arguments, admitted (parsed and validated against its declared schemas). */

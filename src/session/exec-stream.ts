@@ -14,11 +14,11 @@ import type { Logger } from "pino";
 import { EVENT_STREAM_HEADERS } from "../contract/exec-events.js";
 import type { PendingWork } from "../deferred/pending-work.js";
 import type { SandboxForwarder } from "../forward/sandbox-forwarder.js";
+import type { OpenCall } from "../operations/admitted-session.js";
 import type { CallTransport, Outcome } from "../operations/handler.js";
 import type { Lease, LeaseKey } from "../store/coordination/records.js";
 import { answerOutcome } from "./answer-outcome.js";
 import { type MeterDeps, meterExecution } from "./meter-execution.js";
-import type { OpenCall } from "./session-lifecycle.js";
 
 /** What an Execute needs: forwarding, metering, and the pending work its settlement joins. */
 export type ExecDeps = MeterDeps & { forwarder: SandboxForwarder; pending: PendingWork };

@@ -16,10 +16,10 @@ import { MAX_FILE_BYTES_HEADER } from "../contract/headers.js";
 import type { PendingWork } from "../deferred/pending-work.js";
 import type { ForwardLimits, SandboxAnswer, SandboxForwarder } from "../forward/sandbox-forwarder.js";
 import type { UsageSink } from "../metering/usage-sink.js";
+import type { OpenCall } from "../operations/admitted-session.js";
 import type { CallArgs, OperationCall, OperationHandler } from "../operations/handler.js";
 import { TRANSFER_DEADLINE_MS } from "../operations/session-plan.js";
 import { answerOutcome } from "./answer-outcome.js";
-import type { OpenCall } from "./session-lifecycle.js";
 
 /** What the file calls need: forwarding, the usage sink, and the pending work their ends join. */
 export type FileDeps = {

@@ -11,6 +11,7 @@
  * so the caller gets the 404 when there is no session (`refuseInOrder`).
  */
 import type { Principal } from "../auth/principal.js";
+import type { AdmittedSession } from "../operations/admitted-session.js";
 import type { CallArgs } from "../operations/handler.js";
 import type { SessionPlan, SessionPlanLimits } from "../operations/session-plan.js";
 import { workspaceEnabled } from "../policy/decide-access.js";
@@ -18,7 +19,6 @@ import type { EffectivePolicy } from "../policy/effective-policy.js";
 import type { PolicyService } from "../policy/policy-service.js";
 import { enforce } from "../policy/verdict.js";
 import type { LeaseKey } from "../store/coordination/records.js";
-import type { AdmittedSession } from "./admitted-session.js";
 import type { CallOptions, SessionLifecycle } from "./session-lifecycle.js";
 
 export interface SessionCallsDeps {

@@ -17,6 +17,7 @@ import type { Resumed, SessionHibernation } from "../hibernate/session-hibernati
 import type { JobRunner } from "../jobs/job-runner.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { UsageSink } from "../metering/usage-sink.js";
+import type { OpenCall } from "../operations/admitted-session.js";
 import { imageAllowed } from "../policy/decide-access.js";
 import { sessionTimeouts } from "../policy/decide-limits.js";
 import { poolServing } from "../policy/decide-pool.js";
@@ -93,21 +94,6 @@ export interface CallOptions {
   deadlineMs: number;
   /** Execution time to reserve against the workspace's day (Execute). */
   budget?: { policy: EffectivePolicy; requestedMs: number };
-}
-
-/** A call begun on a session (`SessionLifecycle.beginCall`). */
-export interface OpenCall {
-  lease: Lease;
-  /** Execution time granted: what was asked, or what remained of the day; 0 without a budget. */
-  grantedMs: number;
-  /** The call resumed its hibernated session from files only: the interpreter started anew. */
-  interpreterRestarted?: boolean;
-  /**
-   * Ends the call (once; later calls do nothing): records the activity, counts it out, and
-   * settles the reservation with the wall time the gateway measured. Never throws. Returns
-   * the milliseconds charged.
-   */
-  end(measuredMs?: number): Promise<number>;
 }
 
 export interface CreatedSession {

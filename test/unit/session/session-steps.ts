@@ -4,11 +4,12 @@
  * standing in (each counted, so a test can see the one round trip).
  */
 import { SandpoolError } from "../../../src/contract/error-codes.js";
+import type { OpenCall } from "../../../src/operations/admitted-session.js";
 import type { EffectivePolicy } from "../../../src/policy/effective-policy.js";
 import { effectivePolicy } from "../../../src/policy/effective-policy.js";
 import type { WorkspacePolicyFields } from "../../../src/policy/workspace-policy-fields.js";
 import { SessionCalls } from "../../../src/session/session-calls.js";
-import type { CallOptions, OpenCall } from "../../../src/session/session-lifecycle.js";
+import type { CallOptions } from "../../../src/session/session-lifecycle.js";
 import type { Lease, LeaseKey } from "../../../src/store/coordination/records.js";
 import { deployment } from "../policy/deployment.js";
 

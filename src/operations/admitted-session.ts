@@ -1,0 +1,35 @@
+/**
+ * A call's session as the pipeline admitted it (steps resolve, policy and admit): its key,
+ * the workspace policy in force when the operation is gated, and, for an operation that
+ * begins a call, the call begun (session resolved, busy, time reserved) or, for one that
+ * only reads it, the lease.
+ *
+ * Part of what a handler sees (handler.ts), as the operation's session plan says
+ * (session-plan.ts), so declared here with them; the session layer makes one
+ * (src/session/session-calls.ts, `SessionLifecycle.beginCall`).
+ */
+import type { EffectivePolicy } from "../policy/effective-policy.js";
+import type { Lease, LeaseKey } from "../store/coordination/records.js";
+
+/** A call begun on a session (`SessionLifecycle.beginCall`). */
+export interface OpenCall {
+  lease: Lease;
+  /** Execution time granted: what was asked, or what remained of the day; 0 without a budget. */
+  grantedMs: number;
+  /** The call resumed its hibernated session from files only: the interpreter started anew. */
+  interpreterRestarted?: boolean;
+  /**
+   * Ends the call (once; later calls do nothing): records the activity, counts it out, and
+   * settles the reservation with the wall time the gateway measured. Never throws. Returns
+   * the milliseconds charged.
+   */
+  end(measuredMs?: number): Promise<number>;
+}
+
+export interface AdmittedSession {
+  key: LeaseKey;
+  policy: EffectivePolicy | undefined;
+  /** The call begun: the handler must end it (`OpenCall.end`), once, whatever happens. */
+  call: OpenCall | undefined;
+  lease: Lease | undefined;
+}
