@@ -29,23 +29,17 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Readable } from "node:stream";
-import type { Logger } from "pino";
-import type { Registry } from "prom-client";
 import { SandpoolError } from "../../contract/error-codes.js";
-import type { SandboxClient } from "../../forward/sandbox-client.js";
 import type { SandboxRecord } from "../../store/coordination/records.js";
 import {
   FRAMED_BODY,
   NODE_ERROR_HEADER,
   NODE_TIMEOUT_HEADER,
-  type NodeSecrets,
-  type RequestVerifier,
   SIGNATURE_HEADERS,
 } from "../shared/node-signature.js";
 import type { NodeApiDeps, NodeCall } from "./node-call.js";
 import { relayToSandbox, unknownSession, uploadOf } from "./node-relay.js";
 import { readSignedBody } from "./node-request-body.js";
-import type { NodeSandboxes } from "./node-sandboxes.js";
 import { SignedAnswer } from "./signed-answer.js";
 
 export type { NodeApiDeps, NodeApiLimits, NodeCall } from "./node-call.js";
