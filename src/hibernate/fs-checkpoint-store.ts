@@ -27,14 +27,33 @@ const BEGUN_PREFIX = ".begun-";
 const PRIVATE = 0o700;
 
 export class FsCheckpointStore implements CheckpointStore {
+  /** Each workspace's begins, one after another: two at once must not both fit its bound. */
+  private readonly beginning = new Map<string, Promise<unknown>>();
+
   constructor(readonly location: string) {}
 
-  async begin(workspace: string, sessionId: string, bounds: CheckpointBounds): Promise<string> {
+  begin(workspace: string, sessionId: string, bounds: CheckpointBounds): Promise<string> {
+    const before = this.beginning.get(workspace) ?? Promise.resolve();
+    const begun = before.catch(() => undefined).then(() => this.beginNow(workspace, sessionId, bounds));
+    const settled = begun.catch(() => undefined);
+    this.beginning.set(workspace, settled);
+    void settled.then(() => {
+      if (this.beginning.get(workspace) === settled) this.beginning.delete(workspace);
+    });
+    return begun;
+  }
+
+  private async beginNow(workspace: string, sessionId: string, bounds: CheckpointBounds): Promise<string> {
     checkSessionId(sessionId);
     const others = (await this.listWorkspace(workspace)).filter((c) => c.sessionId !== sessionId);
-    if (bounds.maxCheckpoints !== undefined && others.length >= bounds.maxCheckpoints) {
+    // Checkpoints other sessions are writing now count too: each will be kept.
+    const writing = (await readdirOrEmpty(this.workspaceDir(workspace))).filter(
+      (entry) => entry.startsWith(BEGUN_PREFIX) && !entry.startsWith(`${BEGUN_PREFIX}${sessionId}-`),
+    ).length;
+    const kept = others.length + writing;
+    if (bounds.maxCheckpoints !== undefined && kept >= bounds.maxCheckpoints) {
       throw new CheckpointBoundError(
-        `workspace ${workspace} keeps ${others.length} hibernated sessions, its bound (maxHibernatedSessions ${bounds.maxCheckpoints})`,
+        `workspace ${workspace} keeps ${kept} hibernated sessions, its bound (maxHibernatedSessions ${bounds.maxCheckpoints})`,
       );
     }
     const bytes = others.reduce((sum, c) => sum + c.bytes, 0);

@@ -156,8 +156,15 @@ export class SessionHibernation {
       });
     } catch (error) {
       this.deps.metrics.hibernations.inc({ outcome: "failed" });
+      // Running on: its server may have listened again with the code running (records.ts).
       await this.deps.leases
-        .stepHibernation(key, { now: this.now(), from: ["saving"], claimId, to: undefined })
+        .stepHibernation(key, {
+          now: this.now(),
+          from: ["saving"],
+          claimId,
+          to: undefined,
+          sandbox: { ...lease.sandbox, neverReuse: true },
+        })
         .catch(() => undefined);
       if (error instanceof SandboxLostInCheckpointError) {
         await this.deps.sandboxLost(key);
@@ -298,7 +305,8 @@ export class SessionHibernation {
       from: ["restoring"],
       claimId,
       to: undefined,
-      sandbox: record,
+      // Its server listened again with the code's processes running (records.ts).
+      sandbox: { ...record, neverReuse: true },
     });
     if (running.outcome !== "stepped") {
       // Ended while it was restored: the new sandbox serves nobody.

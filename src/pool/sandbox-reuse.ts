@@ -58,6 +58,7 @@ export class SandboxReuse {
   mayReuse(record: SandboxRecord): boolean {
     return (
       this.deps.runtime.recyclable === true &&
+      record.neverReuse !== true &&
       (record.uses ?? 0) + 1 < MAX_USES &&
       this.deps.now() - record.createdAt < MAX_AGE_MS
     );

@@ -45,6 +45,8 @@ export const WORKSPACE_TAR = "workspace.tar";
 const PAUSE_GRACE_MS = 300;
 /** How long a server that failed to be checkpointed may take to listen again. */
 const RELISTEN_WAIT_MS = 5_000;
+/** A workspace's tar runs as the code's uid, which may stop it: the save gives up after this. */
+const WORKSPACE_TAR_TIMEOUT_MS = 120_000;
 const SIGNAL_RELISTEN = "SIGUSR2";
 
 /** dockerode has the call; @types/dockerode does not declare it. */
@@ -125,7 +127,7 @@ export async function checkpointSandbox(
       User: `${codeUidOf(checkpoint.sandboxId)}:${host.codeGid}`,
     },
     file,
-    host.maxWorkspaceTarBytes,
+    { maxBytes: host.maxWorkspaceTarBytes, timeoutMs: WORKSPACE_TAR_TIMEOUT_MS },
   );
   const bytes = (await stat(file)).size;
   await host.destroy(checkpoint.runtimeId);

@@ -19,15 +19,16 @@ export interface ExecCommand {
 const STDERR_KEPT = 2_000;
 
 /**
- * The program's stdout into `file`, at most `maxBytes` of it: what the program prints is the
- * sandbox's to choose, and the host's disk is not (more fails the call, the file removed).
+ * The program's stdout into `file`, at most `maxBytes` of it within `timeoutMs`: what the
+ * program prints, and when, is the sandbox's to choose (its code may stop the program), and
+ * the host's disk and the caller's time are not (more fails the call, the file removed).
  */
 export async function execToFile(
   engine: DockerEngine,
   container: Dockerode.Container,
   command: ExecCommand,
   file: string,
-  maxBytes: number,
+  limits: { maxBytes: number; timeoutMs: number },
 ): Promise<void> {
   const { exec, stream, stderr } = await startExec(engine, container, command, false);
   const stdout = new PassThrough();
@@ -37,7 +38,9 @@ export async function execToFile(
     stderr.stream.end();
   });
   try {
-    await pipeline(stdout, capAt(maxBytes, command), createWriteStream(file, { mode: 0o600 }));
+    await pipeline(stdout, capAt(limits.maxBytes, command), createWriteStream(file, { mode: 0o600 }), {
+      signal: AbortSignal.timeout(limits.timeoutMs),
+    });
   } catch (error) {
     (stream as unknown as { destroy(): void }).destroy();
     await rm(file, { force: true });

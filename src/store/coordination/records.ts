@@ -27,6 +27,12 @@ export interface SandboxRecord {
   uses?: number;
   /** When it was last parked for its owner's next session (epoch ms). */
   parkedAt?: number;
+  /**
+   * Its server listened again while user code ran (a restore from a checkpoint, or a
+   * checkpoint given up): code could have put its own socket in the server's place, so the
+   * sandbox serves its session to the end and is then destroyed, never reused.
+   */
+  neverReuse?: true;
 }
 
 /** A client's session: which sandbox serves it, for whom, and until when. */

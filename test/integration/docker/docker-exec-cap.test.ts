@@ -1,7 +1,9 @@
 /**
  * A files checkpoint is the workspace's tar, printed by a program in the sandbox: a sandbox
  * that prints without end must not fill the gateway host's disk. execToFile stops at its cap,
- * fails and leaves no file; under the cap the file holds every byte.
+ * fails and leaves no file; under the cap the file holds every byte. Nor may a program the
+ * sandbox's code stops (SIGSTOP: it runs as the code's uid) hold the save up: past its time
+ * execToFile fails, and leaves no file.
  */
 import { existsSync } from "node:fs";
 import { mkdtemp, rm, stat } from "node:fs/promises";
@@ -20,7 +22,9 @@ import {
 const available = await dockerSuiteAvailable();
 const DEPLOYMENT = `exec-cap-${process.pid}`;
 
-describe.skipIf(!available)("execToFile's byte cap", () => {
+const LIMITS = { maxBytes: 1024 * 1024, timeoutMs: 30_000 };
+
+describe.skipIf(!available)("execToFile's byte cap and deadline", () => {
   const engine = new DockerEngine(0, "unix:///var/run/docker.sock", 1_000, 30_000);
   let container: Dockerode.Container;
   let dir: string;
@@ -45,7 +49,7 @@ describe.skipIf(!available)("execToFile's byte cap", () => {
 
   it("refuses a program that prints more than the cap and leaves no file", async () => {
     const file = path.join(dir, "over.tar");
-    await expect(execToFile(engine, container, printing(8 * 1024 * 1024), file, 1024 * 1024)).rejects.toThrow(
+    await expect(execToFile(engine, container, printing(8 * 1024 * 1024), file, LIMITS)).rejects.toThrow(
       /printed more than 1048576 bytes/,
     );
     expect(existsSync(file)).toBe(false);
@@ -53,7 +57,21 @@ describe.skipIf(!available)("execToFile's byte cap", () => {
 
   it("keeps every byte of a program under the cap", async () => {
     const file = path.join(dir, "under.tar");
-    await execToFile(engine, container, printing(512 * 1024), file, 1024 * 1024);
+    await execToFile(engine, container, printing(512 * 1024), file, LIMITS);
     expect((await stat(file)).size).toBe(512 * 1024);
+  });
+
+  it("gives up on a program that stops itself, and leaves no file", async () => {
+    const file = path.join(dir, "stopped.tar");
+    const stopped = {
+      Cmd: ["sh", "-c", "head -c 1000 /dev/zero; kill -STOP $$; cat /dev/zero"],
+      User: "10001",
+    };
+    const began = Date.now();
+    await expect(
+      execToFile(engine, container, stopped, file, { ...LIMITS, timeoutMs: 1_000 }),
+    ).rejects.toThrow(/abort/i);
+    expect(Date.now() - began).toBeLessThan(10_000);
+    expect(existsSync(file)).toBe(false);
   });
 });

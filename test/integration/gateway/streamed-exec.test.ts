@@ -105,7 +105,7 @@ describe("streamed Execute through the gateway", () => {
         // A call begun from the lease cache is written to the store behind (within ~25 ms).
         await waitFor(
           async () => (await lease(first.id))?.activeCalls === 1,
-          2_000,
+          5_000,
           "the streaming call counted in flight on its lease",
         );
         const refused = await client.getSession(first.id);

@@ -66,6 +66,18 @@ describe("FsCheckpointStore", () => {
     await save("other", "s9", 10, { maxCheckpoints: 1 });
   });
 
+  it("counts checkpoints being written against the bound: of concurrent begins, only those that fit", async () => {
+    const begun = await Promise.allSettled(
+      ["a", "b", "c", "d"].map((session) => store.begin("busy", session, { maxCheckpoints: 2 })),
+    );
+    expect(begun.filter((result) => result.status === "fulfilled")).toHaveLength(2);
+    expect(begun.filter((result) => result.status === "rejected")).toHaveLength(2);
+    // An abandoned one frees its place.
+    const first = begun.find((result) => result.status === "fulfilled") as PromiseFulfilledResult<string>;
+    await store.abandon(first.value);
+    await expect(store.begin("busy", "e", { maxCheckpoints: 2 })).resolves.toContain(".begun-e-");
+  });
+
   it("deletes a checkpoint, and an absent one is no error", async () => {
     await save("acme", "s1", 10);
     await store.delete("acme", "s1");
