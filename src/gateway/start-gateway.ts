@@ -187,6 +187,11 @@ export async function startGateway(
   const reconcileWithRuntime = async (asOf?: number): Promise<ReconcileReport> => {
     // An edge has no engine to reconcile: each node reconciles its own.
     if (!runtime || edge) return NOTHING_RECONCILED;
+    const strayCheckpoints = await hibernation?.reconcileCheckpoints().catch((error: unknown) => {
+      log.warn({ err: error }, "could not reconcile the checkpoint store");
+      return 0;
+    });
+    if (strayCheckpoints) log.info({ removed: strayCheckpoints }, "removed checkpoints no session names");
     return reconcile({
       now: asOf === undefined ? undefined : () => asOf,
       runtime,

@@ -43,6 +43,8 @@ export interface HibernateInput {
   sandboxSessionId: string;
   pool: PoolSpec;
   bounds: CheckpointBounds;
+  /** Removes the sandbox's container, once its checkpoint is committed. */
+  destroy: (runtimeId: string) => Promise<void>;
   now?: () => number;
 }
 
@@ -64,6 +66,8 @@ export async function hibernateSandbox(input: HibernateInput): Promise<Hibernate
     throw error;
   }
   const bytes = await input.store.commit(input.workspace, input.sessionId, dir);
+  // Only now: a crash before the commit leaves the sandbox (a files checkpoint's still runs).
+  await input.destroy(input.runtimeId);
   return {
     kind,
     bytes,

@@ -36,7 +36,14 @@ import { hibernateSandbox, resumeSandbox } from "./hibernate-sandbox.js";
 import { SingleFlight } from "./single-flight.js";
 
 /** How long a save may hold its claim: the checkpoint of a large sandbox takes seconds. */
-const SAVE_CLAIM_MS = 120_000;
+/**
+ * A claim lasts this long unless its replica renews it (every CLAIM_RENEW_MS while the save
+ * or restore runs): a replica that dies midway holds its session up for seconds, not minutes.
+ */
+const CLAIM_MS = 10_000;
+const CLAIM_RENEW_MS = 3_000;
+/** A checkpoint no hibernated session names is removed once it is this old (a crash's leftover). */
+const STRAY_CHECKPOINT_MS = 60_000;
 /** How often a caller waiting for another replica's save or restore looks again. */
 const CLAIM_POLL_MS = 100;
 
@@ -126,7 +133,7 @@ export class SessionHibernation {
     const claimed = await this.deps.leases.stepHibernation(key, {
       now: this.now(),
       from: ["running"],
-      to: { phase: "saving", claimId, claimUntil: this.now() + SAVE_CLAIM_MS, checkpoint },
+      to: { phase: "saving", claimId, claimUntil: this.now() + CLAIM_MS, checkpoint },
       requireIdle: true,
     });
     if (claimed.outcome === "gone") throw notFound();
@@ -139,6 +146,7 @@ export class SessionHibernation {
     if (claimed.outcome === "elsewhere") return claimed.lease;
     const began = performance.now();
     let saved: CheckpointRecord;
+    const renewal = this.keepClaim(key, { phase: "saving", claimId, checkpoint });
     try {
       // The CPU it burned so far is charged now: the restored sandbox's counter starts anew.
       await this.deps.settleSandbox(lease);
@@ -152,6 +160,8 @@ export class SessionHibernation {
         sandboxSessionId: lease.sandbox.innerSessionId,
         pool,
         bounds: await this.deps.boundsOf(key.workspace),
+        // Its place in the pool goes with it.
+        destroy: () => this.deps.pools.retire(lease.sandbox),
         now: this.now,
       });
     } catch (error) {
@@ -176,14 +186,9 @@ export class SessionHibernation {
         throw new SandpoolError("quota.hibernated_sessions", error.message, { cause: error });
       }
       throw error;
+    } finally {
+      renewal.stop();
     }
-    // The container is gone with the save: its place in the pool goes too.
-    await this.deps.pools.retire(lease.sandbox).catch((error: unknown) => {
-      this.deps.log.warn(
-        { err: error, sandbox: lease.sandbox.sandboxId },
-        "could not free a hibernated sandbox's place",
-      );
-    });
     const done = await this.deps.leases.stepHibernation(key, {
       now: this.now(),
       from: ["saving"],
@@ -258,13 +263,14 @@ export class SessionHibernation {
       now: this.now(),
       from: ["saved", "restoring"],
       claimId,
-      to: { phase: "restoring", claimId, claimUntil: this.now() + 2 * pool.coldStartTimeoutMs, checkpoint },
+      to: { phase: "restoring", claimId, claimUntil: this.now() + CLAIM_MS, checkpoint },
     });
     if (claimed.outcome === "gone") throw notFound();
     if (claimed.outcome !== "stepped") return this.restore(key);
     const began = performance.now();
     let interpreterRestarted = false;
     let record: SandboxRecord | undefined;
+    const renewal = this.keepClaim(key, { phase: "restoring", claimId, checkpoint });
     try {
       const sandboxId = checkpoint.kind === "memory" ? checkpoint.sandboxId : newSandboxId();
       record = await this.deps.pools.startFor(pool, this.holdFor(lease), sandboxId, async (id, deadline) => {
@@ -296,10 +302,12 @@ export class SessionHibernation {
         })
         .catch(() => undefined);
       this.deps.log.warn({ err: error, session: key.sessionId }, "could not resume a hibernated session");
+      renewal.stop();
       throw error instanceof SandpoolError
         ? error
         : resumeFailed("its sandbox could not be restored", 1, error);
     }
+    renewal.stop();
     const running = await this.deps.leases.stepHibernation(key, {
       now: this.now(),
       from: ["restoring"],
@@ -326,6 +334,52 @@ export class SessionHibernation {
       "session resumed",
     );
     return { lease: running.lease, interpreterRestarted };
+  }
+
+  /**
+   * Renews a claim while its work runs, so it lapses soon after this replica dies, not
+   * while it works. A renewal that finds the claim gone (the session ended) stops.
+   */
+  private keepClaim(
+    key: LeaseKey,
+    claim: { phase: "saving" | "restoring"; claimId: string; checkpoint: CheckpointRecord },
+  ): { stop(): void } {
+    const timer = setInterval(() => {
+      this.deps.leases
+        .stepHibernation(key, {
+          now: this.now(),
+          from: [claim.phase],
+          claimId: claim.claimId,
+          to: { ...claim, claimUntil: this.now() + CLAIM_MS },
+        })
+        .then(
+          (renewed) => renewed.outcome === "stepped" || clearInterval(timer),
+          () => undefined,
+        );
+    }, CLAIM_RENEW_MS);
+    timer.unref();
+    return { stop: () => clearInterval(timer) };
+  }
+
+  /**
+   * What a crash leaves in the checkpoint store goes: directories begun and never committed,
+   * and committed checkpoints no hibernated session names (its session ended, or resumed,
+   * while the replica that would have deleted it died). Returns how many were removed.
+   */
+  async reconcileCheckpoints(): Promise<number> {
+    const now = this.now();
+    let removed = await this.deps.checkpoints.sweepUncommitted(now - STRAY_CHECKPOINT_MS);
+    for (const stored of await this.deps.checkpoints.list()) {
+      if (stored.committedAt > now - STRAY_CHECKPOINT_MS) continue;
+      const lease = await this.deps.leases.getLease({
+        workspace: stored.workspace,
+        sessionId: stored.sessionId,
+      });
+      if (lease?.hibernation) continue;
+      await this.deps.checkpoints.delete(stored.workspace, stored.sessionId);
+      removed++;
+    }
+    return removed;
   }
 
   /** Deletes an ended session's checkpoint, if it had one. */

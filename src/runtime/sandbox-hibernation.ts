@@ -39,9 +39,11 @@ export interface SandboxHibernation {
   /** What hibernating a sandbox of this pool keeps; undefined: the pool's sandboxes cannot hibernate. */
   checkpointKindOf(pool: PoolSpec): CheckpointKind | undefined;
   /**
-   * Saves the sandbox into `dir` and removes its container. On a failure before the save
-   * began the sandbox keeps running; gVisor ends a sandbox whose checkpoint fails midway,
-   * which the error then says (`SandboxLostInCheckpointError`).
+   * Saves the sandbox into `dir`. The caller removes its container (`destroy`) once the
+   * checkpoint is committed: a crash in between leaves a container, never a session without
+   * either. A memory checkpoint stops the sandbox; a files checkpoint leaves it running. On a
+   * failure before the save began the sandbox keeps running; gVisor ends a sandbox whose
+   * checkpoint fails midway, which the error then says (`SandboxLostInCheckpointError`).
    */
   checkpoint(request: CheckpointRequest): Promise<SavedCheckpoint>;
   /**

@@ -111,6 +111,7 @@ async function measureLevel(runtime, client, store, isolation) {
       sandboxSessionId,
       pool: pool(isolation),
       bounds: {},
+      destroy: (runtimeId) => runtime.destroy(runtimeId),
     });
     hibernations.push(performance.now() - began);
     sizes.push(hibernated.bytes);

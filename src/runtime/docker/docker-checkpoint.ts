@@ -72,7 +72,6 @@ export interface CheckpointHost {
   codeGid: number;
   /** Most bytes a workspace's tar may have: its tmpfs holds no more (plus tar's headers). */
   maxWorkspaceTarBytes: number;
-  destroy(runtimeId: string): Promise<void>;
 }
 
 export function checkpointKindOf(pool: PoolSpec): CheckpointKind | undefined {
@@ -115,7 +114,6 @@ export async function checkpointSandbox(
       );
     }
     const bytes = await sizeOf(path.join(checkpoint.dir, CHECKPOINT_NAME));
-    await host.destroy(checkpoint.runtimeId);
     return { kind: "memory", bytes };
   }
   const file = path.join(checkpoint.dir, WORKSPACE_TAR);
@@ -130,7 +128,6 @@ export async function checkpointSandbox(
     { maxBytes: host.maxWorkspaceTarBytes, timeoutMs: WORKSPACE_TAR_TIMEOUT_MS },
   );
   const bytes = (await stat(file)).size;
-  await host.destroy(checkpoint.runtimeId);
   return { kind: "files", bytes };
 }
 

@@ -567,7 +567,6 @@ export class DockerRuntime implements SandboxRuntime {
       sessionsRoot: this.options.sessionsRoot,
       codeGid: Number(this.options.user.split(":")[1]),
       maxWorkspaceTarBytes: maxWorkspaceTarBytes(Object.values(this.options.resourceClasses)),
-      destroy: (runtimeId) => this.destroy(runtimeId),
     };
   }
 

@@ -120,6 +120,8 @@ describe.skipIf(!available).each(cases)(
       });
       expect(saved.kind).toBe(kind);
       expect(saved.bytes).toBeGreaterThan(0);
+      // The container is the caller's to remove, once the checkpoint is kept.
+      await box.runtime.destroy(box.sandbox.runtimeId);
       expect(await containerExists(box.sandbox.runtimeId.split(":")[1]!)).toBe(false);
       expect(((await stat(dir)).mode & 0o777).toString(8)).toBe("700");
 

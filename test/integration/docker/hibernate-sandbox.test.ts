@@ -93,6 +93,7 @@ describe.skipIf(!available).each(["gvisor", "container"] as Isolation[])(
       sandboxId,
       sandboxSessionId,
       pool,
+      destroy: (runtimeId: string) => box.runtime.destroy(runtimeId),
     });
 
     it("refuses at the workspace's bound before saving anything: the sandbox runs on as it was", async () => {
