@@ -235,6 +235,55 @@ describe.skipIf(!available)("session hibernation (serve, docker)", () => {
     expect((await client.exec(id, { tool: "code_execution", input: { code: "print(1)" } })).status).toBe(404);
   }, 120_000);
 
+  it("a replica killed -9 while it saves leaves no orphan: another replica serves the session within seconds", async () => {
+    const workspace = "hib-crash";
+    const victim = await deployment.startReplica();
+    const client = await deployment.client(victim, workspace);
+    const id = ((await client.createSession()).body as { session_id: string }).session_id;
+    await client.run(id, "bash_code_execution", { command: "echo kept > f" });
+    const key = { workspace, sessionId: id };
+    const container = (await store.getLease(key))!.sandbox.sandboxId;
+    void fetch(`${victim.url}/admin/v1/sessions/${id}/hibernate`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${adminToken}` },
+    }).catch(() => undefined);
+    await waitFor(
+      async () => (await store.getLease(key))?.hibernation?.phase === "saving",
+      10_000,
+      "the save to begin",
+      5,
+    );
+    victim.process.kill("SIGKILL");
+
+    // On the surviving replica the call waits out the dead replica's claim, then runs.
+    const survivor = await deployment.client(replica, workspace);
+    const began = Date.now();
+    const seen = await survivor.run(id, "bash_code_execution", { command: "cat f" });
+    expect(seen.stdout).toBe("kept\n");
+    expect(Date.now() - began).toBeLessThan(30_000);
+    const lease = await store.getLease(key);
+    expect(lease?.hibernation).toBeUndefined();
+    // No checkpoint left, and every running container of the deployment is accounted for.
+    await waitFor(async () => (await checkpointsOf(workspace)).length === 0, 10_000, "no checkpoint left");
+    await waitFor(
+      async () => {
+        const known = new Set([lease!.sandbox.sandboxId]);
+        for (const pool of ["default", "gv"]) {
+          for (const idle of await store.listIdle(pool)) known.add(idle.sandboxId);
+          for (const parked of await store.listParked(pool)) known.add(parked.sandboxId);
+          for (const leased of await store.listLeases()) known.add(leased.sandbox.sandboxId);
+        }
+        const running = (await deployment.containers()).filter((c) => c.running).map((c) => c.sandboxId);
+        return running.every((sandboxId) => known.has(sandboxId));
+      },
+      20_000,
+      "every container accounted for",
+    );
+    expect(lease?.sandbox.sandboxId).toBe(container);
+    expect((await survivor.destroy(id)).status).toBe(204);
+    expect(await store.getLease(key)).toBeUndefined();
+  }, 120_000);
+
   it("keeps a workspace within maxHibernatedSessions, and hibernates idle sessions by policy", async () => {
     const workspace = "hib-policy";
     await setPolicy(workspace, { maxHibernatedSessions: 1, hibernateAfterIdleSeconds: 5 });
