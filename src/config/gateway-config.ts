@@ -129,7 +129,7 @@ export const gatewayConfigSchema = z
         warmMs: positive.default(1_000),
         reapMs: positive.default(1_000),
         reconcileMs: positive.default(30_000),
-        /** How often leased sandboxes' CPU is read and charged (src/quota/cpu-meter.ts). */
+        /** How often leased sandboxes' CPU is read and charged (src/admission/cpu-meter.ts). */
         cpuMeterMs: positive.default(2_000),
         /** Longer than any sandbox start takes, so a start in progress is never called an orphan. */
         orphanGraceMs: positive.default(120_000),

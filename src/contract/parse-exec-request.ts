@@ -47,7 +47,7 @@ function meantTool(tool: string): string | undefined {
  * An Execute body admitted as it came: checked by `parseExecRequest`, returned unchanged,
  * since unknown request fields travel on to the sandbox (only the timeout is rewritten).
  */
-export function admitExecBody(body: unknown): ExecRequest {
+export function parseExecBody(body: unknown): ExecRequest {
   parseExecRequest(body);
   return body as ExecRequest;
 }

@@ -1,7 +1,8 @@
 /** What explain reads: the policy, the admission and pool previews, and the leases (read only). */
+
+import type { Admission } from "../admission/admission.js";
 import type { PolicyService } from "../policy/policy-service.js";
 import type { PoolManager } from "../pool/pool-manager.js";
-import type { Admission } from "../quota/admission.js";
 import type { SessionLifecycle } from "../session/session-lifecycle.js";
 
 export interface ExplainDeps {

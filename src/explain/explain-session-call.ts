@@ -51,7 +51,7 @@ export async function explainSessionCall(
       detail:
         "no live session with this id in the workspace (unknown, ended, expired or another workspace's: the same 404)",
     });
-  const admitted = operation.admitBody || operation.body ? argsStep(trace, operation, body) : undefined;
+  const admitted = operation.parseBody || operation.body ? argsStep(trace, operation, body) : undefined;
   if (!plan.gated) {
     trace.skip("policy", "workspace.enabled", plan.ungated ?? `${operation.label} is not gated by policy`);
     return {};

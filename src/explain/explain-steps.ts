@@ -1,12 +1,12 @@
 /** The trace steps of the decisions explain reports: the body, a policy verdict, a clamp, a quota check. */
-import { SandpoolError } from "../contract/error-codes.js";
-import { admitBody } from "../operations/admit-body.js";
 
+import type { QuotaCheck } from "../admission/admission-preview.js";
+import { SandpoolError } from "../contract/error-codes.js";
 import type { OperationSpec } from "../operations/operation.js";
+import { parseBody } from "../operations/parse-body.js";
 import type { Clamp } from "../policy/decide-limits.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
 import type { PolicyVerdict } from "../policy/verdict.js";
-import type { QuotaCheck } from "../quota/admission-preview.js";
 import type { Trace } from "./explain-trace.js";
 
 export function mountedStep(trace: Trace, operation: OperationSpec, workspace: string): void {
@@ -22,7 +22,7 @@ export function mountedStep(trace: Trace, operation: OperationSpec, workspace: s
  */
 export function argsStep(trace: Trace, operation: OperationSpec, body: unknown): unknown {
   try {
-    const admitted = admitBody(operation, body);
+    const admitted = parseBody(operation, body);
     const tool = (admitted as { tool?: unknown }).tool;
     trace.pass("args", {
       rule: "args.schema",

@@ -5,6 +5,7 @@
  * own (GatewayAppDeps). A running gateway exposes them to its owner (tests, dev mode).
  */
 import type { Logger } from "pino";
+import type { Admission } from "../admission/admission.js";
 import type { ApiKeyAdmin } from "../auth/api-key-admin.js";
 import type { FailedAuthLimiter } from "../auth/failed-auth-limiter.js";
 import type { BearerAuthenticator } from "../auth/principal.js";
@@ -19,7 +20,6 @@ import type { PolicyService } from "../policy/policy-service.js";
 import type { RuntimePoolSizes } from "../pool/pool-sizes.js";
 import type { PoolStatus } from "../pool/pool-status.js";
 import type { GatewayPools } from "../pool/sandbox-pool.js";
-import type { Admission } from "../quota/admission.js";
 import type { NodeRegistry } from "../roles/shared/node-registry.js";
 import type { MetricsToken } from "../service/metrics-token.js";
 import type { SessionLifecycle } from "../session/session-lifecycle.js";

@@ -5,6 +5,8 @@
  */
 import type { Kysely } from "kysely";
 import type { Logger } from "pino";
+import { Admission } from "../admission/admission.js";
+import { CPU_METER_JOB, CpuMeter } from "../admission/cpu-meter.js";
 import { buildAuthentication } from "../auth/build-authenticator.js";
 import { FailedAuthLimiter } from "../auth/failed-auth-limiter.js";
 import type { GatewayConfig } from "../config/gateway-config.js";
@@ -31,8 +33,6 @@ import { poolStatus } from "../pool/pool-status.js";
 import { NOTHING_RECONCILED, type ReconcileReport, reconcile } from "../pool/reconcile.js";
 import type { GatewayPools } from "../pool/sandbox-pool.js";
 import { defaultWarmupStarts, WarmupLimiter } from "../pool/warmup-limiter.js";
-import { Admission } from "../quota/admission.js";
-import { CPU_METER_JOB, CpuMeter } from "../quota/cpu-meter.js";
 import { createEdgeRouting } from "../roles/edge/edge-routing.js";
 import type { NodeRegistry } from "../roles/shared/node-registry.js";
 import { hibernationOf } from "../runtime/sandbox-hibernation.js";

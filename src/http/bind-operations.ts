@@ -22,7 +22,7 @@ import { type PipelineDeps, runPipeline } from "../pipeline/pipeline.js";
 import { inputOf, type RawArgs } from "../pipeline/steps/args.js";
 import { authenticateCaller } from "../pipeline/steps/authenticate.js";
 import { closeUndelivered } from "./close-undelivered.js";
-import { admitJsonSize, readJsonBody } from "./common/read-json-body.js";
+import { checkJsonSize, readJsonBody } from "./common/read-json-body.js";
 import { renderOutcome } from "./common/render-outcome.js";
 import { requestHeader } from "./common/request-header.js";
 import type { GatewayEnv } from "./gateway-env.js";
@@ -89,7 +89,7 @@ function bindOne(
     // The size cap first, in the route rather than a middleware before it (a layer costs every
     // call a step of Hono's composition); a body within it is read only by the args step.
     if (maxJsonBytes !== undefined) {
-      const reading = admitJsonSize(c, maxJsonBytes);
+      const reading = checkJsonSize(c, maxJsonBytes);
       if (reading) await reading;
     }
     c.set("operation", operation.label);

@@ -150,7 +150,7 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
 
-  /** The CPU meter's charges (src/quota/cpu-meter.ts): sandbox CPU beyond the calls' wall time shows here. */
+  /** The CPU meter's charges (src/admission/cpu-meter.ts): sandbox CPU beyond the calls' wall time shows here. */
   readonly cpuMeteredSeconds = new Counter({
     name: "sandpool_sandbox_cpu_metered_seconds_total",
     help: "CPU time of leased sandboxes read by the CPU meter and charged to their workspaces' days",

@@ -6,7 +6,7 @@
  * its session, which the pipeline enforces and explain reports.
  */
 import * as z from "zod/mini";
-import { admitExecBody } from "../contract/parse-exec-request.js";
+import { parseExecBody } from "../contract/parse-exec-request.js";
 import { type CreateSessionRequest, createSessionRequest, type ExecRequest } from "../contract/schemas.js";
 import { fileSizeAllowed, imageAllowed, toolAllowed } from "../policy/decide-access.js";
 import type { OperationSpec } from "./operation.js";
@@ -98,7 +98,7 @@ export const contractOperations = [
     label: "Execute",
     effects: ["exec"],
     input: "json",
-    admitBody: admitExecBody,
+    parseBody: parseExecBody,
     answers: ["json", "event-stream"],
     success: 200,
     session: {

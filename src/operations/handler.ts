@@ -8,8 +8,8 @@ import type { Readable } from "node:stream";
 import type { Logger } from "pino";
 import type { Caller } from "../auth/principal.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
-import type { AdmittedSession } from "./admitted-session.js";
 import type { OperationSpec } from "./operation.js";
+import type { ResolvedSession } from "./resolved-session.js";
 
 /** An operation's arguments, admitted (parsed and validated against its declared schemas). */
 export interface CallArgs {
@@ -36,7 +36,7 @@ export interface OperationCall {
   /** The workspace's policy in force, for a contract operation gated by it (the policy step). */
   policy?: EffectivePolicy;
   /** What the pipeline's resolve, policy and admit steps admitted, for a call on a session. */
-  session?: AdmittedSession;
+  session?: ResolvedSession;
   /** What a streamed answer may ask of the transport that carries it (absent in-process). */
   transport?: CallTransport;
 }

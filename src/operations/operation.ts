@@ -71,7 +71,7 @@ export interface OperationSpec {
    * (Execute: 400 for an unknown tool kind, 422 for a malformed input); it returns the body
    * the handler gets. Without it, `body` is checked (422 `request.malformed`, every problem).
    */
-  admitBody?: (body: unknown) => unknown;
+  parseBody?: (body: unknown) => unknown;
   /** Schema of a JSON answer, for the OpenAPI document. */
   result?: $ZodType;
   /** A contract operation's session plan: its policy gate and rules, and how it touches its session. */

@@ -29,7 +29,7 @@ import type {
 import type { OperationSpec } from "../operations/operation.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
 import type { SessionCalls } from "../session/session-calls.js";
-import { admitArgs, type RawArgs } from "./steps/args.js";
+import { parseArgs, type RawArgs } from "./steps/args.js";
 import { authenticateCaller, type Credential } from "./steps/authenticate.js";
 import { mountedCaller } from "./steps/mounted.js";
 
@@ -74,13 +74,13 @@ export async function runPipeline(
     const plan = principal && operation.session;
     const sessions = deps.sessions;
     if (!plan || !sessions)
-      return await handler(callOf(request, caller, await admitArgs(operation, request.raw)));
+      return await handler(callOf(request, caller, await parseArgs(operation, request.raw)));
     // The session the path names: known before its args are, so a 404 can come first.
     const key = sessions.keyOf(principal, request.raw);
     let args: CallArgs;
     let policy: EffectivePolicy | undefined;
     try {
-      args = await admitArgs(operation, request.raw);
+      args = await parseArgs(operation, request.raw);
       policy = await sessions.gate(plan, principal.workspace, args);
     } catch (refusal) {
       return await sessions.refuseInOrder(key, refusal);

@@ -16,8 +16,8 @@ import { MAX_FILE_BYTES_HEADER } from "../contract/headers.js";
 import type { PendingWork } from "../deferred/pending-work.js";
 import type { ForwardLimits, SandboxAnswer, SandboxForwarder } from "../forward/sandbox-forwarder.js";
 import type { UsageSink } from "../metering/usage-sink.js";
-import type { OpenCall } from "../operations/admitted-session.js";
 import type { CallArgs, OperationCall, OperationHandler } from "../operations/handler.js";
+import type { OpenCall } from "../operations/resolved-session.js";
 import { TRANSFER_DEADLINE_MS } from "../operations/session-plan.js";
 import { answerOutcome } from "./answer-outcome.js";
 

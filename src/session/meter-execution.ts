@@ -7,7 +7,7 @@
 
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { UsageSink } from "../metering/usage-sink.js";
-import type { OpenCall } from "../operations/admitted-session.js";
+import type { OpenCall } from "../operations/resolved-session.js";
 
 /** What metering an Execute needs: its duration metric and the usage sink. */
 export interface MeterDeps {

@@ -11,8 +11,8 @@
  * so the caller gets the 404 when there is no session (`refuseInOrder`).
  */
 import type { Principal } from "../auth/principal.js";
-import type { AdmittedSession } from "../operations/admitted-session.js";
 import type { CallArgs } from "../operations/handler.js";
+import type { ResolvedSession } from "../operations/resolved-session.js";
 import type { SessionPlan, SessionPlanLimits } from "../operations/session-plan.js";
 import { workspaceEnabled } from "../policy/decide-access.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
@@ -60,7 +60,7 @@ export class SessionCalls {
     key: LeaseKey,
     policy: EffectivePolicy | undefined,
     args: CallArgs,
-  ): Promise<AdmittedSession> {
+  ): Promise<ResolvedSession> {
     if (plan.admits === "resolve") {
       return { key, policy, call: undefined, lease: await this.deps.sessions.resolve(key) };
     }

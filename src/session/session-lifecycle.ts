@@ -10,6 +10,7 @@
 import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
+import { type Admission, settlement } from "../admission/admission.js";
 import { SandpoolError } from "../contract/error-codes.js";
 import type { CreateSessionRequest } from "../contract/schemas.js";
 import type { SandboxClient } from "../forward/sandbox-client.js";
@@ -17,7 +18,7 @@ import type { Resumed, SessionHibernation } from "../hibernate/session-hibernati
 import type { JobRunner } from "../jobs/job-runner.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { UsageSink } from "../metering/usage-sink.js";
-import type { OpenCall } from "../operations/admitted-session.js";
+import type { OpenCall } from "../operations/resolved-session.js";
 import { imageAllowed } from "../policy/decide-access.js";
 import { sessionTimeouts } from "../policy/decide-limits.js";
 import { poolServing } from "../policy/decide-pool.js";
@@ -25,7 +26,6 @@ import type { EffectivePolicy } from "../policy/effective-policy.js";
 import type { PolicyService } from "../policy/policy-service.js";
 import { enforce } from "../policy/verdict.js";
 import type { LeasedSandbox, SandboxPool } from "../pool/sandbox-pool.js";
-import { type Admission, settlement } from "../quota/admission.js";
 import type { SandboxUsage } from "../runtime/sandbox-runtime.js";
 import type { LeaseStore } from "../store/coordination/lease-store.js";
 import {
@@ -53,7 +53,7 @@ export type EndReason =
   | "ended_by_operator"
   /** The node holding the sandbox stopped heart-beating (roles edge and node). */
   | "node_lost"
-  /** Its sandbox ran code after its workspace's day was spent (src/quota/cpu-meter.ts). */
+  /** Its sandbox ran code after its workspace's day was spent (src/admission/cpu-meter.ts). */
   | "budget_spent";
 
 /** Ends after which the sandbox is sound and may serve its workspace's next session. */

@@ -73,7 +73,7 @@ function declaredLength(c: Context): number | undefined {
  * The cap, enforced before the handler runs: on Content-Length (at once: undefined, nothing
  * to wait for), or while a chunked body arrives (the promise of its read).
  */
-export function admitJsonSize(c: Context, maxBytes: number): Promise<void> | undefined {
+export function checkJsonSize(c: Context, maxBytes: number): Promise<void> | undefined {
   const declared = declaredLength(c);
   if (declared !== undefined) {
     if (declared > maxBytes) throw tooLarge();
@@ -93,10 +93,10 @@ async function readWithinCap(c: Context, maxBytes: number): Promise<void> {
   }
 }
 
-/** `admitJsonSize` as a middleware (the sandbox's app). */
+/** `checkJsonSize` as a middleware (the sandbox's app). */
 export function jsonBodyLimit(maxBytes: number): MiddlewareHandler {
   return async (c, next) => {
-    await admitJsonSize(c, maxBytes);
+    await checkJsonSize(c, maxBytes);
     return next();
   };
 }

@@ -2,7 +2,7 @@
  * Pipeline step "args": the call's arguments checked against the operation's declarations
  * (path parameters, query, body) and handed on admitted. A refused input is 422
  * `request.malformed` listing every problem (`detail.problems`), except where the operation
- * checks its body with the contract's own codes (`admitBody`: Execute's 400 `tool.unknown`).
+ * checks its body with the contract's own codes (`parseBody`: Execute's 400 `tool.unknown`).
  * A JSON body is read here, under the parse rules of the transport (415, 400, depth), and an
  * operation that takes a byte stream refuses a call without one.
  */
@@ -11,9 +11,9 @@ import type { $ZodType } from "zod/v4/core";
 import { safeParse } from "zod/v4/core";
 import { malformed, SandpoolError } from "../../contract/error-codes.js";
 import type { SchemaIssues } from "../../contract/schemas.js";
-import { admitBody } from "../../operations/admit-body.js";
 import type { CallArgs } from "../../operations/handler.js";
 import type { OperationSpec } from "../../operations/operation.js";
+import { parseBody } from "../../operations/parse-body.js";
 
 /** The arguments as the transport (or an in-process caller) gave them, not yet admitted. */
 export interface RawArgs {
@@ -25,7 +25,7 @@ export interface RawArgs {
   answer?: CallArgs["answer"];
 }
 
-export async function admitArgs(operation: OperationSpec, raw: RawArgs): Promise<CallArgs> {
+export async function parseArgs(operation: OperationSpec, raw: RawArgs): Promise<CallArgs> {
   const params = operation.params
     ? checked<CallArgs["params"]>(operation.params, raw.params, sentences)
     : raw.params;
@@ -38,7 +38,7 @@ export async function admitArgs(operation: OperationSpec, raw: RawArgs): Promise
     const optional = input === "optional-json";
     const body = raw.readBody ? await raw.readBody(optional) : optional ? {} : undefined;
     if (body === undefined) throw new SandpoolError("request.bad_json", "the request body is not valid JSON");
-    args.body = admitBody(operation, body);
+    args.body = parseBody(operation, body);
   } else if (input === "stream") {
     if (!raw.stream)
       throw new SandpoolError("request.malformed", `${operation.label} needs a multipart body`);

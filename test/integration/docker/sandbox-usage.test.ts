@@ -49,7 +49,7 @@ const pool: PoolSpec = {
 };
 
 // On both isolation levels: a gVisor sandbox's cgroup holds its sentry too, so what it is
-// charged (the budget's CPU, src/quota/cpu-meter.ts) includes gVisor's own work.
+// charged (the budget's CPU, src/admission/cpu-meter.ts) includes gVisor's own work.
 describe.skipIf(!available).each(isolationLevels)("DockerRuntime.usage (%s)", (isolation) => {
   let socketDir: string;
   let runtime: DockerRuntime;

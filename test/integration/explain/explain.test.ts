@@ -7,9 +7,9 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { budgetDay, MINUTE_MS } from "../../../src/admission/admission.js";
 import { mintToken } from "../../../src/auth/dev-keys.js";
 import type { TraceStep } from "../../../src/explain/explain-trace.js";
-import { budgetDay, MINUTE_MS } from "../../../src/quota/admission.js";
 import type { EditablePolicyFields } from "../../../src/store/sql/policy-row.js";
 import { adminRequest } from "../../support/admin-api.js";
 import type { Answer, ContractClient } from "../../support/contract-client.js";

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { budgetDay } from "../../../src/quota/admission.js";
+import { budgetDay } from "../../../src/admission/admission.js";
 import type { EditablePolicyFields } from "../../../src/store/sql/policy-row.js";
 import type { Answer, ContractClient } from "../../support/contract-client.js";
 import { startTestGateway, type TestGateway } from "../../support/gateway-harness.js";

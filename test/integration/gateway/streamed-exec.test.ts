@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { budgetDay } from "../../../src/quota/admission.js";
+import { budgetDay } from "../../../src/admission/admission.js";
 import { assertContractResponse } from "../../support/contract.js";
 import { comparable, streamExec, streamedText } from "../../support/exec-event-stream.js";
 import { startTestGateway, type TestGateway } from "../../support/gateway-harness.js";

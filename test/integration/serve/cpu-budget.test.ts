@@ -6,8 +6,8 @@
  * sandbox's cgroup holds its sentry, whose CPU is charged too).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { budgetDay } from "../../../src/admission/admission.js";
 import { type Isolation, isolationLevels } from "../../../src/policy-schema/isolation-levels.js";
-import { budgetDay } from "../../../src/quota/admission.js";
 import type { CliServer } from "../../support/cli.js";
 import type { ContractClient } from "../../support/contract-client.js";
 import { gvisorSuiteAvailable } from "../../support/docker-suite.js";

@@ -4,7 +4,7 @@
  * standing in (each counted, so a test can see the one round trip).
  */
 import { SandpoolError } from "../../../src/contract/error-codes.js";
-import type { OpenCall } from "../../../src/operations/admitted-session.js";
+import type { OpenCall } from "../../../src/operations/resolved-session.js";
 import type { EffectivePolicy } from "../../../src/policy/effective-policy.js";
 import { effectivePolicy } from "../../../src/policy/effective-policy.js";
 import type { WorkspacePolicyFields } from "../../../src/policy/workspace-policy-fields.js";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { budgetDay } from "../../../src/admission/admission.js";
 import { SandpoolError } from "../../../src/contract/error-codes.js";
 import { effectivePolicy } from "../../../src/policy/effective-policy.js";
-import { budgetDay } from "../../../src/quota/admission.js";
 import { deployment } from "../policy/deployment.js";
 import { admissionOnClock, HOUR, NOON } from "./admission-clock.js";
 

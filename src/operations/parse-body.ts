@@ -1,6 +1,6 @@
 /**
  * An operation's JSON body checked as it declares (the pipeline's args step, and explain's):
- * with its own `admitBody` where it has the contract's own codes (Execute's 400
+ * with its own `parseBody` where it has the contract's own codes (Execute's 400
  * `tool.unknown`), else against its `body` schema (422 `request.malformed` listing every
  * problem). Returns the body the handler gets.
  */
@@ -10,8 +10,8 @@ import { malformed } from "../contract/error-codes.js";
 import { issueProblems } from "../contract/schemas.js";
 import type { OperationSpec } from "./operation.js";
 
-export function admitBody(operation: OperationSpec, body: unknown): unknown {
-  if (operation.admitBody) return operation.admitBody(body);
+export function parseBody(operation: OperationSpec, body: unknown): unknown {
+  if (operation.parseBody) return operation.parseBody(body);
   if (!operation.body) return body;
   const schema: $ZodType = operation.body;
   const parsed = safeParse(schema, body);

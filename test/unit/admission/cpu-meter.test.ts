@@ -5,8 +5,8 @@
  */
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
+import { BURNING_MS, CpuMeter } from "../../../src/admission/cpu-meter.js";
 import { effectivePolicy } from "../../../src/policy/effective-policy.js";
-import { BURNING_MS, CpuMeter } from "../../../src/quota/cpu-meter.js";
 import type { Lease } from "../../../src/store/coordination/records.js";
 import { deployment } from "../policy/deployment.js";
 import { admissionOnClock } from "./admission-clock.js";
@@ -72,7 +72,7 @@ describe("CpuMeter", () => {
     expect(await meter.tick()).toEqual({ read: 2, chargedMs: 0, stopped: 0 });
     setCpu("b", 5_600);
     expect((await meter.tick()).chargedMs).toBe(600);
-    const day = (await import("../../../src/quota/admission.js")).budgetDay(clock.now());
+    const day = (await import("../../../src/admission/admission.js")).budgetDay(clock.now());
     expect(await clock.store.readBudget("ws", day)).toBe(1_600);
   });
 

@@ -2,8 +2,9 @@
  * An Admission on a memory store with a clock the test moves, and the effective policy of
  * workspace `ws` with the given quota limits: the set-up the admission and preview tests share.
  */
+
+import { Admission } from "../../../src/admission/admission.js";
 import { effectivePolicy } from "../../../src/policy/effective-policy.js";
-import { Admission } from "../../../src/quota/admission.js";
 import { MemoryCoordinationStore } from "../../../src/store/coordination/memory-store.js";
 import { deployment } from "../policy/deployment.js";
 

@@ -26,7 +26,7 @@ export interface OpenCall {
   end(measuredMs?: number): Promise<number>;
 }
 
-export interface AdmittedSession {
+export interface ResolvedSession {
   key: LeaseKey;
   policy: EffectivePolicy | undefined;
   /** The call begun: the handler must end it (`OpenCall.end`), once, whatever happens. */

@@ -1,16 +1,16 @@
 /**
- * Admission previews (src/quota/admission-preview.ts) and a pool's capacity: for every state
+ * Admission previews (src/admission/admission-preview.ts) and a pool's capacity: for every state
  * of the quotas, the preview refuses with the code, message and Retry-After the real
  * admission then throws, and reading takes nothing (the real call still gets what the
  * preview said). The capacity answers warm, cold or exhausted as the pool's counts say.
  */
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
+import { budgetDay } from "../../../src/admission/admission.js";
 import { SandpoolError } from "../../../src/contract/error-codes.js";
 import type { SandboxClient } from "../../../src/forward/sandbox-client.js";
 import { GatewayMetrics } from "../../../src/metering/gateway-metrics.js";
 import { PoolManager } from "../../../src/pool/pool-manager.js";
-import { budgetDay } from "../../../src/quota/admission.js";
 import type { PoolSpec, SandboxRuntime } from "../../../src/runtime/sandbox-runtime.js";
 import { MemoryCoordinationStore } from "../../../src/store/coordination/memory-store.js";
 import { admissionOnClock, HOUR, NOON } from "./admission-clock.js";
