@@ -147,6 +147,7 @@ export async function startGateway(
             await sessions.end(key, "sandbox_failed");
           },
           metrics,
+          usage,
           log,
         })
       : undefined;

@@ -17,6 +17,7 @@ import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
 import { SandpoolError } from "../contract/error-codes.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
+import type { UsageSink } from "../metering/usage-sink.js";
 import type { SandboxBringUp } from "../pool/pool-manager.js";
 import type { SandboxHibernation } from "../runtime/sandbox-hibernation.js";
 import { SandboxLostInCheckpointError } from "../runtime/sandbox-hibernation.js";
@@ -73,6 +74,8 @@ export interface SessionHibernationDeps {
   /** Called when the session's sandbox was lost in a failed save: the session ends. */
   sandboxLost(key: LeaseKey): Promise<void>;
   metrics: GatewayMetrics;
+  /** Each checkpoint saved is a usage record of its bytes. */
+  usage: UsageSink;
   log: Logger;
   now?: () => number;
 }
@@ -203,6 +206,14 @@ export class SessionHibernation {
     this.deps.metrics.hibernations.inc({ outcome: "saved" });
     this.deps.metrics.hibernateDuration.observe({ kind: saved.kind }, (performance.now() - began) / 1000);
     this.deps.metrics.checkpointBytes.observe({ kind: saved.kind }, saved.bytes);
+    this.deps.usage.record({
+      workspace: key.workspace,
+      sessionId: key.sessionId,
+      kind: "checkpoint_saved",
+      quantity: saved.bytes,
+      sandboxId: lease.sandbox.sandboxId,
+      detail: { kind: saved.kind },
+    });
     this.deps.log.info(
       { session: key.sessionId, workspace: key.workspace, kind: saved.kind, bytes: saved.bytes },
       "session hibernated",

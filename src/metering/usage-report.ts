@@ -34,6 +34,9 @@ export interface UsageTotals {
   bytesOut: number;
   /** Requests refused by policy or quota. */
   denied: number;
+  /** Sessions hibernated, and the bytes their checkpoints held. */
+  hibernations: number;
+  checkpointBytes: number;
 }
 
 export interface UsageBucket extends UsageTotals {
@@ -111,6 +114,8 @@ function emptyTotals(): UsageTotals {
     filesOut: 0,
     bytesOut: 0,
     denied: 0,
+    hibernations: 0,
+    checkpointBytes: 0,
   };
 }
 
@@ -143,6 +148,10 @@ function addRow(totals: UsageTotals, row: UsageAggregateRow): void {
       break;
     case "denied":
       totals.denied += row.events;
+      break;
+    case "checkpoint_saved":
+      totals.hibernations += row.events;
+      totals.checkpointBytes += row.quantity;
       break;
   }
 }

@@ -53,6 +53,8 @@ const CSV_COLUMNS = [
   "filesOut",
   "bytesOut",
   "denied",
+  "hibernations",
+  "checkpointBytes",
 ] as const;
 
 /** Long format: one row per bucket and dimension; a breakdown leaves columns it lacks empty. */

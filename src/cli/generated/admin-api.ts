@@ -2555,7 +2555,7 @@ export interface operations {
                         to: string;
                         usage: {
                             /** @enum {string} */
-                            kind: "session_created" | "session_ended" | "exec" | "file_in" | "file_out" | "denied" | "sandbox_cpu" | "sandbox_memory_peak";
+                            kind: "session_created" | "session_ended" | "exec" | "file_in" | "file_out" | "denied" | "sandbox_cpu" | "sandbox_memory_peak" | "checkpoint_saved";
                             tool: string | null;
                             /** @description Number of events. */
                             count: number;
@@ -2693,6 +2693,10 @@ export interface operations {
                             bytesOut: number;
                             /** @description Requests refused by policy or quota. */
                             denied: number;
+                            /** @description Sessions hibernated (saved to a checkpoint). */
+                            hibernations: number;
+                            /** @description Bytes of the checkpoints those hibernations saved. */
+                            checkpointBytes: number;
                         };
                         buckets: {
                             start: string;
@@ -2708,6 +2712,10 @@ export interface operations {
                             bytesOut: number;
                             /** @description Requests refused by policy or quota. */
                             denied: number;
+                            /** @description Sessions hibernated (saved to a checkpoint). */
+                            hibernations: number;
+                            /** @description Bytes of the checkpoints those hibernations saved. */
+                            checkpointBytes: number;
                             byTool: {
                                 tool: string;
                                 execCalls: number;

@@ -45,6 +45,8 @@ const totals = {
   filesOut: z.number(),
   bytesOut: z.number(),
   denied: z.number().meta({ description: "Requests refused by policy or quota." }),
+  hibernations: z.number().meta({ description: "Sessions hibernated (saved to a checkpoint)." }),
+  checkpointBytes: z.number().meta({ description: "Bytes of the checkpoints those hibernations saved." }),
 };
 
 export const usageReportResultSchema = z.object({

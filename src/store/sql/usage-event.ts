@@ -15,6 +15,8 @@ export const usageKinds = [
   "sandbox_cpu",
   /** The most memory in bytes a sandbox held at once, from its cgroup (at session end). */
   "sandbox_memory_peak",
+  /** A session hibernated: its checkpoint's bytes (src/hibernate/). */
+  "checkpoint_saved",
 ] as const;
 export type UsageKind = (typeof usageKinds)[number];
 
@@ -26,7 +28,7 @@ export const usageEventSchema = z.strictObject({
   tool: z.string().min(1).nullish(),
   /**
    * Milliseconds for `exec`, `session_ended` (the session's lifetime) and `sandbox_cpu`;
-   * bytes for `file_in`, `file_out` and `sandbox_memory_peak`; 0 otherwise.
+   * bytes for `file_in`, `file_out`, `sandbox_memory_peak` and `checkpoint_saved`; 0 otherwise.
    */
   quantity: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
   detail: z.record(z.string(), z.unknown()).nullish(),

@@ -302,5 +302,11 @@ describe.skipIf(!available)("session hibernation (serve, docker)", () => {
     expect((await client.run(second, "code_execution", { code: "print(5)" })).stdout).toBe("5\n");
     await client.destroy(first);
     await client.destroy(second);
+    // Each checkpoint saved is metered: the workspace's usage counts them and their bytes.
+    const usage = await admin("GET", `/usage?workspace=${workspace}&by=hour`);
+    expect(usage.status, JSON.stringify(usage.body)).toBe(200);
+    const totals = usage.body.totals as { hibernations: number; checkpointBytes: number };
+    expect(totals.hibernations).toBeGreaterThanOrEqual(2);
+    expect(totals.checkpointBytes).toBeGreaterThan(0);
   }, 120_000);
 });

@@ -22,6 +22,8 @@ const unset = {
   egressAllowCidrs: null,
   egressAllowHosts: null,
   sandboxReuse: null,
+  hibernateAfterIdleSeconds: null,
+  maxHibernatedSessions: null,
 };
 
 describe.each(databaseFlavours)("PolicyRepository on $name", (flavour) => {

@@ -31,6 +31,8 @@ describe("usageCsv", () => {
       filesOut: 0,
       bytesOut: 0,
       denied: 0,
+      hibernations: 0,
+      checkpointBytes: 0,
     };
     const report: UsageReportAnswer = {
       workspace: "w",
@@ -49,9 +51,9 @@ describe("usageCsv", () => {
       ],
     };
     const lines = usageCsv(report).split("\r\n");
-    expect(lines[1]).toBe("2026-01-01T00:00:00.000Z,total,,0,2,0,0,0,0,0,0,0,0,0");
-    expect(lines[2]).toBe("2026-01-01T00:00:00.000Z,tool,code_execution,,2,0.5,,,,,,,,");
-    expect(lines[3]).toBe('2026-01-01T00:00:00.000Z,image,"repo/img:1,x",1,,,,,,,,,,');
+    expect(lines[1]).toBe("2026-01-01T00:00:00.000Z,total,,0,2,0,0,0,0,0,0,0,0,0,0,0");
+    expect(lines[2]).toBe("2026-01-01T00:00:00.000Z,tool,code_execution,,2,0.5,,,,,,,,,,");
+    expect(lines[3]).toBe('2026-01-01T00:00:00.000Z,image,"repo/img:1,x",1,,,,,,,,,,,,');
     expect(lines[4]).toBe("");
   });
 });
