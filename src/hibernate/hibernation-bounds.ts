@@ -3,5 +3,5 @@ import type { EffectivePolicy } from "../policy/effective-policy.js";
 import type { CheckpointBounds } from "./checkpoint-store.js";
 
 export function hibernationBounds(policy: EffectivePolicy): CheckpointBounds {
-  return policy.maxHibernatedSessions === undefined ? {} : { maxCheckpoints: policy.maxHibernatedSessions };
+  return policy.maxHibernatedSessions === null ? {} : { maxCheckpoints: policy.maxHibernatedSessions };
 }

@@ -45,10 +45,10 @@ export interface EffectivePolicy {
   egressAllowHosts: string[];
   /** Whether its sessions may reuse a sandbox an earlier session of it used. */
   sandboxReuse: boolean;
-  /** Idle seconds after which a session hibernates; absent: never (src/hibernate/). */
-  hibernateAfterIdleSeconds?: number;
-  /** Hibernated sessions it may keep at once; absent: no bound. */
-  maxHibernatedSessions?: number;
+  /** Idle seconds after which a session hibernates; null: never (src/hibernate/). */
+  hibernateAfterIdleSeconds: number | null;
+  /** Hibernated sessions it may keep at once; null: no bound. */
+  maxHibernatedSessions: number | null;
 }
 
 const stricter = (ceiling: number, narrowed: number | null | undefined) =>
@@ -85,10 +85,8 @@ export function effectivePolicy(
     egressAllowHosts: egress.hosts,
     sandboxReuse: deployment.sandboxReuse && (row?.sandboxReuse ?? true),
     // The workspace's own settings: no deployment value to narrow.
-    ...(row?.hibernateAfterIdleSeconds == null
-      ? {}
-      : { hibernateAfterIdleSeconds: row.hibernateAfterIdleSeconds }),
-    ...(row?.maxHibernatedSessions == null ? {} : { maxHibernatedSessions: row.maxHibernatedSessions }),
+    hibernateAfterIdleSeconds: row?.hibernateAfterIdleSeconds ?? null,
+    maxHibernatedSessions: row?.maxHibernatedSessions ?? null,
   };
 }
 

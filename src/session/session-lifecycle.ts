@@ -446,13 +446,13 @@ export class SessionLifecycle {
     const hibernation = this.deps.hibernation;
     if (!hibernation) return 0;
     const now = this.now();
-    const afterOf = new Map<string, Promise<number | undefined>>();
+    const afterOf = new Map<string, Promise<number | null>>();
     const idleFor = (workspace: string) => {
       let after = afterOf.get(workspace);
       if (!after) {
         after = this.deps.policies.forWorkspace(workspace).then(
           (policy) => policy.hibernateAfterIdleSeconds,
-          () => undefined,
+          () => null,
         );
         afterOf.set(workspace, after);
       }
@@ -463,7 +463,7 @@ export class SessionLifecycle {
       if (!runsASandbox(lease) || !hibernation.canHibernate(lease.pool)) continue;
       if ((lease.activeCalls ?? 0) > 0 && (lease.busyUntil ?? 0) > now) continue;
       const after = await idleFor(lease.workspace);
-      if (after !== undefined && now - lease.lastActivityAt >= after * 1000) due.push(lease);
+      if (after !== null && now - lease.lastActivityAt >= after * 1000) due.push(lease);
     }
     let saved = 0;
     for (let i = 0; i < due.length; i += REAP_CONCURRENCY) {

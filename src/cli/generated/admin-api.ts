@@ -1959,8 +1959,8 @@ export interface operations {
                             egressAllowCidrs: string[];
                             egressAllowHosts: string[];
                             sandboxReuse: boolean;
-                            hibernateAfterIdleSeconds?: number;
-                            maxHibernatedSessions?: number;
+                            hibernateAfterIdleSeconds: number | null;
+                            maxHibernatedSessions: number | null;
                         };
                         sources: {
                             [key: string]: "deployment" | "workspace";
@@ -2147,8 +2147,8 @@ export interface operations {
                             egressAllowCidrs: string[];
                             egressAllowHosts: string[];
                             sandboxReuse: boolean;
-                            hibernateAfterIdleSeconds?: number;
-                            maxHibernatedSessions?: number;
+                            hibernateAfterIdleSeconds: number | null;
+                            maxHibernatedSessions: number | null;
                         };
                         sources: {
                             [key: string]: "deployment" | "workspace";

@@ -42,9 +42,9 @@ const inForce: Record<PolicyFieldKind, z.ZodType> = {
   cidrs: z.array(z.string()),
   hosts: z.array(z.string()),
   isolation: z.enum(isolationLevels),
-  // Fields a workspace alone sets: absent in force when it sets none.
-  limit: z.number().optional(),
-  idleSeconds: z.number().optional(),
+  // Fields a workspace alone sets: null in force when it sets none.
+  limit: z.number().nullable(),
+  idleSeconds: z.number().nullable(),
 };
 
 const isPolicyField = (field: string): field is PolicyFieldName => field in policyFields;

@@ -72,6 +72,8 @@ const policyFields = [
   "egressAllowCidrs",
   "egressAllowHosts",
   "sandboxReuse",
+  "hibernateAfterIdleSeconds",
+  "maxHibernatedSessions",
 ];
 const effectiveFields = [
   ...policyFields,

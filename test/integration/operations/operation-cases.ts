@@ -89,6 +89,11 @@ export const MALFORMED: Readonly<Record<string, MalformedCase>> = {
     status: 422,
     code: "request.malformed",
   },
+  "admin.sessions.hibernate": {
+    request: { method: "POST", path: "/admin/v1/sessions/some-id/hibernate?workspace=-bad" },
+    status: 422,
+    code: "request.malformed",
+  },
   "admin.keys.create": malformedBody("POST", "/admin/v1/keys", {}),
   "admin.keys.list": malformedQuery("/admin/v1/keys?workspace=-bad"),
   "admin.keys.revoke": {

@@ -31,6 +31,8 @@ describe("effectivePolicy", () => {
       egressAllowCidrs: d.egressAllowCidrs,
       egressAllowHosts: d.egressAllowHosts,
       sandboxReuse: d.sandboxReuse,
+      hibernateAfterIdleSeconds: null,
+      maxHibernatedSessions: null,
     });
   });
 

@@ -171,11 +171,12 @@ describe("the table of policy fields", () => {
   it("is the admin API's declared shape of the policy in force", () => {
     const effective = effectivePolicy("ws", deployment(), OWN_SETTINGS);
     expect(Object.keys(effectivePolicySchema.shape).sort()).toEqual(Object.keys(effective).sort());
-    // Unset, a workspace's own settings are absent in force.
+    // Unset, a workspace's own settings are null in force.
     const unset = effectivePolicy("ws", deployment(), undefined);
-    expect(effectivePolicySchema.parse({ ...unset, defaultImage: null })).not.toHaveProperty(
-      "maxHibernatedSessions",
-    );
+    expect(effectivePolicySchema.parse({ ...unset, defaultImage: null })).toMatchObject({
+      maxHibernatedSessions: null,
+      hibernateAfterIdleSeconds: null,
+    });
     expect(effectivePolicySchema.parse({ ...effective, defaultImage: null })).toBeDefined();
   });
 
