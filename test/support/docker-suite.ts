@@ -53,3 +53,14 @@ export async function removeDeploymentContainers(deployment: string): Promise<vo
     ),
   );
 }
+
+/** Whether the container a runtime id names (`<engine>:<container id>`) is running on the local engine. */
+export async function containerRunning(runtimeId: string): Promise<boolean> {
+  return new Dockerode()
+    .getContainer(runtimeId.split(":")[1]!)
+    .inspect()
+    .then(
+      (info) => info.State.Running,
+      () => false,
+    );
+}

@@ -28,22 +28,12 @@ import type { Isolation } from "../../../src/policy-schema/isolation-levels.js";
 import type { PoolSpec } from "../../../src/runtime/sandbox-runtime.js";
 import { ContractClient } from "../../support/contract-client.js";
 import { type DockerSandbox, startDockerSandbox } from "../../support/docker-sandbox.js";
-import { gvisorSuiteAvailable, SANDBOX_IMAGE } from "../../support/docker-suite.js";
+import { containerRunning, gvisorSuiteAvailable, SANDBOX_IMAGE } from "../../support/docker-suite.js";
 import { newSession } from "../../support/sandbox-server.js";
 
 const IMAGE = process.env.SANDPOOL_HIBERNATE_TEST_IMAGE ?? SANDBOX_IMAGE;
 const available = await gvisorSuiteAvailable(IMAGE);
 const WORKSPACE = "acme";
-
-async function containerExists(runtimeId: string): Promise<boolean> {
-  return new Dockerode()
-    .getContainer(runtimeId.split(":")[1]!)
-    .inspect()
-    .then(
-      (info) => info.State.Running,
-      () => false,
-    );
-}
 
 describe.skipIf(!available).each(["gvisor", "container"] as Isolation[])(
   "a %s sandbox hibernates into the store and resumes",
@@ -113,7 +103,7 @@ describe.skipIf(!available).each(["gvisor", "container"] as Isolation[])(
       expect(hibernated.bytes).toBeGreaterThan(0);
       expect(await store.usage(WORKSPACE)).toEqual({ checkpoints: 1, bytes: hibernated.bytes });
       expect(await store.locate("another-workspace", sessionId)).toBeUndefined();
-      expect(await containerExists(box.sandbox.runtimeId)).toBe(false);
+      expect(await containerRunning(box.sandbox.runtimeId)).toBe(false);
     }, 60_000);
 
     const resume = (deadline: number) =>

@@ -10,13 +10,12 @@
 import { mkdtemp, readdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import Dockerode from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mintToken } from "../../../src/auth/dev-keys.js";
 import { type Isolation, isolationLevels } from "../../../src/policy-schema/isolation-levels.js";
 import type { RedisCoordinationStore } from "../../../src/store/coordination/redis/redis-store.js";
 import type { CliServer } from "../../support/cli.js";
-import { gvisorSuiteAvailable } from "../../support/docker-suite.js";
+import { containerRunning, gvisorSuiteAvailable } from "../../support/docker-suite.js";
 import {
   createServeDeployment,
   SERVE_AUDIENCE,
@@ -101,16 +100,6 @@ describe.skipIf(!available)("session hibernation (serve, docker)", () => {
     const answer = await admin("GET", "/sessions");
     expect(answer.status).toBe(200);
     return (answer.body.items as SessionItem[]).find((item) => item.id === id);
-  }
-
-  async function containerRunning(runtimeId: string): Promise<boolean> {
-    return new Dockerode()
-      .getContainer(runtimeId.split(":")[1]!)
-      .inspect()
-      .then(
-        (info) => info.State.Running,
-        () => false,
-      );
   }
 
   async function checkpointsOf(workspace: string): Promise<string[]> {
