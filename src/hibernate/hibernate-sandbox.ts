@@ -125,7 +125,7 @@ export async function resumeSandbox(input: ResumeInput): Promise<ResumedSandbox>
   }
   try {
     const sandboxSessionId = await input.openSession(started);
-    await input.hibernation.restoreFiles(started.runtimeId, sandboxSessionId, dir);
+    await input.hibernation.restoreFiles({ runtimeId: started.runtimeId, sandboxId, sandboxSessionId, dir });
     return { ...started, sandboxId, sandboxSessionId, interpreterRestarted: true };
   } catch (error) {
     await input.destroy(started.runtimeId).catch(() => undefined);

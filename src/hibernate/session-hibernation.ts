@@ -19,6 +19,7 @@ import { SandpoolError } from "../contract/error-codes.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { UsageSink } from "../metering/usage-sink.js";
 import type { SandboxBringUp } from "../pool/pool-manager.js";
+import type { LeasedSandbox } from "../pool/sandbox-pool.js";
 import type { SandboxHibernation } from "../runtime/sandbox-hibernation.js";
 import { SandboxLostInCheckpointError } from "../runtime/sandbox-hibernation.js";
 import type { PoolSpec } from "../runtime/sandbox-runtime.js";
@@ -33,7 +34,7 @@ import {
   type SandboxRecord,
 } from "../store/coordination/records.js";
 import { CheckpointBoundError, type CheckpointBounds, type CheckpointStore } from "./checkpoint-store.js";
-import { hibernateSandbox, resumeSandbox } from "./hibernate-sandbox.js";
+import { CheckpointMissingError, hibernateSandbox, resumeSandbox } from "./hibernate-sandbox.js";
 import { SingleFlight } from "./single-flight.js";
 
 /** How long a save may hold its claim: the checkpoint of a large sandbox takes seconds. */
@@ -51,6 +52,8 @@ const CLAIM_POLL_MS = 100;
 /** What hibernation needs of the local pools. */
 export interface HibernationPools {
   list(): PoolSpec[];
+  lease(pool: PoolSpec, hold: MemberHold): Promise<LeasedSandbox>;
+  holdMembership(record: SandboxRecord, hold: MemberHold): Promise<void>;
   startFor(
     pool: PoolSpec,
     hold: MemberHold,
@@ -283,25 +286,35 @@ export class SessionHibernation {
     let record: SandboxRecord | undefined;
     const renewal = this.keepClaim(key, { phase: "restoring", claimId, checkpoint });
     try {
-      const sandboxId = checkpoint.kind === "memory" ? checkpoint.sandboxId : newSandboxId();
-      record = await this.deps.pools.startFor(pool, this.holdFor(lease), sandboxId, async (id, deadline) => {
-        const resumed = await resumeSandbox({
-          hibernation: this.deps.hibernation,
-          store: this.deps.checkpoints,
-          workspace: key.workspace,
-          sessionId: key.sessionId,
-          hibernated: checkpoint,
+      if (checkpoint.kind === "files") {
+        record = await this.filesIntoPooledSandbox(key, lease, pool, claimId, checkpoint);
+        interpreterRestarted = true;
+      } else {
+        record = await this.deps.pools.startFor(
           pool,
-          deadline,
-          freshSandboxId: () => id,
-          openSession: (started) =>
-            this.deps.createInnerSession(started.endpoint, Math.max(1, deadline - this.now())),
-          destroy: (runtimeId) => this.deps.pools.retire({ pool: pool.name, sandboxId: id, runtimeId }),
-        });
-        interpreterRestarted = resumed.interpreterRestarted;
-        return { ...resumed, innerSessionId: resumed.sandboxSessionId };
-      });
-      if (!record) throw resumeFailed(`the '${pool.name}' pool is at capacity`, 2);
+          this.holdFor(lease),
+          checkpoint.sandboxId,
+          async (id, deadline) => {
+            const resumed = await resumeSandbox({
+              hibernation: this.deps.hibernation,
+              store: this.deps.checkpoints,
+              workspace: key.workspace,
+              sessionId: key.sessionId,
+              hibernated: checkpoint,
+              pool,
+              deadline,
+              freshSandboxId: () => id,
+              openSession: (started) =>
+                this.deps.createInnerSession(started.endpoint, Math.max(1, deadline - this.now())),
+              destroy: (runtimeId) => this.deps.pools.retire({ pool: pool.name, sandboxId: id, runtimeId }),
+            });
+            return { ...resumed, innerSessionId: resumed.sandboxSessionId };
+          },
+        );
+        if (!record) throw resumeFailed(`the '${pool.name}' pool is at capacity`, 2);
+        // Its server listened again with the code's processes running (records.ts).
+        record = { ...record, neverReuse: true };
+      }
     } catch (error) {
       this.deps.metrics.resumes.inc({ outcome: "failed" });
       await this.deps.leases
@@ -324,8 +337,7 @@ export class SessionHibernation {
       from: ["restoring"],
       claimId,
       to: undefined,
-      // Its server listened again with the code's processes running (records.ts).
-      sandbox: { ...record, neverReuse: true },
+      sandbox: record,
     });
     if (running.outcome !== "stepped") {
       // Ended while it was restored: the new sandbox serves nobody.
@@ -345,6 +357,48 @@ export class SessionHibernation {
       "session resumed",
     );
     return { lease: running.lease, interpreterRestarted };
+  }
+
+  /**
+   * A files checkpoint goes into a sandbox the pool has ready (a warm one: no container
+   * start, which is what makes a files resume cheaper than a cold start), restored into its
+   * inner session by the code's uid. The lease names the sandbox at once, so reconciliation
+   * counts it as the session's however long the restore takes.
+   */
+  private async filesIntoPooledSandbox(
+    key: LeaseKey,
+    lease: Lease,
+    pool: PoolSpec,
+    claimId: string,
+    checkpoint: CheckpointRecord,
+  ): Promise<SandboxRecord> {
+    const dir = await this.deps.checkpoints.locate(key.workspace, key.sessionId);
+    if (!dir) throw new CheckpointMissingError(`no checkpoint of session ${key.sessionId}`);
+    const hold = this.holdFor(lease);
+    // A fresh sandbox only: whether a parked one may serve is the workspace's policy, not read here.
+    const leased = await this.deps.pools.lease(pool, { ...hold, reuse: false });
+    try {
+      if (!leased.warm) await this.deps.pools.holdMembership(leased.record, hold);
+      const named = await this.deps.leases.stepHibernation(key, {
+        now: this.now(),
+        from: ["restoring"],
+        claimId,
+        to: { phase: "restoring", claimId, claimUntil: this.now() + CLAIM_MS, checkpoint },
+        sandbox: leased.record,
+      });
+      if (named.outcome !== "stepped") throw notFound();
+      const { runtimeId, sandboxId, innerSessionId } = leased.record;
+      await this.deps.hibernation.restoreFiles({
+        runtimeId,
+        sandboxId,
+        sandboxSessionId: innerSessionId,
+        dir,
+      });
+      return leased.record;
+    } catch (error) {
+      await this.deps.pools.retire(leased.record).catch(() => undefined);
+      throw error;
+    }
   }
 
   /**
@@ -415,7 +469,6 @@ export class SessionHibernation {
 
 const flightKey = (key: LeaseKey) => `${key.workspace}\u0000${key.sessionId}`;
 const newClaimId = () => randomBytes(9).toString("base64url");
-const newSandboxId = () => randomBytes(12).toString("hex");
 
 function notFound(): SandpoolError {
   return new SandpoolError("session.not_found", "no such session");

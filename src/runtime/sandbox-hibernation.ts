@@ -35,6 +35,15 @@ export interface RestoreRequest {
   dir: string;
 }
 
+/** A `files` checkpoint into a session of a running sandbox (any of the pool's: a warm one). */
+export interface FilesRestore {
+  runtimeId: string;
+  /** The sandbox's id: whose code uid writes the files. */
+  sandboxId: string;
+  sandboxSessionId: string;
+  dir: string;
+}
+
 export interface SandboxHibernation {
   /** What hibernating a sandbox of this pool keeps; undefined: the pool's sandboxes cannot hibernate. */
   checkpointKindOf(pool: PoolSpec): CheckpointKind | undefined;
@@ -53,7 +62,7 @@ export interface SandboxHibernation {
    */
   restore(request: RestoreRequest): Promise<StartedSandbox>;
   /** Puts a `files` checkpoint into a session of a restored sandbox. */
-  restoreFiles(runtimeId: string, sandboxSessionId: string, dir: string): Promise<void>;
+  restoreFiles(request: FilesRestore): Promise<void>;
 }
 
 /** The checkpoint failed after gVisor had begun it: the sandbox is gone. */

@@ -26,7 +26,7 @@ describe("sandpool sessions", () => {
     const all = await sandpool(["sessions", "list"]);
     expect(all.code, all.stderr).toBe(0);
     expect(all.stdout).toMatch(
-      /^ID\s+WORKSPACE\s+IMAGE\s+POOL\s+CREATED\s+LAST ACTIVITY\s+IN_FLIGHT\s+EXPIRES$/m,
+      /^ID\s+WORKSPACE\s+STATE\s+IMAGE\s+POOL\s+CREATED\s+LAST ACTIVITY\s+IN_FLIGHT\s+EXPIRES$/m,
     );
     // Calls in flight now, not calls made: a session between calls shows 0.
     expect(all.stdout).toMatch(new RegExp(`^${a}\\s.*\\s0\\s+\\S+$`, "m"));
@@ -37,12 +37,29 @@ describe("sandpool sessions", () => {
     expect(mine.code, mine.stderr).toBe(0);
     const items = (JSON.parse(mine.stdout) as { items: { id: string; workspace: string }[] }).items;
     expect(items.map((item) => item.id)).toEqual([a]);
-    expect(items[0]).toMatchObject({ workspace: "cli-team-a", image: TEST_IMAGE, pool: "default" });
+    expect(items[0]).toMatchObject({
+      workspace: "cli-team-a",
+      image: TEST_IMAGE,
+      pool: "default",
+      state: "running",
+    });
 
     const none = await sandpool(["sessions", "list", "--workspace", "cli-team-nobody"]);
     expect(none.stdout.trim()).toBe("no session of cli-team-nobody is running");
 
     for (const id of [a, b]) expect((await sandpool(["sessions", "end", id])).code).toBe(0);
+  });
+
+  it("hibernate says why it cannot where the runtime cannot checkpoint (dev's processes), and the session runs on", async () => {
+    const id = await openSession("cli-team-hib");
+    const refused = await sandpool(["sessions", "hibernate", id]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/409 session\.not_hibernatable/);
+    expect((await (await cli.harness.client("cli-team-hib")).getSession(id)).status).toBe(200);
+    const unknown = await sandpool(["sessions", "hibernate", "no-such-session"]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/404 session\.not_found/);
+    expect((await sandpool(["sessions", "end", id])).code).toBe(0);
   });
 
   it("ends a session: the client finds it gone", async () => {

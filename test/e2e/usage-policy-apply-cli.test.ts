@@ -68,7 +68,7 @@ describe("sandpool usage", () => {
     expect(csv.code, csv.stderr).toBe(0);
     const lines = csv.stdout.trim().split("\r\n");
     expect(lines[0]).toBe(
-      "start,dimension,key,sessions,execCalls,execSeconds,sandboxSeconds,cpuSeconds,memoryPeakBytes,filesIn,bytesIn,filesOut,bytesOut,denied",
+      "start,dimension,key,sessions,execCalls,execSeconds,sandboxSeconds,cpuSeconds,memoryPeakBytes,filesIn,bytesIn,filesOut,bytesOut,denied,hibernations,checkpointBytes",
     );
     expect(lines.some((line) => /^\S+,total,,1,2,/.test(line))).toBe(true);
     expect(lines.some((line) => /^\S+,tool,code_execution,,2,/.test(line))).toBe(true);

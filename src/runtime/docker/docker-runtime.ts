@@ -179,11 +179,8 @@ export class DockerRuntime implements SandboxRuntime {
       const from = startFromMemoryCheckpoint((engine) => this.dataRoot(engine), request.dir);
       return (await this.startTimed(request, from)).sandbox;
     },
-    restoreFiles: (runtimeId, sandboxSessionId, dir) => {
-      const sandboxId = this.sandboxIdOf.get(runtimeId);
-      if (sandboxId === undefined) throw new Error(`restoreFiles: ${runtimeId} was not started here`);
-      return restoreWorkspace(this.checkpointHost(), runtimeId, sandboxId, sandboxSessionId, dir);
-    },
+    restoreFiles: ({ runtimeId, sandboxId, sandboxSessionId, dir }) =>
+      restoreWorkspace(this.checkpointHost(), runtimeId, sandboxId, sandboxSessionId, dir),
   };
 
   /**

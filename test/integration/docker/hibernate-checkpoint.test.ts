@@ -145,7 +145,12 @@ describe.skipIf(!available).each(cases)(
         let session = sessionId;
         if (kind === "files") {
           session = await newSession(client);
-          await hibernation.restoreFiles(restored.runtimeId, session, dir);
+          await hibernation.restoreFiles({
+            runtimeId: restored.runtimeId,
+            sandboxId,
+            sandboxSessionId: session,
+            dir,
+          });
         }
         const after = await client.run(session, "code_execution", {
           code:

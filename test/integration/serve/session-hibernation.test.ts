@@ -144,7 +144,8 @@ describe.skipIf(!available)("session hibernation (serve, docker)", () => {
       // Hibernating again is harmless: it stays as it is.
       expect((await hibernate(id)).status).toBe(200);
 
-      // The handle read does not need the sandbox... but any call brings it back.
+      // Any call brings it back.
+      const resumedAt = Date.now();
       const resumed = await client.run(id, "code_execution", {
         code: "print(open('notes.txt').read(), globals().get('counter'))",
       });
@@ -157,6 +158,9 @@ describe.skipIf(!available)("session hibernation (serve, docker)", () => {
       }
       const after = await listed(id);
       expect(after?.state).toBe("running");
+      // Files go into a sandbox the pool had ready: no container start on the way.
+      const restoredInto = (await store.getLease({ workspace, sessionId: id }))!.sandbox;
+      if (isolation === "container") expect(restoredInto.createdAt).toBeLessThan(resumedAt);
       expect(after?.runtimeId).not.toBe(before);
       expect(await containerRunning(after!.runtimeId)).toBe(true);
       expect(await checkpointsOf(workspace)).toEqual([]);
