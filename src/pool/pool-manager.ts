@@ -86,6 +86,14 @@ export class PoolManager implements GatewayPools {
   private readonly reuse: SandboxReuse;
   /** The engine's start throughput, from this replica's starts: it bounds warm-up's concurrency. */
   private readonly startRate: StartRate;
+  /**
+   * Leases waiting here for their workspace's sandbox being scrubbed, per pool: each is a
+   * session the pool had nothing ready for, so warm-up starts one more fresh sandbox for it.
+   * A workspace whose sessions come faster than its sandboxes are scrubbed thus gains
+   * sandboxes until one of its own is parked whenever a session begins; then no lease
+   * waits and warm-up stops adding.
+   */
+  private readonly waitingForRecycle = new Map<string, number>();
 
   constructor(private readonly deps: PoolManagerDeps) {
     this.pools = new Map(deps.pools.map((pool) => [pool.name, pool]));
@@ -165,7 +173,7 @@ export class PoolManager implements GatewayPools {
       const waitedMs = Number(process.hrtime.bigint() - started) / 1e6;
       if (
         hold.reuse !== false &&
-        (await this.reuse.waitForRecycle(pool.name, hold.workspace, RECYCLE_WAIT_MS - waitedMs))
+        (await this.waitForRecycle(pool, hold.workspace, RECYCLE_WAIT_MS - waitedMs))
       ) {
         continue;
       }
@@ -180,6 +188,22 @@ export class PoolManager implements GatewayPools {
         });
       }
       await sleep(Math.min(LEASE_POLL_MAX_MS, LEASE_POLL_FIRST_MS * 2 ** attempt));
+    }
+  }
+
+  /**
+   * Waits, at most `ms`, for one of `workspace`'s sandboxes being scrubbed here: true when one
+   * was parked (or destroyed) meanwhile. While it waits, the lease counts as a shortfall of
+   * the pool's warm-up (`waitingForRecycle`), which is woken to start a sandbox for it.
+   */
+  private async waitForRecycle(pool: PoolSpec, workspace: string, ms: number): Promise<boolean> {
+    if (!this.reuse.recyclingFor(pool.name, workspace) || ms <= 0) return false;
+    this.waitingForRecycle.set(pool.name, (this.waitingForRecycle.get(pool.name) ?? 0) + 1);
+    this.warm(pool).catch((error: unknown) => this.deps.log.error({ err: error }, "warm-up failed"));
+    try {
+      return await this.reuse.waitForRecycle(pool.name, workspace, ms);
+    } finally {
+      this.waitingForRecycle.set(pool.name, (this.waitingForRecycle.get(pool.name) ?? 1) - 1);
     }
   }
 
@@ -358,8 +382,9 @@ export class PoolManager implements GatewayPools {
         // twice (the next look starts it), never not at all (the pool would over-fill).
         const warming = await this.deps.store.countWarming(pool.name, this.now());
         const idle = await this.deps.store.countIdle(pool.name);
+        const short = this.waitingForRecycle.get(pool.name) ?? 0;
         const wanted = Math.min(
-          this.effectiveMinIdle(pool) - idle - Math.max(inFlight.size, warming),
+          this.effectiveMinIdle(pool) + short - idle - Math.max(inFlight.size, warming),
           // No more at once than the engine absorbs: more would only slow each start.
           this.startRate.concurrency(pool.warmupConcurrency) - inFlight.size,
         );

@@ -54,6 +54,11 @@ export class SandboxReuse {
     return this.recycles.waitForOne(pool, workspace, ms);
   }
 
+  /** Whether one of `workspace`'s sandboxes in `pool` is being scrubbed here now. */
+  recyclingFor(pool: string, workspace: string): boolean {
+    return this.recycles.count(pool, workspace) > 0;
+  }
+
   /** Whether `record` may serve another session of its workspace now. */
   mayReuse(record: SandboxRecord): boolean {
     return (

@@ -51,7 +51,7 @@ import { printChurnReport } from "./lib/churn-report.mjs";
 import { createClient } from "./lib/client.mjs";
 import { cliPath } from "./lib/dev-gateway.mjs";
 import { measureEngineStartRate } from "./lib/engine-start-rate.mjs";
-import { readMetrics, waitForRefill } from "./lib/gateway-metrics.mjs";
+import { readMetrics, serverMeanMs, waitForRefill } from "./lib/gateway-metrics.mjs";
 import { imagePresent } from "./lib/image-bench.mjs";
 import { installCleanupHandlers, onCleanup, runBench } from "./lib/process.mjs";
 import { createServeDeployment, serveBackendsAvailable } from "./lib/serve-deployment.mjs";
@@ -202,9 +202,14 @@ async function main() {
       const cold = after.coldLeases - before.coldLeases;
       const leases = warm + reused + cold;
       rows.push({ workspaces, result, warmHit: (warm + reused) / leases, reusedShare: reused / leases });
+      // Where the gateway's CreateSession time went (means, server side): the lease, by how.
+      const mean = (count, seconds) => formatMs(serverMeanMs(before, after, count, seconds));
       progress(
         `${clients} clients / ${workspaces} workspaces: ${result.perSecond.toFixed(1)} sessions/s, ` +
-          `${reused} reused / ${warm} warm / ${cold} cold leases`,
+          `${reused} reused / ${warm} warm / ${cold} cold leases; server means: CreateSession ` +
+          `${mean("createCount", "createSeconds")}, leases reused ${mean("reusedLeases", "reusedLeaseSeconds")} ` +
+          `warm ${mean("warmLeases", "warmLeaseSeconds")} cold ${mean("coldLeases", "coldLeaseSeconds")}, ` +
+          `Execute ${mean("execCount", "execSeconds")}`,
       );
     }
     machine.loadEnd = formatLoad();

@@ -132,7 +132,13 @@ export class SessionRegistry {
     if (this.zygote && !this.scrubbing) yield* this.zygote.forking().pids;
   }
 
-  async create(request: CreateSessionRequest): Promise<Session> {
+  /**
+   * `forkInBackground`: when the zygote is up, the session is answered as soon as it exists
+   * and its interpreter is forked meanwhile (its first call waits for the fork). A recycle
+   * asks for it: on a busy machine the fork waits for a CPU, and a session of the sandbox's
+   * workspace waiting to be leased should not wait with it.
+   */
+  async create(request: CreateSessionRequest, { forkInBackground = false } = {}): Promise<Session> {
     if (this.sessions.size + this.creating >= this.config.maxSessions) {
       throw new SandpoolError("capacity.exhausted", "the sandbox server is at its session limit", {
         retryAfterSeconds: 1,
@@ -170,6 +176,11 @@ export class SessionRegistry {
       this.creating--;
     }
     if (!c.prewarmInterpreter) return session;
+    if (forkInBackground && this.zygote?.pid !== undefined) {
+      // A fork that fails here is tried again by the first call (the interpreter starts on demand).
+      void session.interpreter.warm().catch(() => false);
+      return session;
+    }
     // Forked from the zygote, it has the modules already; started alone, it imports them now.
     const forked = await session.interpreter.warm().catch(() => false);
     if (!forked && c.preloadModules.length > 0) await this.preload(session);
@@ -241,7 +252,7 @@ export class SessionRegistry {
     }
     // Nothing of any session is left: a zygote that died may start again (interpreter-zygote.ts).
     this.zygote?.revive();
-    const session = await this.create(request);
+    const session = await this.create(request, { forkInBackground: true });
     // Off the gateway's request path: the next session's first call finds Python running (a
     // forked interpreter is running once forked).
     if (

@@ -26,6 +26,16 @@ export async function readMetrics(client) {
     coldLeases: value(
       /^sandpool_lease_duration_seconds_count\{(?=[^}]*pool="default")[^}]*start="cold"[^}]*\} (\S+)$/m,
     ),
+    // Seconds spent leasing, by how: where a slow CreateSession waited (bench:churn's progress).
+    reusedLeaseSeconds: value(
+      /^sandpool_lease_duration_seconds_sum\{(?=[^}]*pool="default")[^}]*start="reused"[^}]*\} (\S+)$/m,
+    ),
+    warmLeaseSeconds: value(
+      /^sandpool_lease_duration_seconds_sum\{(?=[^}]*pool="default")[^}]*start="warm"[^}]*\} (\S+)$/m,
+    ),
+    coldLeaseSeconds: value(
+      /^sandpool_lease_duration_seconds_sum\{(?=[^}]*pool="default")[^}]*start="cold"[^}]*\} (\S+)$/m,
+    ),
     createCount: value(/^sandpool_http_request_duration_seconds_count\{route="CreateSession"\} (\S+)$/m),
     createSeconds: value(/^sandpool_http_request_duration_seconds_sum\{route="CreateSession"\} (\S+)$/m),
     execCount: value(/^sandpool_http_request_duration_seconds_count\{route="Execute"\} (\S+)$/m),

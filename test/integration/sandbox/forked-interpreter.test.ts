@@ -44,6 +44,17 @@ describe.skipIf(process.platform !== "linux")("forked interpreters", () => {
     expect(extra).toBe("1");
   });
 
+  it("answers a recycle's session before its interpreter is forked, and its first call waits for the fork", async () => {
+    const background = await sandbox.server.sessions.create({}, { forkInBackground: true });
+    expect(background.interpreter.pid).toBeUndefined(); // the zygote has not answered yet
+    const [parent, preloaded] = (await python(sandbox, background.id, PROBE)).stdout.trim().split(" ");
+    expect(Number(parent)).not.toBe(process.pid);
+    expect(preloaded).toBe("True");
+    // Any other creation is answered once its interpreter runs.
+    const waited = await sandbox.server.sessions.create({});
+    expect(waited.interpreter.pid).toBeGreaterThan(0);
+  });
+
   it("gives a new session nothing of an earlier one: variables, environment, descriptors", async () => {
     const first = await newSession(sandbox.client);
     const littered = await python(

@@ -208,6 +208,33 @@ describe("warm-up concurrency", () => {
     await warmingSlow;
   });
 
+  it("a lease waiting for its workspace's sandbox being scrubbed has warm-up start one more for it", async () => {
+    const gate = gatedRuntime();
+    const pool = spec("a", { minIdle: 0, warmupConcurrency: 2 });
+    const { manager, store } = poolManager([pool], { ...gate.runtime, recyclable: true }, 4);
+    let scrubbed!: () => void;
+    (manager as unknown as { reuse: { deps: { client: unknown } } }).reuse.deps.client = {
+      recycleSandbox: () => new Promise<string>((resolve) => (scrubbed = () => resolve("inner-2"))),
+    };
+    const first = manager.lease(pool, HOLD);
+    await gate.release();
+    const { record } = await first;
+    const parking = manager.recycle(record, HOLD.workspace);
+    await gate.settle();
+    expect(gate.counts.inFlight).toBe(0); // minIdle 0: nothing is wanted yet
+
+    const second = manager.lease(pool, HOLD);
+    await gate.settle();
+    // The lease waits for the scrub, and the pool starts a fresh sandbox for the shortfall.
+    expect(gate.counts.inFlight).toBe(1);
+    scrubbed();
+    expect(await parking).toBe(true);
+    const leased = await second;
+    expect(leased).toMatchObject({ reused: true, record: { sandboxId: record.sandboxId } });
+    await gate.release();
+    expect(await store.listIdle(pool.name)).toHaveLength(1);
+  });
+
   it("counts another replica's warm-up starts in the shortfall", async () => {
     const gate = gatedRuntime();
     const pool = spec("a", { minIdle: 2, warmupConcurrency: 2 });
