@@ -340,8 +340,11 @@ export class SessionLifecycle {
           )
         : undefined,
       this.deps.admission.releaseSession(lease.workspace, lease.sessionId),
+      // Beside the rest, not after: the job scrubs or destroys the sandbox, which ends its inner
+      // session too, so a close still on its way finds nothing to close (and closes nothing
+      // of a later session: the scrub gives that one a new inner id).
+      this.deps.jobs.enqueue<EndedSession>(SETTLE_ENDED_SESSION_JOB, { lease, reason }),
     ]);
-    await this.deps.jobs.enqueue<EndedSession>(SETTLE_ENDED_SESSION_JOB, { lease, reason });
     this.deps.metrics.sessionsEnded.inc({ reason });
     this.deps.usage.record({
       workspace: lease.workspace,
