@@ -11,6 +11,10 @@
  * at most MAX_USES sessions and lives at most MAX_AGE_MS; parked and unused for
  * PARKED_IDLE_MS, it is destroyed, and a lease of another workspace that finds the pool at its
  * cap takes the place of the longest-parked one.
+ *
+ * Where parked sandboxes are kept is the caller's: the pool ledger in Redis on one host
+ * (pool-manager.ts), a node's own memory with roles edge and node
+ * (src/roles/node/node-parking.ts). Both park, bound and expire through this class.
  */
 import type { Logger } from "pino";
 import type { SandboxClient } from "../forward/sandbox-client.js";
@@ -32,8 +36,11 @@ const RECYCLE_TIMEOUT_MS = 30_000;
  */
 export const RECYCLE_WAIT_MS = 1_000;
 
+/** Where parked sandboxes are kept: what reuse needs of the pool ledger. */
+export type ParkingLot = Pick<PoolLedger, "parkIdle" | "listParked" | "takeParked">;
+
 export interface SandboxReuseDeps {
-  store: PoolLedger;
+  store: ParkingLot;
   runtime: Pick<SandboxRuntime, "recyclable" | "usage">;
   client: Pick<SandboxClient, "recycleSandbox">;
   log: Logger;

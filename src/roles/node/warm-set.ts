@@ -14,6 +14,10 @@
  * - Things lent are never given back: `destroy` ends them and frees their place.
  * - Idle ones above `min`, idle for longer than `idleEvictionMs`, are destroyed (checked
  *   every `evictionRunMs`, a few at a time).
+ * - One lent may be set aside (`setAside`) for one borrower's later use (a node's sandbox
+ *   parked for its workspace's next session): it holds a place but is lent to no one else
+ *   (`takeAside`). Warm-up does not count it toward `min`, and when a place is wanted at
+ *   `max` (an acquire, a shortfall below min) the one set aside longest is destroyed for it.
  */
 
 export interface WarmSetFactory<T> {
@@ -54,6 +58,8 @@ export class WarmSet<T> {
   private maximum: number;
   private idle: Idle<T>[] = [];
   private readonly lent = new Set<T>();
+  /** Set aside for one borrower, oldest first: they hold a place, lent to no one else. */
+  private aside: T[] = [];
   /** Being started or checked: they hold a place. */
   private pending = 0;
   private readonly creations = new Set<Promise<unknown>>();
@@ -94,9 +100,40 @@ export class WarmSet<T> {
     return this.lent.size;
   }
 
-  /** Everything holding a place: idle, lent, being started or checked. */
+  /** Set aside for one borrower's later use. */
+  get setAsideCount(): number {
+    return this.aside.length;
+  }
+
+  /** Everything holding a place: idle, lent, set aside, being started or checked. */
   get size(): number {
-    return this.idle.length + this.lent.size + this.pending;
+    return this.idle.length + this.lent.size + this.aside.length + this.pending;
+  }
+
+  asideItems(): T[] {
+    return [...this.aside];
+  }
+
+  /**
+   * Sets a lent one aside, as `as` (its new state; it keeps its place): false when it is not
+   * lent (destroyed meanwhile) or the set is closed.
+   */
+  setAside(item: T, as: T = item): boolean {
+    if (this.closed || !this.lent.delete(item)) return false;
+    this.aside.push(as);
+    return true;
+  }
+
+  /** Lends again the newest one set aside that `matches`, if any. */
+  takeAside(matches: (item: T) => boolean): T | undefined {
+    for (let index = this.aside.length - 1; index >= 0; index--) {
+      const item = this.aside[index]!;
+      if (!matches(item)) continue;
+      this.aside.splice(index, 1);
+      this.lent.add(item);
+      return item;
+    }
+    return undefined;
   }
 
   idleItems(): T[] {
@@ -105,6 +142,10 @@ export class WarmSet<T> {
 
   isBorrowed(item: T): boolean {
     return this.lent.has(item);
+  }
+
+  isAside(item: T): boolean {
+    return this.aside.includes(item);
   }
 
   /** New sizes (max at least 1, min at most max); a shortfall below min is started at once. */
@@ -131,6 +172,11 @@ export class WarmSet<T> {
         this.destroyQuietly(idle.item);
         continue;
       }
+      // At max, the one set aside longest gives its place up (destroying it frees the place now).
+      if (this.size >= this.maximum && this.aside.length > 0) {
+        this.destroyQuietly(this.aside[0]!);
+        continue;
+      }
       if (this.size < this.maximum) {
         this.pending += 1;
         try {
@@ -154,6 +200,7 @@ export class WarmSet<T> {
   async destroy(item: T): Promise<void> {
     this.lent.delete(item);
     this.idle = this.idle.filter((entry) => entry.item !== item);
+    this.aside = this.aside.filter((entry) => entry !== item);
     try {
       await this.tracked(this.factory.destroy(item));
     } finally {
@@ -173,21 +220,38 @@ export class WarmSet<T> {
     this.wake();
   }
 
-  /** Stops starting and evicting, fails waiting acquires, destroys the idle ones (and those still starting, once started). */
+  /** Destroys every one set aside (a draining node parks none). */
+  async destroyAside(): Promise<void> {
+    await Promise.all(this.asideItems().map((item) => this.destroy(item).catch(() => undefined)));
+  }
+
+  /**
+   * Stops starting and evicting, fails waiting acquires, destroys the idle ones and those set
+   * aside (and those still starting, once started).
+   */
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.evictor);
     this.wake();
     await Promise.allSettled([...this.creations]);
+    await this.destroyAside();
     await this.destroyIdle();
     // Those that finished starting as the pool closed are being destroyed.
     await Promise.allSettled([...this.destroying]);
   }
 
-  /** Starts what min lacks, in the background. */
+  /**
+   * Starts what min lacks, in the background. Those set aside are no one's but their
+   * borrower's: they count toward max, not min, and the longest set aside makes room for a
+   * shortfall at max.
+   */
   private ensureMinimum(): void {
     if (this.closed) return;
-    for (let shortfall = this.minimum - this.size; shortfall > 0; shortfall--) {
+    let shortfall = this.minimum - (this.size - this.aside.length);
+    while (shortfall > this.maximum - this.size && this.aside.length > 0) {
+      this.destroyQuietly(this.aside[0]!);
+    }
+    for (shortfall = Math.min(shortfall, this.maximum - this.size); shortfall > 0; shortfall--) {
       this.pending += 1;
       this.track(this.factory.create())
         .then(

@@ -185,3 +185,73 @@ describe("WarmSet.close", () => {
     expect(made.destroyed.sort()).toEqual([1, 2]);
   });
 });
+
+describe("WarmSet, things set aside (a node's parked sandboxes)", () => {
+  it("keeps one set aside in its place, lent again only to what matches it, newest first", async () => {
+    const made = factory();
+    const set = warmSet(made, { min: 0, max: 3 });
+    const one = await set.acquire();
+    const two = await set.acquire();
+    expect(set.setAside(one, { ...one })).toBe(true);
+    expect(set.setAside(two)).toBe(true);
+    // Not lent any more: setting it aside again is refused.
+    expect(set.setAside(two)).toBe(false);
+    expect(set.size).toBe(2);
+    expect(set.setAsideCount).toBe(2);
+    expect(set.borrowed).toBe(0);
+    // An acquire of anyone else gets a fresh one, never one set aside.
+    const fresh = await set.acquire();
+    expect([one.id, two.id]).not.toContain(fresh.id);
+    expect(set.takeAside((thing) => thing.id === 99)).toBeUndefined();
+    const again = set.takeAside(() => true);
+    expect(again).toBe(two);
+    expect(set.isBorrowed(two)).toBe(true);
+    expect(set.takeAside(() => true)?.id).toBe(one.id);
+    expect(set.setAsideCount).toBe(0);
+  });
+
+  it("gives the place of the one set aside longest to an acquire at max", async () => {
+    const made = factory();
+    const set = warmSet(made, { min: 0, max: 2 });
+    const one = await set.acquire();
+    const two = await set.acquire();
+    set.setAside(one);
+    set.setAside(two);
+    const third = await set.acquire();
+    expect(made.destroyed).toEqual([one.id]);
+    expect(set.asideItems()).toEqual([two]);
+    expect(set.size).toBe(2);
+    expect(third.id).toBe(3);
+  });
+
+  it("does not count those set aside toward min: warm-up makes room at max", async () => {
+    const made = factory();
+    const set = warmSet(made, { min: 0, max: 2 });
+    const one = await set.acquire();
+    const two = await set.acquire();
+    set.setAside(one);
+    set.setAside(two);
+    set.resize(1, 2);
+    await settle();
+    expect(made.destroyed).toEqual([one.id]);
+    expect(set.available).toBe(1);
+    expect(set.asideItems()).toEqual([two]);
+    expect(set.size).toBe(2);
+  });
+
+  it("destroys those set aside on destroy, destroyAside and close", async () => {
+    const made = factory();
+    const set = warmSet(made, { min: 0, max: 3 });
+    const things = [await set.acquire(), await set.acquire(), await set.acquire()];
+    for (const thing of things) set.setAside(thing);
+    await set.destroy(things[0]!);
+    expect(set.setAsideCount).toBe(2);
+    await set.destroyAside();
+    expect(set.setAsideCount).toBe(0);
+    expect(set.size).toBe(0);
+    const last = await set.acquire();
+    set.setAside(last);
+    await set.close();
+    expect(made.destroyed.sort()).toEqual([1, 2, 3, 4]);
+  });
+});
