@@ -3,10 +3,13 @@
  * metrics answer anyone (Prometheus scrapes them); everything under /node/v1 needs an edge's
  * signature (src/roles/shared/node-signature.ts) and every answer to it is signed, body included.
  *
- *   POST /node/v1/leases                       {pool} -> 201 {record, warm}: a sandbox for a session
+ *   POST /node/v1/leases                       {pool, reuse?} -> 201 {record, warm, reused}: a sandbox
+ *                                              for a session, the workspace's own parked one first
  *   ANY  /node/v1/sandboxes/{id}/relay/<path>  forwarded to that sandbox's server, streaming both ways
  *   GET  /node/v1/sandboxes/{id}/usage         200 {usage} (its cgroup), 204 when unknown
  *   POST /node/v1/sandboxes/{id}/destroy       204: destroyed (idempotent)
+ *   POST /node/v1/sandboxes/{id}/recycle       200 {parked}: scrubbed and parked for the workspace's
+ *                                              next lease here, or (false) destroyed (node-parking.ts)
  *
  * Nothing unauthenticated is read: a request's signature is checked from its headers, before
  * any byte of its body, and a request that fails it gets its 401 at once on a closed
@@ -98,9 +101,14 @@ export const NODE_ROUTES: readonly NodeRoute[] = [
         throw new SandpoolError("request.malformed", "a lease names its workspace");
       const pool = jsonField(body as Buffer, "pool");
       if (typeof pool !== "string") throw new SandpoolError("request.malformed", "a lease names its pool");
-      answer.send(201, {}, await deps.sandboxes.lease(pool, workspace));
+      // Only an explicit false turns the workspace's parked sandboxes off (its policy's sandboxReuse).
+      const reuse = jsonField(body as Buffer, "reuse") !== false;
+      answer.send(201, {}, await deps.sandboxes.lease(pool, workspace, { reuse }));
     },
   },
+  sandboxAction("POST", "recycle", async ({ deps, workspace, answer }, record) => {
+    answer.send(200, {}, { parked: await deps.sandboxes.recycle(record, workspace!) });
+  }),
   sandboxAction(
     "POST",
     "destroy",

@@ -2,7 +2,8 @@
  * What a node holds: its warm pools (one NodeWarmPool per configured pool, sized to this
  * node's share) and the sandboxes leased out of them, by sandbox id. A lease borrows a
  * sandbox for one workspace, and only calls made for that workspace reach it (`heldFor`);
- * its session's end (the edge's destroy) destroys it. After a restart the held map is
+ * its session's end (the edge's destroy) destroys it, or (the edge's recycle) parks it,
+ * scrubbed, for that workspace's next lease here (node-parking.ts). After a restart the held map is
  * rebuilt from the store's live leases (reconcile): what no live lease holds goes.
  */
 import type { Logger } from "pino";
@@ -13,6 +14,7 @@ import type { PoolSpec, SandboxRuntime, SandboxUsage } from "../../runtime/sandb
 import type { LeaseStore } from "../../store/coordination/lease-store.js";
 import type { SandboxRecord } from "../../store/coordination/records.js";
 import type { NodeAdvert } from "../shared/node-registry.js";
+import { NodeParking } from "./node-parking.js";
 import { NodeWarmPool } from "./node-warm-pool.js";
 import { poolShare } from "./pool-share.js";
 
@@ -33,6 +35,7 @@ export class NodeSandboxes {
   private readonly leasedTo = new Map<string, string>();
   /** When each was leased (or adopted): a lease is recorded by the edge just after. */
   private readonly leasedAt = new Map<string, number>();
+  private readonly parking: NodeParking;
   draining = false;
 
   constructor(private readonly deps: NodeSandboxesDeps) {
@@ -40,6 +43,14 @@ export class NodeSandboxes {
       // Nothing is started before the first reconciliation and heartbeat size the share.
       this.warm.set(pool.name, new NodeWarmPool(pool, { min: 0, max: poolShare(pool, 1, 0).max }, deps));
     }
+    this.parking = new NodeParking({
+      pools: this.warm,
+      runtime: deps.runtime,
+      client: deps.client,
+      log: deps.log,
+      held: (sandboxId) => this.leased.get(sandboxId),
+      release: (sandboxId) => this.unhold(sandboxId),
+    });
   }
 
   /** Sizes every pool to this node's share among `readyNodes` ready nodes (itself included). */
@@ -53,18 +64,52 @@ export class NodeSandboxes {
           .destroyIdle()
           .catch((error) => this.deps.log.warn({ err: error }, "could not empty a draining pool"));
       }
+      if (this.draining && pool.parked > 0) {
+        pool
+          .destroyParked()
+          .catch((error) => this.deps.log.warn({ err: error }, "could not empty a draining pool"));
+      }
     }
   }
 
-  async lease(poolName: string, workspace: string): Promise<{ record: SandboxRecord; warm: boolean }> {
+  /**
+   * A sandbox for one session of `workspace`: its own parked here first (unless `reuse` is
+   * false: its policy turns reuse off), else a warm one, else a cold start.
+   */
+  async lease(
+    poolName: string,
+    workspace: string,
+    options: { reuse?: boolean } = {},
+  ): Promise<{ record: SandboxRecord; warm: boolean; reused: boolean }> {
     if (this.draining) {
       throw new SandpoolError("capacity.exhausted", "this node is draining", { retryAfterSeconds: 1 });
     }
     const pool = this.warm.get(poolName);
     if (!pool) throw new SandpoolError("capacity.exhausted", `this node serves no pool '${poolName}'`);
+    const parked = options.reuse === false ? undefined : await this.parking.take(poolName, workspace);
+    if (parked) {
+      this.hold(parked, workspace);
+      return { record: parked, warm: true, reused: true };
+    }
     const leased = await pool.acquire();
     this.hold(leased.record, workspace);
-    return leased;
+    return { ...leased, reused: false };
+  }
+
+  /**
+   * The edge's recycle of a held sandbox whose session ended: scrubbed and parked for
+   * `workspace`'s next lease here, true; else (a draining node parks nothing, a sandbox past
+   * its bounds, a failed scrub) destroyed here, false.
+   */
+  async recycle(record: SandboxRecord, workspace: string): Promise<boolean> {
+    // Its lease is gone already: the reconciliation's grace starts again for the scrub.
+    this.leasedAt.set(record.sandboxId, Date.now());
+    const parked = !this.draining && (await this.parking.park(record, workspace));
+    if (parked) return true;
+    await this.destroy(record.sandboxId).catch((error: unknown) =>
+      this.deps.log.warn({ err: error, sandbox: record.sandboxId }, "could not destroy an unparked sandbox"),
+    );
+    return false;
   }
 
   /** The sandbox when it is held here for `workspace`; any other workspace is told nothing of it. */
@@ -81,9 +126,7 @@ export class NodeSandboxes {
   async destroy(sandboxId: string): Promise<void> {
     const record = this.leased.get(sandboxId);
     if (!record) return;
-    this.leased.delete(sandboxId);
-    this.leasedTo.delete(sandboxId);
-    this.leasedAt.delete(sandboxId);
+    this.unhold(sandboxId);
     const pool = this.warm.get(record.pool);
     await (pool ? pool.destroy(record) : this.deps.runtime.destroy(record.runtimeId));
   }
@@ -91,6 +134,12 @@ export class NodeSandboxes {
   async usage(record: SandboxRecord): Promise<SandboxUsage | undefined> {
     if (!this.deps.runtime.usage) return undefined;
     return this.deps.runtime.usage(record.runtimeId).catch(() => undefined);
+  }
+
+  private unhold(sandboxId: string): void {
+    this.leased.delete(sandboxId);
+    this.leasedTo.delete(sandboxId);
+    this.leasedAt.delete(sandboxId);
   }
 
   private hold(record: SandboxRecord, workspace: string): void {
@@ -153,17 +202,19 @@ export class NodeSandboxes {
   }
 
   /** Counts per pool and state, for sandpool_node_sandboxes. */
-  counts(): { pool: string; state: "warm" | "leased"; count: number }[] {
+  counts(): { pool: string; state: "warm" | "leased" | "parked"; count: number }[] {
     const leasedPer = new Map<string, number>();
     for (const record of this.leased.values())
       leasedPer.set(record.pool, (leasedPer.get(record.pool) ?? 0) + 1);
     return [...this.warm.entries()].flatMap(([name, pool]) => [
       { pool: name, state: "warm" as const, count: pool.free },
       { pool: name, state: "leased" as const, count: leasedPer.get(name) ?? 0 },
+      { pool: name, state: "parked" as const, count: pool.parked },
     ]);
   }
 
   async close(): Promise<void> {
+    this.parking.close();
     await Promise.all([...this.warm.values()].map((pool) => pool.close()));
   }
 }

@@ -3,8 +3,9 @@
  * through the runtime, validation on borrow (a warm sandbox that died while idle is
  * destroyed, not leased), min and max, acquire with a deadline (a cold start when none is
  * idle, failing at the pool's start deadline), and idle eviction above min. A sandbox serves
- * one session and is never given back: a lease borrows it and the session's end destroys
- * it, freeing its place. min and max are this node's share of the pool across the
+ * one session and is never given back to the pool: a lease borrows it and the session's
+ * end destroys it, freeing its place, or parks it for its workspace's next session
+ * (node-parking.ts: set aside, still holding its place, lent to that workspace alone). min and max are this node's share of the pool across the
  * deployment (pool-share.ts), which changes as nodes come and go (`resize`).
  */
 import { randomBytes } from "node:crypto";
@@ -79,9 +80,9 @@ export class NodeWarmPool {
     }
   }
 
-  /** Destroys a leased sandbox (its session ended), freeing its place. */
+  /** Destroys a leased or parked sandbox, freeing its place. */
   async destroy(record: SandboxRecord): Promise<void> {
-    if (this.pool.isBorrowed(record)) await this.pool.destroy(record);
+    if (this.pool.isBorrowed(record) || this.pool.isAside(record)) await this.pool.destroy(record);
     else await this.deps.runtime.destroy(record.runtimeId);
   }
 
@@ -90,9 +91,44 @@ export class NodeWarmPool {
     await this.pool.destroyIdle();
   }
 
-  /** Sandbox ids of the idle warm sandboxes and of those being started (reconciliation leaves them alone). */
+  /**
+   * Parks a leased sandbox, scrubbed, as `parked` (its owner's): it keeps its place and is
+   * lent to no one but its owner. False when it is not leased from this pool (destroyed
+   * meanwhile, or adopted after a restart).
+   */
+  park(leased: SandboxRecord, parked: SandboxRecord): boolean {
+    return this.pool.setAside(leased, parked);
+  }
+
+  /** Leases the newest parked sandbox that `matches`, if any. */
+  takeParked(matches: (record: SandboxRecord) => boolean): SandboxRecord | undefined {
+    return this.pool.takeAside(matches);
+  }
+
+  /** The parked sandboxes, longest-parked first. */
+  parkedRecords(): SandboxRecord[] {
+    return this.pool.asideItems();
+  }
+
+  /** Destroys every parked sandbox (a draining node parks none). */
+  async destroyParked(): Promise<void> {
+    await this.pool.destroyAside();
+  }
+
+  /**
+   * Sandbox ids of the idle warm sandboxes, the parked ones and those being started
+   * (reconciliation leaves them alone).
+   */
   knownIds(): string[] {
-    return [...this.pool.idleItems().map((record) => record.sandboxId), ...this.starting];
+    return [
+      ...this.pool.idleItems().map((record) => record.sandboxId),
+      ...this.parkedRecords().map((record) => record.sandboxId),
+      ...this.starting,
+    ];
+  }
+
+  get parked(): number {
+    return this.pool.setAsideCount;
   }
 
   get free(): number {

@@ -74,7 +74,7 @@ export async function startNode(
   const metrics = new Registry();
   new Gauge({
     name: "sandpool_node_sandboxes",
-    help: "Sandboxes on this node, per pool and state (warm: ready to lease; leased: serving a session)",
+    help: "Sandboxes on this node, per pool and state (warm: ready to lease; leased: serving a session; parked: kept for its workspace's next session)",
     labelNames: ["node", "pool", "state"],
     registers: [metrics],
     collect() {
