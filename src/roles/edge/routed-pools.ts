@@ -3,8 +3,10 @@
  * local pools (src/pool/pool-manager.ts), but its sandboxes live on nodes and the edge
  * starts none. A lease is placed (placement.ts) and asked of that node; the record returned
  * names the node, and its endpoint routes every call there (node-client.ts). Warm-up,
- * membership and reuse are the nodes' own (each keeps its share warm and counts it), and
- * destroying or measuring a sandbox is asked of its node.
+ * membership and reuse are the nodes' own (each keeps its share warm and counts it, and
+ * parks a session's sandbox for its workspace's next session when asked: `recycle`), and
+ * destroying or measuring a sandbox is asked of its node. A workspace's lease asks first the
+ * node that parked its sandbox most recently, as this edge knows it (parked-on-nodes.ts).
  */
 import type { Logger } from "pino";
 import { SandpoolError } from "../../contract/error-codes.js";
@@ -25,6 +27,7 @@ import type { MemberHold, SandboxRecord } from "../../store/coordination/records
 import type { NodeClient } from "./node-client.js";
 import { nodeEndpoint, parseNodeEndpoint } from "./node-client.js";
 import type { NodeDirectory } from "./node-directory.js";
+import { ParkedOnNodes, preferNode, recycleOnNode } from "./parked-on-nodes.js";
 import { placementOrder } from "./placement.js";
 
 const NODE_CALL_MS = 5_000;
@@ -41,6 +44,8 @@ export class RoutedPools implements GatewayPools {
   /** The edge's own leases are counted by their nodes: what the deployment shares stays empty here. */
   readonly demand: PoolDemandAccounting;
   private readonly startRate = new StartRate();
+  /** The node each workspace's sandbox was last parked on, as this edge saw it. */
+  private readonly parkedOn = new ParkedOnNodes();
 
   constructor(private readonly edge: RoutedPoolsDeps) {
     this.demand = new PoolDemandAccounting(edge.pools);
@@ -75,7 +80,11 @@ export class RoutedPools implements GatewayPools {
   /** A sandbox on the best node for the pool: warm where most are free, else a cold start. */
   async lease(pool: PoolSpec, hold: MemberHold): Promise<LeasedSandbox> {
     const started = process.hrtime.bigint();
-    const order = placementOrder(this.edge.directory.list(), pool);
+    const reuse = hold.reuse !== false;
+    const order = preferNode(
+      placementOrder(this.edge.directory.list(), pool),
+      reuse ? this.parkedOn.nodeFor(hold.workspace, pool.name) : undefined,
+    );
     if (order.length === 0) {
       throw new SandpoolError("capacity.exhausted", `no node serves the '${pool.name}' pool now`, {
         retryAfterSeconds: 2,
@@ -84,11 +93,15 @@ export class RoutedPools implements GatewayPools {
     let last: unknown;
     for (const node of order) {
       try {
-        const answer = await this.edge.nodes.nodeJson<{ record: SandboxRecord; warm: boolean }>(node.id, {
+        const answer = await this.edge.nodes.nodeJson<{
+          record: SandboxRecord;
+          warm: boolean;
+          reused?: boolean;
+        }>(node.id, {
           method: "POST",
           path: "/node/v1/leases",
           headers: { "content-type": "application/json" },
-          body: JSON.stringify({ pool: pool.name }),
+          body: JSON.stringify({ pool: pool.name, reuse }),
           timeoutMs: pool.coldStartTimeoutMs + NODE_CALL_MS,
           // The node binds the sandbox to the workspace: a call for any other is refused.
           workspace: hold.workspace,
@@ -99,12 +112,15 @@ export class RoutedPools implements GatewayPools {
           node: node.id,
           endpoint: nodeEndpoint(node.id, leased.record.sandboxId, hold.workspace),
         };
-        this.edge.directory.noteLease(node.id, pool.name, leased.warm);
+        const reused = leased.reused === true;
+        this.parkedOn.leased(hold.workspace, pool.name, node.id, reused);
+        // A parked sandbox was none of the node's free warm ones.
+        this.edge.directory.noteLease(node.id, pool.name, leased.warm && !reused);
         this.edge.metrics.leaseDuration.observe(
-          { pool: pool.name, start: leased.warm ? "warm" : "cold" },
+          { pool: pool.name, start: reused ? "reused" : leased.warm ? "warm" : "cold" },
           Number(process.hrtime.bigint() - started) / 1e9,
         );
-        return { record, warm: leased.warm, reused: false };
+        return { record, warm: leased.warm, reused };
       } catch (error) {
         // Full, draining since the last heartbeat, or away: the next node may serve.
         last = error;
@@ -166,9 +182,11 @@ export class RoutedPools implements GatewayPools {
     return Promise.resolve();
   }
 
-  /** A sandbox on a node is never parked for reuse by the edge: it is destroyed. */
-  recycle(): Promise<boolean> {
-    return Promise.resolve(false);
+  /** Asks the sandbox's node to park it for `owner`'s next session there; false: destroy it. */
+  async recycle(record: SandboxRecord, owner: string): Promise<boolean> {
+    const parked = await recycleOnNode(this.edge.nodes, record, owner, this.edge.log);
+    if (parked && record.node) this.parkedOn.parked(owner, record.pool, record.node);
+    return parked;
   }
 
   async usageOf(record: RetiringSandbox): Promise<SandboxUsage | undefined> {
