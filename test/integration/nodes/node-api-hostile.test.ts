@@ -5,7 +5,7 @@
  * - an unsigned request's body is never read: its 401 comes while most of it is unsent, for
  *   one client and for 30 at once, and the node reads next to nothing of them;
  * - the listener caps its connections and cuts headers that never end;
- * - a sandbox leased to one workspace serves no call made for another;
+ * - a sandbox leased to one workspace serves no call made for another (a recycle included);
  * - a workspace's maxFileBytes holds through an edge, declared or chunked.
  *
  * What a man in the middle can do to answers is in node-answer-tampering.test.ts.
@@ -190,6 +190,15 @@ describe.skipIf(!available)("the node API, attacked", () => {
       workspace: "team-b",
     });
     expect(destroy.status).toBe(404);
+    // Nor is it scrubbed and parked for another workspace (nor for none): a recycle would
+    // have ended the session's interpreter, and the run below would fail.
+    for (const other of ["team-b", undefined]) {
+      const recycle = await signedCall(stack.nodeUrl, "POST", `/node/v1/sandboxes/${sandbox}/recycle`, {
+        workspace: other,
+      });
+      expect(recycle.status, String(other)).toBe(404);
+      expect(recycle.headers.get("x-sandpool-node-error")).toBe("session.not_found");
+    }
     // None of it reached the sandbox: no marker was written, and the session still serves.
     const listed = await teamA.run(id, "bash_code_execution", {
       command: "cat marker.txt 2>/dev/null | wc -l",
