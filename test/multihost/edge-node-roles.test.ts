@@ -240,16 +240,21 @@ describe.skipIf(!available)("edges and nodes across test hosts", () => {
   }, 120_000);
 
   it("ends a killed node's sessions (502 in flight, then 404, node_lost) and leaves nothing once it returns", async () => {
-    const one = await client(0, "team-lost");
+    // A workspace per attempt: an ended session's sandbox is parked on its node, and the
+    // workspace's next session would be placed there again to reuse it.
+    let workspace = "team-lost";
+    let one = await client(0, workspace);
     let id: string | undefined;
     for (let attempt = 0; attempt < 6 && !id; attempt++) {
+      workspace = `team-lost-${attempt}`;
+      one = await client(0, workspace);
       const created = await one.createSession();
       const candidate = (created.body as { session_id: string }).session_id;
-      if ((await nodeOf("team-lost", candidate)) === "node-1") id = candidate;
+      if ((await nodeOf(workspace, candidate)) === "node-1") id = candidate;
       else await one.destroy(candidate);
     }
     expect(id).toBeDefined();
-    const sandboxId = (await store.getLease({ workspace: "team-lost", sessionId: id! }))!.sandbox.sandboxId;
+    const sandboxId = (await store.getLease({ workspace, sessionId: id! }))!.sandbox.sandboxId;
     const edgeAdmin = adminApi(
       edges[0]!.url,
       await mintToken({ secret: SERVE_SECRET, audience: SERVE_AUDIENCE, admin: true }),
@@ -277,8 +282,8 @@ describe.skipIf(!available)("edges and nodes across test hosts", () => {
     expect((await one.exec(id!, { tool: "bash_code_execution", input: { command: "true" } })).status).toBe(
       404,
     );
-    expect(await store.getLease({ workspace: "team-lost", sessionId: id! })).toBeUndefined();
-    expect(await store.countSlots("team-lost", Date.now())).toBe(0);
+    expect(await store.getLease({ workspace, sessionId: id! })).toBeUndefined();
+    expect(await store.countSlots(workspace, Date.now())).toBe(0);
 
     // Its share of the pool moves to the node left: maxTotal 8 and minIdle 2 over one ready node
     // (it was 4 and 1 of them with two nodes), and that node warms it.

@@ -1,8 +1,8 @@
 /**
  * `sandpool serve --role edge` and `--role node` as production runs them, on one machine:
  * one node on the local Docker engine, two edges. Sessions are placed on the node, every
- * call is routed there signed, and a session made through one edge is used and destroyed
- * through the other. (Two nodes need two engines: test/multihost.)
+ * call is routed there signed, and a session made through one edge is used and ended
+ * through the other (its sandbox parked on the node for the workspace's next session). (Two nodes need two engines: test/multihost.)
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mintToken } from "../../../src/auth/dev-keys.js";
@@ -159,11 +159,16 @@ describe.skipIf(!available)("sandpool serve --role edge and --role node", () => 
     expect(got.text).toBe("payload");
     expect((await two.destroy(id)).status).toBe(204);
     expect((await one.getSession(id)).status).toBe(404);
-    // The node destroys the sandbox (a job on an edge asks it to).
+    // The node parks the sandbox for team-a's next session (a job on an edge asks it to): its
+    // container stays (edge-node-reuse.test.ts; with reuse off it is destroyed).
     await waitFor(
-      async () => !(await deployment.containers()).some((c) => c.sandboxId === lease!.sandbox.sandboxId),
+      async () =>
+        /sandpool_node_sandboxes\{node="node-one",pool="default",state="parked"\} 1\b/.test(
+          await (await fetch(`${node.url}/metrics`)).text(),
+        ),
       30_000,
-      "the sandbox's container to go",
+      "the sandbox parked on the node",
     );
+    expect((await deployment.containers()).some((c) => c.sandboxId === lease!.sandbox.sandboxId)).toBe(true);
   }, 120_000);
 });
