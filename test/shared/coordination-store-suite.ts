@@ -1066,6 +1066,37 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
           expect((await store.getLease(keyOf(l)))?.hibernation).toBeUndefined();
         });
 
+        it("moves the lease to the node of the sandbox it resumes on (roles edge and node)", async () => {
+          const l = {
+            ...lease(freshName("ws")),
+            node: "node-a",
+            sandbox: { ...record("default"), node: "node-a" },
+          };
+          await store.putLease(l);
+          const saved = { phase: "saved" as const, checkpoint: { ...checkpoint(l), node: "node-a" } };
+          await store.stepHibernation(keyOf(l), { now: t0, from: ["running"], to: saved });
+          expect((await store.getLease(keyOf(l)))?.hibernation?.checkpoint.node).toBe("node-a");
+          const elsewhere = { ...record("default"), node: "node-b" };
+          await store.stepHibernation(keyOf(l), {
+            now: t0,
+            from: ["saved"],
+            to: undefined,
+            sandbox: elsewhere,
+          });
+          const moved = await store.getLease(keyOf(l));
+          expect(moved?.node).toBe("node-b");
+          expect(moved?.sandbox).toEqual(elsewhere);
+          // A sandbox that names no node (one host) leaves the lease naming none.
+          await store.stepHibernation(keyOf(l), { now: t0, from: ["running"], to: saved });
+          await store.stepHibernation(keyOf(l), {
+            now: t0,
+            from: ["saved"],
+            to: undefined,
+            sandbox: record("default"),
+          });
+          expect((await store.getLease(keyOf(l)))?.node).toBeUndefined();
+        });
+
         it("finds nothing in another workspace, nor a taken lease", async () => {
           const l = lease(freshName("ws"));
           await store.putLease(l);

@@ -392,7 +392,12 @@ export class MemoryCoordinationStore implements CoordinationStore {
     if (refused) return { outcome: "elsewhere", lease: structuredClone(lease) };
     if (step.to) lease.hibernation = structuredClone(step.to);
     else delete lease.hibernation;
-    if (step.sandbox) lease.sandbox = structuredClone(step.sandbox);
+    if (step.sandbox) {
+      lease.sandbox = structuredClone(step.sandbox);
+      // A session resumed on another node is served there from now on.
+      if (step.sandbox.node === undefined) delete lease.node;
+      else lease.node = step.sandbox.node;
+    }
     return { outcome: "stepped", lease: structuredClone(lease) };
   }
 

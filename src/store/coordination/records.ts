@@ -89,6 +89,11 @@ export interface CheckpointRecord {
   sandboxSessionId: string;
   pool: string;
   hibernatedAt: number;
+  /**
+   * The node whose checkpoint store holds it (roles edge and node): where a node-local
+   * checkpoint resumes, and whom to ask to delete it. Absent on one host (`--role all`).
+   */
+  node?: string;
 }
 
 /**
@@ -104,7 +109,7 @@ export interface HibernationStep {
   claimId?: string;
   /** The lease's hibernation after the step; undefined: running again. */
   to: LeaseHibernation | undefined;
-  /** The session's new sandbox (a resume). */
+  /** The session's new sandbox (a resume); the lease's `node` becomes the sandbox's. */
   sandbox?: SandboxRecord;
   requireIdle?: boolean;
 }

@@ -6,7 +6,7 @@
 -- ARGV[3]  the claim the caller holds ("" : none)
 -- ARGV[4]  "1": refuse while a call is in flight
 -- ARGV[5]  the hibernation after the step, JSON ("": running again)
--- ARGV[6]  the session's new sandbox, JSON ("": unchanged)
+-- ARGV[6]  the session's new sandbox, JSON ("": unchanged); the lease's node becomes its node
 -- Returns  {"stepped", lease JSON}, {"elsewhere", lease JSON}, {"busy"} or {"gone"}
 local raw = redis.call("GET", KEYS[1])
 if not raw then
@@ -38,6 +38,8 @@ else
 end
 if ARGV[6] ~= "" then
   lease.sandbox = cjson.decode(ARGV[6])
+  -- A session resumed on another node is served there from now on (nil on one host).
+  lease.node = lease.sandbox.node
 end
 local updated = cjson.encode(lease)
 redis.call("SET", KEYS[1], updated, "KEEPTTL")
