@@ -16,6 +16,8 @@ import { SandboxClient } from "../forward/sandbox-client.js";
 import { SandboxForwarder } from "../forward/sandbox-forwarder.js";
 import { FsCheckpointStore } from "../hibernate/fs-checkpoint-store.js";
 import { hibernationBounds } from "../hibernate/hibernation-bounds.js";
+import type { HibernationSandboxes } from "../hibernate/hibernation-sandboxes.js";
+import { LocalHibernationSandboxes } from "../hibernate/local-hibernation-sandboxes.js";
 import { SessionHibernation } from "../hibernate/session-hibernation.js";
 import { listen, type RunningServer } from "../http/common/listen.js";
 import { createGatewayApp } from "../http/gateway-app.js";
@@ -34,6 +36,7 @@ import { NOTHING_RECONCILED, type ReconcileReport, reconcile } from "../pool/rec
 import type { GatewayPools } from "../pool/sandbox-pool.js";
 import { defaultWarmupStarts, WarmupLimiter } from "../pool/warmup-limiter.js";
 import { createEdgeRouting } from "../roles/edge/edge-routing.js";
+import { NodeHibernationSandboxes } from "../roles/edge/node-hibernation-sandboxes.js";
 import type { NodeRegistry } from "../roles/shared/node-registry.js";
 import { hibernationOf } from "../runtime/sandbox-hibernation.js";
 import type { SandboxRuntime } from "../runtime/sandbox-runtime.js";
@@ -130,27 +133,41 @@ export async function startGateway(
   });
   const usageRepository = new UsageRepository(db);
   const usage = new BufferedUsageSink(usageRepository, log);
-  // Hibernation where this host's runtime can checkpoint (the docker runtime; an edge's
-  // nodes, and the process runtime, cannot yet).
+  // Hibernation where the sandboxes' runtime can checkpoint: this host's (the docker
+  // runtime; never the process runtime), or an edge's nodes', each asked for its steps.
   const runtimeHibernation = !edge && runtime ? hibernationOf(runtime) : undefined;
-  const hibernation =
-    runtimeHibernation && pools instanceof PoolManager
-      ? new SessionHibernation({
+  const hibernationSandboxes: HibernationSandboxes | undefined = edge
+    ? new NodeHibernationSandboxes({
+        pools: config.pools,
+        routed: edge.pools,
+        nodes: edge.client,
+        directory: edge.directory,
+        shared: config.hibernate.shared,
+        log,
+      })
+    : runtimeHibernation && pools instanceof PoolManager
+      ? new LocalHibernationSandboxes({
           leases: store,
           pools,
           hibernation: runtimeHibernation,
           checkpoints: new FsCheckpointStore(config.hibernate.checkpointDir),
           createInnerSession: (endpoint, timeoutMs) => sandboxes.createInnerSession(endpoint, timeoutMs),
-          boundsOf: async (workspace) => hibernationBounds(await policies.forWorkspace(workspace)),
-          settleSandbox: (lease) => sessions.settleSandbox(lease),
-          sandboxLost: async (key) => {
-            await sessions.end(key, "sandbox_failed");
-          },
-          metrics,
-          usage,
-          log,
         })
       : undefined;
+  const hibernation = hibernationSandboxes
+    ? new SessionHibernation({
+        leases: store,
+        sandboxes: hibernationSandboxes,
+        boundsOf: async (workspace) => hibernationBounds(await policies.forWorkspace(workspace)),
+        settleSandbox: (lease) => sessions.settleSandbox(lease),
+        sandboxLost: async (key) => {
+          await sessions.end(key, "sandbox_failed");
+        },
+        metrics,
+        usage,
+        log,
+      })
+    : undefined;
   const sessions: SessionLifecycle = new SessionLifecycle({
     store,
     pools,

@@ -18,9 +18,6 @@ import type { Logger } from "pino";
 import { SandpoolError } from "../contract/error-codes.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { UsageSink } from "../metering/usage-sink.js";
-import type { SandboxBringUp } from "../pool/pool-manager.js";
-import type { LeasedSandbox } from "../pool/sandbox-pool.js";
-import type { SandboxHibernation } from "../runtime/sandbox-hibernation.js";
 import { SandboxLostInCheckpointError } from "../runtime/sandbox-hibernation.js";
 import type { PoolSpec } from "../runtime/sandbox-runtime.js";
 import type { LeaseStore } from "../store/coordination/lease-store.js";
@@ -33,43 +30,23 @@ import {
   type MemberHold,
   type SandboxRecord,
 } from "../store/coordination/records.js";
-import { CheckpointBoundError, type CheckpointBounds, type CheckpointStore } from "./checkpoint-store.js";
-import { CheckpointMissingError, hibernateSandbox, resumeSandbox } from "./hibernate-sandbox.js";
+import { CheckpointBoundError, type CheckpointBounds } from "./checkpoint-store.js";
+import type { HibernationSandboxes } from "./hibernation-sandboxes.js";
 import { SingleFlight } from "./single-flight.js";
 
-/** How long a save may hold its claim: the checkpoint of a large sandbox takes seconds. */
 /**
  * A claim lasts this long unless its replica renews it (every CLAIM_RENEW_MS while the save
  * or restore runs): a replica that dies midway holds its session up for seconds, not minutes.
  */
 const CLAIM_MS = 10_000;
 const CLAIM_RENEW_MS = 3_000;
-/** A checkpoint no hibernated session names is removed once it is this old (a crash's leftover). */
-const STRAY_CHECKPOINT_MS = 60_000;
 /** How often a caller waiting for another replica's save or restore looks again. */
 const CLAIM_POLL_MS = 100;
 
-/** What hibernation needs of the local pools. */
-export interface HibernationPools {
-  list(): PoolSpec[];
-  lease(pool: PoolSpec, hold: MemberHold): Promise<LeasedSandbox>;
-  holdMembership(record: SandboxRecord, hold: MemberHold): Promise<void>;
-  startFor(
-    pool: PoolSpec,
-    hold: MemberHold,
-    sandboxId: string,
-    bringUp: SandboxBringUp,
-  ): Promise<SandboxRecord | undefined>;
-  retire(record: Pick<SandboxRecord, "pool" | "sandboxId" | "runtimeId">): Promise<void>;
-}
-
 export interface SessionHibernationDeps {
   leases: LeaseStore;
-  pools: HibernationPools;
-  hibernation: SandboxHibernation;
-  checkpoints: CheckpointStore;
-  /** Opens the session inside a fresh sandbox (a files resume). */
-  createInnerSession(endpoint: string, timeoutMs: number): Promise<string>;
+  /** Where the sandboxes are saved and restored: this host's pools, or the nodes (an edge). */
+  sandboxes: HibernationSandboxes;
   /** The workspace's bounds on what it keeps hibernated (policy maxHibernatedSessions). */
   boundsOf(workspace: string): Promise<CheckpointBounds>;
   /** The sandbox's usage recorded and its last CPU charged, before the save (SessionLifecycle.settleSandbox). */
@@ -101,8 +78,8 @@ export class SessionHibernation {
 
   /** Whether sessions of `poolName` can hibernate here. */
   canHibernate(poolName: string): boolean {
-    const pool = this.poolNamed(poolName);
-    return pool !== undefined && this.deps.hibernation.checkpointKindOf(pool) !== undefined;
+    const pool = this.deps.sandboxes.pool(poolName);
+    return pool !== undefined && this.deps.sandboxes.kindOf(pool) !== undefined;
   }
 
   /**
@@ -119,8 +96,8 @@ export class SessionHibernation {
     const lease = await this.deps.leases.getLease(key);
     if (!lease) throw notFound();
     if (lease.hibernation) return lease;
-    const pool = this.poolNamed(lease.pool);
-    const kind = pool && this.deps.hibernation.checkpointKindOf(pool);
+    const pool = this.deps.sandboxes.pool(lease.pool);
+    const kind = pool && this.deps.sandboxes.kindOf(pool);
     if (!pool || !kind) {
       throw new SandpoolError(
         "session.not_hibernatable",
@@ -135,6 +112,7 @@ export class SessionHibernation {
       sandboxSessionId: lease.sandbox.innerSessionId,
       pool: pool.name,
       hibernatedAt: this.now(),
+      ...optional("node", this.deps.sandboxes.holderOf(lease)),
     };
     const claimed = await this.deps.leases.stepHibernation(key, {
       now: this.now(),
@@ -156,20 +134,13 @@ export class SessionHibernation {
     try {
       // The CPU it burned so far is charged now: the restored sandbox's counter starts anew.
       await this.deps.settleSandbox(lease);
-      saved = await hibernateSandbox({
-        hibernation: this.deps.hibernation,
-        store: this.deps.checkpoints,
-        workspace: key.workspace,
-        sessionId: key.sessionId,
-        runtimeId: lease.sandbox.runtimeId,
-        sandboxId: lease.sandbox.sandboxId,
-        sandboxSessionId: lease.sandbox.innerSessionId,
+      const stored = await this.deps.sandboxes.save({
+        key,
+        lease,
         pool,
         bounds: await this.deps.boundsOf(key.workspace),
-        // Its place in the pool goes with it.
-        destroy: () => this.deps.pools.retire(lease.sandbox),
-        now: this.now,
       });
+      saved = { ...checkpoint, kind: stored.kind, bytes: stored.bytes, hibernatedAt: this.now() };
     } catch (error) {
       this.deps.metrics.hibernations.inc({ outcome: "failed" });
       // Running on: its server may have listened again with the code running (records.ts).
@@ -203,7 +174,7 @@ export class SessionHibernation {
     });
     if (done.outcome !== "stepped") {
       // Ended meanwhile (destroyed, expired): nobody will resume it.
-      await this.deps.checkpoints.delete(key.workspace, key.sessionId).catch(() => undefined);
+      await this.deps.sandboxes.deleteCheckpoint(key, saved).catch(() => undefined);
       throw notFound();
     }
     this.deps.metrics.hibernations.inc({ outcome: "saved" });
@@ -257,20 +228,20 @@ export class SessionHibernation {
    * sandbox, if it outlived the save, goes), or it was not (the session runs on where it was).
    */
   private async takeOverSave(key: LeaseKey, lease: Lease): Promise<void> {
-    const committed = (await this.deps.checkpoints.locate(key.workspace, key.sessionId)) !== undefined;
     const checkpoint = lease.hibernation!.checkpoint;
+    const committed = await this.deps.sandboxes.committed(key, checkpoint);
     const stepped = await this.deps.leases.stepHibernation(key, {
       now: this.now(),
       from: ["saving"],
       to: committed ? { phase: "saved", checkpoint } : undefined,
     });
     if (stepped.outcome === "stepped" && committed) {
-      await this.deps.pools.retire(lease.sandbox).catch(() => undefined);
+      await this.deps.sandboxes.retire(lease.sandbox).catch(() => undefined);
     }
   }
 
   private async restoreSaved(key: LeaseKey, lease: Lease, checkpoint: CheckpointRecord): Promise<Resumed> {
-    const pool = this.poolNamed(checkpoint.pool);
+    const pool = this.deps.sandboxes.pool(checkpoint.pool);
     if (!pool) throw resumeFailed(`the '${checkpoint.pool}' pool is not served here`);
     const claimId = newClaimId();
     const claimed = await this.deps.leases.stepHibernation(key, {
@@ -286,35 +257,26 @@ export class SessionHibernation {
     let record: SandboxRecord | undefined;
     const renewal = this.keepClaim(key, { phase: "restoring", claimId, checkpoint });
     try {
-      if (checkpoint.kind === "files") {
-        record = await this.filesIntoPooledSandbox(key, lease, pool, claimId, checkpoint);
-        interpreterRestarted = true;
-      } else {
-        record = await this.deps.pools.startFor(
-          pool,
-          this.holdFor(lease),
-          checkpoint.sandboxId,
-          async (id, deadline) => {
-            const resumed = await resumeSandbox({
-              hibernation: this.deps.hibernation,
-              store: this.deps.checkpoints,
-              workspace: key.workspace,
-              sessionId: key.sessionId,
-              hibernated: checkpoint,
-              pool,
-              deadline,
-              freshSandboxId: () => id,
-              openSession: (started) =>
-                this.deps.createInnerSession(started.endpoint, Math.max(1, deadline - this.now())),
-              destroy: (runtimeId) => this.deps.pools.retire({ pool: pool.name, sandboxId: id, runtimeId }),
-            });
-            return { ...resumed, innerSessionId: resumed.sandboxSessionId };
-          },
-        );
-        if (!record) throw resumeFailed(`the '${pool.name}' pool is at capacity`, 2);
-        // Its server listened again with the code's processes running (records.ts).
-        record = { ...record, neverReuse: true };
-      }
+      record = await this.deps.sandboxes.restore({
+        key,
+        lease,
+        pool,
+        checkpoint,
+        hold: this.holdFor(lease),
+        name: async (named) => {
+          const stepped = await this.deps.leases.stepHibernation(key, {
+            now: this.now(),
+            from: ["restoring"],
+            claimId,
+            to: { phase: "restoring", claimId, claimUntil: this.now() + CLAIM_MS, checkpoint },
+            sandbox: named,
+          });
+          if (stepped.outcome !== "stepped") throw notFound();
+        },
+      });
+      if (checkpoint.kind === "files") interpreterRestarted = true;
+      // Its server listened again with the code's processes running (records.ts).
+      else record = { ...record, neverReuse: true };
     } catch (error) {
       this.deps.metrics.resumes.inc({ outcome: "failed" });
       await this.deps.leases
@@ -341,10 +303,10 @@ export class SessionHibernation {
     });
     if (running.outcome !== "stepped") {
       // Ended while it was restored: the new sandbox serves nobody.
-      await this.deps.pools.retire(record).catch(() => undefined);
+      await this.deps.sandboxes.retire(record).catch(() => undefined);
       throw notFound();
     }
-    await this.deps.checkpoints.delete(key.workspace, key.sessionId).catch((error: unknown) => {
+    await this.deps.sandboxes.deleteCheckpoint(key, checkpoint).catch((error: unknown) => {
       this.deps.log.warn(
         { err: error, session: key.sessionId },
         "could not delete a resumed session's checkpoint",
@@ -357,48 +319,6 @@ export class SessionHibernation {
       "session resumed",
     );
     return { lease: running.lease, interpreterRestarted };
-  }
-
-  /**
-   * A files checkpoint goes into a sandbox the pool has ready (a warm one: no container
-   * start, which is what makes a files resume cheaper than a cold start), restored into its
-   * inner session by the code's uid. The lease names the sandbox at once, so reconciliation
-   * counts it as the session's however long the restore takes.
-   */
-  private async filesIntoPooledSandbox(
-    key: LeaseKey,
-    lease: Lease,
-    pool: PoolSpec,
-    claimId: string,
-    checkpoint: CheckpointRecord,
-  ): Promise<SandboxRecord> {
-    const dir = await this.deps.checkpoints.locate(key.workspace, key.sessionId);
-    if (!dir) throw new CheckpointMissingError(`no checkpoint of session ${key.sessionId}`);
-    const hold = this.holdFor(lease);
-    // A fresh sandbox only: whether a parked one may serve is the workspace's policy, not read here.
-    const leased = await this.deps.pools.lease(pool, { ...hold, reuse: false });
-    try {
-      if (!leased.warm) await this.deps.pools.holdMembership(leased.record, hold);
-      const named = await this.deps.leases.stepHibernation(key, {
-        now: this.now(),
-        from: ["restoring"],
-        claimId,
-        to: { phase: "restoring", claimId, claimUntil: this.now() + CLAIM_MS, checkpoint },
-        sandbox: leased.record,
-      });
-      if (named.outcome !== "stepped") throw notFound();
-      const { runtimeId, sandboxId, innerSessionId } = leased.record;
-      await this.deps.hibernation.restoreFiles({
-        runtimeId,
-        sandboxId,
-        sandboxSessionId: innerSessionId,
-        dir,
-      });
-      return leased.record;
-    } catch (error) {
-      await this.deps.pools.retire(leased.record).catch(() => undefined);
-      throw error;
-    }
   }
 
   /**
@@ -431,26 +351,17 @@ export class SessionHibernation {
    * and committed checkpoints no hibernated session names (its session ended, or resumed,
    * while the replica that would have deleted it died). Returns how many were removed.
    */
-  async reconcileCheckpoints(): Promise<number> {
-    const now = this.now();
-    let removed = await this.deps.checkpoints.sweepUncommitted(now - STRAY_CHECKPOINT_MS);
-    for (const stored of await this.deps.checkpoints.list()) {
-      if (stored.committedAt > now - STRAY_CHECKPOINT_MS) continue;
-      const lease = await this.deps.leases.getLease({
-        workspace: stored.workspace,
-        sessionId: stored.sessionId,
-      });
-      if (lease?.hibernation) continue;
-      await this.deps.checkpoints.delete(stored.workspace, stored.sessionId);
-      removed++;
-    }
-    return removed;
+  reconcileCheckpoints(): Promise<number> {
+    return this.deps.sandboxes.reconcile();
   }
 
   /** Deletes an ended session's checkpoint, if it had one. */
   async forget(lease: Lease): Promise<void> {
     if (!lease.hibernation) return;
-    await this.deps.checkpoints.delete(lease.workspace, lease.sessionId);
+    await this.deps.sandboxes.deleteCheckpoint(
+      { workspace: lease.workspace, sessionId: lease.sessionId },
+      lease.hibernation.checkpoint,
+    );
   }
 
   /** The restored sandbox's place is held as long as the session's slot. */
@@ -461,14 +372,12 @@ export class SessionHibernation {
       now: this.now(),
     };
   }
-
-  private poolNamed(name: string): PoolSpec | undefined {
-    return this.deps.pools.list().find((pool) => pool.name === name);
-  }
 }
 
 const flightKey = (key: LeaseKey) => `${key.workspace}\u0000${key.sessionId}`;
 const newClaimId = () => randomBytes(9).toString("base64url");
+const optional = <K extends string, V>(name: K, value: V | undefined) =>
+  (value === undefined ? {} : { [name]: value }) as Partial<Record<K, V>>;
 
 function notFound(): SandpoolError {
   return new SandpoolError("session.not_found", "no such session");

@@ -65,6 +65,16 @@ export interface SandboxHibernation {
   restoreFiles(request: FilesRestore): Promise<void>;
 }
 
+/**
+ * What the docker runtime keeps of a pool's sandboxes (an edge asks this of its pools, whose
+ * sandboxes run on nodes' docker runtimes): egress sandboxes nothing (their proxy socket is
+ * the gateway's), gVisor ones their memory, plain containers their workspace's files.
+ */
+export function dockerCheckpointKindOf(pool: PoolSpec): CheckpointKind | undefined {
+  if (pool.egress === true) return undefined;
+  return pool.isolation === "gvisor" ? "memory" : "files";
+}
+
 /** The checkpoint failed after gVisor had begun it: the sandbox is gone. */
 export class SandboxLostInCheckpointError extends Error {
   override readonly name = "SandboxLostInCheckpointError";

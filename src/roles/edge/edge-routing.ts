@@ -3,6 +3,7 @@
  * every heartbeat interval), the signed node client, the pools that place sessions on
  * nodes, and the metrics of the roles. A lost node's sessions are ended here (reason
  * `node_lost`): a call in flight to it has already failed with `sandbox.unreachable`.
+ * Hibernated ones are not: they hold no sandbox on it.
  */
 import type { Logger } from "pino";
 import { Counter, Gauge } from "prom-client";
@@ -55,6 +56,9 @@ export function createEdgeRouting(
     nodesLost.inc();
     for (const lease of await store.listLeases()) {
       if (lease.node !== node.id) continue;
+      // A hibernated session holds no sandbox there: it resumes from its checkpoint (on
+      // another node when checkpoints are shared; else when its node is back).
+      if (lease.hibernation?.phase === "saved") continue;
       await sessions?.end({ workspace: lease.workspace, sessionId: lease.sessionId }, "node_lost");
     }
   };

@@ -24,6 +24,7 @@ import { StartRate, type StartRateView } from "../../pool/start-rate.js";
 import type { PoolSpec, SandboxUsage } from "../../runtime/sandbox-runtime.js";
 import type { PoolStartFailure } from "../../store/coordination/pool-demand-exchange.js";
 import type { MemberHold, SandboxRecord } from "../../store/coordination/records.js";
+import type { NodeView } from "../shared/node-registry.js";
 import type { NodeClient } from "./node-client.js";
 import { nodeEndpoint, parseNodeEndpoint } from "./node-client.js";
 import type { NodeDirectory } from "./node-directory.js";
@@ -77,14 +78,17 @@ export class RoutedPools implements GatewayPools {
     return this.demand.sharedStartFailure(name);
   }
 
-  /** A sandbox on the best node for the pool: warm where most are free, else a cold start. */
-  async lease(pool: PoolSpec, hold: MemberHold): Promise<LeasedSandbox> {
+  /**
+   * A sandbox on the best node for the pool: warm where most are free, else a cold start.
+   * `among` narrows the nodes asked (a resume from a node-local checkpoint: its node alone).
+   */
+  async lease(pool: PoolSpec, hold: MemberHold, among?: (node: NodeView) => boolean): Promise<LeasedSandbox> {
     const started = process.hrtime.bigint();
     const reuse = hold.reuse !== false;
     const order = preferNode(
       placementOrder(this.edge.directory.list(), pool),
       reuse ? this.parkedOn.nodeFor(hold.workspace, pool.name) : undefined,
-    );
+    ).filter((node) => among?.(node) ?? true);
     if (order.length === 0) {
       throw new SandpoolError("capacity.exhausted", `no node serves the '${pool.name}' pool now`, {
         retryAfterSeconds: 2,
@@ -184,6 +188,8 @@ export class RoutedPools implements GatewayPools {
 
   /** Asks the sandbox's node to park it for `owner`'s next session there; false: destroy it. */
   async recycle(record: SandboxRecord, owner: string): Promise<boolean> {
+    // Its server listened again while code ran (a restore, a save given up): never parked.
+    if (record.neverReuse) return false;
     const parked = await recycleOnNode(this.edge.nodes, record, owner, this.edge.log);
     if (parked && record.node) this.parkedOn.parked(owner, record.pool, record.node);
     return parked;

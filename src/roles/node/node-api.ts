@@ -10,6 +10,7 @@
  *   POST /node/v1/sandboxes/{id}/destroy       204: destroyed (idempotent)
  *   POST /node/v1/sandboxes/{id}/recycle       200 {parked}: scrubbed and parked for the workspace's
  *                                              next lease here, or (false) destroyed (node-parking.ts)
+ *   and hibernation's checkpoints and restores (node-hibernation-routes.ts)
  *
  * Nothing unauthenticated is read: a request's signature is checked from its headers, before
  * any byte of its body, and a request that fails it gets its 401 at once on a closed
@@ -41,6 +42,7 @@ import {
   SIGNATURE_HEADERS,
 } from "../shared/node-signature.js";
 import type { NodeApiDeps, NodeCall } from "./node-call.js";
+import { NODE_HIBERNATION_ROUTES } from "./node-hibernation-routes.js";
 import { relayToSandbox, unknownSession, uploadOf } from "./node-relay.js";
 import { readSignedBody } from "./node-request-body.js";
 import { SignedAnswer } from "./signed-answer.js";
@@ -129,6 +131,7 @@ export const NODE_ROUTES: readonly NodeRoute[] = [
     },
     ({ answer }) => answer.send(204),
   ),
+  ...NODE_HIBERNATION_ROUTES,
   {
     method: undefined,
     path: new RegExp(`^/node/v1/sandboxes/${SANDBOX_ID}/relay(/.*)$`),

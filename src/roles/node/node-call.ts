@@ -8,6 +8,7 @@ import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import type { SandboxClient } from "../../forward/sandbox-client.js";
 import type { NodeSecrets, RequestVerifier } from "../shared/node-signature.js";
+import type { NodeHibernation } from "./node-hibernation.js";
 import type { NodeSandboxes } from "./node-sandboxes.js";
 import type { SignedAnswer } from "./signed-answer.js";
 
@@ -26,6 +27,8 @@ export interface NodeApiLimits {
 
 export interface NodeApiDeps {
   sandboxes: NodeSandboxes;
+  /** Checkpoints and restores for hibernating sessions, where the node's runtime can (node-hibernation.ts). */
+  hibernation?: NodeHibernation;
   client: SandboxClient;
   secrets: NodeSecrets;
   verifier: RequestVerifier;

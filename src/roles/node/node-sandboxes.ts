@@ -37,6 +37,8 @@ export class NodeSandboxes {
   private readonly leasedAt = new Map<string, number>();
   private readonly parking: NodeParking;
   draining = false;
+  /** Sandboxes being restored from a checkpoint (node-hibernation.ts): not leftovers. */
+  readonly restoring = new Set<string>();
 
   constructor(private readonly deps: NodeSandboxesDeps) {
     for (const pool of deps.pools) {
@@ -142,6 +144,11 @@ export class NodeSandboxes {
     this.leasedAt.delete(sandboxId);
   }
 
+  /** A sandbox started outside the warm pools for a workspace (a memory restore), held as a lease. */
+  adopt(record: SandboxRecord, workspace: string): void {
+    this.hold(record, workspace);
+  }
+
   private hold(record: SandboxRecord, workspace: string): void {
     this.leased.set(record.sandboxId, record);
     this.leasedTo.set(record.sandboxId, workspace);
@@ -154,7 +161,10 @@ export class NodeSandboxes {
    * pools made it. Run at start-up, before the node advertises itself, and periodically.
    */
   async reconcile(): Promise<{ adopted: number; destroyed: number }> {
-    const leases = (await this.deps.store.listLeases()).filter((lease) => lease.node === this.deps.nodeId);
+    // A hibernated session holds no sandbox: a container left under its old id is a leftover.
+    const leases = (await this.deps.store.listLeases()).filter(
+      (lease) => lease.node === this.deps.nodeId && lease.hibernation?.phase !== "saved",
+    );
     const bySandbox = new Map(leases.map((lease) => [lease.sandbox.sandboxId, lease]));
     const warmIds = new Set<string>();
     for (const pool of this.warm.values()) for (const id of pool.knownIds()) warmIds.add(id);
@@ -162,6 +172,7 @@ export class NodeSandboxes {
     let destroyed = 0;
     for (const sandbox of await this.deps.runtime.list()) {
       if (warmIds.has(sandbox.sandboxId) || this.leased.has(sandbox.sandboxId)) continue;
+      if (this.restoring.has(sandbox.sandboxId)) continue;
       const lease = bySandbox.get(sandbox.sandboxId);
       if (lease && sandbox.running !== false) {
         this.hold(lease.sandbox, lease.workspace);

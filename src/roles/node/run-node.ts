@@ -9,8 +9,11 @@
 import type { Logger } from "pino";
 import { Gauge, Registry } from "prom-client";
 import { SandboxClient } from "../../forward/sandbox-client.js";
+import { FsCheckpointStore } from "../../hibernate/fs-checkpoint-store.js";
+import type { HibernateSettings } from "../../hibernate/hibernate-settings.js";
 import type { DockerRuntime } from "../../runtime/docker/docker-runtime.js";
 import { offeredIsolation } from "../../runtime/docker/isolation-check.js";
+import { hibernationOf } from "../../runtime/sandbox-hibernation.js";
 import type { PoolSpec } from "../../runtime/sandbox-runtime.js";
 import { loadLuaScripts } from "../../store/coordination/redis/lua-scripts.js";
 import {
@@ -24,6 +27,7 @@ import { type NodeSettings, nodeIdOf } from "../shared/node-settings.js";
 import { NodeSecrets, RequestVerifier } from "../shared/node-signature.js";
 import { listenNodeApi, type RunningNodeApi } from "./node-api.js";
 import type { NodeApiDeps } from "./node-call.js";
+import { NodeHibernation } from "./node-hibernation.js";
 import { NodeSandboxes } from "./node-sandboxes.js";
 
 export interface RunningNode {
@@ -39,6 +43,8 @@ export interface NodeRoleConfig {
   pools: PoolSpec[];
   limits: { maxJsonBodyBytes: number };
   intervals: { reconcileMs: number };
+  /** Where hibernated sessions' checkpoints are kept, and whether every node mounts it. */
+  hibernate?: HibernateSettings;
   /** The bearer token the node's `/metrics` requires (`metrics.token`); unset, it answers anyone. */
   metricsToken?: NodeApiDeps["metricsToken"];
 }
@@ -70,6 +76,27 @@ export async function startNode(
   });
   const reconciled = await sandboxes.reconcile();
   log.info({ node: nodeId, ...reconciled }, "node reconciled its engine");
+  const runtimeHibernation = hibernationOf(runtime);
+  const hibernation =
+    runtimeHibernation && config.hibernate
+      ? new NodeHibernation({
+          pools: config.pools,
+          sandboxes,
+          runtime,
+          hibernation: runtimeHibernation,
+          checkpoints: new FsCheckpointStore(config.hibernate.checkpointDir),
+          leases: store,
+          nodeId,
+          shared: config.hibernate.shared,
+          log,
+        })
+      : undefined;
+  // What a crash left in the checkpoint store goes with the engine's leftovers.
+  const reconcileAll = async () => {
+    await sandboxes.reconcile();
+    const removed = await hibernation?.reconcile();
+    if (removed) log.info({ removed }, "removed checkpoints no session names");
+  };
 
   const metrics = new Registry();
   new Gauge({
@@ -88,6 +115,7 @@ export async function startNode(
   const api = await listenNodeApi(
     {
       sandboxes,
+      ...(hibernation ? { hibernation } : {}),
       client,
       secrets,
       verifier: new RequestVerifier(secrets, { nodeId, clockWindowMs: config.node.clockWindowMs }),
@@ -139,7 +167,7 @@ export async function startNode(
   }, config.node.heartbeatMs);
   const reconcileTimer = setInterval(() => {
     if (stopped) return;
-    sandboxes.reconcile().catch((error) => log.warn({ err: error }, "node reconciliation failed"));
+    reconcileAll().catch((error) => log.warn({ err: error }, "node reconciliation failed"));
   }, config.intervals.reconcileMs);
 
   return {

@@ -26,6 +26,7 @@ import { sandboxOrigin } from "../../forward/sandbox-agent.js";
 import {
   type CheckpointKind,
   type CheckpointRequest,
+  dockerCheckpointKindOf,
   SandboxLostInCheckpointError,
   type SavedCheckpoint,
 } from "../sandbox-hibernation.js";
@@ -75,8 +76,7 @@ export interface CheckpointHost {
 }
 
 export function checkpointKindOf(pool: PoolSpec): CheckpointKind | undefined {
-  if (pool.egress === true) return undefined;
-  return pool.isolation === "gvisor" ? "memory" : "files";
+  return dockerCheckpointKindOf(pool);
 }
 
 export async function checkpointSandbox(
