@@ -1,6 +1,8 @@
 /**
  * Nodes in the admin API (on edges and `--role all`): the registry, and an operator's drain.
- * A draining node takes no new lease; its sessions finish or expire, then its sandboxes go.
+ * A draining node takes no new lease; its sessions finish or expire, then its sandboxes go
+ * (with shared checkpoints the edges hibernate them, and they resume on other nodes:
+ * src/roles/edge/drain-hibernation.ts).
  * Drains are audited. One host (`--role all`) has no nodes: its directory is empty
  * (`NO_NODES`), so the list is empty and a drain names no node (404).
  */

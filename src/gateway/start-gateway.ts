@@ -35,6 +35,7 @@ import { poolStatus } from "../pool/pool-status.js";
 import { NOTHING_RECONCILED, type ReconcileReport, reconcile } from "../pool/reconcile.js";
 import type { GatewayPools } from "../pool/sandbox-pool.js";
 import { defaultWarmupStarts, WarmupLimiter } from "../pool/warmup-limiter.js";
+import { hibernateDrainingSessions } from "../roles/edge/drain-hibernation.js";
 import { createEdgeRouting } from "../roles/edge/edge-routing.js";
 import { NodeHibernationSandboxes } from "../roles/edge/node-hibernation-sandboxes.js";
 import type { NodeRegistry } from "../roles/shared/node-registry.js";
@@ -189,6 +190,10 @@ export async function startGateway(
   jobs.register("reap-sessions", async () => {
     await sessions.reap();
     await sessions.hibernateIdle();
+    // A drain moves sessions when every node reads the same checkpoints (docs/operating.md).
+    if (edge && hibernation && config.hibernate.shared) {
+      await hibernateDrainingSessions({ directory: edge.directory, leases: store, hibernation, log });
+    }
   });
   const cpuMeter = new CpuMeter({
     store,

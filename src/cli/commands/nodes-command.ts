@@ -1,7 +1,8 @@
 /**
  * `sandpool nodes`: the sandbox nodes an edge deployment routes to (state, address, isolation
  * levels, free warm sandboxes and capacity per pool, leased sandboxes, last heartbeat), and an
- * operator's drain: a draining node takes no new lease, its sessions finish or expire, then
+ * operator's drain: a draining node takes no new lease, its sessions finish or expire (with
+ * shared checkpoints, hibernate and resume on other nodes: src/roles/edge/drain-hibernation.ts), then
  * its sandboxes go. Through the admin API. Exit codes: 0 done, 1 refused or unreachable, 2 bad usage.
  */
 import { Command } from "commander";
@@ -62,7 +63,7 @@ function drainCommand(action: "drain" | "undrain"): Command {
     new Command(action)
       .summary(
         action === "drain"
-          ? "stop placing sessions on a node; its sessions finish, then its sandboxes go"
+          ? "stop placing sessions on a node; its sessions finish (with shared checkpoints: move), then its sandboxes go"
           : "let a drained node take new sessions again",
       )
       .argument("<id>", "the node's id (sandpool nodes list)")

@@ -6,7 +6,7 @@
  * its store and removes the container; the next Execute resumes it (files: the file is back
  * and the interpreter-restarted note says so; gvisor: the variable too), on the other node
  * once the one that saved it is gone. The node's hibernation endpoints refuse another
- * workspace.
+ * workspace, and a drained node's sessions hibernate and resume elsewhere.
  */
 import { mkdtemp, readdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -254,6 +254,29 @@ describe.skipIf(!available)("hibernation through --role edge and --role node", (
     expect(await containerRunning(running.sandbox.runtimeId)).toBe(true);
     expect((await client.destroy(id)).status).toBe(204);
   }, 180_000);
+
+  it("a drained node's idle session hibernates, and its next call resumes it on the other node", async () => {
+    const workspace = "edge-hib-drain";
+    const { client, id, lease } = await openSession(workspace, "open('drained.txt', 'w').write('moved')");
+    const drained = lease.node!;
+    expect((await admin("POST", `/nodes/${drained}/drain`)).status).toBe(200);
+    try {
+      await waitFor(
+        async () => (await store.getLease({ workspace, sessionId: id }))?.hibernation?.phase === "saved",
+        20_000,
+        "the drained node's session to hibernate",
+      );
+      expect(await containerRunning(lease.sandbox.runtimeId)).toBe(false);
+      const moved = await client.run(id, "bash_code_execution", { command: "cat drained.txt" });
+      expect(moved.stdout).toBe("moved");
+      const running = (await store.getLease({ workspace, sessionId: id }))!;
+      expect(running.node).not.toBe(drained);
+      expect(running.hibernation).toBeUndefined();
+    } finally {
+      expect((await admin("POST", `/nodes/${drained}/undrain`)).status).toBe(200);
+    }
+    expect((await client.destroy(id)).status).toBe(204);
+  }, 120_000);
 
   it("resumes on the other node once the one that saved it is gone (a shared checkpoint directory)", async () => {
     const workspace = "edge-hib-move";
