@@ -170,3 +170,20 @@ With roles: the nodes need exactly one engine source (a remote docker.host canno
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+Hibernated sessions' checkpoints shared by every node (roles.node.checkpoints): where the node
+pods mount the volume (config.hibernate.checkpointDir, else the gateway's default) and the
+claim they mount (an existing one, or the chart's).
+*/}}
+{{- define "sandpool.checkpointsShared" -}}
+{{- if and .Values.roles.enabled .Values.roles.node.checkpoints.enabled }}true{{ end }}
+{{- end }}
+
+{{- define "sandpool.checkpointDir" -}}
+{{- .Values.config.hibernate.checkpointDir | default "/var/lib/sandpool/checkpoints" }}
+{{- end }}
+
+{{- define "sandpool.checkpointsClaim" -}}
+{{- .Values.roles.node.checkpoints.existingClaim | default (printf "%s-checkpoints" (include "sandpool.fullname" .)) }}
+{{- end }}

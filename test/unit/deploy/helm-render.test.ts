@@ -709,6 +709,74 @@ describe("the multinode shapes (roles: edges and a node DaemonSet)", () => {
     expect(egressPorts(nodePolicy)).toContain(6379);
   });
 
+  it("with a checkpoint volume, mounts one ReadWriteMany claim on every node and shares checkpoints", async () => {
+    const base = [path.join(CI_DIR, "multinode-values.yaml")];
+    const objects = await renderChart(base, [
+      "roles.node.checkpoints.enabled=true",
+      "roles.node.checkpoints.storageClassName=nfs",
+      "roles.node.checkpoints.size=50Gi",
+    ]);
+    expect(objects.flatMap(schemaProblems)).toEqual([]);
+    const [claim] = find(objects, "PersistentVolumeClaim", "sandpool-checkpoints");
+    expect((claim as unknown as { spec: unknown }).spec).toEqual({
+      accessModes: ["ReadWriteMany"],
+      storageClassName: "nfs",
+      resources: { requests: { storage: "50Gi" } },
+    });
+    // It holds tenants' sessions: an uninstall leaves it.
+    expect(claim!.metadata.annotations?.["helm.sh/resource-policy"]).toBe("keep");
+    const spec = podSpec(find(objects, "DaemonSet", "sandpool-node")[0]!);
+    const volume = (spec.volumes ?? []).find((candidate) => candidate.name === "checkpoints") as
+      | { persistentVolumeClaim?: { claimName: string } }
+      | undefined;
+    expect(volume?.persistentVolumeClaim?.claimName).toBe("sandpool-checkpoints");
+    const node = containerOf(objects, NODE.kind, NODE.name, NODE.container);
+    const config = gatewayConfigOf(objects, "multinode-checkpoints-node", NODE);
+    expect(config.hibernate).toEqual({ checkpointDir: "/var/lib/sandpool/checkpoints", shared: true });
+    expect(node.volumeMounts).toContainEqual({
+      name: "checkpoints",
+      mountPath: config.hibernate.checkpointDir,
+    });
+    // Edges read the same file: they resume a session on any node.
+    expect(gatewayConfigOf(objects, "multinode-checkpoints-edge", EDGE).hibernate.shared).toBe(true);
+    const [edge] = find(objects, "Deployment", "sandpool-edge");
+    expect(podSpec(edge!).volumes?.map((candidate) => candidate.name)).toEqual(["config", "tmp"]);
+
+    // An existing claim is mounted, none made; a configured directory is where it goes.
+    const existing = await renderChart(base, [
+      "roles.node.checkpoints.enabled=true",
+      "roles.node.checkpoints.existingClaim=team-checkpoints",
+      "config.hibernate.checkpointDir=/checkpoints",
+    ]);
+    expect(existing.flatMap(schemaProblems)).toEqual([]);
+    expect(find(existing, "PersistentVolumeClaim")).toEqual([]);
+    const existingSpec = podSpec(find(existing, "DaemonSet", "sandpool-node")[0]!);
+    expect(existingSpec.volumes).toContainEqual({
+      name: "checkpoints",
+      persistentVolumeClaim: { claimName: "team-checkpoints" },
+    });
+    expect(containerOf(existing, NODE.kind, NODE.name, NODE.container).volumeMounts).toContainEqual({
+      name: "checkpoints",
+      mountPath: "/checkpoints",
+    });
+    expect(gatewayConfigOf(existing, "multinode-existing-checkpoints", NODE).hibernate).toEqual({
+      checkpointDir: "/checkpoints",
+      shared: true,
+    });
+  });
+
+  it("without a checkpoint volume, renders no claim and leaves checkpoints node-local", () => {
+    for (const file of roleFiles) {
+      const objects = rendered.get(file)!;
+      expect(find(objects, "PersistentVolumeClaim")).toEqual([]);
+      const spec = podSpec(find(objects, "DaemonSet", "sandpool-node")[0]!);
+      expect((spec.volumes ?? []).map((volume) => volume.name)).not.toContain("checkpoints");
+      expect(
+        gatewayConfigOf(objects, `${path.basename(file, ".yaml")}-local-checkpoints`, NODE).hibernate.shared,
+      ).toBe(false);
+    }
+  });
+
   it("renders the autoscaler and the policies only when asked, and edges then keep their replicas", async () => {
     const objects = await renderChart(
       [path.join(CI_DIR, "multinode-values.yaml")],
