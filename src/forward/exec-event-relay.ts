@@ -32,6 +32,7 @@ import type { Readable } from "node:stream";
 import { type ErrorBody, errorBody, SandpoolError } from "../contract/error-codes.js";
 import { type ExecEventName, formatEvent, outputEvent } from "../contract/exec-events.js";
 import { mapTransportError } from "./sandbox-client.js";
+import { prefixStderr } from "./stderr-note.js";
 
 /** Largest single output event held while it arrives (a sound sandbox sends <= ~400 KiB). */
 export const MAX_DELTA_LINE_BYTES = 1024 * 1024;
@@ -54,6 +55,8 @@ export interface RelayOptions {
   oversizedResult(): string;
   /** The sandbox failed (or lost the session): end the session. Must not throw. */
   onSandboxFailure(error: SandpoolError): Promise<void>;
+  /** Sent as the first stderr event, and put before the result's stderr (stderr-note.ts). */
+  stderrNote?: string;
 }
 
 export interface Relay {
@@ -165,7 +168,9 @@ async function* relayEvents(
   let deltaBytes = 0;
   let releaseResult: (() => void) | undefined;
   const iterator = upstream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  const note = options.stderrNote;
   try {
+    if (note !== undefined) yield outputEvent("stderr", note);
     while (true) {
       control.setWaiting(true);
       let next: IteratorResult<Buffer>;
@@ -183,7 +188,8 @@ async function* relayEvents(
         if (line.length === 0) {
           if (event === undefined || data === undefined) throw badAnswer("an event without data");
           if (event === "result") {
-            yield formatEvent("result", reserialized(data, "a result"));
+            const result = reserialized(data, "a result");
+            yield formatEvent("result", note === undefined ? result : (prefixStderr(result, note) ?? result));
             return;
           }
           if (event === "error") {

@@ -30,7 +30,7 @@ import type { Readable } from "node:stream";
 import type { Logger } from "pino";
 import { type Dispatcher, errors } from "undici";
 import { SandpoolError } from "../contract/error-codes.js";
-import { EVENT_STREAM_TYPE, formatEvent } from "../contract/exec-events.js";
+import { EVENT_STREAM_TYPE, formatEvent, outputEvent } from "../contract/exec-events.js";
 import type { Lease, LeaseKey } from "../store/coordination/records.js";
 import { ByteBudget } from "./byte-budget.js";
 import { relayExecEvents, reserialized } from "./exec-event-relay.js";
@@ -44,6 +44,7 @@ import {
   type SandboxClient,
   SMALL_ANSWER_BYTES,
 } from "./sandbox-client.js";
+import { prefixStderr } from "./stderr-note.js";
 
 export interface SandboxAnswer {
   status: number;
@@ -173,7 +174,7 @@ export class SandboxForwarder {
    */
   async forwardExecStream(
     lease: Lease,
-    request: { body: string; deadlineMs: number; log: Logger },
+    request: { body: string; deadlineMs: number; log: Logger; stderrNote?: string },
   ): Promise<ExecEventStream> {
     const key = { workspace: lease.workspace, sessionId: lease.sessionId };
     const started = performance.now();
@@ -198,7 +199,12 @@ export class SandboxForwarder {
         await this.deps.onSessionFailed(key);
         throw error;
       }
-      return { kind: "events", body: formatEvent("result", result), done: Promise.resolve() };
+      const { stderrNote: note } = request;
+      const events =
+        note === undefined
+          ? formatEvent("result", result)
+          : outputEvent("stderr", note) + formatEvent("result", prefixStderr(result, note) ?? result);
+      return { kind: "events", body: events, done: Promise.resolve() };
     }
     const maxAnswer = this.maxAnswerBytes;
     const relay = relayExecEvents(answer.body, {
@@ -216,6 +222,7 @@ export class SandboxForwarder {
           "utf8",
         );
       },
+      ...(request.stderrNote === undefined ? {} : { stderrNote: request.stderrNote }),
       onSandboxFailure: async (error) => {
         request.log.warn({ err: error, session: key.sessionId }, "a streamed call's sandbox failed");
         await this.deps.onSessionFailed(key).catch((endError) => {

@@ -14,6 +14,7 @@ import type { Logger } from "pino";
 import { EVENT_STREAM_HEADERS } from "../contract/exec-events.js";
 import type { PendingWork } from "../deferred/pending-work.js";
 import type { SandboxForwarder } from "../forward/sandbox-forwarder.js";
+import { INTERPRETER_RESTARTED_NOTE } from "../hibernate/hibernate-sandbox.js";
 import type { CallTransport, Outcome } from "../operations/handler.js";
 import type { OpenCall } from "../operations/resolved-session.js";
 import type { Lease, LeaseKey } from "../store/coordination/records.js";
@@ -67,6 +68,7 @@ export async function streamExecution(
       body: call.forwarded,
       deadlineMs: call.deadlineMs,
       log: call.log,
+      ...(call.call.interpreterRestarted ? { stderrNote: INTERPRETER_RESTARTED_NOTE } : {}),
     });
     if (stream.kind === "answer") {
       finish();

@@ -15,7 +15,9 @@ import { mintToken } from "../../../src/auth/dev-keys.js";
 import { type Isolation, isolationLevels } from "../../../src/policy-schema/isolation-levels.js";
 import type { RedisCoordinationStore } from "../../../src/store/coordination/redis/redis-store.js";
 import type { CliServer } from "../../support/cli.js";
+import { assertContractResponse } from "../../support/contract.js";
 import { containerRunning, gvisorSuiteAvailable } from "../../support/docker-suite.js";
+import { streamExec, streamedText } from "../../support/exec-event-stream.js";
 import {
   createServeDeployment,
   SERVE_AUDIENCE,
@@ -52,6 +54,8 @@ intervals:
   reconcileMs: 5000
   orphanGraceMs: 70000
 `;
+
+const FILES_NOTE = "hibernated and resumed with its files only";
 
 interface SessionItem {
   id: string;
@@ -169,6 +173,38 @@ describe.skipIf(!available)("session hibernation (serve, docker)", () => {
       expect((await client.destroy(id)).status).toBe(204);
     }, 180_000);
   });
+
+  it("a streamed first call after a files-only resume says so in its first stderr event and its result", async () => {
+    const workspace = "hib-streamed";
+    const client = await deployment.client(replica, workspace);
+    const id = ((await client.createSession()).body as { session_id: string }).session_id;
+    await client.run(id, "code_execution", { code: "counter = 1" });
+    expect((await hibernate(id)).status).toBe(200);
+
+    const token = await mintToken({ secret: SERVE_SECRET, audience: SERVE_AUDIENCE, workspace });
+    const streamed = await streamExec(
+      replica.url,
+      id,
+      { tool: "code_execution", input: { code: "print(2)" } },
+      token,
+    );
+    expect(streamed.status, streamed.text).toBe(200);
+    expect(streamed.events[0]?.event).toBe("stderr");
+    expect(streamedText(streamed.events, "stderr")).toContain(FILES_NOTE);
+    const result = JSON.parse(streamed.events.at(-1)!.data);
+    assertContractResponse("Execute", 200, result);
+    expect(result.result_block.content.stdout).toBe("2\n");
+    expect(result.result_block.content.stderr).toContain(FILES_NOTE);
+    // Later calls, streamed or not, carry no note.
+    const later = await streamExec(
+      replica.url,
+      id,
+      { tool: "code_execution", input: { code: "print(3)" } },
+      token,
+    );
+    expect(streamedText(later.events, "stderr")).toBe("");
+    expect((await client.destroy(id)).status).toBe(204);
+  }, 120_000);
 
   it("calls arriving together wait for one resume", async () => {
     const workspace = "hib-together";

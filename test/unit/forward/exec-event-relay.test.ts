@@ -65,6 +65,17 @@ describe("relayExecEvents", () => {
     expect(h.budget()).toEqual({ reserved: 1024, released: 1024 });
   });
 
+  it("sends a stderr note first and puts it before the result's stderr (the interpreter restarted)", async () => {
+    const h = harness({ stderrNote: "restarted\n" });
+    const result = JSON.stringify({ result_block: { content: { stdout: "1\n", stderr: "warn\n" } } });
+    const wire = `event: stdout\ndata: {"text":"1\\n"}\n\nevent: result\ndata: ${result}\n\n`;
+    const relay = relayExecEvents(Readable.from([Buffer.from(wire)]), h.options);
+    const got = events(await readAll(relay.body));
+    expect(got[0]).toEqual({ event: "stderr", data: '{"text":"restarted\\n"}' });
+    expect(got[1]?.event).toBe("stdout");
+    expect(JSON.parse(got[2]!.data).result_block.content.stderr).toBe("restarted\nwarn\n");
+  });
+
   it("replaces the result when the deltas exceed their bound, without failing the session", async () => {
     const h = harness();
     const delta = `event: stdout\ndata: ${JSON.stringify({ text: "x".repeat(300) })}\n\n`;
