@@ -15,9 +15,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mintToken } from "../../../src/auth/dev-keys.js";
 import { NodeSecrets, SIGNATURE_HEADERS } from "../../../src/roles/shared/node-signature.js";
 import type { RedisCoordinationStore } from "../../../src/store/coordination/redis/redis-store.js";
-import { type CliServer, startCliServer } from "../../support/cli.js";
-import { freePort } from "../../support/dev-cli-gateway.js";
+import type { CliServer } from "../../support/cli.js";
 import { containerRunning, gvisorSuiteAvailable } from "../../support/docker-suite.js";
+import { startEdgeServer, startNodeServer } from "../../support/edge-node-servers.js";
 import {
   createServeDeployment,
   SERVE_AUDIENCE,
@@ -74,32 +74,14 @@ describe.skipIf(!available)("hibernation through --role edge and --role node", (
   let adminToken: string;
 
   const startNode = async (id: string) => {
-    const port = await freePort();
-    const node = await startCliServer(
-      ["serve", "--role", "node", "--config", deployment.configFile],
-      undefined,
-      {
-        env: {
-          ...deployment.env,
-          SANDPOOL_NODE_SECRETS: SECRET,
-          SANDPOOL_NODE_ID: id,
-          SANDPOOL_NODE_HOST: "127.0.0.1",
-          SANDPOOL_NODE_PORT: String(port),
-          SANDPOOL_NODE_ADVERTISE_URL: `http://127.0.0.1:${port}`,
-        },
-        timeoutMs: 90_000,
-      },
-    );
+    const node = await startNodeServer(deployment, id, SECRET);
     nodes.set(id, node);
   };
 
   beforeAll(async () => {
     deployment = await createServeDeployment(CONFIG);
     await Promise.all(["node-one", "node-two"].map(startNode));
-    edge = await startCliServer(["serve", "--role", "edge", "--config", deployment.configFile], undefined, {
-      env: { ...deployment.env, SANDPOOL_NODE_SECRETS: SECRET },
-      timeoutMs: 60_000,
-    });
+    edge = await startEdgeServer(deployment, SECRET);
     store = await deployment.store();
     adminToken = await mintToken({
       secret: SERVE_SECRET,

@@ -10,9 +10,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mintToken } from "../../../src/auth/dev-keys.js";
 import { adminRequest } from "../../support/admin-api.js";
-import { type CliServer, startCliServer } from "../../support/cli.js";
+import type { CliServer } from "../../support/cli.js";
 import type { ContractClient } from "../../support/contract-client.js";
-import { freePort } from "../../support/dev-cli-gateway.js";
+import { startEdgeServer, startNodeServer } from "../../support/edge-node-servers.js";
 import {
   createServeDeployment,
   SERVE_AUDIENCE,
@@ -65,22 +65,8 @@ describe.skipIf(!available)("sandbox reuse through an edge and a node", () => {
 
   beforeAll(async () => {
     deployment = await createServeDeployment(CONFIG);
-    const port = await freePort();
-    node = await startCliServer(["serve", "--role", "node", "--config", deployment.configFile], undefined, {
-      env: {
-        ...deployment.env,
-        SANDPOOL_NODE_SECRETS: SECRET,
-        SANDPOOL_NODE_ID: "node-one",
-        SANDPOOL_NODE_HOST: "127.0.0.1",
-        SANDPOOL_NODE_PORT: String(port),
-        SANDPOOL_NODE_ADVERTISE_URL: `http://127.0.0.1:${port}`,
-      },
-      timeoutMs: 90_000,
-    });
-    edge = await startCliServer(["serve", "--role", "edge", "--config", deployment.configFile], undefined, {
-      env: { ...deployment.env, SANDPOOL_NODE_SECRETS: SECRET },
-      timeoutMs: 60_000,
-    });
+    node = await startNodeServer(deployment, "node-one", SECRET);
+    edge = await startEdgeServer(deployment, SECRET);
     adminToken = await mintToken({
       secret: SERVE_SECRET,
       audience: SERVE_AUDIENCE,

@@ -7,9 +7,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mintToken } from "../../../src/auth/dev-keys.js";
 import { NodeSecrets, SIGNATURE_HEADERS } from "../../../src/roles/shared/node-signature.js";
-import { type CliServer, startCliServer } from "../../support/cli.js";
+import type { CliServer } from "../../support/cli.js";
 import { assertContractResponse } from "../../support/contract.js";
-import { freePort } from "../../support/dev-cli-gateway.js";
+import { startEdgeServer, startNodeServer } from "../../support/edge-node-servers.js";
 import { streamExec, streamedText } from "../../support/exec-event-stream.js";
 import { redisAvailable } from "../../support/redis.js";
 import { dockerAvailable, dockerImageAvailable, requireService } from "../../support/require-service.js";
@@ -54,27 +54,8 @@ describe.skipIf(!available)("sandpool serve --role edge and --role node", () => 
 
   beforeAll(async () => {
     deployment = await createServeDeployment(CONFIG);
-    const port = await freePort();
-    const env = {
-      ...deployment.env,
-      SANDPOOL_NODE_SECRETS: SECRET,
-      SANDPOOL_NODE_ID: "node-one",
-      SANDPOOL_NODE_HOST: "127.0.0.1",
-      SANDPOOL_NODE_PORT: String(port),
-      SANDPOOL_NODE_ADVERTISE_URL: `http://127.0.0.1:${port}`,
-    };
-    node = await startCliServer(["serve", "--role", "node", "--config", deployment.configFile], undefined, {
-      env,
-      timeoutMs: 90_000,
-    });
-    edges = await Promise.all(
-      [0, 1].map(() =>
-        startCliServer(["serve", "--role", "edge", "--config", deployment.configFile], undefined, {
-          env: { ...deployment.env, SANDPOOL_NODE_SECRETS: SECRET },
-          timeoutMs: 60_000,
-        }),
-      ),
-    );
+    node = await startNodeServer(deployment, "node-one", SECRET);
+    edges = await Promise.all([0, 1].map(() => startEdgeServer(deployment, SECRET)));
   }, 180_000);
   afterAll(async () => {
     await Promise.all([node, ...(edges ?? [])].map((server) => server?.stop(30_000).catch(() => undefined)));
