@@ -52,9 +52,10 @@ export interface HibernationSandboxes {
   holderOf(lease: Lease): string | undefined;
   /**
    * Checkpoints the lease's sandbox and, once the checkpoint is committed, removes it and
-   * frees its pool place. Refusals and failures leave the sandbox running
-   * (CheckpointBoundError at the bound), but a sandbox gVisor ended midway
-   * (SandboxLostInCheckpointError).
+   * frees its pool place. Refusals leave the sandbox running (CheckpointBoundError at the
+   * bound), but a sandbox gVisor ended midway (SandboxLostInCheckpointError). Any other
+   * failure may hide a save that went through (a node's answer lost): the caller asks
+   * `committed`.
    */
   save(request: SaveRequest): Promise<SavedSandbox>;
   /** Whether the session's checkpoint was committed (a save whose replica died midway). */

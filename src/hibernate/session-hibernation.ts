@@ -142,6 +142,14 @@ export class SessionHibernation {
       });
       saved = { ...checkpoint, kind: stored.kind, bytes: stored.bytes, hibernatedAt: this.now() };
     } catch (error) {
+      // A failure that refuses nothing for sure (a node's answer lost or late, a step after
+      // the commit that threw) may hide a save that went through: the committed checkpoint
+      // then stands, as when another replica takes a save over (its size unknown here).
+      if (!definiteSaveFailure(error) && (await this.committedAnyway(key, lease, checkpoint))) {
+        saved = { ...checkpoint, hibernatedAt: this.now() };
+        renewal.stop();
+        return this.saved(key, lease, claimId, saved, began);
+      }
       this.deps.metrics.hibernations.inc({ outcome: "failed" });
       // Running on: its server may have listened again with the code running (records.ts).
       await this.deps.leases
@@ -166,6 +174,24 @@ export class SessionHibernation {
     } finally {
       renewal.stop();
     }
+    return this.saved(key, lease, claimId, saved, began);
+  }
+
+  /** Whether a save that failed committed its checkpoint all the same; its sandbox then goes. */
+  private async committedAnyway(key: LeaseKey, lease: Lease, checkpoint: CheckpointRecord): Promise<boolean> {
+    const committed = await this.deps.sandboxes.committed(key, checkpoint).catch(() => false);
+    if (committed) await this.deps.sandboxes.retire(lease.sandbox).catch(() => undefined);
+    return committed;
+  }
+
+  /** The save's last step: the session is hibernated, its checkpoint metered. */
+  private async saved(
+    key: LeaseKey,
+    lease: Lease,
+    claimId: string,
+    saved: CheckpointRecord,
+    began: number,
+  ): Promise<Lease> {
     const done = await this.deps.leases.stepHibernation(key, {
       now: this.now(),
       from: ["saving"],
@@ -378,6 +404,19 @@ const flightKey = (key: LeaseKey) => `${key.workspace}\u0000${key.sessionId}`;
 const newClaimId = () => randomBytes(9).toString("base64url");
 const optional = <K extends string, V>(name: K, value: V | undefined) =>
   (value === undefined ? {} : { [name]: value }) as Partial<Record<K, V>>;
+
+/**
+ * A save's failure that says for sure nothing was committed: the sandbox was lost, the bound
+ * refused it, or the pool cannot hibernate. Anything else (a timeout, a lost answer, a
+ * failure after the commit) is checked against the store.
+ */
+function definiteSaveFailure(error: unknown): boolean {
+  if (error instanceof SandboxLostInCheckpointError || error instanceof CheckpointBoundError) return true;
+  return (
+    error instanceof SandpoolError &&
+    (error.code === "session.not_hibernatable" || error.code === "quota.hibernated_sessions")
+  );
+}
 
 function notFound(): SandpoolError {
   return new SandpoolError("session.not_found", "no such session");
