@@ -48,6 +48,12 @@ export interface HibernationSandboxes {
   pool(name: string): PoolSpec | undefined;
   /** What hibernating a sandbox of the pool keeps; undefined: it cannot hibernate. */
   kindOf(pool: PoolSpec): CheckpointKind | undefined;
+  /**
+   * Whether a session idle for its policy's time should hibernate now (true when absent): an
+   * edge without shared checkpoints leaves the sessions of draining nodes alone, since a
+   * checkpoint kept there could only resume there.
+   */
+  hibernatesIdle?(lease: Lease): boolean;
   /** Where the session's checkpoint will be kept (a node id); undefined on one host. */
   holderOf(lease: Lease): string | undefined;
   /**

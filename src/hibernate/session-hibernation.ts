@@ -77,6 +77,11 @@ export class SessionHibernation {
   }
 
   /** Whether sessions of `poolName` can hibernate here. */
+  /** Whether an idle session should hibernate now (its pool can, and where it runs allows it). */
+  hibernatesIdle(lease: Lease): boolean {
+    return this.canHibernate(lease.pool) && (this.deps.sandboxes.hibernatesIdle?.(lease) ?? true);
+  }
+
   canHibernate(poolName: string): boolean {
     const pool = this.deps.sandboxes.pool(poolName);
     return pool !== undefined && this.deps.sandboxes.kindOf(pool) !== undefined;

@@ -463,7 +463,7 @@ export class SessionLifecycle {
     };
     const due: Lease[] = [];
     for (const lease of await this.deps.store.listLeases()) {
-      if (!runsASandbox(lease) || !hibernation.canHibernate(lease.pool)) continue;
+      if (!runsASandbox(lease) || !hibernation.hibernatesIdle(lease)) continue;
       if ((lease.activeCalls ?? 0) > 0 && (lease.busyUntil ?? 0) > now) continue;
       const after = await idleFor(lease.workspace);
       if (after !== null && now - lease.lastActivityAt >= after * 1000) due.push(lease);

@@ -57,8 +57,10 @@ export function createEdgeRouting(
     for (const lease of await store.listLeases()) {
       if (lease.node !== node.id) continue;
       // A hibernated session holds no sandbox there: it resumes from its checkpoint (on
-      // another node when checkpoints are shared; else when its node is back).
-      if (lease.hibernation?.phase === "saved") continue;
+      // another node when checkpoints are shared; else when its node is back). One being
+      // restored is its restorer's: a restore that fails keeps the checkpoint for the next.
+      const phase = lease.hibernation?.phase;
+      if (phase === "saved" || phase === "restoring") continue;
       await sessions?.end({ workspace: lease.workspace, sessionId: lease.sessionId }, "node_lost");
     }
   };

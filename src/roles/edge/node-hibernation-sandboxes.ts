@@ -58,6 +58,12 @@ export class NodeHibernationSandboxes implements HibernationSandboxes {
     return dockerCheckpointKindOf(pool);
   }
 
+  /** Not on a draining node without shared checkpoints: its checkpoint could resume there alone, and it takes no leases. */
+  hibernatesIdle(lease: Lease): boolean {
+    const node = this.holderOf(lease);
+    return this.deps.shared || node === undefined || this.deps.directory.get(node)?.draining !== true;
+  }
+
   /** The checkpoint is kept by the node holding the sandbox. */
   holderOf(lease: Lease): string | undefined {
     return lease.node ?? lease.sandbox.node;

@@ -127,6 +127,16 @@ function restoreRequest(record: CheckpointRecord, named: SandboxRecord[] = []): 
 }
 
 describe("NodeHibernationSandboxes", () => {
+  it("hibernates no idle session of a draining node unless checkpoints are shared", () => {
+    const nodes = [node("a", { draining: true }), node("b")];
+    const onA = { sandbox: sandbox("a"), node: "a" } as Lease;
+    const onB = { sandbox: sandbox("b"), node: "b" } as Lease;
+    const local = setUp(nodes, false).steps;
+    expect(local.hibernatesIdle(onA)).toBe(false);
+    expect(local.hibernatesIdle(onB)).toBe(true);
+    expect(setUp(nodes, true).steps.hibernatesIdle(onA)).toBe(true);
+  });
+
   it("keeps a node-local checkpoint's resume on its node, and says 503 with Retry-After while it is away", async () => {
     const nodes = [node("a", { state: "lost" }), node("b")];
     const { steps, calls, leasedAmong } = setUp(nodes, false);
