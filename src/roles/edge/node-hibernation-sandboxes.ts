@@ -207,6 +207,20 @@ export class NodeHibernationSandboxes implements HibernationSandboxes {
       } catch (error) {
         last = error;
         this.deps.log.debug({ err: error, node: node.id }, "a node could not restore a memory checkpoint");
+        if (!unanswered(error)) continue; // that node refused: the next may serve
+        // No answer (a timeout, a lost connection): the node may still be restoring it, and a
+        // second copy of the session's memory must not run elsewhere. What it started goes,
+        // and the resume is tried again later (the checkpoint stays).
+        await this.deps.routed
+          .retire({
+            pool: pool.name,
+            sandboxId: checkpoint.sandboxId,
+            runtimeId: "",
+            node: node.id,
+            endpoint: nodeEndpoint(node.id, checkpoint.sandboxId, key.workspace),
+          })
+          .catch(() => undefined);
+        break;
       }
     }
     if (last instanceof SandpoolError && last.code === "session.resume_failed") throw last;
@@ -243,4 +257,13 @@ function resumeFailed(why: string, retryAfterSeconds: number, cause?: unknown): 
     retryAfterSeconds,
     ...(cause === undefined ? {} : { cause }),
   });
+}
+
+/** A node call that failed without the node's answer (its refusals carry their own codes). */
+function unanswered(error: unknown): boolean {
+  return (
+    !(error instanceof SandpoolError) ||
+    error.code === "sandbox.timeout" ||
+    error.code === "sandbox.unreachable"
+  );
 }

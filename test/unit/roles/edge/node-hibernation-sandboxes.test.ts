@@ -127,6 +127,32 @@ function restoreRequest(record: CheckpointRecord, named: SandboxRecord[] = []): 
 }
 
 describe("NodeHibernationSandboxes", () => {
+  it("asks no second node to restore a memory checkpoint when the first did not answer, and retires what it may have started", async () => {
+    const nodes = [node("a", { freeWarm: { gv: 2 } }), node("b")];
+    const { steps, calls } = setUp(nodes, true, (_node, path) =>
+      path === "/node/v1/restores" ? new SandpoolError("sandbox.timeout", "no answer in time") : {},
+    );
+    const failed = await steps
+      .restore(restoreRequest(checkpoint("memory", "a")))
+      .catch((error: unknown) => error);
+    expect((failed as SandpoolError).code).toBe("session.resume_failed");
+    expect(calls).toEqual(["a /node/v1/restores", "retire abc1"]);
+  });
+
+  it("tries the next node when one refuses a memory restore", async () => {
+    const nodes = [node("a", { freeWarm: { gv: 2 } }), node("b")];
+    const { steps, calls } = setUp(nodes, true, (nodeId, path) =>
+      path !== "/node/v1/restores"
+        ? {}
+        : nodeId === "a"
+          ? new SandpoolError("capacity.exhausted", "full")
+          : { record: sandbox("b", "abc1") },
+    );
+    const record = await steps.restore(restoreRequest(checkpoint("memory", "a")));
+    expect(record.node).toBe("b");
+    expect(calls).toEqual(["a /node/v1/restores", "b /node/v1/restores"]);
+  });
+
   it("hibernates no idle session of a draining node unless checkpoints are shared", () => {
     const nodes = [node("a", { draining: true }), node("b")];
     const onA = { sandbox: sandbox("a"), node: "a" } as Lease;
