@@ -770,7 +770,15 @@ describe("the multinode shapes (roles: edges and a node DaemonSet)", () => {
       const objects = rendered.get(file)!;
       expect(find(objects, "PersistentVolumeClaim")).toEqual([]);
       const spec = podSpec(find(objects, "DaemonSet", "sandpool-node")[0]!);
-      expect((spec.volumes ?? []).map((volume) => volume.name)).not.toContain("checkpoints");
+      // The host's own directory, at the same path: writable under a read-only root, and kept across restarts.
+      expect(spec.volumes).toContainEqual({
+        name: "checkpoints",
+        hostPath: { path: "/var/lib/sandpool/checkpoints", type: "DirectoryOrCreate" },
+      });
+      expect(containerOf(objects, NODE.kind, NODE.name, NODE.container).volumeMounts).toContainEqual({
+        name: "checkpoints",
+        mountPath: "/var/lib/sandpool/checkpoints",
+      });
       expect(
         gatewayConfigOf(objects, `${path.basename(file, ".yaml")}-local-checkpoints`, NODE).hibernate.shared,
       ).toBe(false);
