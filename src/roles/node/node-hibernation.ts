@@ -128,6 +128,19 @@ export class NodeHibernation {
       throw new SandpoolError("capacity.exhausted", "this node is draining", { retryAfterSeconds: 1 });
     }
     const { sandboxId, sandboxSessionId } = hibernated;
+    // Only what the session's lease says is being restored: the ids in the request name the
+    // container this restore replaces, which must be none of this node's other sandboxes.
+    const lease = await this.deps.leases.getLease({ workspace, sessionId });
+    const restoring = lease?.hibernation;
+    if (
+      restoring?.phase !== "restoring" ||
+      restoring.checkpoint.kind !== "memory" ||
+      restoring.checkpoint.sandboxId !== sandboxId ||
+      restoring.checkpoint.sandboxSessionId !== sandboxSessionId ||
+      restoring.checkpoint.pool !== pool.name
+    ) {
+      throw new SandpoolError("session.not_found", "no such session being restored");
+    }
     if (this.deps.sandboxes.holds(sandboxId) || this.deps.sandboxes.restoring.has(sandboxId)) {
       throw new SandpoolError("session.busy", "this sandbox is held or being restored here already");
     }

@@ -203,8 +203,24 @@ describe.skipIf(!available)("hibernation through --role edge and --role node", (
       "edge-hib-stranger",
       JSON.stringify({ pool: "default", sessionId: id, sandboxId: "00ff", sandboxSessionId: "s" }),
     );
-    expect(foreignRestore.status).toBe(503);
-    expect(foreignRestore.headers.get("x-sandpool-node-error")).toBe("session.resume_failed");
+    expect(foreignRestore.status).toBe(404);
+    expect(foreignRestore.headers.get("x-sandpool-node-error")).toBe("session.not_found");
+    // Nor for its own workspace unless its lease says that very sandbox is being restored.
+    const checkpointed = saved.hibernation!.checkpoint;
+    const unasked = await signedNodeCall(
+      holder,
+      "POST",
+      "/node/v1/restores",
+      workspace,
+      JSON.stringify({
+        pool: checkpointed.pool,
+        sessionId: id,
+        sandboxId: checkpointed.sandboxId,
+        sandboxSessionId: checkpointed.sandboxSessionId,
+      }),
+    );
+    expect(unasked.status).toBe(404);
+    expect(unasked.headers.get("x-sandpool-node-error")).toBe("session.not_found");
     expect(
       (await signedNodeCall(holder, "POST", `/node/v1/checkpoints/${id}/delete`, "edge-hib-stranger")).status,
     ).toBe(204);
