@@ -10,6 +10,12 @@ import type { CheckpointStore } from "./checkpoint-store.js";
 
 /** A checkpoint no hibernated session names is removed once it is this old (a crash's leftover). */
 export const STRAY_CHECKPOINT_MS = 60_000;
+/**
+ * A directory begun and not committed is removed once its last change is this old: well past
+ * the longest a save may take (a files tar gives up after 120 s, an edge's save after 150 s),
+ * since nothing touches it while a large tar or memory image is written into it.
+ */
+export const UNCOMMITTED_CHECKPOINT_MS = 10 * 60_000;
 
 /** Returns how many checkpoints and begun directories were removed. */
 export async function reconcileCheckpoints(
@@ -17,7 +23,7 @@ export async function reconcileCheckpoints(
   checkpoints: CheckpointStore,
   now: number,
 ): Promise<number> {
-  let removed = await checkpoints.sweepUncommitted(now - STRAY_CHECKPOINT_MS);
+  let removed = await checkpoints.sweepUncommitted(now - UNCOMMITTED_CHECKPOINT_MS);
   for (const stored of await checkpoints.list()) {
     if (stored.committedAt > now - STRAY_CHECKPOINT_MS) continue;
     const lease = await leases.getLease({ workspace: stored.workspace, sessionId: stored.sessionId });

@@ -9,6 +9,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CheckpointBoundError } from "../../../src/hibernate/checkpoint-store.js";
 import { FsCheckpointStore } from "../../../src/hibernate/fs-checkpoint-store.js";
+import { reconcileCheckpoints } from "../../../src/hibernate/reconcile-checkpoints.js";
 
 let root: string;
 let store: FsCheckpointStore;
@@ -98,6 +99,19 @@ describe("FsCheckpointStore", () => {
     expect(left).toContain(path.basename(fresh));
     expect(left).not.toContain(path.basename(stale));
     expect(await store.locate("acme", "s1")).toBeDefined();
+  });
+
+  it("reconciliation leaves a save that has written for minutes alone, and sweeps one a crash left", async () => {
+    const writing = await store.begin("acme", "slow", {});
+    const crashed = await store.begin("acme", "crashed", {});
+    const minutesAgo = (minutes: number) => new Date(Date.now() - minutes * 60_000);
+    await utimes(writing, minutesAgo(3), minutesAgo(3)); // a large tar still being written
+    await utimes(crashed, minutesAgo(11), minutesAgo(11));
+    const noLeases = { getLease: async () => undefined };
+    expect(await reconcileCheckpoints(noLeases, store, Date.now())).toBe(1);
+    const left = await readdir(path.dirname(writing));
+    expect(left).toContain(path.basename(writing));
+    expect(left).not.toContain(path.basename(crashed));
   });
 
   it("commits only a directory begun for that session in that workspace", async () => {
