@@ -19,7 +19,6 @@ import { SandpoolError } from "../contract/error-codes.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { UsageSink } from "../metering/usage-sink.js";
 import { SandboxLostInCheckpointError } from "../runtime/sandbox-hibernation.js";
-import type { PoolSpec } from "../runtime/sandbox-runtime.js";
 import type { LeaseStore } from "../store/coordination/lease-store.js";
 import {
   type CheckpointRecord,

@@ -22,6 +22,7 @@ import {
 } from "../../runtime/sandbox-hibernation.js";
 import type { PoolSpec } from "../../runtime/sandbox-runtime.js";
 import type { CheckpointRecord, Lease, LeaseKey, SandboxRecord } from "../../store/coordination/records.js";
+import type { NodeSaveOutcome } from "../shared/node-api-wire.js";
 import type { NodeView } from "../shared/node-registry.js";
 import { type NodeClient, nodeEndpoint } from "./node-client.js";
 import type { NodeDirectory } from "./node-directory.js";
@@ -42,10 +43,6 @@ export interface NodeHibernationSandboxesDeps {
   shared: boolean;
   log: Logger;
 }
-
-type NodeSaveOutcome =
-  | { outcome: "saved"; kind: CheckpointKind; bytes: number }
-  | { outcome: "lost"; message: string };
 
 export class NodeHibernationSandboxes implements HibernationSandboxes {
   constructor(private readonly deps: NodeHibernationSandboxesDeps) {}

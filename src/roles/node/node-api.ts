@@ -35,6 +35,7 @@ import type { AddressInfo } from "node:net";
 import type { Readable } from "node:stream";
 import { SandpoolError } from "../../contract/error-codes.js";
 import type { SandboxRecord } from "../../store/coordination/records.js";
+import { SANDBOX_ID_PATTERN } from "../shared/node-api-wire.js";
 import {
   FRAMED_BODY,
   NODE_ERROR_HEADER,
@@ -65,7 +66,7 @@ export interface NodeRoute {
   handle(call: NodeCall): Promise<void>;
 }
 
-const SANDBOX_ID = "([0-9a-f]{1,64})";
+const SANDBOX_ID = SANDBOX_ID_PATTERN;
 
 /**
  * A route on one held sandbox, reached only for the workspace it was leased to. One not held

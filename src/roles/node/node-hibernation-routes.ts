@@ -14,6 +14,7 @@
  */
 import { SandpoolError } from "../../contract/error-codes.js";
 import type { SandboxRecord } from "../../store/coordination/records.js";
+import { SANDBOX_ID_PATTERN, SESSION_ID_PATTERN } from "../shared/node-api-wire.js";
 import type { NodeCall } from "./node-call.js";
 import type { NodeHibernation } from "./node-hibernation.js";
 import { unknownSession } from "./node-relay.js";
@@ -24,8 +25,8 @@ interface HibernationRoute {
   handle(call: NodeCall): Promise<void>;
 }
 
-const SANDBOX_ID = "([0-9a-f]{1,64})";
-const SESSION_ID = "([A-Za-z0-9_-]{1,128})";
+const SANDBOX_ID = SANDBOX_ID_PATTERN;
+const SESSION_ID = SESSION_ID_PATTERN;
 
 export const NODE_HIBERNATION_ROUTES: readonly HibernationRoute[] = [
   onHeldSandbox("checkpoint", async (call, record, hibernation, workspace) => {

@@ -25,14 +25,11 @@ import {
 } from "../../hibernate/hibernate-sandbox.js";
 import { reconcileCheckpoints } from "../../hibernate/reconcile-checkpoints.js";
 import { cpuBaselineMs } from "../../pool/cpu-baseline.js";
-import {
-  type CheckpointKind,
-  type SandboxHibernation,
-  SandboxLostInCheckpointError,
-} from "../../runtime/sandbox-hibernation.js";
+import { type SandboxHibernation, SandboxLostInCheckpointError } from "../../runtime/sandbox-hibernation.js";
 import type { PoolSpec, SandboxRuntime } from "../../runtime/sandbox-runtime.js";
 import type { LeaseStore } from "../../store/coordination/lease-store.js";
 import type { SandboxRecord } from "../../store/coordination/records.js";
+import type { NodeSaveOutcome } from "../shared/node-api-wire.js";
 import type { NodeSandboxes } from "./node-sandboxes.js";
 
 export interface NodeHibernationDeps {
@@ -48,11 +45,6 @@ export interface NodeHibernationDeps {
   log: Logger;
   now?: () => number;
 }
-
-/** A save's outcome: a sandbox gVisor ended midway is `lost` (the edge ends its session). */
-export type NodeSaveOutcome =
-  | { outcome: "saved"; kind: CheckpointKind; bytes: number }
-  | { outcome: "lost"; message: string };
 
 export class NodeHibernation {
   private readonly now: () => number;
