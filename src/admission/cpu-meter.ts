@@ -5,7 +5,8 @@
  * sandboxes' CPU time (AdmissionStore.chargeCpu), so no CPU second goes uncharged.
  *
  * Once a workspace's day is spent, its sandboxes stop running code: each session whose
- * sandbox still burned CPU since the last reading is ended (`budget_spent`; its sandbox is
+ * sandbox still burned CPU since the last reading (more than BURNING_MS, at a fifth of a CPU
+ * or more) is ended (`budget_spent`; its sandbox is
  * destroyed), so work can hide from the budget for one period of the meter at most. Idle
  * sessions are left alone: their files can still be read, and every Execute (and every
  * CreateSession) is refused with 429 `quota.exec_budget` by admission, as for any spent day.
@@ -25,10 +26,17 @@ export const CPU_METER_JOB = "meter-cpu";
 /** Sandboxes read at once: each reading is a cgroup file, or a Docker stats call. */
 const READ_CONCURRENCY = 16;
 /**
- * CPU (ms) burned since the last reading above which a sandbox counts as running code. An
+ * CPU (ms) burned since the last reading above which a sandbox may count as running code. An
  * idle sandbox server and interpreter burn a few ms a period; a spinning thread burns it all.
  */
 export const BURNING_MS = 100;
+/**
+ * ... and the share of one CPU it must have burned over the time since this replica's last
+ * reading of it. An idle gVisor sandbox burns a little all the time (its kernel's timers), so
+ * a meter tick delayed on a loaded machine finds more than BURNING_MS on it; a spinning thread
+ * burns most of a CPU whatever the delay.
+ */
+export const BURNING_SHARE = 0.2;
 
 export interface CpuMeterDeps {
   store: Pick<LeaseStore, "listLeases">;
@@ -41,6 +49,7 @@ export interface CpuMeterDeps {
   log: Logger;
   /** Counts what was charged and what was stopped. */
   observe?: (tick: MeterTick) => void;
+  now?: () => number;
 }
 
 export interface MeterTick {
@@ -56,12 +65,19 @@ interface Reading {
   lease: Lease;
   chargedMs: number;
   usedMs: number;
+  /** Since this replica's last reading of the sandbox (since its CPU baseline, for the first). */
+  elapsedMs: number;
 }
 
 export class CpuMeter {
   private running: Promise<MeterTick> | undefined;
+  /** When this replica last read each session's sandbox. */
+  private readonly readAt = new Map<string, number>();
+  private readonly now: () => number;
 
-  constructor(private readonly deps: CpuMeterDeps) {}
+  constructor(private readonly deps: CpuMeterDeps) {
+    this.now = deps.now ?? Date.now;
+  }
 
   /** One round over every leased sandbox; a tick asked for while one runs joins it. */
   tick(): Promise<MeterTick> {
@@ -74,6 +90,8 @@ export class CpuMeter {
   private async round(): Promise<MeterTick> {
     // A hibernated session burns nothing: its CPU was charged as it was saved.
     const leases = (await this.deps.store.listLeases()).filter(runsASandbox);
+    const listed = new Set(leases.map(readKey));
+    for (const key of this.readAt.keys()) if (!listed.has(key)) this.readAt.delete(key);
     const readings: Reading[] = [];
     for (let i = 0; i < leases.length; i += READ_CONCURRENCY) {
       const batch = await Promise.all(leases.slice(i, i + READ_CONCURRENCY).map((lease) => this.read(lease)));
@@ -94,7 +112,14 @@ export class CpuMeter {
       const usage = await this.deps.usageOf(lease.sandbox);
       if (!usage) return undefined;
       const charged = await this.deps.admission.chargeCpu(lease, usage.cpuSeconds);
-      return { lease, chargedMs: charged.chargedMs, usedMs: charged.usedMs };
+      const now = this.now();
+      const key = readKey(lease);
+      // A first reading charges the CPU since the sandbox's baseline: when it started, or was
+      // parked for reuse (an idle sandbox in the pool burns a little meanwhile, too).
+      const baselineAt = Math.max(lease.sandbox.createdAt, lease.sandbox.parkedAt ?? 0);
+      const elapsedMs = now - (this.readAt.get(key) ?? baselineAt);
+      this.readAt.set(key, now);
+      return { lease, chargedMs: charged.chargedMs, usedMs: charged.usedMs, elapsedMs };
     } catch (error) {
       this.deps.log.warn({ err: error, session: lease.sessionId }, "could not charge a sandbox's CPU");
       return undefined;
@@ -103,7 +128,9 @@ export class CpuMeter {
 
   /** Ends the sessions still running code in workspaces whose day is spent. */
   private async stopSpentWork(readings: Reading[]): Promise<number> {
-    const burning = readings.filter((reading) => reading.chargedMs > BURNING_MS);
+    const burning = readings.filter(
+      (reading) => reading.chargedMs > BURNING_MS && reading.chargedMs >= BURNING_SHARE * reading.elapsedMs,
+    );
     const spentByWorkspace = new Map<string, boolean>();
     let stopped = 0;
     for (const { lease } of burning) {
@@ -130,3 +157,5 @@ export class CpuMeter {
     return stopped;
   }
 }
+
+const readKey = (lease: Lease) => `${lease.workspace}\u0000${lease.sessionId}`;

@@ -5,7 +5,7 @@
  */
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { BURNING_MS, CpuMeter } from "../../../src/admission/cpu-meter.js";
+import { BURNING_MS, BURNING_SHARE, CpuMeter } from "../../../src/admission/cpu-meter.js";
 import { effectivePolicy } from "../../../src/policy/effective-policy.js";
 import type { Lease } from "../../../src/store/coordination/records.js";
 import { deployment } from "../policy/deployment.js";
@@ -54,6 +54,7 @@ function meterOver(leases: Lease[], execSecondsPerDay: number) {
       return live.delete(key.sessionId);
     },
     log: pino({ level: "silent" }),
+    now: clock.now,
   });
   return {
     meter,
@@ -90,6 +91,20 @@ describe("CpuMeter", () => {
     setCpu("theirs", 1_500); // another workspace, within its own budget
     expect(await meter.tick()).toMatchObject({ stopped: 1 });
     expect(ended).toEqual(["spinner"]);
+  });
+
+  it("leaves a sandbox burning a little all along (gVisor's kernel) alone, however late the tick", async () => {
+    const { meter, ended, setCpu, clock } = meterOver([lease("ws", "idle", 0), lease("ws", "spinner", 0)], 2);
+    setCpu("idle", 0);
+    setCpu("spinner", 0);
+    await meter.tick();
+    clock.advance(20_000); // a tick delayed on a loaded machine
+    setCpu("idle", 400); // 2% of a CPU: more than BURNING_MS, far below BURNING_SHARE
+    setCpu("spinner", 15_000); // three quarters of a CPU, past the 2 s budget
+    expect(await meter.tick()).toMatchObject({ stopped: 1 });
+    expect(ended).toEqual(["spinner"]);
+    expect(400).toBeGreaterThan(BURNING_MS);
+    expect(400).toBeLessThan(BURNING_SHARE * 20_000);
   });
 
   it("does not stop work while the day still has budget", async () => {
