@@ -5,8 +5,8 @@
  * sandboxes' CPU time (AdmissionStore.chargeCpu), so no CPU second goes uncharged.
  *
  * Once a workspace's day is spent, its sandboxes stop running code: each session whose
- * sandbox still burned CPU since the last reading (more than BURNING_MS, at a fifth of a CPU
- * or more) is ended (`budget_spent`; its sandbox is
+ * sandbox still burned CPU since the last reading (more than BURNING_MS, at a twentieth of a
+ * CPU or more) is ended (`budget_spent`; its sandbox is
  * destroyed), so work can hide from the budget for one period of the meter at most. Idle
  * sessions are left alone: their files can still be read, and every Execute (and every
  * CreateSession) is refused with 429 `quota.exec_budget` by admission, as for any spent day.
@@ -32,11 +32,12 @@ const READ_CONCURRENCY = 16;
 export const BURNING_MS = 100;
 /**
  * ... and the share of one CPU it must have burned over the time since this replica's last
- * reading of it. An idle gVisor sandbox burns a little all the time (its kernel's timers), so
- * a meter tick delayed on a loaded machine finds more than BURNING_MS on it; a spinning thread
- * burns most of a CPU whatever the delay.
+ * reading of it. An idle gVisor sandbox burns a little all the time (its kernel's timers, 2 to
+ * 3% of a CPU here), so a meter tick delayed on a loaded machine finds more than BURNING_MS on
+ * it; a spinning thread burns what the machine gives it, a tenth of a CPU or more even with
+ * 20 processes queueing for 2 CPUs (CI's own load).
  */
-export const BURNING_SHARE = 0.2;
+export const BURNING_SHARE = 0.05;
 
 export interface CpuMeterDeps {
   store: Pick<LeaseStore, "listLeases">;
