@@ -21,7 +21,7 @@ export const errorStatus = {
   "session.not_found": 404,
   /** The session has a call in flight: it cannot hibernate now. */
   "session.busy": 409,
-  /** The session's pool cannot hibernate (egress pools, the process runtime, an edge without a runtime). */
+  /** The session's pool cannot hibernate (egress pools, the process runtime). */
   "session.not_hibernatable": 409,
   /** A hibernated session could not be brought back; its checkpoint is kept: try again. */
   "session.resume_failed": 503,
