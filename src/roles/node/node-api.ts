@@ -34,7 +34,6 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import type { Readable } from "node:stream";
 import { SandpoolError } from "../../contract/error-codes.js";
-import type { SandboxRecord } from "../../store/coordination/records.js";
 import { SANDBOX_ID_PATTERN } from "../shared/node-api-wire.js";
 import {
   FRAMED_BODY,
@@ -42,10 +41,11 @@ import {
   NODE_TIMEOUT_HEADER,
   SIGNATURE_HEADERS,
 } from "../shared/node-signature.js";
-import type { NodeApiDeps, NodeCall } from "./node-call.js";
+import type { NodeApiDeps } from "./node-call.js";
 import { NODE_HIBERNATION_ROUTES } from "./node-hibernation-routes.js";
-import { relayToSandbox, unknownSession, uploadOf } from "./node-relay.js";
+import { relayToSandbox, uploadOf } from "./node-relay.js";
 import { readSignedBody } from "./node-request-body.js";
+import { type NodeRoute, sandboxAction } from "./node-route.js";
 import { SignedAnswer } from "./signed-answer.js";
 
 export type { NodeApiDeps, NodeApiLimits, NodeCall } from "./node-call.js";
@@ -56,43 +56,6 @@ export interface RunningNodeApi {
   url: string;
   server: Server;
   close(): Promise<void>;
-}
-
-export interface NodeRoute {
-  method: string | undefined;
-  path: RegExp;
-  /** Whether the route takes a framed (streamed) body; others read theirs whole. */
-  streams?: boolean;
-  handle(call: NodeCall): Promise<void>;
-}
-
-const SANDBOX_ID = SANDBOX_ID_PATTERN;
-
-/**
- * A route on one held sandbox, reached only for the workspace it was leased to. One not held
- * here at all is `unheld`'s to answer; one held for another workspace is refused as unknown.
- */
-export function sandboxAction(
-  method: string,
-  action: string,
-  handle: (call: NodeCall, record: SandboxRecord) => Promise<void>,
-  unheld: (call: NodeCall) => void = (call) => call.answer.error(unknownSession()),
-): NodeRoute {
-  return {
-    method,
-    path: new RegExp(`^/node/v1/sandboxes/${SANDBOX_ID}/${action}$`),
-    handle: async (call) => {
-      const sandboxId = call.params[0]!;
-      const record = call.deps.sandboxes.heldFor(sandboxId, call.workspace);
-      if (record) return handle(call, record);
-      if (!call.deps.sandboxes.holds(sandboxId)) return unheld(call);
-      call.deps.log.warn(
-        { sandbox: sandboxId, workspace: call.workspace },
-        "a call for another workspace was refused",
-      );
-      call.answer.error(unknownSession());
-    },
-  };
 }
 
 export const NODE_ROUTES: readonly NodeRoute[] = [
@@ -135,7 +98,7 @@ export const NODE_ROUTES: readonly NodeRoute[] = [
   ...NODE_HIBERNATION_ROUTES,
   {
     method: undefined,
-    path: new RegExp(`^/node/v1/sandboxes/${SANDBOX_ID}/relay(/.*)$`),
+    path: new RegExp(`^/node/v1/sandboxes/${SANDBOX_ID_PATTERN}/relay(/.*)$`),
     streams: true,
     handle: relayToSandbox,
   },

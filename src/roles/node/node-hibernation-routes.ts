@@ -17,7 +17,7 @@ import type { SandboxRecord } from "../../store/coordination/records.js";
 import { SANDBOX_ID_PATTERN, SESSION_ID_PATTERN } from "../shared/node-api-wire.js";
 import type { NodeCall } from "./node-call.js";
 import type { NodeHibernation } from "./node-hibernation.js";
-import { unknownSession } from "./node-relay.js";
+import { sandboxAction } from "./node-route.js";
 
 interface HibernationRoute {
   method: string;
@@ -86,22 +86,17 @@ function onHeldSandbox(
     workspace: string,
   ) => Promise<void>,
 ): HibernationRoute {
+  const route = sandboxAction("POST", action, (call, record) => {
+    const { hibernation, workspace } = hibernationCall(call);
+    return handle(call, record, hibernation, workspace);
+  });
   return {
     method: "POST",
-    path: new RegExp(`^/node/v1/sandboxes/${SANDBOX_ID}/${action}$`),
-    handle: async (call) => {
-      const { hibernation, workspace } = hibernationCall(call);
-      const record = call.deps.sandboxes.heldFor(call.params[0]!, workspace);
-      if (!record) {
-        if (call.deps.sandboxes.holds(call.params[0]!)) {
-          call.deps.log.warn(
-            { sandbox: call.params[0], workspace, action },
-            "a hibernation call for another workspace was refused",
-          );
-        }
-        throw unknownSession();
-      }
-      await handle(call, record, hibernation, workspace);
+    path: route.path,
+    // Refused before the sandbox is looked up: a call without a workspace, or on a node that cannot hibernate.
+    handle: (call) => {
+      hibernationCall(call);
+      return route.handle(call);
     },
   };
 }
