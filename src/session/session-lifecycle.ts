@@ -315,30 +315,34 @@ export class SessionLifecycle {
 
   /**
    * Ends a session; false when it was already gone (someone else ended it). Answers as soon
-   * as the session is gone for good: its lease taken, its inner session closed, its slot
-   * freed and the rest queued as a durable job (`settleEnded`: usage, the last CPU charge,
+   * as the session is gone for good: its lease taken, its inner session closed (or, when no
+   * other replica holds a copy of the lease, its close sent), its slot freed and the rest queued as a durable job (`settleEnded`: usage, the last CPU charge,
    * then the sandbox reused or destroyed), so a DeleteSession waits for no container.
    */
   async end(key: LeaseKey, reason: EndReason): Promise<boolean> {
-    const lease = await this.deps.store.takeLease(key);
-    if (!lease) return false;
+    const taken = await this.deps.store.takeLease(key);
+    if (!taken) return false;
+    const { copiedElsewhere, ...lease } = taken;
     // A hibernated session has no sandbox to close (one being saved or restored is the
     // saver's or restorer's to give up: their next step finds the lease gone).
     const live = lease.hibernation === undefined;
-    await Promise.all([
-      // At once: the place frees with the destroy below, and a lease at the pool's cap meanwhile waits for it.
-      live ? this.markRetiring(lease.sandbox) : undefined,
-      // Before anything answers that the session is gone: a replica whose lease cache has not
-      // heard of the end yet may still forward a call, and the sandbox must refuse it. Only
-      // for a live session: no copy serves one past its deadline, and a dead or lost sandbox
-      // is not waited on (nor is the reaper, by a sandbox that will not answer).
+    // Sent at once for a live session, so its calls in flight stop now, not at the scrub.
+    // Dead or lost sandboxes are not waited on (nor is the reaper, by one that will not answer).
+    const closing =
       live && CLOSED_BEFORE_THE_END.has(reason)
         ? this.deps.sandboxes.closeInnerSession(
             lease.sandbox.endpoint,
             lease.sandbox.innerSessionId,
             CLOSE_INNER_TIMEOUT_MS,
           )
-        : undefined,
+        : undefined;
+    await Promise.all([
+      // At once: the place frees with the destroy below, and a lease at the pool's cap meanwhile waits for it.
+      live ? this.markRetiring(lease.sandbox) : undefined,
+      // Awaited only when another replica may serve a call from its cached copy of the lease
+      // until the end's broadcast reaches it: the sandbox must refuse that call once the end
+      // is answered. This replica dropped its own copy as it took the lease.
+      copiedElsewhere ? closing : undefined,
       this.deps.admission.releaseSession(lease.workspace, lease.sessionId),
       // Beside the rest, not after: the job scrubs or destroys the sandbox, which ends its inner
       // session too, so a close still on its way finds nothing to close (and closes nothing

@@ -43,8 +43,16 @@ export interface LeaseStore {
    */
   stepHibernation(key: LeaseKey, step: HibernationStep): Promise<HibernationStepped>;
   /** Atomically removes the lease: of several callers, exactly one gets it and ends the session. */
-  takeLease(key: LeaseKey): Promise<Lease | undefined>;
+  takeLease(key: LeaseKey): Promise<TakenLease | undefined>;
   /** Leases whose idle or lifetime deadline has passed. */
   dueLeases(now: number, limit: number): Promise<LeaseKey[]>;
   listLeases(): Promise<Lease[]>;
 }
+
+/**
+ * A lease as its session's end took it. `copiedElsewhere`: another replica may still serve a
+ * call from its cached copy until the end's broadcast reaches it (redis/lease-cache.ts), so
+ * the end closes the sandbox session before it answers. Absent: only this replica ever held
+ * a copy (or none did), and it dropped its own as it took the lease.
+ */
+export type TakenLease = Lease & { copiedElsewhere?: true };

@@ -148,6 +148,33 @@ describe.skipIf(!available)("the lease cache and budget allotments", () => {
     expect((await two.beginCall(keyOf(lease), start())).outcome).toBe("gone");
   });
 
+  it("tells the ending replica whether another replica may still hold a copy", async () => {
+    const [one, two] = [await replica(), await replica()];
+    // Created and called on one replica only: nothing stale can serve it elsewhere.
+    const alone = await withCopy(one);
+    await one.beginCall(keyOf(alone), start());
+    const takenAlone = await one.takeLease(keyOf(alone));
+    expect(takenAlone).toMatchObject({ sessionId: alone.sessionId });
+    expect(takenAlone?.copiedElsewhere).toBeUndefined();
+    // Called through replica two as well: two took a copy, whichever replica ends it.
+    const shared = await withCopy(one);
+    expect((await two.beginCall(keyOf(shared), start())).outcome).toBe("started");
+    expect((await one.takeLease(keyOf(shared)))?.copiedElsewhere).toBe(true);
+    // Created on one, ended on two, which never began a call: one's copy may be stale.
+    const created = leaseIn(fresh("ws"));
+    await one.putLease(created);
+    expect((await two.takeLease(keyOf(created)))?.copiedElsewhere).toBe(true);
+    // Written by an earlier version (no record of copies): unknown, so treated as copied.
+    const legacy = leaseIn(fresh("ws"));
+    await one.putLease(legacy);
+    const copiesKey = (await admin.keys(`${prefix}*lease-copies:${legacy.sessionId}`))[0]!;
+    await admin.del(copiesKey);
+    expect((await one.takeLease(keyOf(legacy)))?.copiedElsewhere).toBe(true);
+    // The record goes with the lease.
+    for (const ended of [alone, shared, created])
+      expect(await admin.keys(`${prefix}*lease-copies:${ended.sessionId}`)).toEqual([]);
+  });
+
   it("keeps another workspace's calls away from a copy", async () => {
     const store = await replica();
     const lease = await withCopy(store);

@@ -11,8 +11,10 @@
  *
  * What a stale entry can still do in the moment between one replica's end and the message
  * reaching another: forward a call to the session's sandbox, which by then has closed the
- * session (the end closes it before it answers, session-lifecycle.ts), so the call is the
- * session's 404 (src/forward/sandbox-forwarder.ts).
+ * session, so the call is the session's 404 (src/forward/sandbox-forwarder.ts). Redis
+ * records which replicas took a copy (the lease's copies, redis-keys.ts), and an end that
+ * finds any other than its own closes the sandbox session before it answers
+ * (session-lifecycle.ts); one that finds only its own, already dropped, need not wait.
  */
 import type { Lease, LeaseKey } from "../records.js";
 

@@ -44,6 +44,15 @@ export class RedisKeys {
     return `${this.prefix}{ws:${key.workspace}}:lease:${key.sessionId}`;
   }
 
+  /**
+   * The replicas that may hold a copy of a lease in their lease cache (a set of replica ids,
+   * expiring with the lease): whether a session's end must close its sandbox session before
+   * it answers (redis-leases.ts `takeLease`).
+   */
+  leaseCopies(key: LeaseKey): string {
+    return `${this.prefix}{ws:${key.workspace}}:lease-copies:${key.sessionId}`;
+  }
+
   members(pool: string): string {
     return `${this.prefix}{pool:${pool}}:members`;
   }

@@ -14,7 +14,8 @@
  * Deployments from before the per-workspace index kept one global deadline index
  * (`{leases}:deadlines`): it is still read, and emptied, until nothing is left in it.
  */
-import type { LeaseStore } from "../lease-store.js";
+import { randomBytes } from "node:crypto";
+import type { LeaseStore, TakenLease } from "../lease-store.js";
 import {
   type CallEnd,
   type CallMark,
@@ -56,6 +57,8 @@ export class RedisLeases implements LeaseStore {
   private legacyIndexInUse = true;
   private readonly steps: RedisCallSteps;
   private readonly cache = new LeaseCache();
+  /** This replica among those that may hold a copy of a lease (KEYS.leaseCopies). */
+  private readonly replicaId = randomBytes(9).toString("base64url");
   private readonly allotments: BudgetAllotments;
 
   constructor(
@@ -104,8 +107,8 @@ export class RedisLeases implements LeaseStore {
     }
     await this.commands.script(
       "put-lease",
-      [keys.lease(lease), keys.deadlines(lease.workspace)],
-      [JSON.stringify(lease), Math.ceil(leaseEnd(lease)), leaseDeadline(lease), lease.sessionId],
+      [keys.lease(lease), keys.deadlines(lease.workspace), keys.leaseCopies(lease)],
+      [JSON.stringify(lease), Math.ceil(leaseEnd(lease)), leaseDeadline(lease), lease.sessionId, this.replicaId],
     );
     this.cache.put({ ...lease }, now);
   }
@@ -172,6 +175,7 @@ export class RedisLeases implements LeaseStore {
           // Some key of the workspace's slot for both when there is no budget to reserve.
           budget ? keys.budget(key.workspace, budget.day) : keys.slots(key.workspace),
           budget ? keys.cpuDay(key.workspace, budget.day) : keys.slots(key.workspace),
+          keys.leaseCopies(key),
         ],
         [
           ...steps.args,
@@ -181,6 +185,7 @@ export class RedisLeases implements LeaseStore {
           budget?.limitMs ?? 0,
           BUDGET_KEY_TTL_MS,
           key.sessionId,
+          this.replicaId,
         ],
       )) as typeof reply;
     } catch (error) {
@@ -251,23 +256,27 @@ export class RedisLeases implements LeaseStore {
     return this.steps.flush();
   }
 
-  async takeLease(key: LeaseKey) {
+  async takeLease(key: LeaseKey): Promise<TakenLease | undefined> {
     const { redis, keys } = this.commands;
-    const raw = await this.commands.script(
+    const reply = (await this.commands.script(
       "take-lease",
-      [keys.lease(key), keys.deadlines(key.workspace)],
+      [keys.lease(key), keys.deadlines(key.workspace), keys.leaseCopies(key)],
       [key.sessionId],
-    );
+    )) as [string, string, ...string[]] | null;
     if (this.legacyIndexInUse) {
       await this.commands.call(() => redis.zrem(keys.legacyLeaseIndex(), keys.indexMember(key)));
     }
-    if (typeof raw !== "string") return undefined;
+    if (!reply) return undefined;
     this.cache.forget(key, Date.now());
-    // Every other replica's copy goes too. Before the session's end answers, its sandbox
-    // session is closed as well, so a copy the message has not reached yet serves nothing.
+    // Every other replica's copy goes too. Until the message reaches it, a copy could still
+    // serve a call: the end closes the sandbox session before it answers when one may exist.
     await this.announceEnded(JSON.stringify([key.workspace, key.sessionId])).catch(() => {});
-    return JSON.parse(raw) as Lease;
+    const [raw, known, ...copies] = reply;
+    const lease = JSON.parse(raw) as Lease;
+    const elsewhere = known !== "1" || copies.some((replica) => replica !== this.replicaId);
+    return elsewhere ? { ...lease, copiedElsewhere: true } : lease;
   }
+
 
   async dueLeases(now: number, limit: number) {
     const { redis, keys } = this.commands;

@@ -21,15 +21,17 @@
 -- KEYS[2k], [2k+1]    step k (k = 1..S): its lease (JSON string; any key of the slot for
 --                     "r"), the budget counter of the day its time is given back to (any
 --                     key of the slot when none is)
--- KEYS[2S+2..2S+4]    the begin, when there is one: the lease, the day's budget counter, the
+-- KEYS[2S+2..2S+5]    the begin, when there is one: the lease, the day's budget counter, the
 --                     day's CPU total (the day has used the larger of the two; any key of
---                     the slot for both when no budget is reserved)
+--                     the slot for both when no budget is reserved), the lease's copies (the
+--                     replicas that may serve its calls from their lease cache)
 -- ARGV[1]             S, the number of steps
 -- ARGV[4k-2 .. 4k+1]  step k: its kind ("b", "e", "r"), now (epoch ms), the call's deadline
 --                     ("b") or the milliseconds to give back ("e", "r"; 0: none), session id
 -- ARGV[4S+2 ..]       the begin: now, the call's deadline (how long it may hold the session
 --                     off idling out), milliseconds to reserve (0: none), the day's budget
---                     (ms), how long a new day's counter is kept (ms), the session id
+--                     (ms), how long a new day's counter is kept (ms), the session id, the
+--                     beginning replica's id (it keeps a copy of the lease it gets back)
 -- Returns  {found} for steps alone, else {found, "gone"}, {found, "expired"},
 --          {found, "spent"}, {found, "hibernated"} or {found, "started", updated lease JSON,
 --          ms granted}, where
@@ -156,4 +158,10 @@ lease.lastActivityAt = math.max(lease.lastActivityAt, now)
 lease.activeCalls = (lease.activeCalls or 0) + 1
 lease.busyUntil = math.max(lease.busyUntil or 0, tonumber(ARGV[at + 2]))
 changed(lease_key, ARGV[at + 6])
+local copies = KEYS[2 * steps + 5]
+redis.call("SADD", copies, ARGV[at + 7])
+local ttl = redis.call("PTTL", lease_key)
+if ttl > 0 then
+  redis.call("PEXPIRE", copies, ttl)
+end
 return { found, "started", commit()[lease_key], granted }
