@@ -108,7 +108,13 @@ export class RedisLeases implements LeaseStore {
     await this.commands.script(
       "put-lease",
       [keys.lease(lease), keys.deadlines(lease.workspace), keys.leaseCopies(lease)],
-      [JSON.stringify(lease), Math.ceil(leaseEnd(lease)), leaseDeadline(lease), lease.sessionId, this.replicaId],
+      [
+        JSON.stringify(lease),
+        Math.ceil(leaseEnd(lease)),
+        leaseDeadline(lease),
+        lease.sessionId,
+        this.replicaId,
+      ],
     );
     this.cache.put({ ...lease }, now);
   }
@@ -276,7 +282,6 @@ export class RedisLeases implements LeaseStore {
     const elsewhere = known !== "1" || copies.some((replica) => replica !== this.replicaId);
     return elsewhere ? { ...lease, copiedElsewhere: true } : lease;
   }
-
 
   async dueLeases(now: number, limit: number) {
     const { redis, keys } = this.commands;
