@@ -204,10 +204,13 @@ async function main() {
       rows.push({ workspaces, result, warmHit: (warm + reused) / leases, reusedShare: reused / leases });
       // Where the gateway's CreateSession time went (means, server side): the lease, by how.
       const mean = (count, seconds) => formatMs(serverMeanMs(before, after, count, seconds));
+      const creates = after.createCount - before.createCount;
+      const slowCreates = creates - (after.createWithin50ms - before.createWithin50ms);
       progress(
         `${clients} clients / ${workspaces} workspaces: ${result.perSecond.toFixed(1)} sessions/s, ` +
           `${reused} reused / ${warm} warm / ${cold} cold leases; server means: CreateSession ` +
-          `${mean("createCount", "createSeconds")}, leases reused ${mean("reusedLeases", "reusedLeaseSeconds")} ` +
+          `${mean("createCount", "createSeconds")} (${((100 * slowCreates) / Math.max(1, creates)).toFixed(1)}% over 50 ms), ` +
+          `DeleteSession ${mean("deleteCount", "deleteSeconds")}, leases reused ${mean("reusedLeases", "reusedLeaseSeconds")} ` +
           `warm ${mean("warmLeases", "warmLeaseSeconds")} cold ${mean("coldLeases", "coldLeaseSeconds")}, ` +
           `Execute ${mean("execCount", "execSeconds")}`,
       );

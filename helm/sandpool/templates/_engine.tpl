@@ -15,6 +15,31 @@
 {{- toYaml $podSecurity -}}
 {{- end -}}
 
+{{/*
+The engine's data root, as the engine sees it (docker info's DockerRootDir): the node's
+(hostDocker.dataRoot), or the sidecar's storage.
+*/}}
+{{- define "sandpool.engineDataRoot" -}}
+{{- if .Values.hostDocker.enabled }}{{ .Values.hostDocker.dataRoot }}{{ else }}/var/lib/docker{{ end }}
+{{- end -}}
+
+{{/*
+The securityContext of the container that runs sandpool beside its engine. With
+memoryCheckpoints: root with CAP_DAC_OVERRIDE alone (still no privilege, a read-only root
+file system), since the engine writes a memory checkpoint as root, mode 0700, and restores it
+only from its own data root (0710, root's): sandpool reads the one, measures and moves it,
+and copies it into the other. Whoever holds the engine's socket is root on its host already.
+*/}}
+{{- define "sandpool.engineSecurityContext" -}}
+{{- $security := deepCopy .Values.securityContext -}}
+{{- if .Values.memoryCheckpoints.enabled -}}
+{{- $_ := set $security "runAsUser" 0 -}}
+{{- $_ := set $security "runAsNonRoot" false -}}
+{{- $_ := set $security "capabilities" (dict "drop" (list "ALL") "add" (list "DAC_OVERRIDE")) -}}
+{{- end -}}
+{{- toYaml $security -}}
+{{- end -}}
+
 {{/* With hostDocker: the init container that gives the node's /run/sandpool to the gateway's user. */}}
 {{- define "sandpool.engineInitContainers" -}}
 {{- if .Values.hostDocker.enabled }}
@@ -88,6 +113,11 @@
       mountPath: /var/lib/docker
     - name: sandbox-sockets
       mountPath: /run/sandpool
+    {{- if .Values.memoryCheckpoints.enabled }}
+    # The engine writes a memory checkpoint where sandpool tells it: the same volume, at the
+    # same path as in sandpool's container.
+    {{- include "sandpool.checkpointsMount" . | nindent 4 }}
+    {{- end }}
 {{- end }}
 {{- end -}}
 
@@ -106,6 +136,20 @@
 {{- if or .Values.dind.enabled .Values.hostDocker.enabled }}
 - name: sandbox-sockets
   mountPath: /run/sandpool
+{{- end }}
+{{- if .Values.memoryCheckpoints.enabled }}
+# The engine's data root at the engine's own path: a memory restore copies the checkpoint
+# into <data root>/containers/<id>/checkpoints/, the only place the engine restores from.
+{{- if .Values.dind.enabled }}
+- name: dind-storage
+  mountPath: /var/lib/docker
+{{- else }}
+- name: engine-data-root
+  mountPath: {{ include "sandpool.engineDataRoot" . }}
+  # The engine mounts and unmounts its containers' file systems below it: seen here as
+  # they come and go, never held open by this pod.
+  mountPropagation: HostToContainer
+{{- end }}
 {{- end }}
 {{- end -}}
 
@@ -133,5 +177,11 @@
   hostPath:
     path: /run/sandpool
     type: DirectoryOrCreate
+{{- if .Values.memoryCheckpoints.enabled }}
+- name: engine-data-root
+  hostPath:
+    path: {{ .Values.hostDocker.dataRoot }}
+    type: Directory
+{{- end }}
 {{- end }}
 {{- end -}}

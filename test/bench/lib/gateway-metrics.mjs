@@ -38,6 +38,12 @@ export async function readMetrics(client) {
     ),
     createCount: value(/^sandpool_http_request_duration_seconds_count\{route="CreateSession"\} (\S+)$/m),
     createSeconds: value(/^sandpool_http_request_duration_seconds_sum\{route="CreateSession"\} (\S+)$/m),
+    // Answered within 50 ms by the gateway's own clock (bench:churn's target for the client's p99).
+    createWithin50ms: value(
+      /^sandpool_http_request_duration_seconds_bucket\{(?=[^}]*route="CreateSession")[^}]*le="0.05"[^}]*\} (\S+)$/m,
+    ),
+    deleteCount: value(/^sandpool_http_request_duration_seconds_count\{route="DestroySession"\} (\S+)$/m),
+    deleteSeconds: value(/^sandpool_http_request_duration_seconds_sum\{route="DestroySession"\} (\S+)$/m),
     execCount: value(/^sandpool_http_request_duration_seconds_count\{route="Execute"\} (\S+)$/m),
     execSeconds: value(/^sandpool_http_request_duration_seconds_sum\{route="Execute"\} (\S+)$/m),
     // The sandbox's part of each `print(1)` and the store's begin of it (bench execs only).
