@@ -36,15 +36,23 @@
  * --rows CxW,...  only these churn rows, C clients over W workspaces (e.g. 8x1; default
  *                 1x1,8x1,32x1,8x8,32x8): a change to one case is measured in minutes
  * --no-engine     skip the engine rows (the share of the engine's rate is then not shown)
+ * --control-plane-nice N
+ *                 run the gateway and Redis at nice N (e.g. -10; needs root; Redis is set
+ *                 back to 0 after): the control plane first on a host it shares with the
+ *                 sandboxes, as a deployment gives it with CPU shares or a priority class.
+ *                 On 2 CPUs that every sandbox's scrub and fork compete for, a gateway at
+ *                 the same priority waits for the CPU at every step (docs/benchmarks.md)
  *
  * Needs the built CLI, Postgres (127.0.0.1:5432, db test), Redis (127.0.0.1:6379) and a
  * Docker engine with sandpool/sandbox:dev; every container, key, database and temp dir it made
  * is removed (also on errors and Ctrl-C). Exits 0 when the measurements ran, whether targets
  * pass or not. Progress goes to stderr, results to stdout.
  */
+
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { cpus, loadavg } from "node:os";
+import { cpus, loadavg, setPriority } from "node:os";
 import { parseArgs } from "node:util";
 import { runChurn } from "./lib/churn-loop.mjs";
 import { printChurnReport } from "./lib/churn-report.mjs";
@@ -71,6 +79,7 @@ try {
       "warm-up-seconds": { type: "string" },
       rows: { type: "string" },
       "no-engine": { type: "boolean", default: false },
+      "control-plane-nice": { type: "string" },
     },
   }));
 } catch (error) {
@@ -89,6 +98,17 @@ const seconds = values.seconds === undefined ? (values.quick ? 3 : 25) : whole("
 const warmUpSeconds =
   values["warm-up-seconds"] === undefined ? (values.quick ? 2 : 10) : whole("warm-up-seconds", 0);
 const minIdle = whole("min-idle", 0);
+const controlPlaneNice =
+  values["control-plane-nice"] === undefined ? undefined : Number(values["control-plane-nice"]);
+if (
+  controlPlaneNice !== undefined &&
+  !(Number.isInteger(controlPlaneNice) && controlPlaneNice >= -20 && controlPlaneNice <= 19)
+) {
+  console.error(
+    `--control-plane-nice must be an integer from -20 to 19, got ${values["control-plane-nice"]}`,
+  );
+  process.exit(2);
+}
 const maxTotal = whole("max-total", Math.max(1, minIdle));
 
 const IMAGE = "sandpool/sandbox:dev";
@@ -143,6 +163,12 @@ metrics:
   token: ${METRICS_TOKEN}
 `;
 
+/** The local Redis server's processes (the bench's Redis is 127.0.0.1:6379). */
+function controlPlanePids() {
+  const found = spawnSync("pgrep", ["-x", "redis-server"], { encoding: "utf8" });
+  return found.stdout.split("\n").filter(Boolean).map(Number);
+}
+
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const formatLoad = () =>
   loadavg()
@@ -172,6 +198,16 @@ async function main() {
   const started = nowMs();
   const gateway = await deployment.startServe();
   progress(`serve ready in ${formatMs(nowMs() - started)} at ${gateway.url}`);
+  if (controlPlaneNice !== undefined) {
+    const redisPids = controlPlanePids();
+    setPriority(gateway.pid, controlPlaneNice);
+    for (const pid of redisPids) setPriority(pid, controlPlaneNice);
+    onCleanup(async () => {
+      for (const pid of redisPids) setPriority(pid, 0);
+    });
+    machine.controlPlaneNice = controlPlaneNice;
+    progress(`the gateway and Redis (${redisPids.join(", ")}) run at nice ${controlPlaneNice}`);
+  }
   const tokens = await Promise.all(
     Array.from({ length: WORKSPACES }, (_, i) => deployment.token(`churn-${i}`)),
   );
