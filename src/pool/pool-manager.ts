@@ -230,6 +230,10 @@ export class PoolManager implements GatewayPools {
     return this.reuse.park(record, owner);
   }
 
+  expectRecycle(record: SandboxRecord, owner: string): void {
+    this.reuse.expect(record, owner);
+  }
+
   /** Destroys the pool's sandboxes parked and unused for too long: their places go back to the pool. */
   private async retireExpiredParked(pool: PoolSpec): Promise<void> {
     for (const record of await this.reuse.takeExpired(pool.name)) {

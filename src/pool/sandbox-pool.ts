@@ -65,6 +65,12 @@ export interface SandboxPool {
   warmAll(): Promise<void>;
   /** What a sandbox used, measured outside it; never throws, never waits long. */
   usageOf(record: RetiringSandbox): Promise<SandboxUsage | undefined>;
+  /**
+   * Says, as `owner`'s session ends, that its sandbox's recycle is coming (the settle job's),
+   * so a lease of that workspace waits for it rather than cold-starting. A no-op where the
+   * scrub happens elsewhere (an edge's nodes).
+   */
+  expectRecycle(record: SandboxRecord, owner: string): void;
   /** Parks the sandbox of `owner`'s ended session for its next one; false: destroy it. */
   recycle(record: SandboxRecord, owner: string): Promise<boolean>;
   /** Marks a sandbox about to be destroyed, so a lease at the cap waits for its place. */

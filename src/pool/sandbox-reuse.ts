@@ -35,6 +35,12 @@ const RECYCLE_TIMEOUT_MS = 30_000;
  * cold start takes longer than this whatever the load.
  */
 export const RECYCLE_WAIT_MS = 1_000;
+/**
+ * How long a session's end says its sandbox's scrub is on its way (`expect`) before the
+ * settle job takes it up: that job first reads the sandbox's usage, and may run on another
+ * replica, where this one's word lapses.
+ */
+export const EXPECTED_RECYCLE_MS = 10_000;
 
 /** Where parked sandboxes are kept: what reuse needs of the pool ledger. */
 export type ParkingLot = Pick<PoolLedger, "parkIdle" | "listParked" | "takeParked">;
@@ -50,6 +56,8 @@ export interface SandboxReuseDeps {
 export class SandboxReuse {
   /** This replica's scrubs under way: a lease of their workspace may wait for one (waitForRecycle). */
   private readonly recycles = new RecyclesInFlight();
+  /** Scrubs announced by a session's end and not yet begun, by sandbox id: each ends its count once. */
+  private readonly expected = new Map<string, () => void>();
 
   constructor(private readonly deps: SandboxReuseDeps) {}
 
@@ -64,6 +72,24 @@ export class SandboxReuse {
   /** Whether one of `workspace`'s sandboxes in `pool` is being scrubbed here now. */
   recyclingFor(pool: string, workspace: string): boolean {
     return this.recycles.count(pool, workspace) > 0;
+  }
+
+  /**
+   * Counts the coming scrub of `record` (its session just ended) as under way from now, not
+   * from when the settle job gets to it: a lease of its workspace meanwhile waits for it
+   * rather than cold-starting. Ends when `park` takes it up, or after EXPECTED_RECYCLE_MS.
+   */
+  expect(record: SandboxRecord, owner: string): void {
+    if (!this.mayReuse(record) || this.expected.has(record.sandboxId)) return;
+    const ended = this.recycles.begin(record.pool, owner);
+    const finish = () => {
+      clearTimeout(lapse);
+      if (this.expected.get(record.sandboxId) === finish) this.expected.delete(record.sandboxId);
+      ended();
+    };
+    const lapse = setTimeout(finish, EXPECTED_RECYCLE_MS);
+    lapse.unref();
+    this.expected.set(record.sandboxId, finish);
   }
 
   /** Whether `record` may serve another session of its workspace now. */
@@ -81,13 +107,20 @@ export class SandboxReuse {
    * lease. False when it may not or could not be reused (the caller destroys it): never throws.
    */
   async park(record: SandboxRecord, owner: string): Promise<boolean> {
-    if (!this.mayReuse(record)) return false;
+    // The count its end began (expect) carries on as this scrub's, or a new one begins.
+    const expected = this.expected.get(record.sandboxId);
+    this.expected.delete(record.sandboxId);
+    if (!this.mayReuse(record)) {
+      expected?.();
+      return false;
+    }
     if (record.owner !== undefined && record.owner !== owner) {
       // Cannot happen through leaseIdle; refused here too, as the boundary it is.
       this.deps.log.error({ sandbox: record.sandboxId, owner, was: record.owner }, "a sandbox changed owner");
+      expected?.();
       return false;
     }
-    const ended = this.recycles.begin(record.pool, owner);
+    const ended = expected ?? this.recycles.begin(record.pool, owner);
     try {
       const innerSessionId = await this.deps.client.recycleSandbox(record.endpoint, RECYCLE_TIMEOUT_MS);
       // The next session is charged from here: nothing of the earlier one, nor the scrub.

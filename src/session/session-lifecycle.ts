@@ -326,6 +326,9 @@ export class SessionLifecycle {
     // A hibernated session has no sandbox to close (one being saved or restored is the
     // saver's or restorer's to give up: their next step finds the lease gone).
     const live = lease.hibernation === undefined;
+    // From now, not from when the settle job gets to it: a lease of the workspace meanwhile
+    // waits for this sandbox's scrub rather than cold-starting.
+    if (live && REUSABLE_ENDS.has(reason)) this.deps.pools.expectRecycle(lease.sandbox, lease.workspace);
     // Sent at once for a live session, so its calls in flight stop now, not at the scrub.
     // Dead or lost sandboxes are not waited on (nor is the reaper, by one that will not answer).
     const closing =

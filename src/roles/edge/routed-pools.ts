@@ -186,6 +186,9 @@ export class RoutedPools implements GatewayPools {
     return Promise.resolve();
   }
 
+  /** The node scrubs, and its own lease waits for the scrub (src/roles/node/node-parking.ts). */
+  expectRecycle(): void {}
+
   /** Asks the sandbox's node to park it for `owner`'s next session there; false: destroy it. */
   async recycle(record: SandboxRecord, owner: string): Promise<boolean> {
     // Its server listened again while code ran (a restore, a save given up): never parked.

@@ -5,9 +5,9 @@
  * for another workspace's or another pool's scrub.
  */
 import pino from "pino";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { RecyclesInFlight } from "../../../src/pool/recycles-in-flight.js";
-import { SandboxReuse } from "../../../src/pool/sandbox-reuse.js";
+import { EXPECTED_RECYCLE_MS, SandboxReuse } from "../../../src/pool/sandbox-reuse.js";
 import { MemoryCoordinationStore } from "../../../src/store/coordination/memory-store.js";
 
 describe("RecyclesInFlight", () => {
@@ -75,5 +75,77 @@ describe("SandboxReuse.waitForRecycle", () => {
       sandboxId: "sb",
       owner: "team-a",
     });
+  });
+});
+
+describe("SandboxReuse.expect (a session's end announcing its sandbox's scrub)", () => {
+  const record = {
+    sandboxId: "sb",
+    pool: "p",
+    endpoint: "unix:/s",
+    runtimeId: "0:c",
+    innerSessionId: "i",
+    createdAt: 1_000,
+  };
+  function reuseWith(scrub: () => Promise<string>) {
+    const store = new MemoryCoordinationStore();
+    const reuse = new SandboxReuse({
+      store,
+      runtime: { recyclable: true },
+      client: { recycleSandbox: scrub },
+      log: pino({ level: "silent" }),
+      now: () => 1_000,
+    });
+    return { store, reuse };
+  }
+
+  it("counts the scrub from the end, before the settle job begins it, and once through the park", async () => {
+    let finishScrub: (id: string) => void = () => {};
+    const { store, reuse } = reuseWith(() => new Promise<string>((resolve) => (finishScrub = resolve)));
+    await store.addMember("p", "sb", 10, 61_000, 1_000);
+    expect(reuse.recyclingFor("p", "team-a")).toBe(false);
+    reuse.expect(record, "team-a");
+    reuse.expect(record, "team-a"); // said twice, counted once
+    expect(reuse.recyclingFor("p", "team-a")).toBe(true);
+    expect(reuse.recyclingFor("p", "team-b")).toBe(false);
+    const waiting = reuse.waitForRecycle("p", "team-a", 5_000);
+    // The settle job takes the announced scrub up: the count does not double, and the waiter
+    // wakes only once the sandbox is parked.
+    const parking = reuse.park(record, "team-a");
+    let woken = false;
+    void waiting.then(() => (woken = true));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(woken).toBe(false);
+    finishScrub("next");
+    expect(await waiting).toBe(true);
+    expect(await parking).toBe(true);
+    expect(reuse.recyclingFor("p", "team-a")).toBe(false);
+  });
+
+  it("ends the count when the sandbox may not be reused after all", async () => {
+    const { reuse } = reuseWith(async () => "next");
+    reuse.expect(record, "team-a");
+    expect(await reuse.park({ ...record, neverReuse: true }, "team-a")).toBe(false);
+    expect(reuse.recyclingFor("p", "team-a")).toBe(false);
+    // Nor is one that may never be reused announced at all.
+    reuse.expect({ ...record, neverReuse: true }, "team-a");
+    expect(reuse.recyclingFor("p", "team-a")).toBe(false);
+  });
+
+  it("lapses when no settle job takes it up here (the job ran on another replica)", async () => {
+    vi.useFakeTimers();
+    try {
+      const { reuse } = reuseWith(async () => "next");
+      reuse.expect(record, "team-a");
+      vi.advanceTimersByTime(EXPECTED_RECYCLE_MS - 1);
+      expect(reuse.recyclingFor("p", "team-a")).toBe(true);
+      vi.advanceTimersByTime(1);
+      expect(reuse.recyclingFor("p", "team-a")).toBe(false);
+      // A later end of the same sandbox is announced afresh.
+      reuse.expect(record, "team-a");
+      expect(reuse.recyclingFor("p", "team-a")).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -15,9 +15,13 @@ function lifecycleEnding(taken: TakenLease) {
   const closes: string[] = [];
   let finishClose = () => {};
   const enqueued: unknown[] = [];
+  const expected: string[] = [];
   const deps = {
     store: { takeLease: async () => taken },
-    pools: { markRetiring: async () => {} },
+    pools: {
+      markRetiring: async () => {},
+      expectRecycle: (_record: unknown, owner: string) => expected.push(owner),
+    },
     admission: { releaseSession: async () => {} },
     jobs: {
       enqueue: async (_name: string, payload: unknown) => {
@@ -37,7 +41,13 @@ function lifecycleEnding(taken: TakenLease) {
     usage: { record: () => {} },
     log: pino({ level: "silent" }),
   } as unknown as SessionLifecycleDeps;
-  return { lifecycle: new SessionLifecycle(deps), closes, enqueued, finishClose: () => finishClose() };
+  return {
+    lifecycle: new SessionLifecycle(deps),
+    closes,
+    enqueued,
+    expected,
+    finishClose: () => finishClose(),
+  };
 }
 
 const settledWithin = (promise: Promise<unknown>, ms: number) =>
@@ -52,6 +62,16 @@ describe("SessionLifecycle.end", () => {
     expect(ending.closes).toEqual([lease.sandbox.innerSessionId]);
     // The settle job carries the lease as it was stored, without the store's note.
     expect(ending.enqueued).toEqual([{ lease, reason: "destroyed" }]);
+    // Its scrub is counted as coming from now: a lease of the workspace waits for it.
+    expect(ending.expected).toEqual([lease.workspace]);
+  });
+
+  it("announces no recycle for an end after which the sandbox is not reused", async () => {
+    const lease = leaseIn(fresh("ws"));
+    const ending = lifecycleEnding(lease);
+    ending.finishClose();
+    expect(await ending.lifecycle.end(keyOf(lease), "ended_by_operator")).toBe(true);
+    expect(ending.expected).toEqual([]);
   });
 
   it("waits for the close when another replica may still serve a call from its copy", async () => {
