@@ -18,6 +18,8 @@
  *   parked for its workspace's next session): it holds a place but is lent to no one else
  *   (`takeAside`). Warm-up does not count it toward `min`, and when a place is wanted at
  *   `max` (an acquire, a shortfall below min) the one set aside longest is destroyed for it.
+ * - One made elsewhere (a node's memory restore, which starts its own container) is lent
+ *   through `lendMade`: it takes a place as a start does, so it counts against `max` too.
  */
 
 export interface WarmSetFactory<T> {
@@ -50,6 +52,14 @@ export class WarmSetTimeoutError extends Error {
   constructor(timeoutMs: number) {
     super(`nothing could be acquired within ${timeoutMs} ms`);
     this.name = "WarmSetTimeoutError";
+  }
+}
+
+/** No place could be had at once for one made elsewhere (`lendMade`). */
+export class WarmSetFullError extends Error {
+  constructor(max: number) {
+    super(`all ${max} places are taken`);
+    this.name = "WarmSetFullError";
   }
 }
 
@@ -193,6 +203,39 @@ export class WarmSet<T> {
         }
       }
       await this.waitUntil(deadline);
+    }
+  }
+
+  /**
+   * Lends one that `make` creates instead of the factory (a restore, which must start its own
+   * container): it holds a place from the start, like any start, and is destroyed like any
+   * lent one. At max an idle one gives its place up, else the one set aside longest (an idle
+   * one is nobody's yet; one set aside is its borrower's next session). With no place to be
+   * had it fails at once (WarmSetFullError) rather than wait: the caller may find one
+   * elsewhere sooner. A failed `make` frees its place.
+   */
+  async lendMade(make: () => Promise<T>): Promise<T> {
+    if (this.closed) throw new Error("the pool is closed");
+    // Nothing is given up when that would not make a place (a shrunk max, everything lent).
+    if (this.size - this.idle.length - this.aside.length >= this.maximum) {
+      throw new WarmSetFullError(this.maximum);
+    }
+    while (this.size >= this.maximum) {
+      // Its place is free as soon as destroy begins (it leaves every list at once).
+      this.destroyQuietly(this.idle[0]?.item ?? this.aside[0]!);
+    }
+    this.pending += 1;
+    let made = false;
+    try {
+      const item = await this.track(make());
+      this.lent.add(item);
+      made = true;
+      return item;
+    } finally {
+      this.pending -= 1;
+      // A failed one's place goes back to warm-up (an idle one may have given it up for it).
+      if (!made) this.ensureMinimum();
+      this.wake();
     }
   }
 

@@ -1,5 +1,10 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { WarmSet, type WarmSetFactory, WarmSetTimeoutError } from "../../../../src/roles/node/warm-set.js";
+import {
+  WarmSet,
+  type WarmSetFactory,
+  WarmSetFullError,
+  WarmSetTimeoutError,
+} from "../../../../src/roles/node/warm-set.js";
 
 interface Thing {
   id: number;
@@ -253,5 +258,71 @@ describe("WarmSet, things set aside (a node's parked sandboxes)", () => {
     set.setAside(last);
     await set.close();
     expect(made.destroyed.sort()).toEqual([1, 2, 3, 4]);
+  });
+});
+
+describe("WarmSet.lendMade (a node's memory restores)", () => {
+  const restored = (id: number) => async () => ({ id, works: true });
+
+  it("counts one made elsewhere against max until it is destroyed", async () => {
+    const made = factory();
+    const set = warmSet(made, { min: 0, max: 2, acquireTimeoutMs: 30 });
+    const restore = await set.lendMade(restored(100));
+    expect(set.isBorrowed(restore)).toBe(true);
+    expect(set.size).toBe(1);
+    await set.acquire();
+    // Both places are taken: an acquire waits and fails, a restore is refused at once.
+    await expect(set.acquire()).rejects.toBeInstanceOf(WarmSetTimeoutError);
+    let asked = false;
+    await expect(
+      set.lendMade(async () => {
+        asked = true;
+        return { id: 101, works: true };
+      }),
+    ).rejects.toBeInstanceOf(WarmSetFullError);
+    expect(asked).toBe(false);
+    await set.destroy(restore);
+    expect(made.destroyed).toContain(100);
+    expect(set.size).toBe(1);
+    expect((await set.lendMade(restored(102))).id).toBe(102);
+    expect(set.size).toBe(2);
+  });
+
+  it("at max, an idle one gives its place up first, then the one set aside longest", async () => {
+    const made = factory();
+    const set = warmSet(made, { min: 2, max: 2 });
+    await settle();
+    const lent = await set.acquire();
+    // At max: one lent, one idle.
+    expect(set.size).toBe(2);
+    const idle = set.idleItems()[0]!;
+    await set.lendMade(restored(100));
+    expect(made.destroyed).toEqual([idle.id]);
+    await settle();
+    // Warm-up does not take the place back while the restore holds it.
+    expect(set.size).toBe(2);
+    expect(set.available).toBe(0);
+
+    set.setAside(lent);
+    await set.lendMade(restored(101));
+    expect(made.destroyed).toEqual([idle.id, lent.id]);
+    expect(set.setAsideCount).toBe(0);
+    expect(set.borrowed).toBe(2);
+    expect(set.size).toBe(2);
+  });
+
+  it("frees the place of one whose making failed, and warm-up takes it back", async () => {
+    const made = factory();
+    const set = warmSet(made, { min: 1, max: 1 });
+    await settle();
+    await expect(
+      set.lendMade(async () => {
+        throw new Error("the restore failed");
+      }),
+    ).rejects.toThrow("the restore failed");
+    expect(set.borrowed).toBe(0);
+    await settle();
+    expect(set.available).toBe(1);
+    expect(set.size).toBe(1);
   });
 });
