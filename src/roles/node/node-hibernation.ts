@@ -8,7 +8,8 @@
  *
  * A files checkpoint is restored into one of the node's warm sandboxes, which the edge leases
  * first (so its lease names the sandbox before the restore runs); a memory checkpoint into a
- * new container under the session's own sandbox id, held here like a lease from then on.
+ * new container under the session's own sandbox id, held here like a lease from then on and
+ * counted against this node's share of its pool as one.
  */
 import type { Logger } from "pino";
 import { SandpoolError } from "../../contract/error-codes.js";
@@ -138,42 +139,45 @@ export class NodeHibernation {
     }
     this.deps.sandboxes.restoring.add(sandboxId);
     try {
-      const resumed = await resumeSandbox({
-        hibernation: this.deps.hibernation,
-        store: this.deps.checkpoints,
-        workspace,
-        sessionId,
-        hibernated: {
-          kind: "memory",
-          bytes: 0,
+      // Held against this node's share of the pool before its container starts: a full
+      // share refuses (503 capacity.exhausted), and the edge asks the next node.
+      const record = await this.deps.sandboxes.holdRestored(pool.name, workspace, async () => {
+        const resumed = await resumeSandbox({
+          hibernation: this.deps.hibernation,
+          store: this.deps.checkpoints,
+          workspace,
+          sessionId,
+          hibernated: {
+            kind: "memory",
+            bytes: 0,
+            sandboxId,
+            sandboxSessionId,
+            pool: pool.name,
+            hibernatedAt: 0,
+          },
+          pool,
+          deadline: this.now() + pool.coldStartTimeoutMs,
+          freshSandboxId: () => sandboxId,
+          // A memory checkpoint brings its session back: none is opened.
+          openSession: () => Promise.reject(new Error("a memory restore opens no session")),
+          destroy: () => Promise.resolve(),
+        }).catch((error: unknown) => {
+          throw error instanceof CheckpointMissingError ? missing(sessionId) : error;
+        });
+        const cpuBaseMs = await cpuBaselineMs(this.deps.runtime, resumed.runtimeId);
+        return {
           sandboxId,
-          sandboxSessionId,
           pool: pool.name,
-          hibernatedAt: 0,
-        },
-        pool,
-        deadline: this.now() + pool.coldStartTimeoutMs,
-        freshSandboxId: () => sandboxId,
-        // A memory checkpoint brings its session back: none is opened.
-        openSession: () => Promise.reject(new Error("a memory restore opens no session")),
-        destroy: () => Promise.resolve(),
-      }).catch((error: unknown) => {
-        throw error instanceof CheckpointMissingError ? missing(sessionId) : error;
+          endpoint: resumed.endpoint,
+          runtimeId: resumed.runtimeId,
+          innerSessionId: sandboxSessionId,
+          createdAt: this.now(),
+          node: this.deps.nodeId,
+          ...(cpuBaseMs === undefined ? {} : { cpuBaseMs }),
+          // Its server listened again with the code's processes running (records.ts).
+          neverReuse: true,
+        };
       });
-      const cpuBaseMs = await cpuBaselineMs(this.deps.runtime, resumed.runtimeId);
-      const record: SandboxRecord = {
-        sandboxId,
-        pool: pool.name,
-        endpoint: resumed.endpoint,
-        runtimeId: resumed.runtimeId,
-        innerSessionId: sandboxSessionId,
-        createdAt: this.now(),
-        node: this.deps.nodeId,
-        ...(cpuBaseMs === undefined ? {} : { cpuBaseMs }),
-        // Its server listened again with the code's processes running (records.ts).
-        neverReuse: true,
-      };
-      this.deps.sandboxes.adopt(record, workspace);
       this.deps.log.info({ session: sessionId, workspace, sandbox: sandboxId }, "memory checkpoint restored");
       return record;
     } finally {

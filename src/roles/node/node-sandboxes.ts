@@ -144,9 +144,21 @@ export class NodeSandboxes {
     this.leasedAt.delete(sandboxId);
   }
 
-  /** A sandbox started outside the warm pools for a workspace (a memory restore), held as a lease. */
-  adopt(record: SandboxRecord, workspace: string): void {
+  /**
+   * A sandbox `restore` starts for a workspace (a memory checkpoint's new container), held as
+   * a lease of the pool's: it counts against this node's share like any lease, and its
+   * destroy frees the place. 503 capacity.exhausted, nothing started, when the share is full.
+   */
+  async holdRestored(
+    poolName: string,
+    workspace: string,
+    restore: () => Promise<SandboxRecord>,
+  ): Promise<SandboxRecord> {
+    const pool = this.warm.get(poolName);
+    if (!pool) throw new SandpoolError("capacity.exhausted", `this node serves no pool '${poolName}'`);
+    const record = await pool.holdRestored(restore);
     this.hold(record, workspace);
+    return record;
   }
 
   private hold(record: SandboxRecord, workspace: string): void {

@@ -5,8 +5,10 @@
  * idle, failing at the pool's start deadline), and idle eviction above min. A sandbox serves
  * one session and is never given back to the pool: a lease borrows it and the session's
  * end destroys it, freeing its place, or parks it for its workspace's next session
- * (node-parking.ts: set aside, still holding its place, lent to that workspace alone). min and max are this node's share of the pool across the
- * deployment (pool-share.ts), which changes as nodes come and go (`resize`).
+ * (node-parking.ts: set aside, still holding its place, lent to that workspace alone). A
+ * memory restore's new container holds a place as a lease does (`holdRestored`). min and max
+ * are this node's share of the pool across the deployment (pool-share.ts), which changes as
+ * nodes come and go (`resize`).
  */
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
@@ -15,7 +17,7 @@ import type { SandboxClient } from "../../forward/sandbox-client.js";
 import { cpuBaselineMs } from "../../pool/cpu-baseline.js";
 import type { PoolSpec, SandboxRuntime } from "../../runtime/sandbox-runtime.js";
 import type { SandboxRecord } from "../../store/coordination/records.js";
-import { WarmSet } from "./warm-set.js";
+import { WarmSet, WarmSetFullError } from "./warm-set.js";
 
 /** Warm sandboxes above min idle longer than this are evicted (their place is free again). */
 const IDLE_EVICTION_MS = 10 * 60_000;
@@ -76,6 +78,25 @@ export class NodeWarmPool {
           retryAfterSeconds: 2,
           cause: error,
         },
+      );
+    }
+  }
+
+  /**
+   * Holds a sandbox `restore` starts (a memory checkpoint's new container) as leased from
+   * this pool: it takes a place of this node's share like any start and frees it when it is
+   * destroyed. With no place at once, 503 capacity.exhausted before anything starts: the
+   * edge asks the next node.
+   */
+  async holdRestored(restore: () => Promise<SandboxRecord>): Promise<SandboxRecord> {
+    try {
+      return await this.pool.lendMade(restore);
+    } catch (error) {
+      if (!(error instanceof WarmSetFullError)) throw error;
+      throw new SandpoolError(
+        "capacity.exhausted",
+        `the '${this.spec.name}' pool has no place on this node for a restore`,
+        { retryAfterSeconds: 2, cause: error },
       );
     }
   }
