@@ -6,7 +6,8 @@
  * its store and removes the container; the next Execute resumes it (files: the file is back
  * and the interpreter-restarted note says so; gvisor: the variable too), on the other node
  * once the one that saved it is gone. The node's hibernation endpoints refuse another
- * workspace, and a drained node's sessions hibernate and resume elsewhere.
+ * workspace, a memory restore counts against its node's share of the pool, and a drained
+ * node's sessions hibernate and resume elsewhere.
  */
 import { mkdtemp, readdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -119,6 +120,20 @@ describe.skipIf(!available)("hibernation through --role edge and --role node", (
     await client.run(id, "code_execution", { code });
     const lease = (await store.getLease({ workspace, sessionId: id }))!;
     return { client, id, lease };
+  }
+
+  /** A node's own count of its sandboxes of `pool` in `state` (sandpool_node_sandboxes). */
+  async function nodeSandboxes(nodeId: string, pool: string, state: string): Promise<number> {
+    const metrics = await (await fetch(`${nodes.get(nodeId)!.url}/metrics`)).text();
+    const line = metrics
+      .split("\n")
+      .find(
+        (row) =>
+          row.startsWith("sandpool_node_sandboxes{") &&
+          row.includes(`pool="${pool}"`) &&
+          row.includes(`state="${state}"`),
+      );
+    return Number(line?.split(" ").at(-1) ?? Number.NaN);
   }
 
   /** A signed call to a node's API, made for `workspace`. */
@@ -252,6 +267,68 @@ describe.skipIf(!available)("hibernation through --role edge and --role node", (
     expect(await containerRunning(running.sandbox.runtimeId)).toBe(true);
     expect((await client.destroy(id)).status).toBe(204);
   }, 180_000);
+
+  it("counts a memory restore against its node's share of the pool: full everywhere, 503; room on one node, it goes there", async () => {
+    const workspace = "edge-hib-gvisor-full";
+    expect((await adminPut(`/workspaces/${workspace}/policy`, { isolation: "gvisor" })).status).toBe(200);
+    // Earlier tests' gv sandboxes are destroyed by a job after their sessions end: gone first,
+    // so the shares below are this test's alone.
+    await waitFor(
+      async () =>
+        (await nodeSandboxes("node-one", "gv", "leased")) +
+          (await nodeSandboxes("node-two", "gv", "leased")) ===
+        0,
+      90_000,
+      "earlier gv sandboxes to be released",
+    );
+    const hibernated = await openSession(workspace, "counter = 7");
+    expect(hibernated.lease.pool).toBe("gv");
+    expect((await admin("POST", `/sessions/${hibernated.id}/hibernate`)).status).toBe(200);
+    // The gv pool (maxTotal 2) is one sandbox per node: two sessions fill both shares.
+    const first = await openSession(workspace, "x = 1");
+    // Placed where the first is not once the edge has its node's heartbeat with it (a lease
+    // at a full share would wait out the pool's start deadline before trying the other).
+    await waitFor(
+      async () =>
+        ((await admin("GET", "/nodes")).body.items as { id: string; leased: number }[]).some(
+          (node) => node.id === first.lease.node && node.leased >= 1,
+        ),
+      10_000,
+      "the first filler's node to report it",
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const fillers = [first, await openSession(workspace, "x = 2")];
+    expect(new Set(fillers.map((filler) => filler.lease.node)).size).toBe(2);
+
+    // Each node refuses the restore (its share is full); the caller is told to retry, the
+    // checkpoint kept.
+    const refused = await hibernated.client.exec(hibernated.id, {
+      tool: "code_execution",
+      input: { code: "print(counter)" },
+    });
+    expect(refused.status, refused.text).toBe(503);
+    expect((refused.body as { detail: { code: string } }).detail.code).toBe("session.resume_failed");
+    expect((await store.getLease({ workspace, sessionId: hibernated.id }))?.hibernation?.phase).toBe("saved");
+    expect(await checkpointsOf(workspace)).toEqual([hibernated.id]);
+
+    // One node has room again: the restore goes there (the other, still full, refuses it).
+    const [freed, kept] = fillers;
+    expect((await freed!.client.destroy(freed!.id)).status).toBe(204);
+    // Its sandbox is destroyed (or parked, which gives its place up) by a job, just after.
+    await waitFor(
+      async () => (await nodeSandboxes(freed!.lease.node!, "gv", "leased")) === 0,
+      // A scrub for parking may take up to 30 s on a loaded machine.
+      60_000,
+      "the freed node's gv sandbox to be released",
+    );
+    const resumed = await hibernated.client.run(hibernated.id, "code_execution", { code: "print(counter)" });
+    expect(resumed.stdout).toBe("7\n");
+    const running = (await store.getLease({ workspace, sessionId: hibernated.id }))!;
+    expect(running.node).toBe(freed!.lease.node);
+    for (const session of [hibernated, kept!]) {
+      expect((await session.client.destroy(session.id)).status).toBe(204);
+    }
+  }, 240_000);
 
   it("a drained node's idle session hibernates, and its next call resumes it on the other node", async () => {
     const workspace = "edge-hib-drain";
