@@ -7,14 +7,19 @@ import { type CliServer, startCliServer } from "./cli.js";
 import { freePort } from "./dev-cli-gateway.js";
 import type { ServeDeployment } from "./serve-deployment.js";
 
-/** A node serving the deployment's pools, as `id`, on a free loopback port. */
+/**
+ * A node serving the deployment's pools, as `id`, on a free loopback port; `configFile`
+ * replaces the deployment's (a node of its own, e.g. with a node-local checkpoint directory).
+ */
 export async function startNodeServer(
   deployment: ServeDeployment,
   id: string,
   secret: string,
+  options: { configFile?: string } = {},
 ): Promise<CliServer> {
   const port = await freePort();
-  return startCliServer(["serve", "--role", "node", "--config", deployment.configFile], undefined, {
+  const configFile = options.configFile ?? deployment.configFile;
+  return startCliServer(["serve", "--role", "node", "--config", configFile], undefined, {
     env: {
       ...deployment.env,
       SANDPOOL_NODE_SECRETS: secret,
