@@ -8,7 +8,8 @@
  *
  * - `park`: the edge's recycle call (node-api.ts). Refused while draining.
  * - `take`: a lease of the owner's takes its newest parked sandbox first, or waits briefly
- *   for one being scrubbed here, unless the workspace's policy turns reuse off.
+ *   for one being scrubbed here (warm-up starts one more sandbox meanwhile), unless the
+ *   workspace's policy turns reuse off.
  * - A lease of another workspace, or warm-up to min, that wants a place at max destroys the
  *   longest-parked one (warm-set.ts); parked and unused for PARKED_IDLE_MS, one is destroyed.
  *
@@ -74,8 +75,10 @@ export class NodeParking {
     if (!pool) return undefined;
     const mine = (record: SandboxRecord) => record.owner === workspace;
     const parked = pool.takeParked(mine);
-    if (parked || !(await this.reuse.waitForRecycle(poolName, workspace, RECYCLE_WAIT_MS))) return parked;
-    return pool.takeParked(mine);
+    if (parked || !this.reuse.recyclingFor(poolName, workspace)) return parked;
+    // While it waits, warm-up starts one more sandbox: the lease after it may need one.
+    const scrubbed = await pool.whileWanting(this.reuse.waitForRecycle(poolName, workspace, RECYCLE_WAIT_MS));
+    return scrubbed ? pool.takeParked(mine) : undefined;
   }
 
   /** Destroys the parked sandboxes unused for PARKED_IDLE_MS: their places go back to the pool. */

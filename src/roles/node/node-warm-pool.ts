@@ -121,6 +121,11 @@ export class NodeWarmPool {
     return this.pool.setAside(leased, parked);
   }
 
+  /** Runs `waiting` (a lease waiting for a scrub here) with one more sandbox wanted warm meanwhile. */
+  whileWanting<R>(waiting: Promise<R>): Promise<R> {
+    return this.pool.whileWanting(waiting);
+  }
+
   /** Leases the newest parked sandbox that `matches`, if any. */
   takeParked(matches: (record: SandboxRecord) => boolean): SandboxRecord | undefined {
     return this.pool.takeAside(matches);

@@ -72,6 +72,8 @@ export class WarmSet<T> {
   private aside: T[] = [];
   /** Being started or checked: they hold a place. */
   private pending = 0;
+  /** Borrowers waiting for something other than a start (`whileWanting`): each counts toward min. */
+  private wanting = 0;
   private readonly creations = new Set<Promise<unknown>>();
   /** Destroys under way: closing waits for them. */
   private readonly destroying = new Set<Promise<unknown>>();
@@ -113,6 +115,22 @@ export class WarmSet<T> {
   /** Set aside for one borrower's later use. */
   get setAsideCount(): number {
     return this.aside.length;
+  }
+
+  /**
+   * Counts one more wanted idle item while `waiting` runs (a lease waiting for its
+   * workspace's sandbox to be scrubbed): warm-up starts one for it, so a workspace whose
+   * sessions outpace their scrubs gains sandboxes. What is left idle after goes as any
+   * idle item above min does.
+   */
+  async whileWanting<R>(waiting: Promise<R>): Promise<R> {
+    this.wanting += 1;
+    this.ensureMinimum();
+    try {
+      return await waiting;
+    } finally {
+      this.wanting -= 1;
+    }
   }
 
   /** Everything holding a place: idle, lent, set aside, being started or checked. */
@@ -290,10 +308,13 @@ export class WarmSet<T> {
    */
   private ensureMinimum(): void {
     if (this.closed) return;
-    let shortfall = this.minimum - (this.size - this.aside.length);
-    while (shortfall > this.maximum - this.size && this.aside.length > 0) {
+    // What min lacks (lent ones count: min is the least the pool holds) may take a place set aside.
+    const forMinimum = this.minimum - (this.size - this.aside.length);
+    while (forMinimum > this.maximum - this.size && this.aside.length > 0) {
       this.destroyQuietly(this.aside[0]!);
     }
+    // What borrowers waiting elsewhere lack of idle and starting ones only takes free places.
+    let shortfall = Math.max(forMinimum, this.wanting - (this.idle.length + this.pending));
     for (shortfall = Math.min(shortfall, this.maximum - this.size); shortfall > 0; shortfall--) {
       this.pending += 1;
       this.track(this.factory.create())

@@ -18,12 +18,13 @@ const POOL = {
   coldStartTimeoutMs: 1_000,
 } as PoolSpec;
 
-function engine(options: { scrubFails?: boolean } = {}) {
+function engine(options: { scrubFails?: boolean; scrubHeld?: boolean } = {}) {
   let next = 0;
   /** Running containers: runtime id -> sandbox id. */
   const running = new Map<string, string>();
   const destroyed: string[] = [];
   const scrubbed: string[] = [];
+  const heldScrubs: (() => void)[] = [];
   const runtime = {
     recyclable: true,
     async start({ sandboxId }: { sandboxId: string }) {
@@ -47,6 +48,7 @@ function engine(options: { scrubFails?: boolean } = {}) {
     },
     async recycleSandbox(endpoint: string) {
       if (options.scrubFails) throw new Error("the scrub found a survivor");
+      if (options.scrubHeld) await new Promise<void>((resolve) => heldScrubs.push(resolve));
       scrubbed.push(endpoint.split("/").at(-1)!);
       inner += 1;
       return `inner-${inner}`;
@@ -55,13 +57,16 @@ function engine(options: { scrubFails?: boolean } = {}) {
       return { status: 200, body: {} };
     },
   } as unknown as SandboxClient;
-  return { runtime, client, running, destroyed, scrubbed };
+  const finishScrubs = () => {
+    for (const resolve of heldScrubs.splice(0)) resolve();
+  };
+  return { runtime, client, running, destroyed, scrubbed, finishScrubs };
 }
 
 const made: NodeSandboxes[] = [];
-function nodeOf(parts: ReturnType<typeof engine>) {
+function nodeOf(parts: ReturnType<typeof engine>, pool: PoolSpec = POOL) {
   const sandboxes = new NodeSandboxes({
-    pools: [POOL],
+    pools: [pool],
     runtime: parts.runtime,
     client: parts.client,
     store: { listLeases: async () => [] } as unknown as LeaseStore,
@@ -107,6 +112,24 @@ describe("a node's parked sandboxes", () => {
     expect(node.heldFor(again.record.sandboxId, "ws-a")).toBe(again.record);
     expect(node.heldFor(again.record.sandboxId, "ws-b")).toBeUndefined();
     expect(parked(node)).toBe(0);
+  });
+
+  it("starts one more sandbox while a lease waits for its workspace's scrub, and hands the scrubbed one over", async () => {
+    const parts = engine({ scrubHeld: true });
+    const node = nodeOf(parts, { ...POOL, maxTotal: 4 });
+    const first = await node.lease("default", "ws-a");
+    const recycling = node.recycle(first.record, "ws-a");
+    const waiting = node.lease("default", "ws-a");
+    // The engine is asked for one more while the lease waits: a session after it may need it.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(parts.running.size).toBe(2);
+    parts.finishScrubs();
+    expect(await recycling).toBe(true);
+    expect(await waiting).toMatchObject({ reused: true, record: { sandboxId: first.record.sandboxId } });
+    // The one started meanwhile is idle, for the next lease of any workspace.
+    const next = await node.lease("default", "ws-b");
+    expect(next).toMatchObject({ warm: true, reused: false });
+    expect(parts.running.size).toBe(2);
   });
 
   it("keeps parked sandboxes through a reconciliation, which destroys what nothing holds", async () => {

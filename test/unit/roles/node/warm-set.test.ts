@@ -326,3 +326,38 @@ describe("WarmSet.lendMade (a node's memory restores)", () => {
     expect(set.size).toBe(1);
   });
 });
+
+describe("WarmSet.whileWanting (a lease waiting for its workspace's scrub)", () => {
+  it("starts one more for each borrower waiting, beyond those idle or starting", async () => {
+    const made = factory();
+    const set = warmSet(made, { min: 0, max: 3 });
+    let finish: () => void = () => {};
+    const waiting = set.whileWanting(new Promise<void>((resolve) => (finish = resolve)));
+    await settle();
+    expect(set.available).toBe(1);
+    // Each waiter wants one of its own: a second one starts one more.
+    const second = set.whileWanting(new Promise<void>((resolve) => setTimeout(resolve, 30)));
+    await settle();
+    expect(set.size).toBe(2);
+    finish();
+    await waiting;
+    await second;
+    // Left idle above min, it goes as any idle one does (eviction); nothing more starts.
+    await set.destroy((await set.acquire()) as Thing);
+    await settle();
+    expect(set.size).toBe(1);
+  });
+
+  it("takes only free places: never one set aside for another borrower", async () => {
+    const made = factory();
+    const set = warmSet(made, { min: 0, max: 2 });
+    const one = await set.acquire();
+    const two = await set.acquire();
+    set.setAside(one);
+    await set.whileWanting(settle());
+    expect(made.destroyed).toEqual([]);
+    expect(set.asideItems()).toEqual([one]);
+    expect(set.isBorrowed(two)).toBe(true);
+    expect(set.size).toBe(2);
+  });
+});
