@@ -18,6 +18,8 @@ import { isolationLevels } from "./isolation-levels.js";
 
 /** The largest value of a Postgres `integer` column. */
 const INT4_MAX = 2_147_483_647;
+/** The least idle time a workspace may set (`idleSeconds`): what automatic hibernation looks back at least. */
+export const MIN_IDLE_SECONDS = 5;
 const name = z.string().min(1).max(512);
 
 /** What a field holds, and the bounds that go with it (one schema per kind). */
@@ -40,7 +42,7 @@ const valueSchemas = {
   /** A workspace's own bound with no deployment value (absent: none), in an `integer` column. */
   limit: z.number().int().min(1).max(INT4_MAX),
   /** A workspace's own idle time in seconds, 5 or more (absent: never), in an `integer` column. */
-  idleSeconds: z.number().int().min(5).max(INT4_MAX),
+  idleSeconds: z.number().int().min(MIN_IDLE_SECONDS).max(INT4_MAX),
 } as const;
 
 export type PolicyFieldKind = keyof typeof valueSchemas;

@@ -25,6 +25,7 @@ import { poolServing } from "../policy/decide-pool.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
 import type { PolicyService } from "../policy/policy-service.js";
 import { enforce } from "../policy/verdict.js";
+import { MIN_IDLE_SECONDS } from "../policy-schema/policy-fields.js";
 import type { LeasedSandbox, SandboxPool } from "../pool/sandbox-pool.js";
 import type { SandboxUsage } from "../runtime/sandbox-runtime.js";
 import type { LeaseStore } from "../store/coordination/lease-store.js";
@@ -33,7 +34,6 @@ import {
   type Lease,
   type LeaseKey,
   leaseDeadline,
-  runsASandbox,
   type SandboxRecord,
 } from "../store/coordination/records.js";
 
@@ -44,6 +44,8 @@ export const SETTLE_ENDED_SESSION_JOB = "settle-ended-session";
 const CLOSE_INNER_TIMEOUT_MS = 1_000;
 const REAP_BATCH = 100;
 const REAP_CONCURRENCY = 8;
+/** Quiet sessions of one workspace hibernated in one round at most. */
+const QUIET_BATCH = 100;
 
 export type EndReason =
   | "destroyed"
@@ -449,32 +451,26 @@ export class SessionLifecycle {
 
   /**
    * Hibernates every running session idle for its workspace's `hibernateAfterIdleSeconds`
-   * (policy; absent: never), a few at a time. Every replica may run it: of several, one
-   * claims each session (src/hibernate/session-hibernation.ts). Returns how many it saved.
+   * (policy; absent: never), a few at a time. Only the sessions quiet that long are read
+   * (LeaseStore.quietLeases: an index, not every lease), at most QUIET_BATCH per workspace a
+   * round; the rest follow next round. Every replica may run it: of several, one claims each
+   * session (src/hibernate/session-hibernation.ts), and a call that began since it was read
+   * refuses the claim. Returns how many it saved.
    */
   async hibernateIdle(): Promise<number> {
     const hibernation = this.deps.hibernation;
     if (!hibernation) return 0;
     const now = this.now();
-    const afterOf = new Map<string, Promise<number | null>>();
-    const idleFor = (workspace: string) => {
-      let after = afterOf.get(workspace);
-      if (!after) {
-        after = this.deps.policies.forWorkspace(workspace).then(
-          (policy) => policy.hibernateAfterIdleSeconds,
+    const quiet = await this.deps.store.quietLeases({
+      latest: now - MIN_IDLE_SECONDS * 1000,
+      cutoff: (workspace) =>
+        this.deps.policies.forWorkspace(workspace).then(
+          ({ hibernateAfterIdleSeconds: after }) => (after === null ? null : now - after * 1000),
           () => null,
-        );
-        afterOf.set(workspace, after);
-      }
-      return after;
-    };
-    const due: Lease[] = [];
-    for (const lease of await this.deps.store.listLeases()) {
-      if (!runsASandbox(lease) || !hibernation.hibernatesIdle(lease)) continue;
-      if ((lease.activeCalls ?? 0) > 0 && (lease.busyUntil ?? 0) > now) continue;
-      const after = await idleFor(lease.workspace);
-      if (after !== null && now - lease.lastActivityAt >= after * 1000) due.push(lease);
-    }
+        ),
+      limit: QUIET_BATCH,
+    });
+    const due = quiet.filter((lease) => hibernation.hibernatesIdle(lease));
     let saved = 0;
     for (let i = 0; i < due.length; i += REAP_CONCURRENCY) {
       const results = await Promise.all(

@@ -1336,6 +1336,119 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
         });
       });
 
+      describe("quiet leases (automatic hibernation)", () => {
+        /** quietLeases for the test's own workspaces (other tests may share the server), by cutoff. */
+        const quietIn = async (cutoffs: Record<string, number | null>, latest = t0, limit = 100) => {
+          const asked: string[] = [];
+          const found = await store.quietLeases({
+            latest,
+            cutoff: async (workspace) => {
+              if (!(workspace in cutoffs)) return null;
+              asked.push(workspace);
+              return cutoffs[workspace]!;
+            },
+            limit,
+          });
+          return {
+            ids: found.filter((l) => l.workspace in cutoffs).map((l) => l.sessionId),
+            leases: found.filter((l) => l.workspace in cutoffs),
+            asked: asked.sort(),
+          };
+        };
+
+        it("finds the running sessions quiet since their workspace's cutoff, oldest first", async () => {
+          const [ws, other, never, busy] = [
+            freshName("ws"),
+            freshName("ws"),
+            freshName("ws"),
+            freshName("ws"),
+          ];
+          const oldest = lease(ws, { lastActivityAt: t0 - 50 * SECOND });
+          const old = lease(ws, { lastActivityAt: t0 - 30 * SECOND });
+          const recent = lease(ws, { lastActivityAt: t0 - 10 * SECOND });
+          const fresh = lease(other, { lastActivityAt: t0 });
+          for (const l of [recent, oldest, old, fresh, lease(never, { lastActivityAt: t0 - HOUR })]) {
+            await store.putLease(l);
+          }
+          const found = await quietIn(
+            { [ws]: t0 - 20 * SECOND, [other]: t0, [never]: null },
+            t0 - 5 * SECOND,
+          );
+          expect(found.ids).toEqual([oldest.sessionId, old.sessionId]);
+          expect(found.leases[0]).toEqual(oldest);
+          // A workspace with nothing quiet since `latest` is not even asked for its cutoff.
+          expect(found.asked).toEqual([never, ws].sort());
+          // At most `limit` per workspace, the oldest.
+          expect((await quietIn({ [ws]: t0 }, t0, 1)).ids).toEqual([oldest.sessionId]);
+          // A call's deadline counts as activity: quiet only from then.
+          await store.putLease(lease(busy, { lastActivityAt: t0 - HOUR, busyUntil: t0 + MINUTE }));
+          expect((await quietIn({ [busy]: t0 })).ids).toEqual([]);
+        });
+
+        it("follows activity and calls: a call in flight is not quiet, its end is the new quiet start", async () => {
+          const ws = freshName("ws");
+          const l = lease(ws, { lastActivityAt: t0 - MINUTE });
+          await store.putLease(l);
+          expect((await quietIn({ [ws]: t0 - 50 * SECOND })).ids).toEqual([l.sessionId]);
+          expect(
+            (await store.beginCall(keyOf(l), { now: t0 - 50 * SECOND, busyUntil: t0 + MINUTE })).outcome,
+          ).toBe("started");
+          expect((await quietIn({ [ws]: t0 })).ids).toEqual([]);
+          await store.endCall(keyOf(l), { now: t0 - 40 * SECOND });
+          expect((await quietIn({ [ws]: t0 - 45 * SECOND })).ids).toEqual([]);
+          expect((await quietIn({ [ws]: t0 - 40 * SECOND })).ids).toEqual([l.sessionId]);
+          await store.touchLease(keyOf(l), t0 - 20 * SECOND);
+          expect((await quietIn({ [ws]: t0 - 30 * SECOND })).ids).toEqual([]);
+          expect((await quietIn({ [ws]: t0 - 20 * SECOND })).ids).toEqual([l.sessionId]);
+        });
+
+        it("leaves out a session as it starts hibernating, takes it back as it runs again, and drops a taken one", async () => {
+          const ws = freshName("ws");
+          const l = lease(ws, { lastActivityAt: t0 - MINUTE });
+          await store.putLease(l);
+          const checkpoint = {
+            kind: "files" as const,
+            bytes: 0,
+            sandboxId: l.sandbox.sandboxId,
+            sandboxSessionId: l.sandbox.innerSessionId,
+            pool: l.pool,
+            hibernatedAt: t0,
+          };
+          const saving = { phase: "saving" as const, claimId: "c1", claimUntil: t0 + MINUTE, checkpoint };
+          await store.stepHibernation(keyOf(l), {
+            now: t0,
+            from: ["running"],
+            to: saving,
+            requireIdle: true,
+          });
+          expect((await quietIn({ [ws]: t0 })).ids).toEqual([]);
+          await store.stepHibernation(keyOf(l), {
+            now: t0,
+            from: ["saving"],
+            claimId: "c1",
+            to: { phase: "saved", checkpoint },
+          });
+          // Activity recorded on a hibernated session (a handle read) does not bring it back.
+          await store.touchLease(keyOf(l), t0 - 30 * SECOND);
+          expect((await quietIn({ [ws]: t0 })).ids).toEqual([]);
+          await store.stepHibernation(keyOf(l), {
+            now: t0,
+            from: ["saved"],
+            to: undefined,
+            sandbox: record("default"),
+          });
+          expect((await quietIn({ [ws]: t0 - 30 * SECOND })).ids).toEqual([l.sessionId]);
+          // A lease put hibernated (rebuilt from its usage records) is not quiet either.
+          const rebuilt = lease(ws, {
+            lastActivityAt: t0 - HOUR,
+            hibernation: { phase: "saved", checkpoint },
+          });
+          await store.putLease(rebuilt);
+          await store.takeLease(keyOf(l));
+          expect((await quietIn({ [ws]: t0 })).ids).toEqual([]);
+        });
+      });
+
       it("lists every lease", async () => {
         const ws = freshName("ws");
         const leases = [lease(ws), lease(ws), lease(ws)];

@@ -12,6 +12,7 @@ import type {
   HibernationStepped,
   Lease,
   LeaseKey,
+  QuietQuery,
 } from "./records.js";
 
 export interface LeaseStore {
@@ -46,6 +47,13 @@ export interface LeaseStore {
   takeLease(key: LeaseKey): Promise<TakenLease | undefined>;
   /** Leases whose idle or lifetime deadline has passed. */
   dueLeases(now: number, limit: number): Promise<LeaseKey[]>;
+  /**
+   * Running sessions (not hibernated, nor being saved or restored) quiet (records.ts:
+   * `quietSince`) since their workspace's `query.cutoff` or earlier: the candidates of
+   * automatic hibernation, read from an index kept with the leases, so a round costs what
+   * is quiet, not every lease.
+   */
+  quietLeases(query: QuietQuery): Promise<Lease[]>;
   listLeases(): Promise<Lease[]>;
 }
 

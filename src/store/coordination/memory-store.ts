@@ -22,6 +22,9 @@ import {
   type LeaseKey,
   leaseDeadline,
   type MemberHold,
+  type QuietQuery,
+  quietSince,
+  runsASandbox,
   type SandboxRecord,
   type SessionAdmission,
 } from "./records.js";
@@ -414,6 +417,23 @@ export class MemoryCoordinationStore implements CoordinationStore {
       if (leaseDeadline(lease) <= now) due.push({ workspace: lease.workspace, sessionId: lease.sessionId });
     }
     return due;
+  }
+
+  async quietLeases(query: QuietQuery) {
+    const quiet = (lease: Lease, cutoff: number) => runsASandbox(lease) && quietSince(lease) <= cutoff;
+    const workspaces = new Set<string>();
+    for (const lease of this.leases.values()) if (quiet(lease, query.latest)) workspaces.add(lease.workspace);
+    const found: Lease[] = [];
+    for (const workspace of workspaces) {
+      const cutoff = await query.cutoff(workspace);
+      if (cutoff === null) continue;
+      // Read after the wait: the leases as they are now.
+      const ofWorkspace = [...this.leases.values()]
+        .filter((lease) => lease.workspace === workspace && quiet(lease, Math.min(cutoff, query.latest)))
+        .sort((a, b) => quietSince(a) - quietSince(b));
+      for (const lease of ofWorkspace.slice(0, query.limit)) found.push(structuredClone(lease));
+    }
+    return found;
   }
 
   async listLeases() {

@@ -138,7 +138,7 @@ export function claimHeld(lease: Lease, now: number): boolean {
 
 /**
  * Whether `step` may be taken on `lease` at `step.now` (the rule the stores apply
- * atomically; the Redis script hibernation-step-1.lua repeats it).
+ * atomically; the Redis script hibernation-step-2.lua repeats it).
  */
 export function hibernationStepRefusal(
   lease: Lease,
@@ -160,6 +160,28 @@ export const HOLD_GRACE_MS = 60_000;
 export function leaseDeadline(lease: Lease): number {
   const idleDeadline = Math.max(lease.lastActivityAt + lease.idleTimeoutSeconds * 1000, lease.busyUntil ?? 0);
   return Math.min(idleDeadline, lease.createdAt + lease.maxLifetimeSeconds * 1000);
+}
+
+/**
+ * Since when the session has been quiet: its last activity, or the deadline of its calls in
+ * flight when that is later (they count as activity, as for the idle deadline). Automatic
+ * hibernation waits on it (LeaseStore.quietLeases).
+ */
+export function quietSince(lease: Lease): number {
+  return Math.max(lease.lastActivityAt, lease.busyUntil ?? 0);
+}
+
+/** Which quiet sessions to find (LeaseStore.quietLeases). */
+export interface QuietQuery {
+  /** No session quiet since later than this is wanted, whatever its workspace (epoch ms). */
+  latest: number;
+  /**
+   * The latest quiet-since time wanted of `workspace`'s sessions (at most `latest`); null:
+   * none of them. Asked only of workspaces that have a running session quiet since `latest`.
+   */
+  cutoff(workspace: string): Promise<number | null>;
+  /** Leases returned per workspace at most (the oldest quiet first); the rest wait for a next query. */
+  limit: number;
 }
 
 export interface LeaseKey {

@@ -118,7 +118,7 @@ export class RedisCallSteps {
     const { keys: names } = this.commands;
     // Some key of the workspace's slot where a step has no lease or no budget to name.
     const anyKey = names.slots(workspace);
-    const keys = [names.deadlines(workspace)];
+    const keys = [names.deadlines(workspace), names.quiet(workspace)];
     const args: (string | number)[] = [pending.length];
     for (const { step } of pending) {
       const refund = step.kind === "begin" ? undefined : step.refund;

@@ -102,6 +102,15 @@ export class RedisKeys {
     return `${this.prefix}{ws:${workspace}}:deadlines`;
   }
 
+  /**
+   * A workspace's running sessions, session id -> quiet since (records.ts `quietSince`):
+   * what automatic hibernation reads. Moved by the same scripts as the deadline index; a
+   * session leaves it as it starts hibernating and comes back as it runs again.
+   */
+  quiet(workspace: string): string {
+    return `${this.prefix}{ws:${workspace}}:quiet`;
+  }
+
   /** The workspaces holding sandboxes of a pool, workspace -> until (the reaper's way in). */
   holders(pool: string): string {
     return `${this.prefix}{pool:${pool}}:holders`;

@@ -1,8 +1,11 @@
 /**
  * The leases on Redis. A lease is one key under its workspace's hash tag
- * (`{ws:W}:lease:S`), and its deadline lives in that workspace's index (`{ws:W}:deadlines`);
- * the reaper and the listings find the workspaces from the pools' holder sets
- * (redis-holders.ts).
+ * (`{ws:W}:lease:S`); its deadline lives in that workspace's index (`{ws:W}:deadlines`)
+ * and, while it runs a sandbox, since when it has been quiet in another (`{ws:W}:quiet`,
+ * what automatic hibernation reads). Every script that changes a lease moves both in the
+ * same step, so they cannot disagree with it, on any replica, whatever crashes; an entry
+ * left by a lease key that aged out is dropped by the next read that finds it gone. The
+ * reaper and the listings find the workspaces from the pools' holder sets (redis-holders.ts).
  *
  * A call's begin (resolve the lease, reserve budget, mark busy, move the deadline) is one
  * script, one round trip, the first time; after that, a session's calls on this replica
@@ -26,6 +29,9 @@ import {
   type Lease,
   type LeaseKey,
   leaseDeadline,
+  type QuietQuery,
+  quietSince,
+  runsASandbox,
 } from "../records.js";
 import { LeaseCache } from "./lease-cache.js";
 import { BudgetAllotments } from "./redis-budget-allotments.js";
@@ -107,13 +113,19 @@ export class RedisLeases implements LeaseStore {
     }
     await this.commands.script(
       "put-lease",
-      [keys.lease(lease), keys.deadlines(lease.workspace), keys.leaseCopies(lease)],
+      [
+        keys.lease(lease),
+        keys.deadlines(lease.workspace),
+        keys.leaseCopies(lease),
+        keys.quiet(lease.workspace),
+      ],
       [
         JSON.stringify(lease),
         Math.ceil(leaseEnd(lease)),
         leaseDeadline(lease),
         lease.sessionId,
         this.replicaId,
+        runsASandbox(lease) ? quietSince(lease) : "",
       ],
     );
     this.cache.put({ ...lease }, now);
@@ -130,7 +142,7 @@ export class RedisLeases implements LeaseStore {
     const mark = !call ? ["", ""] : "begin" in call ? ["begin", call.begin] : ["end", ""];
     const raw = await this.commands.script(
       "touch-lease",
-      [keys.lease(key), keys.deadlines(key.workspace)],
+      [keys.lease(key), keys.deadlines(key.workspace), keys.quiet(key.workspace)],
       [now, ...mark, key.sessionId],
     );
     return typeof raw === "string" ? (JSON.parse(raw) as Lease) : undefined;
@@ -223,7 +235,7 @@ export class RedisLeases implements LeaseStore {
     await this.steps.flush();
     const [outcome, raw] = (await this.commands.script(
       "hibernation-step",
-      [this.commands.keys.lease(key)],
+      [this.commands.keys.lease(key), this.commands.keys.quiet(key.workspace)],
       [
         step.now,
         step.from.join(","),
@@ -231,6 +243,7 @@ export class RedisLeases implements LeaseStore {
         step.requireIdle ? "1" : "",
         step.to ? JSON.stringify(step.to) : "",
         step.sandbox ? JSON.stringify(step.sandbox) : "",
+        key.sessionId,
       ],
     )) as [string, string?];
     if (outcome === "busy" || outcome === "gone") return { outcome };
@@ -266,7 +279,7 @@ export class RedisLeases implements LeaseStore {
     const { redis, keys } = this.commands;
     const reply = (await this.commands.script(
       "take-lease",
-      [keys.lease(key), keys.deadlines(key.workspace), keys.leaseCopies(key)],
+      [keys.lease(key), keys.deadlines(key.workspace), keys.leaseCopies(key), keys.quiet(key.workspace)],
       [key.sessionId],
     )) as [string, string, ...string[]] | null;
     if (this.legacyIndexInUse) {
@@ -303,6 +316,54 @@ export class RedisLeases implements LeaseStore {
       });
     }
     return [...due.values()].slice(0, limit);
+  }
+
+  /**
+   * Per workspace with leases: one range read of its quiet index; for a workspace with
+   * sessions quiet since `query.latest`, its cutoff, then one MGET of those quiet since it.
+   * Each lease read is checked again (an entry can lag a lease written by a replica of an
+   * earlier version, which kept no quiet index).
+   */
+  async quietLeases(query: QuietQuery) {
+    const { redis, keys } = this.commands;
+    const workspaces = await this.holders.workspacesWithLeases(Date.now());
+    const found: Lease[] = [];
+    const ofWorkspace = async (workspace: string) => {
+      const scored = await this.commands.read(() =>
+        redis.zrangebyscore(
+          keys.quiet(workspace),
+          "-inf",
+          query.latest,
+          "WITHSCORES",
+          "LIMIT",
+          0,
+          query.limit,
+        ),
+      );
+      if (scored.length === 0) return;
+      const cutoff = await query.cutoff(workspace);
+      if (cutoff === null) return;
+      const sessions: string[] = [];
+      for (let i = 0; i < scored.length; i += 2) {
+        if (Number(scored[i + 1]) <= cutoff) sessions.push(scored[i]!);
+      }
+      if (sessions.length === 0) return;
+      const raws = await this.commands.read(() =>
+        redis.mget(sessions.map((sessionId) => keys.lease({ workspace, sessionId }))),
+      );
+      const gone: string[] = [];
+      raws.forEach((raw, j) => {
+        const lease = raw ? (JSON.parse(raw) as Lease) : undefined;
+        if (!lease) gone.push(sessions[j]!);
+        else if (runsASandbox(lease) && quietSince(lease) <= cutoff) found.push(lease);
+      });
+      // Entries whose lease aged out without being taken (a session id is never used again).
+      if (gone.length > 0) await this.commands.call(() => redis.zrem(keys.quiet(workspace), ...gone));
+    };
+    for (let i = 0; i < workspaces.length; i += LIST_CONCURRENCY) {
+      await Promise.all(workspaces.slice(i, i + LIST_CONCURRENCY).map(ofWorkspace));
+    }
+    return found;
   }
 
   async listLeases() {
@@ -344,7 +405,11 @@ export class RedisLeases implements LeaseStore {
           });
           // Hints whose lease is gone (it aged out without being taken).
           if (stale.length > 0) {
-            await this.commands.call(() => redis.zrem(keys.deadlines(workspace), ...stale));
+            await Promise.all(
+              [keys.deadlines(workspace), keys.quiet(workspace)].map((index) =>
+                this.commands.call(() => redis.zrem(index, ...stale)),
+              ),
+            );
           }
         }),
       );

@@ -30,6 +30,7 @@ import type {
   Lease,
   LeaseKey,
   MemberHold,
+  QuietQuery,
   SandboxRecord,
   SessionAdmission,
 } from "../records.js";
@@ -451,6 +452,10 @@ export class RedisCoordinationStore implements CoordinationStore {
 
   dueLeases(now: number, limit: number) {
     return this.leases.dueLeases(now, limit);
+  }
+
+  quietLeases(query: QuietQuery) {
+    return this.leases.quietLeases(query);
   }
 
   listLeases() {

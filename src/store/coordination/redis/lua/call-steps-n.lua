@@ -10,7 +10,8 @@
 --        drops below zero), records the activity, counts the call out (the last one clears
 --        busyUntil);
 --   "r"  time a replica held for the workspace and gives back (a budget allotment).
--- Every step on a lease moves the session in the workspace's deadline index.
+-- Every step on a lease moves the session in the workspace's deadline index and, while it
+-- runs a sandbox, in its quiet index (automatic hibernation).
 --
 -- The begin finds the lease (an unknown key and another workspace's find the same
 -- nothing), refuses one past its deadline, reserves the call's execution time against the
@@ -18,10 +19,11 @@
 -- nothing), marks the session busy until the call's deadline and moves it in the index.
 --
 -- KEYS[1]             the workspace's deadline index: session id -> deadline (epoch ms)
--- KEYS[2k], [2k+1]    step k (k = 1..S): its lease (JSON string; any key of the slot for
+-- KEYS[2]             the workspace's quiet index: running session id -> quiet since (epoch ms)
+-- KEYS[2k+1], [2k+2]  step k (k = 1..S): its lease (JSON string; any key of the slot for
 --                     "r"), the budget counter of the day its time is given back to (any
 --                     key of the slot when none is)
--- KEYS[2S+2..2S+5]    the begin, when there is one: the lease, the day's budget counter, the
+-- KEYS[2S+3..2S+6]    the begin, when there is one: the lease, the day's budget counter, the
 --                     day's CPU total (the day has used the larger of the two; any key of
 --                     the slot for both when no budget is reserved), the lease's copies (the
 --                     replicas that may serve its calls from their lease cache)
@@ -37,7 +39,7 @@
 --          ms granted}, where
 --          found has one character per step: "1" when its lease was still there (always
 --          for "r"), else "0"
-local index = KEYS[1]
+local index, quiet = KEYS[1], KEYS[2]
 local steps = tonumber(ARGV[1])
 
 local function deadline_of(l)
@@ -72,6 +74,10 @@ local function commit()
     written[key] = cjson.encode(lease)
     redis.call("SET", key, written[key], "KEEPTTL")
     redis.call("ZADD", index, deadline_of(lease), session_of[key])
+    if not lease.hibernation then
+      -- The same time as quietSince() in records.ts.
+      redis.call("ZADD", quiet, math.max(lease.lastActivityAt, lease.busyUntil or 0), session_of[key])
+    end
   end
   return written
 end
@@ -87,7 +93,7 @@ end
 
 local found = {}
 for k = 1, steps do
-  local lease_key, budget_key = KEYS[2 * k], KEYS[2 * k + 1]
+  local lease_key, budget_key = KEYS[2 * k + 1], KEYS[2 * k + 2]
   local kind, now, amount, session =
     ARGV[4 * k - 2], tonumber(ARGV[4 * k - 1]), tonumber(ARGV[4 * k]), ARGV[4 * k + 1]
   if kind ~= "b" then
@@ -114,12 +120,12 @@ for k = 1, steps do
   end
 end
 found = table.concat(found)
-if #KEYS == 2 * steps + 1 then
+if #KEYS == 2 * steps + 2 then
   commit()
   return { found }
 end
 
-local lease_key, budget_key = KEYS[2 * steps + 2], KEYS[2 * steps + 3]
+local lease_key, budget_key = KEYS[2 * steps + 3], KEYS[2 * steps + 4]
 local at = 4 * steps + 1
 local now = tonumber(ARGV[at + 1])
 local lease = lease_at(lease_key)
@@ -142,7 +148,7 @@ local requested = tonumber(ARGV[at + 3])
 if requested > 0 then
   local used = math.max(
     tonumber(redis.call("GET", budget_key) or "0"),
-    tonumber(redis.call("GET", KEYS[2 * steps + 4]) or "0")
+    tonumber(redis.call("GET", KEYS[2 * steps + 5]) or "0")
   )
   granted = math.min(requested, tonumber(ARGV[at + 4]) - used)
   if granted <= 0 then
@@ -158,7 +164,7 @@ lease.lastActivityAt = math.max(lease.lastActivityAt, now)
 lease.activeCalls = (lease.activeCalls or 0) + 1
 lease.busyUntil = math.max(lease.busyUntil or 0, tonumber(ARGV[at + 2]))
 changed(lease_key, ARGV[at + 6])
-local copies = KEYS[2 * steps + 5]
+local copies = KEYS[2 * steps + 6]
 redis.call("SADD", copies, ARGV[at + 7])
 local ttl = redis.call("PTTL", lease_key)
 if ttl > 0 then

@@ -1,12 +1,16 @@
 -- Moves a session one step through hibernation (records.ts: hibernationStepRefusal says
 -- when a step may be taken; this repeats it, atomically).
+-- The session leaves its workspace's quiet index as it stops running a sandbox (saving,
+-- saved, restoring) and comes back as it runs again, quiet since its last activity.
 -- KEYS[1]  the lease (JSON string)
+-- KEYS[2]  the workspace's quiet index: running session id -> quiet since (epoch ms)
 -- ARGV[1]  now (epoch ms)
 -- ARGV[2]  the phases it may be in, comma-separated ("running": no hibernation)
 -- ARGV[3]  the claim the caller holds ("" : none)
 -- ARGV[4]  "1": refuse while a call is in flight
 -- ARGV[5]  the hibernation after the step, JSON ("": running again)
 -- ARGV[6]  the session's new sandbox, JSON ("": unchanged); the lease's node becomes its node
+-- ARGV[7]  the session id (its member in the quiet index)
 -- Returns  {"stepped", lease JSON}, {"elsewhere", lease JSON}, {"busy"} or {"gone"}
 local raw = redis.call("GET", KEYS[1])
 if not raw then
@@ -43,4 +47,10 @@ if ARGV[6] ~= "" then
 end
 local updated = cjson.encode(lease)
 redis.call("SET", KEYS[1], updated, "KEEPTTL")
+if lease.hibernation then
+  redis.call("ZREM", KEYS[2], ARGV[7])
+else
+  -- The same time as quietSince() in records.ts.
+  redis.call("ZADD", KEYS[2], math.max(lease.lastActivityAt, lease.busyUntil or 0), ARGV[7])
+end
 return { "stepped", updated }
