@@ -110,6 +110,14 @@ sandboxes, and each would take the others' sessions for lost).
 {{- fail "hostDocker.socketGroup is required: the group id of the Docker socket on the sandbox nodes (stat -c %g /var/run/docker.sock)" -}}
 {{- end -}}
 {{- end -}}
+{{- if .Values.memoryCheckpoints.enabled -}}
+{{- if not (or .Values.dind.enabled .Values.hostDocker.enabled) -}}
+{{- fail "memoryCheckpoints.enabled needs the chart's engine (dind.enabled or hostDocker.enabled): a memory restore writes into the engine's data root, which a remote engine's is not" -}}
+{{- end -}}
+{{- if and .Values.hostDocker.enabled (include "sandpool.checkpointsClaimed" .) -}}
+{{- fail "memoryCheckpoints.enabled with hostDocker.enabled and roles.node.checkpoints: the node's engine writes a memory checkpoint on its host's file system, where the pods' claim is not. Mount the shared file system on every sandbox node's host at config.hibernate.checkpointDir and set roles.node.checkpoints.onHost: true" -}}
+{{- end -}}
+{{- end -}}
 {{- if and .Values.ingress.enabled (not .Values.ingress.hosts) -}}
 {{- fail "ingress.enabled needs ingress.hosts: the host names the Ingress routes to the gateway" -}}
 {{- end -}}
@@ -178,6 +186,37 @@ claim they mount (an existing one, or the chart's).
 */}}
 {{- define "sandpool.checkpointsShared" -}}
 {{- if and .Values.roles.enabled .Values.roles.node.checkpoints.enabled }}true{{ end }}
+{{- end }}
+
+{{/* Shared through a claim the pods mount (not a file system every node's host mounts itself: onHost). */}}
+{{- define "sandpool.checkpointsClaimed" -}}
+{{- if and (include "sandpool.checkpointsShared" .) (not .Values.roles.node.checkpoints.onHost) }}true{{ end }}
+{{- end }}
+
+{{/*
+The checkpoints volume of a pod that runs sandboxes (each node, or the single gateway with its
+engine), and its mount: the shared claim, else the host's directory at checkpointDir, the
+same path in the pod as on the host. A host engine (hostDocker) writes a memory checkpoint
+there itself, on the host: sandpool must find it at the path it gave the engine.
+*/}}
+{{- define "sandpool.checkpointsVolume" -}}
+- name: checkpoints
+  {{- if include "sandpool.checkpointsClaimed" . }}
+  persistentVolumeClaim:
+    claimName: {{ include "sandpool.checkpointsClaim" . }}
+  {{- else }}
+  # Node-local checkpoints (or a shared file system the host mounts there: onHost) outlive
+  # the pod (a node's id is its host's, so its sessions resume there after a restart), and
+  # the root file system is read-only.
+  hostPath:
+    path: {{ include "sandpool.checkpointDir" . }}
+    type: DirectoryOrCreate
+  {{- end }}
+{{- end }}
+
+{{- define "sandpool.checkpointsMount" -}}
+- name: checkpoints
+  mountPath: {{ include "sandpool.checkpointDir" . }}
 {{- end }}
 
 {{- define "sandpool.checkpointDir" -}}

@@ -43,18 +43,26 @@ interface Container {
   ports?: { name: string; containerPort: number; protocol: string }[];
   livenessProbe?: Probe;
   readinessProbe?: Probe;
-  volumeMounts?: { name: string; mountPath: string }[];
+  volumeMounts?: { name: string; mountPath: string; mountPropagation?: string }[];
   lifecycle?: { postStart?: { exec: { command: string[] } } };
   securityContext?: {
     privileged?: boolean;
     runAsUser?: number;
+    runAsNonRoot?: boolean;
+    readOnlyRootFilesystem?: boolean;
     capabilities?: { add?: string[]; drop?: string[] };
   };
+}
+interface Volume {
+  name: string;
+  hostPath?: { path: string; type?: string };
+  emptyDir?: unknown;
+  persistentVolumeClaim?: { claimName: string };
 }
 interface PodSpec {
   containers: Container[];
   initContainers?: Container[];
-  volumes?: { name: string; hostPath?: { path: string; type?: string }; emptyDir?: unknown }[];
+  volumes?: Volume[];
   securityContext?: { supplementalGroups?: number[] };
   nodeSelector?: Record<string, string>;
   tolerations?: { key: string; effect?: string }[];
@@ -940,5 +948,140 @@ describe("the multinode shapes (roles: edges and a node DaemonSet)", () => {
       return `${targets[0]!.metadata.name}:${monitor.endpoints.map((e) => `${e.port}${e.path}`).join()}`;
     });
     expect(scraped.sort()).toEqual(["sandpool-node:node/metrics", "sandpool:http/metrics"]);
+  });
+});
+
+describe("gVisor memory checkpoints (memoryCheckpoints): the engine's paths, seen at the same paths", () => {
+  const NODE_SET = ["memoryCheckpoints.enabled=true"];
+  /** The pod's workload, its volumes by name, and a container's mounts by volume name. */
+  const podOf = (objects: readonly KubeObject[], kind: string, name: string) => {
+    const spec = podSpec(find(objects, kind, name)[0]!);
+    const volumes = new Map((spec.volumes ?? []).map((volume) => [volume.name, volume]));
+    const mounts = (container: string) =>
+      new Map(
+        (spec.containers.find((candidate) => candidate.name === container)?.volumeMounts ?? []).map(
+          (mount) => [mount.name, mount],
+        ),
+      );
+    return { spec, volumes, mounts };
+  };
+
+  /**
+   * With the host's engine: the checkpoint directory the gateway configuration names and the
+   * engine's data root are both the host's own directories, mounted at their host paths; the
+   * container is root with DAC_OVERRIDE alone, never privileged.
+   */
+  const expectHostPaths = (
+    objects: readonly KubeObject[],
+    workload: { kind: string; name: string; container: string },
+    dataRoot: string,
+    label: string,
+  ) => {
+    expect(objects.flatMap(schemaProblems)).toEqual([]);
+    const { volumes, mounts, spec } = podOf(objects, workload.kind, workload.name);
+    const mounted = mounts(workload.container);
+    const checkpointDir = gatewayConfigOf(objects, label, workload).hibernate.checkpointDir;
+    expect(mounted.get("checkpoints")?.mountPath).toBe(checkpointDir);
+    expect(volumes.get("checkpoints")?.hostPath).toEqual({ path: checkpointDir, type: "DirectoryOrCreate" });
+    expect(mounted.get("engine-data-root")).toEqual({
+      name: "engine-data-root",
+      mountPath: dataRoot,
+      mountPropagation: "HostToContainer",
+    });
+    expect(volumes.get("engine-data-root")?.hostPath).toEqual({ path: dataRoot, type: "Directory" });
+    const container = spec.containers.find((candidate) => candidate.name === workload.container)!;
+    expect(container.securityContext).toMatchObject({
+      runAsUser: 0,
+      runAsNonRoot: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ["ALL"], add: ["DAC_OVERRIDE"] },
+    });
+    expect(container.securityContext?.privileged).toBeUndefined();
+  };
+
+  it("off (every shipped shape): no data root mounted, and sandpool runs as its own user", () => {
+    for (const file of ciFiles) {
+      const objects = rendered.get(file)!;
+      for (const workload of objects.filter((object) => WORKLOADS.has(object.kind))) {
+        const spec = podSpec(workload);
+        expect(spec.volumes?.map((volume) => volume.name) ?? []).not.toContain("engine-data-root");
+        for (const container of spec.containers.filter((candidate) => candidate.name !== "dind")) {
+          expect(container.securityContext?.runAsUser, `${file} ${container.name}`).toBe(10000);
+          expect(container.volumeMounts?.map((mount) => mount.mountPath) ?? []).not.toContain(
+            "/var/lib/docker",
+          );
+        }
+      }
+    }
+  });
+
+  it("with the host's engine, each node mounts its data root and checkpoint directory at the host's paths", async () => {
+    const objects = await renderChart(
+      [path.join(CI_DIR, "multinode-values.yaml")],
+      [...NODE_SET, "hostDocker.dataRoot=/data/docker", "config.hibernate.checkpointDir=/srv/checkpoints"],
+    );
+    expectHostPaths(objects, NODE, "/data/docker", "memory-host-node");
+    // The edges run no engine: nothing of it is theirs.
+    const edge = podOf(objects, EDGE.kind, EDGE.name);
+    expect([...edge.volumes.keys()]).toEqual(["config", "tmp"]);
+  });
+
+  it("with the host's engine, the single gateway mounts them the same way", async () => {
+    const objects = await renderChart([path.join(CI_DIR, "host-socket-values.yaml")], NODE_SET);
+    expectHostPaths(
+      objects,
+      { kind: "Deployment", name: "sandpool", container: "gateway" },
+      "/var/lib/docker",
+      "memory-host-gateway",
+    );
+  });
+
+  it.each([
+    ["a node-local", []],
+    ["a shared", ["roles.node.checkpoints.enabled=true"]],
+  ])(
+    "with DinD and %s store, the sidecar and the node see the checkpoints and the engine's storage at one path",
+    async (_, set) => {
+      const objects = await renderChart(
+        [path.join(CI_DIR, "multinode-dind-values.yaml")],
+        [...NODE_SET, ...set],
+      );
+      expect(objects.flatMap(schemaProblems)).toEqual([]);
+      const { mounts, volumes } = podOf(objects, NODE.kind, NODE.name);
+      const [engine, node] = [mounts("dind"), mounts("node")];
+      const checkpointDir = gatewayConfigOf(objects, "memory-dind-node", NODE).hibernate.checkpointDir;
+      expect(engine.get("checkpoints")?.mountPath).toBe(checkpointDir);
+      expect(node.get("checkpoints")?.mountPath).toBe(checkpointDir);
+      // The engine's data root is its storage at /var/lib/docker: the node mounts it there too.
+      expect(engine.get("dind-storage")?.mountPath).toBe("/var/lib/docker");
+      expect(node.get("dind-storage")?.mountPath).toBe("/var/lib/docker");
+      expect(volumes.get("checkpoints")?.persistentVolumeClaim !== undefined).toBe(set.length > 0);
+    },
+  );
+
+  it("refuses a claim with the host's engine (it writes on its host), and takes a host-mounted shared store (onHost)", async () => {
+    const base = [path.join(CI_DIR, "multinode-values.yaml")];
+    await expect(renderChart(base, [...NODE_SET, "roles.node.checkpoints.enabled=true"])).rejects.toThrow(
+      /roles\.node\.checkpoints\.onHost/,
+    );
+    const objects = await renderChart(base, [
+      ...NODE_SET,
+      "roles.node.checkpoints.enabled=true",
+      "roles.node.checkpoints.onHost=true",
+    ]);
+    expectHostPaths(objects, NODE, "/var/lib/docker", "memory-on-host-node");
+    expect(find(objects, "PersistentVolumeClaim")).toEqual([]);
+    expect(gatewayConfigOf(objects, "memory-on-host-shared", NODE).hibernate.shared).toBe(true);
+  });
+
+  it("gives the single gateway with an engine a writable checkpoint directory (its root file system is read-only)", () => {
+    for (const file of ["default-values.yaml", "host-socket-values.yaml"]) {
+      const objects = rendered.get(file)!;
+      const { mounts } = podOf(objects, "Deployment", "sandpool");
+      const label = `${path.basename(file, ".yaml")}-checkpoints`;
+      expect(mounts("gateway").get("checkpoints")?.mountPath).toBe(
+        gatewayConfigOf(objects, label).hibernate.checkpointDir,
+      );
+    }
   });
 });
