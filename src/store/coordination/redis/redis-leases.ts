@@ -326,6 +326,9 @@ export class RedisLeases implements LeaseStore {
    */
   async quietLeases(query: QuietQuery) {
     const { redis, keys } = this.commands;
+    // The calls this replica began or ended and has not written yet count, applied before the
+    // read (as for a hibernation step): a session it serves a call on right now is not quiet.
+    await this.steps.flush();
     const workspaces = await this.holders.workspacesWithLeases(Date.now());
     const found: Lease[] = [];
     const ofWorkspace = async (workspace: string) => {
