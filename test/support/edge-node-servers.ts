@@ -3,9 +3,10 @@
  * the edge-and-node suites start (test/integration/nodes/). Each node gets a free port it
  * advertises; every server shares the deployment's environment and the node secret.
  */
+import { mintToken } from "../../src/auth/dev-keys.js";
 import { type CliServer, startCliServer } from "./cli.js";
 import { freePort } from "./dev-cli-gateway.js";
-import type { ServeDeployment } from "./serve-deployment.js";
+import { SERVE_AUDIENCE, SERVE_SECRET, type ServeDeployment } from "./serve-deployment.js";
 
 /**
  * A node serving the deployment's pools, as `id`, on a free loopback port; `configFile`
@@ -38,4 +39,37 @@ export function startEdgeServer(deployment: ServeDeployment, secret: string): Pr
     env: { ...deployment.env, SANDPOOL_NODE_SECRETS: secret },
     timeoutMs: 60_000,
   });
+}
+
+/** An admin API answer: its status and JSON body. */
+export interface AdminAnswer {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+/**
+ * An operator's admin calls through the edge at `url()` (read on each call: the edge may be
+ * started after this is made), with an admin token of the serve deployment.
+ */
+export async function edgeAdmin(
+  url: () => string,
+): Promise<(method: string, route: string, body?: unknown) => Promise<AdminAnswer>> {
+  const token = await mintToken({
+    secret: SERVE_SECRET,
+    audience: SERVE_AUDIENCE,
+    workspace: "ops",
+    admin: true,
+  });
+  return async (method, route, body) => {
+    const answer = await fetch(`${url()}/admin/v1${route}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await answer.text();
+    return { status: answer.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+  };
 }

@@ -13,16 +13,13 @@ import { mkdtemp, readdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintToken } from "../../../src/auth/dev-keys.js";
 import { NodeSecrets, SIGNATURE_HEADERS } from "../../../src/roles/shared/node-signature.js";
 import type { RedisCoordinationStore } from "../../../src/store/coordination/redis/redis-store.js";
 import type { CliServer } from "../../support/cli.js";
 import { containerRunning, gvisorSuiteAvailable } from "../../support/docker-suite.js";
-import { startEdgeServer, startNodeServer } from "../../support/edge-node-servers.js";
+import { edgeAdmin, startEdgeServer, startNodeServer } from "../../support/edge-node-servers.js";
 import {
   createServeDeployment,
-  SERVE_AUDIENCE,
-  SERVE_SECRET,
   type ServeDeployment,
   serveStackAvailable,
 } from "../../support/serve-deployment.js";
@@ -72,7 +69,7 @@ describe.skipIf(!available)("hibernation through --role edge and --role node", (
   const nodes = new Map<string, CliServer>();
   let edge: CliServer;
   let store: RedisCoordinationStore;
-  let adminToken: string;
+  let admin: Awaited<ReturnType<typeof edgeAdmin>>;
 
   const startNode = async (id: string) => {
     const node = await startNodeServer(deployment, id, SECRET);
@@ -84,26 +81,12 @@ describe.skipIf(!available)("hibernation through --role edge and --role node", (
     await Promise.all(["node-one", "node-two"].map(startNode));
     edge = await startEdgeServer(deployment, SECRET);
     store = await deployment.store();
-    adminToken = await mintToken({
-      secret: SERVE_SECRET,
-      audience: SERVE_AUDIENCE,
-      workspace: "ops",
-      admin: true,
-    });
+    admin = await edgeAdmin(() => edge.url);
   }, 240_000);
   afterAll(async () => {
     await Promise.all([edge, ...nodes.values()].map((server) => server?.stop(30_000).catch(() => undefined)));
     await deployment?.close();
   }, 120_000);
-
-  const admin = (method: string, route: string) =>
-    fetch(`${edge.url}/admin/v1${route}`, {
-      method,
-      headers: { authorization: `Bearer ${adminToken}` },
-    }).then(async (answer) => ({
-      status: answer.status,
-      body: (await answer.json()) as Record<string, unknown>,
-    }));
 
   async function checkpointsOf(workspace: string): Promise<string[]> {
     const hex = Buffer.from(workspace).toString("hex");
@@ -250,7 +233,7 @@ describe.skipIf(!available)("hibernation through --role edge and --role node", (
 
   it("keeps a gVisor session's memory across hibernation through a node", async () => {
     const workspace = "edge-hib-gvisor";
-    expect((await adminPut(`/workspaces/${workspace}/policy`, { isolation: "gvisor" })).status).toBe(200);
+    expect((await admin("PUT", `/workspaces/${workspace}/policy`, { isolation: "gvisor" })).status).toBe(200);
     const { client, id, lease } = await openSession(workspace, "counter = 41\nblob = bytearray(10_000_000)");
     expect(lease.pool).toBe("gv");
     const answer = await admin("POST", `/sessions/${id}/hibernate`);
@@ -270,7 +253,7 @@ describe.skipIf(!available)("hibernation through --role edge and --role node", (
 
   it("counts a memory restore against its node's share of the pool: full everywhere, 503; room on one node, it goes there", async () => {
     const workspace = "edge-hib-gvisor-full";
-    expect((await adminPut(`/workspaces/${workspace}/policy`, { isolation: "gvisor" })).status).toBe(200);
+    expect((await admin("PUT", `/workspaces/${workspace}/policy`, { isolation: "gvisor" })).status).toBe(200);
     // Earlier tests' gv sandboxes are destroyed by a job after their sessions end: gone first,
     // so the shares below are this test's alone.
     await waitFor(
@@ -380,11 +363,4 @@ describe.skipIf(!available)("hibernation through --role edge and --role node", (
     expect(running.node).toBe(other);
     expect((await client.destroy(id)).status).toBe(204);
   }, 180_000);
-
-  const adminPut = (route: string, body: unknown) =>
-    fetch(`${edge.url}/admin/v1${route}`, {
-      method: "PUT",
-      headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
-      body: JSON.stringify(body),
-    });
 });

@@ -12,16 +12,13 @@ import { mkdtemp, readdir, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintToken } from "../../../src/auth/dev-keys.js";
 import type { RedisCoordinationStore } from "../../../src/store/coordination/redis/redis-store.js";
 import type { CliServer } from "../../support/cli.js";
 import { assertSchema } from "../../support/contract.js";
 import { containerRunning } from "../../support/docker-suite.js";
-import { startEdgeServer, startNodeServer } from "../../support/edge-node-servers.js";
+import { edgeAdmin, startEdgeServer, startNodeServer } from "../../support/edge-node-servers.js";
 import {
   createServeDeployment,
-  SERVE_AUDIENCE,
-  SERVE_SECRET,
   type ServeDeployment,
   serveStackAvailable,
 } from "../../support/serve-deployment.js";
@@ -71,7 +68,7 @@ describe.skipIf(!available)("hibernation with node-local checkpoints, the holdin
   const own = new Map<string, { configFile: string; checkpointDir: string }>();
   let edge: CliServer;
   let store: RedisCoordinationStore;
-  let adminToken: string;
+  let admin: Awaited<ReturnType<typeof edgeAdmin>>;
 
   const startNode = async (id: string) => {
     const { configFile } = own.get(id)!;
@@ -90,26 +87,12 @@ describe.skipIf(!available)("hibernation with node-local checkpoints, the holdin
     await Promise.all(NODES.map(startNode));
     edge = await startEdgeServer(deployment, SECRET);
     store = await deployment.store();
-    adminToken = await mintToken({
-      secret: SERVE_SECRET,
-      audience: SERVE_AUDIENCE,
-      workspace: "ops",
-      admin: true,
-    });
+    admin = await edgeAdmin(() => edge.url);
   }, 240_000);
   afterAll(async () => {
     await Promise.all([edge, ...nodes.values()].map((server) => server?.stop(30_000).catch(() => undefined)));
     await deployment?.close();
   }, 120_000);
-
-  const admin = (method: string, route: string) =>
-    fetch(`${edge.url}/admin/v1${route}`, {
-      method,
-      headers: { authorization: `Bearer ${adminToken}` },
-    }).then(async (answer) => ({
-      status: answer.status,
-      body: (await answer.json()) as Record<string, unknown>,
-    }));
 
   /**
    * How many nodes the edge itself sees in `state` (its directory, read from the registry

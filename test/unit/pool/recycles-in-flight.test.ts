@@ -10,6 +10,16 @@ import { RecyclesInFlight } from "../../../src/pool/recycles-in-flight.js";
 import { EXPECTED_RECYCLE_MS, SandboxReuse } from "../../../src/pool/sandbox-reuse.js";
 import { MemoryCoordinationStore } from "../../../src/store/coordination/memory-store.js";
 
+/** A sandbox of pool "p", fresh (no owner yet). */
+const record = {
+  sandboxId: "sb",
+  pool: "p",
+  endpoint: "unix:/s",
+  runtimeId: "0:c",
+  innerSessionId: "i",
+  createdAt: 1_000,
+};
+
 describe("RecyclesInFlight", () => {
   it("wakes a waiter when one of its workspace's recycles ends, and only then", async () => {
     const recycles = new RecyclesInFlight();
@@ -55,14 +65,6 @@ describe("SandboxReuse.waitForRecycle", () => {
       log: pino({ level: "silent" }),
       now: () => 1_000,
     });
-    const record = {
-      sandboxId: "sb",
-      pool: "p",
-      endpoint: "unix:/s",
-      runtimeId: "0:c",
-      innerSessionId: "i",
-      createdAt: 1_000,
-    };
     await store.addMember("p", "sb", 10, 61_000, 1_000);
     const parking = reuse.park(record, "team-a");
     expect(await reuse.waitForRecycle("p", "team-b", 1_000)).toBe(false);
@@ -79,14 +81,6 @@ describe("SandboxReuse.waitForRecycle", () => {
 });
 
 describe("SandboxReuse.expect (a session's end announcing its sandbox's scrub)", () => {
-  const record = {
-    sandboxId: "sb",
-    pool: "p",
-    endpoint: "unix:/s",
-    runtimeId: "0:c",
-    innerSessionId: "i",
-    createdAt: 1_000,
-  };
   function reuseWith(scrub: () => Promise<string>) {
     const store = new MemoryCoordinationStore();
     const reuse = new SandboxReuse({
