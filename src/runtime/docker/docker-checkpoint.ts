@@ -16,7 +16,7 @@
  *   the code's uid (`tar` through exec), and gets it back the same way.
  */
 import { randomBytes } from "node:crypto";
-import { cp, mkdir, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { cp, mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -40,6 +40,13 @@ import { execToFile, execWithInput } from "./docker-exec.js";
 export const CHECKPOINT_NAME = "sandpool";
 /** Written beside a memory checkpoint copied for a restore: see startFromMemoryCheckpoint. */
 const RESTORE_NONCE = "sandpool-restore-nonce";
+/**
+ * Where the engine's containerd client copies a checkpoint it restores from
+ * (`ctrd-checkpoint*`, the engine's temporary directory) and leaves the copy: a tenant's
+ * memory, removed by the restore itself (removeEngineCopy).
+ */
+const ENGINE_TEMP_DIR = "/tmp";
+const ENGINE_COPY_PREFIX = "ctrd-checkpoint";
 /** A `files` checkpoint: the workspace as a tar. */
 export const WORKSPACE_TAR = "workspace.tar";
 /** The server closes its connections 50 ms after agreeing to pause: this leaves it room. */
@@ -154,10 +161,34 @@ export function startFromMemoryCheckpoint(
     // content sha256:... already exists"; it keeps the one it made at the checkpoint until its
     // garbage collection). A file of random bytes beside it (runsc reads only its own) makes
     // every upload's digest new.
-    await writeFile(path.join(target, RESTORE_NONCE), randomBytes(16), { mode: 0o600 });
-    await engine.call(() => startWithCheckpoint(container, CHECKPOINT_NAME));
+    const nonce = randomBytes(16);
+    await writeFile(path.join(target, RESTORE_NONCE), nonce, { mode: 0o600 });
+    try {
+      await engine.call(() => startWithCheckpoint(container, CHECKPOINT_NAME));
+    } finally {
+      await removeEngineCopy(nonce);
+    }
     await relisten(engine, container);
   };
+}
+
+/**
+ * Removes the copy of this restore's checkpoint the engine left in its temporary directory:
+ * the one holding this restore's nonce, so never another restore's, under way or not. An
+ * engine whose temporary directory is not this host's (another mount namespace, such as a
+ * Docker-in-Docker sidecar) keeps its copies: docs/hibernate.md says so.
+ */
+async function removeEngineCopy(nonce: Buffer): Promise<void> {
+  const names = await readdir(ENGINE_TEMP_DIR).catch(() => [] as string[]);
+  for (const name of names) {
+    if (!name.startsWith(ENGINE_COPY_PREFIX)) continue;
+    const copy = path.join(ENGINE_TEMP_DIR, name);
+    const held = await readFile(path.join(copy, RESTORE_NONCE)).catch(() => undefined);
+    if (held?.equals(nonce)) {
+      await rm(copy, { recursive: true, force: true }).catch(() => undefined);
+      return;
+    }
+  }
 }
 
 export async function restoreWorkspace(

@@ -11,7 +11,7 @@
  * fails under CI=true. The image's server must know `POST /sandbox/pause-listener`;
  * SANDPOOL_HIBERNATE_TEST_IMAGE names another image than sandpool/sandbox:dev to test with.
  */
-import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import Dockerode from "dockerode";
@@ -42,6 +42,28 @@ async function containerExists(id: string): Promise<boolean> {
       () => true,
       () => false,
     );
+}
+
+/**
+ * The copies of a memory restore's checkpoint the engine's containerd client left in /tmp
+ * (`ctrd-checkpoint*`): those holding the nonce written beside the checkpoint restored into
+ * that container.
+ */
+async function engineCopiesOf(runtimeId: string): Promise<string[]> {
+  const docker = new Dockerode();
+  const root = (await docker.info()).DockerRootDir as string;
+  const id = runtimeId.split(":")[1]!;
+  const full = (await docker.getContainer(id).inspect()).Id;
+  const nonce = await readFile(
+    path.join(root, "containers", full, "checkpoints", CHECKPOINT_NAME, "sandpool-restore-nonce"),
+  );
+  const found: string[] = [];
+  for (const name of await readdir("/tmp")) {
+    if (!name.startsWith("ctrd-checkpoint")) continue;
+    const held = await readFile(path.join("/tmp", name, "sandpool-restore-nonce")).catch(() => undefined);
+    if (held?.equals(nonce)) found.push(name);
+  }
+  return found;
 }
 
 describe.skipIf(!available).each(cases)(
@@ -163,6 +185,7 @@ describe.skipIf(!available).each(cases)(
         );
         // The checkpoint stays for another restore until the store deletes it.
         expect((await readdir(dir)).length).toBeGreaterThan(0);
+        if (kind === "memory") expect(await engineCopiesOf(restored.runtimeId)).toEqual([]);
         if (stale) expect(await containerExists(stale.id)).toBe(false);
         await box.runtime.destroy(restored.runtimeId);
       }
