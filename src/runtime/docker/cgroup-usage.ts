@@ -8,7 +8,7 @@
  * found under none of them (a remote engine, a gateway in a container of its own, a custom
  * cgroup parent) is read through the stats API instead (container-usage.ts).
  */
-import { readFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
 import type { SandboxUsage } from "../sandbox-runtime.js";
 
 interface CgroupLayout {
@@ -82,9 +82,15 @@ export class CgroupUsageReader {
   }
 }
 
+/**
+ * Read synchronously: a cgroup file is the kernel's counter, answered from memory in
+ * microseconds, while fs/promises' readFile makes four trips through libuv's thread pool
+ * (open, stat, read, close), each waiting for a thread and a CPU on a loaded host; a usage
+ * is three files, read at every session's end and park.
+ */
 async function readOptional(path: string): Promise<string | undefined> {
   try {
-    return await readFile(path, "utf8");
+    return readFileSync(path, "utf8");
   } catch {
     return undefined;
   }
