@@ -8,7 +8,8 @@
  * (src/sandbox/sessions/scrub-sandbox.ts) kills every process, removes IPC objects and
  * empties every place user code can write, then creates the next session with a fresh
  * interpreter; any failure destroys the sandbox instead. Reuse is bounded: a sandbox serves
- * at most MAX_USES sessions and lives at most MAX_AGE_MS; parked and unused for
+ * at most its share of MAX_USES sessions and lives at most its share of MAX_AGE_MS
+ * (`reuseBoundsOf`); parked and unused for
  * PARKED_IDLE_MS, it is destroyed, and a lease of another workspace that finds the pool at its
  * cap takes the place of the longest-parked one.
  *
@@ -16,6 +17,7 @@
  * (pool-manager.ts), a node's own memory with roles edge and node
  * (src/roles/node/node-parking.ts). Both park, bound and expire through this class.
  */
+import { createHash } from "node:crypto";
 import type { Logger } from "pino";
 import type { SandboxClient } from "../forward/sandbox-client.js";
 import type { SandboxRuntime } from "../runtime/sandbox-runtime.js";
@@ -24,7 +26,12 @@ import type { SandboxRecord } from "../store/coordination/records.js";
 import { cpuBaselineMs } from "./cpu-baseline.js";
 import { RecyclesInFlight } from "./recycles-in-flight.js";
 
-export const MAX_USES = 100;
+/**
+ * The most sessions one sandbox serves, and the longest it lives. What a scrub cannot see (a
+ * slow leak in the server, state in the kernel it does not check) lasts no longer than this.
+ * Each sandbox's own bounds lie between half these and these (`reuseBoundsOf`).
+ */
+export const MAX_USES = 1_000;
 export const MAX_AGE_MS = 60 * 60_000;
 export const PARKED_IDLE_MS = 5 * 60_000;
 /** A scrub kills, deletes and starts an interpreter (and preloads its modules): seconds at most. */
@@ -41,6 +48,20 @@ export const RECYCLE_WAIT_MS = 1_000;
  * replica, where this one's word lapses.
  */
 export const EXPECTED_RECYCLE_MS = 10_000;
+
+/**
+ * One sandbox's bounds: its uses and age limits, each between half of MAX_USES (MAX_AGE_MS)
+ * and all of it, drawn from its id so every replica and node reads the same. The same bound
+ * for all would retire together the sandboxes a busy workspace gained together (a pool
+ * warmed at once, then sharing one workspace's sessions evenly): a wave of container starts
+ * while the workspace waits. Spread, they retire one at a time.
+ */
+export function reuseBoundsOf(sandboxId: string): { uses: number; ageMs: number } {
+  const digest = createHash("sha256").update(sandboxId).digest();
+  const spread = (max: number, at: number) =>
+    Math.floor(max / 2 + ((max / 2) * digest.readUInt16BE(at)) / 0x10000);
+  return { uses: spread(MAX_USES, 0), ageMs: spread(MAX_AGE_MS, 2) };
+}
 
 /** Where parked sandboxes are kept: what reuse needs of the pool ledger. */
 export type ParkingLot = Pick<PoolLedger, "parkIdle" | "listParked" | "takeParked">;
@@ -94,11 +115,12 @@ export class SandboxReuse {
 
   /** Whether `record` may serve another session of its workspace now. */
   mayReuse(record: SandboxRecord): boolean {
+    const bounds = reuseBoundsOf(record.sandboxId);
     return (
       this.deps.runtime.recyclable === true &&
       record.neverReuse !== true &&
-      (record.uses ?? 0) + 1 < MAX_USES &&
-      this.deps.now() - record.createdAt < MAX_AGE_MS
+      (record.uses ?? 0) + 1 < bounds.uses &&
+      this.deps.now() - record.createdAt < bounds.ageMs
     );
   }
 

@@ -7,7 +7,13 @@
  */
 import pino from "pino";
 import { describe, expect, it } from "vitest";
-import { MAX_AGE_MS, MAX_USES, PARKED_IDLE_MS, SandboxReuse } from "../../../src/pool/sandbox-reuse.js";
+import {
+  MAX_AGE_MS,
+  MAX_USES,
+  PARKED_IDLE_MS,
+  reuseBoundsOf,
+  SandboxReuse,
+} from "../../../src/pool/sandbox-reuse.js";
 import { MemoryCoordinationStore } from "../../../src/store/coordination/memory-store.js";
 import type { SandboxRecord } from "../../../src/store/coordination/records.js";
 
@@ -78,6 +84,34 @@ describe("SandboxReuse", () => {
     const failing = setup({ scrub: "fails" });
     expect(await failing.reuse.park(await failing.record(), "a")).toBe(false);
     expect(await failing.store.listParked("p")).toEqual([]);
+  });
+
+  it("bounds each sandbox by its own share of the uses and age, the same on every replica, spread so a pool does not retire at once", async () => {
+    const ids = Array.from({ length: 200 }, (_, i) => `sandbox-${i}`);
+    const bounds = ids.map(reuseBoundsOf);
+    for (const b of bounds) {
+      expect(b.uses).toBeGreaterThanOrEqual(MAX_USES / 2);
+      expect(b.uses).toBeLessThanOrEqual(MAX_USES);
+      expect(b.ageMs).toBeGreaterThanOrEqual(MAX_AGE_MS / 2);
+      expect(b.ageMs).toBeLessThanOrEqual(MAX_AGE_MS);
+    }
+    expect(reuseBoundsOf("sandbox-7")).toEqual(bounds[7]);
+    // Spread over the range: no tenth of it holds more than a fifth of the sandboxes.
+    const tenths = new Map<number, number>();
+    for (const b of bounds) {
+      const tenth = Math.floor(((b.uses - MAX_USES / 2) / (MAX_USES / 2)) * 10);
+      tenths.set(tenth, (tenths.get(tenth) ?? 0) + 1);
+    }
+    expect(tenths.size).toBeGreaterThanOrEqual(9);
+    expect(Math.max(...tenths.values())).toBeLessThanOrEqual(40);
+
+    const { reuse, record } = setup();
+    const worn = await record();
+    const limit = reuseBoundsOf(worn.sandboxId);
+    expect(await reuse.park({ ...worn, uses: limit.uses - 2 }, "a")).toBe(true);
+    expect(await reuse.park({ ...worn, uses: limit.uses - 1 }, "a")).toBe(false);
+    expect(await reuse.park({ ...worn, uses: 0, createdAt: T0 - limit.ageMs + 1 }, "a")).toBe(true);
+    expect(await reuse.park({ ...worn, uses: 0, createdAt: T0 - limit.ageMs }, "a")).toBe(false);
   });
 
   it("never parks a sandbox for a workspace other than the one it served", async () => {
