@@ -16,9 +16,15 @@
  * interpreter (forked from the zygote, which checks itself alike, or started from the
  * server's environment). Any check that fails throws: the gateway then destroys the sandbox
  * rather than reuse it.
+ *
+ * Its looks are synchronous (the process table, the IPC tables, the emptied directories):
+ * no session is left to serve meanwhile, and each is a few system calls on memory (procfs,
+ * tmpfs), where an asynchronous one is a trip through libuv's thread pool that, on a loaded
+ * host, waits for a thread and a CPU each time. The next session of the workspace waits for
+ * the scrub to end.
  */
 import { execFile } from "node:child_process";
-import { readdir, readFile } from "node:fs/promises";
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import type { StrayReaper } from "../tools/stray-reaper.js";
@@ -44,7 +50,8 @@ export class ScrubFailedError extends Error {}
 
 /** How long killed processes may take to leave the process table (a loaded host is slow to). */
 const PROCESSES_GONE_WITHIN_MS = 3_000;
-const LOOK_AGAIN_MS = 20;
+/** Looks again after 1, 2, 4 ... ms, then every LOOK_AGAIN_MAX_MS: a killed process usually goes at once. */
+const LOOK_AGAIN_MAX_MS = 20;
 
 export async function scrubSandbox(target: ScrubTarget): Promise<void> {
   if (target.scheduling) {
@@ -63,12 +70,12 @@ export async function scrubSandbox(target: ScrubTarget): Promise<void> {
  */
 async function killEveryProcess(strays: StrayReaper): Promise<void> {
   const deadline = Date.now() + PROCESSES_GONE_WITHIN_MS;
-  for (;;) {
+  for (let look = 0; ; look++) {
     strays.reap();
     const left = strays.count();
     if (left === 0) return;
     if (Date.now() >= deadline) throw new ScrubFailedError(`${left} processes outlived the scrub`);
-    await new Promise((resolve) => setTimeout(resolve, LOOK_AGAIN_MS));
+    await new Promise((resolve) => setTimeout(resolve, Math.min(LOOK_AGAIN_MAX_MS, 2 ** look)));
   }
 }
 
@@ -79,31 +86,39 @@ async function killEveryProcess(strays: StrayReaper): Promise<void> {
  */
 async function removeIpcObjects(launcher: CodeLauncher, procRoot: string): Promise<void> {
   const tables = SYSV_IPC_TABLES.map((table) => path.join(procRoot, "sysvipc", table));
-  const remaining = async () => (await Promise.all(tables.map(countIpcObjects))).reduce((a, b) => a + b);
-  if ((await remaining()) === 0) return;
+  const remaining = () => tables.map(countIpcObjects).reduce((a, b) => a + b);
+  if (remaining() === 0) return;
   // Never as the server's own user: outside a sandbox that could be any program's memory.
   if (!launcher.confined)
     throw new ScrubFailedError("IPC objects exist and user code has no user of its own");
   const command = launcher.command("ipcrm", ["--all"]);
   await run(command.file, command.args, { timeout: 5_000 }).catch(() => undefined);
-  const left = await remaining();
+  const left = remaining();
   if (left > 0) throw new ScrubFailedError(`${left} System V IPC objects outlived the scrub`);
 }
 
-async function countIpcObjects(table: string): Promise<number> {
-  const text = await readFile(table, "utf8").catch(() => "");
+function countIpcObjects(table: string): number {
+  let text = "";
+  try {
+    text = readFileSync(table, "utf8");
+  } catch {
+    // A kernel without System V IPC has no table: nothing to count.
+  }
   // The first line is the header.
   return Math.max(0, text.split("\n").filter((line) => line.trim().length > 0).length - 1);
 }
 
+/** Usually already empty (a session's end deleted its directory): then one look, no removal. */
 async function emptyDirectory(dir: string): Promise<void> {
-  const names = await readdir(dir).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === "ENOENT") return undefined;
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
     throw error;
-  });
-  if (!names) return;
+  }
   for (const name of names) await removeTree(path.join(dir, name));
-  const left = await readdir(dir);
+  const left = names.length === 0 ? names : readdirSync(dir);
   if (left.length > 0)
     throw new ScrubFailedError(`${dir} still holds ${left.length} entries after the scrub`);
 }
