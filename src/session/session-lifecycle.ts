@@ -181,9 +181,13 @@ export class SessionLifecycle {
     } finally {
       // Refill behind the lease, off the request path: after this turn of the event loop,
       // so the answer is written before a sandbox start (a synchronous spawn) can delay it.
-      setImmediate(() => {
-        this.deps.pools.warm(pool).catch((error) => this.deps.log.error({ err: error }, "warm-up failed"));
-      });
+      // A lease of the workspace's parked sandbox took nothing warm-up keeps: a session's
+      // churn on reused sandboxes does not look at the pool each time (the tick still does).
+      if (!leased?.reused) {
+        setImmediate(() => {
+          this.deps.pools.warm(pool).catch((error) => this.deps.log.error({ err: error }, "warm-up failed"));
+        });
+      }
     }
   }
 
