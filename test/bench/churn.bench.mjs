@@ -9,7 +9,10 @@
  *            fresh container per session (lib/engine-start-rate.mjs).
  *   churn    1, 8 and 32 clients over one workspace, 8 and 32 over eight (one client uses
  *            one workspace), each looping CreateSession -> Execute `print(1)` ->
- *            DeleteSession for a fixed time (lib/churn-loop.mjs): sessions/s, CreateSession
+ *            DeleteSession for a fixed time (lib/churn-loop.mjs), as fast as they can (the
+ *            machine saturated), and 8 clients of one workspace paced at 20 sessions/s in
+ *            all (the targets' load, a client behind its schedule timed from when its cycle
+ *            was due): sessions/s, CreateSession
  *            p50/p99, DeleteSession p50, the warm hit rate and the share of it that
  *            reused a sandbox of the workspace's earlier session (the gateway's
  *            sandpool_lease_duration_seconds counts by start="reused"/"warm"/"cold", read from
@@ -34,7 +37,8 @@
  * --min-idle N    the pool's minIdle (default 4)
  * --max-total N   the pool's maxTotal (default 40)
  * --rows CxW,...  only these churn rows, C clients over W workspaces (e.g. 8x1; default
- *                 1x1,8x1,32x1,8x8,32x8): a change to one case is measured in minutes
+ *                 1x1,8x1,8x1@20,32x1,8x8,32x8), CxW@R paced at R sessions/s in all: a
+ *                 change to one case is measured in minutes
  * --no-engine     skip the engine rows (the share of the engine's rate is then not shown)
  * --control-plane-nice N
  *                 run the gateway and Redis at nice N (e.g. --control-plane-nice=-10; needs root; Redis is set
@@ -115,10 +119,15 @@ const maxTotal = whole("max-total", Math.max(1, minIdle));
 
 const IMAGE = "sandpool/sandbox:dev";
 const ENGINE_PARALLEL = [1, 8, 16];
-/** [clients, workspaces]: one client over eight workspaces would use one, as 1 x 1 does. */
+/**
+ * [clients, workspaces, offered sessions/s or undefined for a closed loop]: one client over
+ * eight workspaces would use one, as 1 x 1 does. The paced row is the targets' load (20
+ * sessions/s from eight clients), the closed ones the machine's saturation.
+ */
 const ALL_ROWS = [
   [1, 1],
   [8, 1],
+  [8, 1, 20],
   [32, 1],
   [8, 8],
   [32, 8],
@@ -128,12 +137,19 @@ const WORKSPACES = Math.max(...ROWS.map(([, workspaces]) => workspaces));
 
 function parseRows(text) {
   return text.split(",").map((item) => {
-    const match = /^(\d+)x(\d+)$/.exec(item.trim());
-    if (!match || Number(match[1]) < 1 || Number(match[2]) < 1) {
-      console.error(`--rows takes CxW items (clients x workspaces, each >= 1), got ${item}`);
+    const match = /^(\d+)x(\d+)(?:@(\d+(?:\.\d+)?))?$/.exec(item.trim());
+    if (
+      !match ||
+      Number(match[1]) < 1 ||
+      Number(match[2]) < 1 ||
+      (match[3] !== undefined && !(Number(match[3]) > 0))
+    ) {
+      console.error(
+        `--rows takes CxW items (clients x workspaces, each >= 1), or CxW@R paced at R sessions/s in all (R > 0), got ${item}`,
+      );
       process.exit(2);
     }
-    return [Number(match[1]), Number(match[2])];
+    return [Number(match[1]), Number(match[2]), match[3] === undefined ? undefined : Number(match[3])];
   });
 }
 /** After the pool is back at minIdle: destroyed sandboxes' removals settle too. */
@@ -217,7 +233,7 @@ async function main() {
   const metrics = createClient(gateway.url, METRICS_TOKEN);
   const rows = [];
   try {
-    for (const [clients, workspaces] of ROWS) {
+    for (const [clients, workspaces, ratePerSecond] of ROWS) {
       await waitForRefill(metrics, minIdle);
       // Unmeasured: the row's clients first run until their workspaces have sandboxes of their
       // own (the steady state of a chat service; the first session of each costs a start).
@@ -226,6 +242,7 @@ async function main() {
           clients,
           durationMs: warmUpSeconds * 1000,
           callTimeoutMs: CALL_TIMEOUT_MS,
+          ratePerSecond,
         });
       }
       await sleep(ROW_SETTLE_MS);
@@ -234,19 +251,26 @@ async function main() {
         clients,
         durationMs,
         callTimeoutMs: CALL_TIMEOUT_MS,
+        ratePerSecond,
       });
       const after = await readMetrics(metrics);
       const warm = after.warmLeases - before.warmLeases;
       const reused = after.reusedLeases - before.reusedLeases;
       const cold = after.coldLeases - before.coldLeases;
       const leases = warm + reused + cold;
-      rows.push({ workspaces, result, warmHit: (warm + reused) / leases, reusedShare: reused / leases });
+      rows.push({
+        workspaces,
+        ratePerSecond,
+        result,
+        warmHit: (warm + reused) / leases,
+        reusedShare: reused / leases,
+      });
       // Where the gateway's CreateSession time went (means, server side): the lease, by how.
       const mean = (count, seconds) => formatMs(serverMeanMs(before, after, count, seconds));
       const creates = after.createCount - before.createCount;
       const slowCreates = creates - (after.createWithin50ms - before.createWithin50ms);
       progress(
-        `${clients} clients / ${workspaces} workspaces: ${result.perSecond.toFixed(1)} sessions/s, ` +
+        `${clients} clients / ${workspaces} workspaces${ratePerSecond === undefined ? "" : ` at ${ratePerSecond}/s offered`}: ${result.perSecond.toFixed(1)} sessions/s, ` +
           `${reused} reused / ${warm} warm / ${cold} cold leases; server means: CreateSession ` +
           `${mean("createCount", "createSeconds")} (${((100 * slowCreates) / Math.max(1, creates)).toFixed(1)}% over 50 ms), ` +
           `DeleteSession ${mean("deleteCount", "deleteSeconds")}, leases reused ${mean("reusedLeases", "reusedLeaseSeconds")} ` +

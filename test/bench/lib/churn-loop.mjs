@@ -65,8 +65,16 @@ async function deleteSession(client, sessionId) {
  * the elapsed time (until the last client's last cycle ended), sessions/s, the latencies of
  * CreateSession and DeleteSession (ms, of completed cycles) and the failures by kind
  * (`{ count, example }`).
+ *
+ * Without `ratePerSecond` each client begins its next cycle as soon as its last ended (a
+ * closed loop: the machine runs as fast as it can, and the latencies are those of a
+ * saturated machine). With it the clients offer that many sessions a second in all, each
+ * beginning a cycle every `clients / ratePerSecond` seconds (staggered): a client behind its
+ * schedule begins at once, and its CreateSession is timed from when it was due, so the wait
+ * it had for its own previous cycle counts (the latency an open stream of chat requests
+ * would see, not only the requests that got through).
  */
-export async function runChurn(url, tokens, { clients, durationMs, callTimeoutMs }) {
+export async function runChurn(url, tokens, { clients, durationMs, callTimeoutMs, ratePerSecond }) {
   const connections = Array.from({ length: clients }, (_, i) =>
     createClient(url, tokens[i % tokens.length], { timeoutMs: callTimeoutMs }),
   );
@@ -82,13 +90,17 @@ export async function runChurn(url, tokens, { clients, durationMs, callTimeoutMs
   const started = nowMs();
   const deadline = started + durationMs;
   let elapsedMs = 0;
+  const periodMs = ratePerSecond === undefined ? 0 : (clients / ratePerSecond) * 1000;
   try {
     await Promise.all(
-      connections.map(async (client) => {
-        while (nowMs() < deadline) {
+      connections.map(async (client, i) => {
+        let due = started + (i * periodMs) / clients;
+        while (nowMs() < deadline && due < deadline) {
           let sessionId;
           try {
-            const t0 = nowMs();
+            if (due > nowMs()) await sleep(due - nowMs());
+            const t0 = periodMs > 0 ? Math.min(due, nowMs()) : nowMs();
+            due += periodMs;
             sessionId = await createSession(client);
             const createMs = nowMs() - t0;
             await execPrintOne(client, sessionId);
@@ -117,7 +129,9 @@ export async function runChurn(url, tokens, { clients, durationMs, callTimeoutMs
     workspaces: Math.min(clients, tokens.length),
     sessions: creates.length,
     elapsedMs,
-    perSecond: creates.length / (elapsedMs / 1000),
+    // Paced: the cycles begun in the row's window over it (the offered rate when all got
+    // through); a closed loop's over the time until its last cycle ended.
+    perSecond: creates.length / ((periodMs > 0 ? durationMs : elapsedMs) / 1000),
     creates,
     deletes,
     failures,
