@@ -58,7 +58,7 @@ function lifecycleLeasing(leased: { warm: boolean; reused: boolean } | "refused"
   return { lifecycle: new SessionLifecycle(deps), warmed };
 }
 
-const policy = effectivePolicy("ws", deployment({}));
+const policy = effectivePolicy("ws", deployment({}), undefined);
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 describe("SessionLifecycle.create: the refill behind a lease", () => {
