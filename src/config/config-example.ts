@@ -420,6 +420,11 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
     comment: "Limits per resource class (memory, cpus, pids, tmpfs sizes); 'standard' is required.",
   },
   "runtime.docker.readOnlyRootFilesystem": { comment: "Sandboxes' root filesystem is read-only." },
+  "runtime.docker.sandboxCpus": {
+    comment:
+      "The engine host's CPUs sandboxes run on (Docker's cpuset: 1-3, 2,3); unset: all. Leave the gateway's and Redis's CPUs out to keep the control plane's latency whatever tenants' code burns.",
+    example: "1-3",
+  },
   "runtime.docker.user": { comment: "Numeric uid:gid sandboxes run as; root is refused." },
   "runtime.docker.runtime": {
     comment:

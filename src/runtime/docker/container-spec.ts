@@ -172,6 +172,7 @@ function buildHostConfig(options: DockerRuntimeOptions, input: ContainerSpecInpu
     Memory: rc.memoryBytes,
     MemorySwap: rc.memoryBytes,
     NanoCpus: Math.round(rc.cpus * 1e9),
+    ...(options.sandboxCpus === undefined ? {} : { CpusetCpus: options.sandboxCpus }),
     PidsLimit: hostPidsLimit(rc.pidsLimit, input.isolation),
     // Only a loopback interface: no route to the host, other sandboxes, or anything else.
     NetworkMode: "none",

@@ -14,6 +14,13 @@ const MAX_SOCKET_PATH_BYTES = 107;
 export const SANDBOX_SOCKET_NAME = "sandbox.sock";
 const SANDBOX_ID_LENGTH = 24;
 const positiveInt = z.number().int().min(1);
+/** Docker's cpuset syntax: CPUs and ranges, comma-separated. */
+const CPU_LIST = /^\d{1,4}(-\d{1,4})?(,\d{1,4}(-\d{1,4})?)*$/;
+const rangesAscend = (list: string) =>
+  list.split(",").every((item) => {
+    const [from, to] = item.split("-").map(Number);
+    return to === undefined || from! <= to;
+  });
 const labelSafeName = z
   .string()
   .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, "use lower-case letters, digits, - and _ (at most 63)");
@@ -92,6 +99,18 @@ export const dockerRuntimeSettingsSchema = z.strictObject({
     .record(labelSafeName, resourceClassSchema)
     .default(() => structuredClone(DEFAULT_RESOURCE_CLASSES) as Record<string, ResourceClassOutput>),
   readOnlyRootFilesystem: z.boolean().default(true),
+  /**
+   * The engine host's CPUs sandboxes may run on (HostConfig.CpusetCpus: `1-3`, `2,3`, `1-3,6`);
+   * unset: all. Keeping them off the CPUs of the gateway and Redis keeps the control plane's
+   * latency whatever the sandboxes' code burns: on a host they share, a lease waits behind
+   * tenants' work for a CPU at every step (docs/deploying.md, "CPUs of the control plane's
+   * own"). Each sandbox's `cpus` still caps its share within these.
+   */
+  sandboxCpus: z
+    .string()
+    .regex(CPU_LIST, "a list of CPUs and ranges, e.g. 1-3 or 2,3 or 1-3,6")
+    .refine(rangesAscend, { message: "each range runs from a lower CPU to a higher one, e.g. 1-3" })
+    .optional(),
   /**
    * Numeric `uid:gid`; root is refused. Its gid is user code's group. User code's uid is one
    * of each sandbox's own (container-spec.ts: a process cap counts per uid across the host).

@@ -64,6 +64,15 @@ describe("dockerRuntimeOptionsSchema", () => {
     expect(parse({ privileged: true }).success).toBe(false);
   });
 
+  it("takes the sandboxes' CPUs in Docker's cpuset syntax, and nothing else", () => {
+    const parse = (sandboxCpus: string) =>
+      dockerRuntimeOptionsSchema.safeParse({ deployment: "prod", hosts: ["unix:///x.sock"], sandboxCpus });
+    for (const good of ["0", "1-3", "2,3", "1-3,6", "0-0"]) expect(parse(good).success, good).toBe(true);
+    for (const bad of ["", "a", "1,,2", "-1", "3-1", "1-", "1 2", "0x1", "1-3;rm"])
+      expect(parse(bad).success, bad).toBe(false);
+    expect(parse("3-1").error?.issues[0]?.message).toContain("from a lower CPU to a higher one");
+  });
+
   it("reads Docker endpoints", () => {
     expect(parseDockerHost("unix:///var/run/docker.sock")).toEqual({
       kind: "unix",
@@ -126,6 +135,24 @@ describe("buildContainerSpec", () => {
     expect(spec.HostConfig?.Tmpfs?.["/home/sandbox/sessions"]).toContain(`uid=${uid},gid=10001,mode=0700`);
     // A sandbox id is never trusted into a container name.
     expect(spec.name).toBe("sandpool-prod-sbx_.._1");
+  });
+
+  it("keeps sandboxes on the CPUs they are given, and on all when none are", () => {
+    expect(spec.HostConfig?.CpusetCpus).toBeUndefined();
+    const confined = buildContainerSpec(
+      dockerRuntimeOptionsSchema.parse({ deployment: "prod", hosts: ["unix:///x.sock"], sandboxCpus: "1-3" }),
+      {
+        sandboxId: "sbx1",
+        pool: "py",
+        image: "sandpool/sandbox:dev",
+        resourceClass: options.resourceClasses.standard!,
+        resourceClassName: "standard",
+        engineHost: "unix:///var/run/docker.sock",
+        socketDir: "/run/sandpool/prod/sbx1",
+        egress: false,
+      },
+    );
+    expect(confined.HostConfig).toMatchObject({ CpusetCpus: "1-3", NanoCpus: 1e9 });
   });
 
   it("gives each sandbox's user code a uid of its own, never root's or the gateway's", () => {

@@ -273,6 +273,32 @@ describe.skipIf(!available)("DockerRuntime", () => {
     expect(info.Path).toBe("/usr/bin/tini");
   });
 
+  it("runs its code on the CPUs sandboxCpus gives, and on all of the host's when none are given", async () => {
+    const affinity = "import os\nprint(sorted(os.sched_getaffinity(0)))";
+    const everyCpu = `${JSON.stringify(os.cpus().map((_, cpu) => cpu)).replaceAll(",", ", ")}\n`;
+    expect((await python(client, sessionId, affinity)).stdout).toBe(everyCpu);
+    const confined = makeRuntime({ sandboxCpus: "0" });
+    const started = await confined.start({
+      sandboxId: newSandboxId(),
+      pool: pool("py"),
+      deadline: deadlineIn(30_000),
+    });
+    try {
+      const inside = new ContractClient(started.endpoint);
+      // Its code cannot widen it: the cpuset is the container's cgroup, not the process's mask.
+      const widened = await python(
+        inside,
+        await newSession(inside),
+        `import os\ntry:\n    os.sched_setaffinity(0, ${JSON.stringify(os.cpus().map((_, cpu) => cpu))})\nexcept OSError as error:\n    print("refused", error.errno)\nprint(sorted(os.sched_getaffinity(0)))`,
+      );
+      expect(widened.stdout).toMatch(/\[0\]\n$/);
+      const info = await docker.getContainer(containerIdOf(started.runtimeId)).inspect();
+      expect(info.HostConfig.CpusetCpus).toBe("0");
+    } finally {
+      await confined.destroy(started.runtimeId);
+    }
+  });
+
   it("has a read-only root, a writable workspace and /tmp, both size-capped tmpfs owned by the code's uid", async () => {
     const result = await python(
       client,
