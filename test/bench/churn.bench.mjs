@@ -48,6 +48,11 @@
  *                 machines, whose wait for a CPU here is not the gateway's latency.
  *                 On 2 CPUs that every sandbox's scrub and fork compete for, a gateway at
  *                 the same priority waits for the CPU at every step (docs/benchmarks.md)
+ * --sandbox-cpus LIST
+ *                 run the sandboxes on these CPUs only (runtime.docker.sandboxCpus, e.g. 1)
+ *                 and the gateway, Redis and the clients on the others (taskset; Redis is
+ *                 given every CPU back after): the control plane on CPUs of its own, as
+ *                 docs/deploying.md advises
  *
  * Needs the built CLI, Postgres (127.0.0.1:5432, db test), Redis (127.0.0.1:6379) and a
  * Docker engine with sandpool/sandbox:dev; every container, key, database and temp dir it made
@@ -86,6 +91,7 @@ try {
       rows: { type: "string" },
       "no-engine": { type: "boolean", default: false },
       "control-plane-nice": { type: "string" },
+      "sandbox-cpus": { type: "string" },
     },
   }));
 } catch (error) {
@@ -116,6 +122,29 @@ if (
   process.exit(2);
 }
 const maxTotal = whole("max-total", Math.max(1, minIdle));
+const sandboxCpus = values["sandbox-cpus"];
+const controlPlaneCpus = sandboxCpus === undefined ? undefined : cpusOutside(sandboxCpus);
+
+/** The machine's CPUs not in `list` (Docker's cpuset syntax), as taskset's list; exits when none are. */
+function cpusOutside(list) {
+  if (!/^\d+(-\d+)?(,\d+(-\d+)?)*$/.test(list)) {
+    console.error(`--sandbox-cpus takes CPUs and ranges, e.g. 1 or 2-3, got ${list}`);
+    process.exit(2);
+  }
+  const taken = new Set();
+  for (const item of list.split(",")) {
+    const [from, to = from] = item.split("-").map(Number);
+    for (let cpu = from; cpu <= to; cpu++) taken.add(cpu);
+  }
+  const rest = cpus()
+    .map((_, cpu) => cpu)
+    .filter((cpu) => !taken.has(cpu));
+  if (rest.length === 0 || rest.length === cpus().length) {
+    console.error(`--sandbox-cpus ${list} must leave some of the ${cpus().length} CPUs, and take some`);
+    process.exit(2);
+  }
+  return rest.join(",");
+}
 
 const IMAGE = "sandpool/sandbox:dev";
 const ENGINE_PARALLEL = [1, 8, 16];
@@ -176,7 +205,14 @@ policy:
   sessionsPerMinute: ${UNTHROTTLED}
   execSecondsPerDay: ${UNTHROTTLED}
 limits:
-  maxCallsInFlightPerWorkspace: ${UNTHROTTLED}
+  maxCallsInFlightPerWorkspace: ${UNTHROTTLED}${
+    sandboxCpus === undefined
+      ? ""
+      : `
+runtime:
+  docker:
+    sandboxCpus: "${sandboxCpus}"`
+  }
 metrics:
   token: ${METRICS_TOKEN}
 `;
@@ -185,6 +221,12 @@ metrics:
 function controlPlanePids() {
   const found = spawnSync("pgrep", ["-x", "redis-server"], { encoding: "utf8" });
   return found.stdout.split("\n").filter(Boolean).map(Number);
+}
+
+/** Every thread of `pid` onto `list` (taskset's syntax). */
+function pinToCpus(pid, list) {
+  const pinned = spawnSync("taskset", ["-a", "-p", "-c", list, String(pid)], { encoding: "utf8" });
+  if (pinned.status !== 0) throw new Error(`taskset ${list} ${pid} failed: ${pinned.stderr || pinned.error}`);
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -226,6 +268,15 @@ async function main() {
     });
     machine.controlPlaneNice = controlPlaneNice;
     progress(`the gateway, Redis (${redisPids.join(", ")}) and the clients run at nice ${controlPlaneNice}`);
+  }
+  if (controlPlaneCpus !== undefined) {
+    const redisPids = controlPlanePids();
+    for (const pid of [gateway.pid, process.pid, ...redisPids]) pinToCpus(pid, controlPlaneCpus);
+    onCleanup(async () => {
+      for (const pid of redisPids) pinToCpus(pid, `0-${cpus().length - 1}`);
+    });
+    machine.sandboxCpus = sandboxCpus;
+    progress(`sandboxes on CPUs ${sandboxCpus}; the gateway, Redis and the clients on ${controlPlaneCpus}`);
   }
   const tokens = await Promise.all(
     Array.from({ length: WORKSPACES }, (_, i) => deployment.token(`churn-${i}`)),

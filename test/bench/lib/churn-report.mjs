@@ -24,7 +24,8 @@ export function printChurnReport({ engine, rows, seconds, warmUpSeconds, pool, m
   process.stdout.write(
     `bench:churn on ${machine.cpus} CPUs (load ${machine.loadStart} -> ${machine.loadEnd}), ` +
       `${seconds} s per row after ${warmUpSeconds} s unmeasured, pool minIdle ${pool.minIdle} maxTotal ${pool.maxTotal}` +
-      `${machine.controlPlaneNice === undefined ? "" : `, the gateway, Redis and clients at nice ${machine.controlPlaneNice}`}\n`,
+      `${machine.controlPlaneNice === undefined ? "" : `, the gateway, Redis and clients at nice ${machine.controlPlaneNice}`}` +
+      `${machine.sandboxCpus === undefined ? "" : `, sandboxes on CPUs ${machine.sandboxCpus} and the rest on the others`}\n`,
   );
 
   heading("the engine: create + start + remove of a sandbox-spec container (sleep), in parallel");
