@@ -13,6 +13,7 @@ import {
   dockerRuntimeOptionsSchema,
   parseDockerHost,
 } from "../../../src/runtime/docker/docker-runtime-options.js";
+import { specInput } from "../../support/container-spec-input.js";
 
 const MIB = 1024 * 1024;
 
@@ -97,16 +98,10 @@ describe("buildContainerSpec", () => {
     execTimeoutCeilingSeconds: 300,
     maxFileBytes: 5 * MIB,
   });
-  const spec = buildContainerSpec(options, {
-    sandboxId: "sbx/../1",
-    pool: "py",
-    image: "sandpool/sandbox:dev",
-    resourceClass: options.resourceClasses.standard!,
-    resourceClassName: "standard",
-    engineHost: "unix:///var/run/docker.sock",
-    socketDir: "/run/sandpool/prod/sbx1",
-    egress: false,
-  });
+  const spec = buildContainerSpec(
+    options,
+    specInput(options, { sandboxId: "sbx/../1", socketDir: "/run/sandpool/prod/sbx1" }),
+  );
 
   it("is hardened whatever the options say", () => {
     expect(spec.HostConfig).toMatchObject({
@@ -139,19 +134,12 @@ describe("buildContainerSpec", () => {
 
   it("keeps sandboxes on the CPUs they are given, and on all when none are", () => {
     expect(spec.HostConfig?.CpusetCpus).toBeUndefined();
-    const confined = buildContainerSpec(
-      dockerRuntimeOptionsSchema.parse({ deployment: "prod", hosts: ["unix:///x.sock"], sandboxCpus: "1-3" }),
-      {
-        sandboxId: "sbx1",
-        pool: "py",
-        image: "sandpool/sandbox:dev",
-        resourceClass: options.resourceClasses.standard!,
-        resourceClassName: "standard",
-        engineHost: "unix:///var/run/docker.sock",
-        socketDir: "/run/sandpool/prod/sbx1",
-        egress: false,
-      },
-    );
+    const confinedOptions = dockerRuntimeOptionsSchema.parse({
+      deployment: "prod",
+      hosts: ["unix:///x.sock"],
+      sandboxCpus: "1-3",
+    });
+    const confined = buildContainerSpec(confinedOptions, specInput(confinedOptions));
     expect(confined.HostConfig).toMatchObject({ CpusetCpus: "1-3", NanoCpus: 1e9 });
   });
 

@@ -12,6 +12,7 @@ import {
   LABELS,
 } from "../../../src/runtime/docker/container-spec.js";
 import { dockerRuntimeOptionsSchema } from "../../../src/runtime/docker/docker-runtime-options.js";
+import { specInput } from "../../support/container-spec-input.js";
 
 function specFor(isolation: Isolation | undefined, settings: Record<string, unknown> = {}) {
   const options = dockerRuntimeOptionsSchema.parse({
@@ -19,17 +20,7 @@ function specFor(isolation: Isolation | undefined, settings: Record<string, unkn
     deployment: "test",
     ...settings,
   });
-  return buildContainerSpec(options, {
-    sandboxId: "sbx1",
-    pool: "py",
-    image: "sandpool/sandbox:dev",
-    resourceClass: options.resourceClasses.standard!,
-    resourceClassName: "standard",
-    engineHost: "unix:///var/run/docker.sock",
-    socketDir: "/run/sandpool/test/sbx1",
-    egress: false,
-    ...(isolation === undefined ? {} : { isolation }),
-  });
+  return buildContainerSpec(options, specInput(options, isolation === undefined ? {} : { isolation }));
 }
 
 describe("isolation in the container spec", () => {
