@@ -32,7 +32,11 @@ import { dockerHostsFromEnv, parseDockerHost } from "../../../src/runtime/docker
 import type { PoolSpec, StartedSandbox } from "../../../src/runtime/sandbox-runtime.js";
 import { ContractClient } from "../../support/contract-client.js";
 import { countDockerCalls } from "../../support/docker-call-counter.js";
-import { dockerSuiteAvailable, removeDeploymentContainers } from "../../support/docker-suite.js";
+import {
+  dockerSuiteAvailable,
+  gvisorSuiteAvailable,
+  removeDeploymentContainers,
+} from "../../support/docker-suite.js";
 import { newSession } from "../../support/sandbox-server.js";
 
 const IMAGE = "sandpool/sandbox:dev";
@@ -40,6 +44,8 @@ const run = promisify(execFile);
 const MIB = 1024 * 1024;
 
 const available = await dockerSuiteAvailable(IMAGE);
+/** gVisor keeps the cpuset too: checked where the engine has runsc (always in CI). */
+const gvisor = available && (await gvisorSuiteAvailable(IMAGE));
 
 const suffix = randomBytes(4).toString("hex");
 const deployment = `test-${suffix}`;
@@ -273,29 +279,33 @@ describe.skipIf(!available)("DockerRuntime", () => {
     expect(info.Path).toBe("/usr/bin/tini");
   });
 
-  it("runs its code on the CPUs sandboxCpus gives, and on all of the host's when none are given", async () => {
+  it("runs its code on the CPUs sandboxCpus gives, on runc and gVisor alike, and on all of the host's when none are given", async () => {
     const affinity = "import os\nprint(sorted(os.sched_getaffinity(0)))";
-    const everyCpu = `${JSON.stringify(os.cpus().map((_, cpu) => cpu)).replaceAll(",", ", ")}\n`;
-    expect((await python(client, sessionId, affinity)).stdout).toBe(everyCpu);
+    const everyCpu = os.cpus().map((_, cpu) => cpu);
+    expect((await python(client, sessionId, affinity)).stdout).toBe(
+      `${JSON.stringify(everyCpu).replaceAll(",", ", ")}\n`,
+    );
     const confined = makeRuntime({ sandboxCpus: "0" });
-    const started = await confined.start({
-      sandboxId: newSandboxId(),
-      pool: pool("py"),
-      deadline: deadlineIn(30_000),
-    });
-    try {
-      const inside = new ContractClient(started.endpoint);
-      // Its code cannot widen it: the cpuset is the container's cgroup, not the process's mask.
-      const widened = await python(
-        inside,
-        await newSession(inside),
-        `import os\ntry:\n    os.sched_setaffinity(0, ${JSON.stringify(os.cpus().map((_, cpu) => cpu))})\nexcept OSError as error:\n    print("refused", error.errno)\nprint(sorted(os.sched_getaffinity(0)))`,
-      );
-      expect(widened.stdout).toMatch(/\[0\]\n$/);
-      const info = await docker.getContainer(containerIdOf(started.runtimeId)).inspect();
-      expect(info.HostConfig.CpusetCpus).toBe("0");
-    } finally {
-      await confined.destroy(started.runtimeId);
+    for (const isolation of gvisor ? (["container", "gvisor"] as const) : (["container"] as const)) {
+      const started = await confined.start({
+        sandboxId: newSandboxId(),
+        pool: { ...pool("py"), isolation },
+        deadline: deadlineIn(60_000),
+      });
+      try {
+        const inside = new ContractClient(started.endpoint);
+        // Its code cannot widen it: the cpuset is the container's cgroup, not the process's mask.
+        const widened = await python(
+          inside,
+          await newSession(inside),
+          `import os\ntry:\n    os.sched_setaffinity(0, ${JSON.stringify(everyCpu)})\nexcept OSError as error:\n    print("refused", error.errno)\nprint(sorted(os.sched_getaffinity(0)))`,
+        );
+        expect(widened.stdout, isolation).toMatch(/\[0\]\n$/);
+        const info = await docker.getContainer(containerIdOf(started.runtimeId)).inspect();
+        expect(info.HostConfig.CpusetCpus).toBe("0");
+      } finally {
+        await confined.destroy(started.runtimeId);
+      }
     }
   });
 
