@@ -12,6 +12,7 @@
  *   network interface but loopback and cannot write to its sealed socket directory (and, in a
  *   gvisor pool, that its kernel is gVisor's), and answer through its socket.
  */
+import { randomBytes } from "node:crypto";
 import { constants } from "node:fs";
 import { access, mkdir } from "node:fs/promises";
 import type { SandboxClient } from "../../forward/sandbox-client.js";
@@ -156,7 +157,9 @@ export async function probeIsolation(
   pool: PoolSpec,
   timeoutMs: number,
 ): Promise<void> {
-  const sandboxId = `probe${Date.now().toString(16).padStart(19, "0")}`;
+  // Random, not the time alone: replicas starting together probe at once, and two probes of
+  // one id share (and clear) one socket directory and container name.
+  const sandboxId = `probe${randomBytes(19).toString("hex").slice(0, 19)}`;
   const isolation: Isolation = pool.isolation ?? "container";
   let started: Awaited<ReturnType<DockerRuntime["start"]>>;
   try {
