@@ -7,8 +7,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { SandboxClient } from "../../../../src/forward/sandbox-client.js";
 import { MAX_USES } from "../../../../src/pool/sandbox-reuse.js";
 import { NodeSandboxes } from "../../../../src/roles/node/node-sandboxes.js";
-import type { PoolSpec, SandboxRuntime } from "../../../../src/runtime/sandbox-runtime.js";
+import type { PoolSpec } from "../../../../src/runtime/sandbox-runtime.js";
 import type { LeaseStore } from "../../../../src/store/coordination/lease-store.js";
+import { standInEngine } from "../../../support/stand-in-engine.js";
 
 const POOL = {
   name: "default",
@@ -19,27 +20,9 @@ const POOL = {
 } as PoolSpec;
 
 function engine(options: { scrubFails?: boolean; scrubHeld?: boolean } = {}) {
-  let next = 0;
-  /** Running containers: runtime id -> sandbox id. */
-  const running = new Map<string, string>();
-  const destroyed: string[] = [];
+  const { runtime, running, destroyed } = standInEngine();
   const scrubbed: string[] = [];
   const heldScrubs: (() => void)[] = [];
-  const runtime = {
-    recyclable: true,
-    async start({ sandboxId }: { sandboxId: string }) {
-      next += 1;
-      running.set(`c${next}`, sandboxId);
-      return { runtimeId: `c${next}`, endpoint: `http://sandbox/${sandboxId}/c${next}` };
-    },
-    async destroy(runtimeId: string) {
-      running.delete(runtimeId);
-      destroyed.push(runtimeId);
-    },
-    async list() {
-      return [...running].map(([runtimeId, sandboxId]) => ({ runtimeId, sandboxId, running: true }));
-    },
-  } as unknown as SandboxRuntime;
   let inner = 0;
   const client = {
     async createInnerSession() {

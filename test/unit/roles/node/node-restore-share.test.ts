@@ -15,9 +15,10 @@ import type { CheckpointStore } from "../../../../src/hibernate/checkpoint-store
 import { NodeHibernation } from "../../../../src/roles/node/node-hibernation.js";
 import { NodeSandboxes } from "../../../../src/roles/node/node-sandboxes.js";
 import type { SandboxHibernation } from "../../../../src/runtime/sandbox-hibernation.js";
-import type { PoolSpec, SandboxRuntime } from "../../../../src/runtime/sandbox-runtime.js";
+import type { PoolSpec } from "../../../../src/runtime/sandbox-runtime.js";
 import type { LeaseStore } from "../../../../src/store/coordination/lease-store.js";
 import type { Lease } from "../../../../src/store/coordination/records.js";
+import { standInEngine } from "../../../support/stand-in-engine.js";
 
 const WORKSPACE = "ws-a";
 /** Shared by one node among one: its share is the whole pool, max 2. */
@@ -32,26 +33,8 @@ const POOL = {
 
 function node(options: { restoreFails?: boolean } = {}) {
   const state = { restoreFails: options.restoreFails === true };
-  let next = 0;
-  /** Running containers: runtime id -> sandbox id. */
-  const running = new Map<string, string>();
-  const destroyed: string[] = [];
+  const { runtime, running, destroyed, run } = standInEngine();
   const restoresStarted: string[] = [];
-  const runtime = {
-    recyclable: true,
-    async start({ sandboxId }: { sandboxId: string }) {
-      next += 1;
-      running.set(`c${next}`, sandboxId);
-      return { runtimeId: `c${next}`, endpoint: `http://sandbox/${sandboxId}` };
-    },
-    async destroy(runtimeId: string) {
-      running.delete(runtimeId);
-      destroyed.push(runtimeId);
-    },
-    async list() {
-      return [...running].map(([runtimeId, sandboxId]) => ({ runtimeId, sandboxId, running: true }));
-    },
-  } as unknown as SandboxRuntime;
   const client = {
     createInnerSession: async () => "inner",
     json: async () => ({ status: 200, body: {} }),
@@ -62,9 +45,7 @@ function node(options: { restoreFails?: boolean } = {}) {
     async restore({ sandboxId }: { sandboxId: string }) {
       restoresStarted.push(sandboxId);
       if (state.restoreFails) throw new Error("the engine refused the restore");
-      next += 1;
-      running.set(`r${next}`, sandboxId);
-      return { runtimeId: `r${next}`, endpoint: `http://sandbox/${sandboxId}` };
+      return run(sandboxId, "r");
     },
   } as unknown as SandboxHibernation;
   /** The sessions being restored, as their leases say (session id -> its sandbox id). */
