@@ -8,7 +8,8 @@ import { readMetrics, serverMeanMs, waitForRefill } from "./gateway-metrics.mjs"
 import { nowMs, progress, withTimeout } from "./timing.mjs";
 
 const WARM_UNTIMED = 2; // untimed rounds before each warm series
-const COLD_UNTIMED = 1;
+/** Cold creates made first and not timed. */
+export const COLD_UNTIMED = 1;
 const SETTLE_MS = 250;
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -5,7 +5,7 @@
  */
 import { createClient, createSession, destroySession } from "./client.mjs";
 import { readMetrics, waitForRefill } from "./gateway-metrics.mjs";
-import { measureCold, measureDuringRefill, measureWarm } from "./lease-measures.mjs";
+import { COLD_UNTIMED, measureCold, measureDuringRefill, measureWarm } from "./lease-measures.mjs";
 import { onCleanup } from "./process.mjs";
 import { createServeDeployment } from "./serve-deployment.mjs";
 import { formatMs, nowMs, progress } from "./timing.mjs";
@@ -82,6 +82,7 @@ export async function measureServeLeases(serve, { warmLeases, refillLeases, spac
 export async function measureServeCold(serve, leases) {
   const admin = createClient(serve.gateway.url, await serve.deployment.adminToken());
   const metrics = createClient(serve.gateway.url);
+  const firstSessions = [];
   try {
     const patched = await admin.send("PATCH", "/admin/v1/pools/default", { minIdle: 0 });
     if (patched.status !== 200)
@@ -94,8 +95,15 @@ export async function measureServeCold(serve, leases) {
       else await new Promise((resolve) => setTimeout(resolve, 250));
     }
     for (const sessionId of held) await destroySession(serve.clients[0], sessionId);
-    return await measureCold(serve.gateway, serve.clients, leases);
+    // Each create a workspace's first session: a workspace's next one gets its last sandbox
+    // back, scrubbed (docs/session-churn.md), which starts no container.
+    const tokens = await Promise.all(
+      Array.from({ length: COLD_UNTIMED + leases }, (_, i) => serve.deployment.token(`bench-cold-${i}`)),
+    );
+    firstSessions.push(...tokens.map((token) => createClient(serve.gateway.url, token)));
+    return await measureCold(serve.gateway, firstSessions, leases);
   } finally {
+    await Promise.all(firstSessions.map((client) => client.close()));
     await admin.close();
     await metrics.close();
   }
