@@ -30,6 +30,7 @@ const UPPER = [
   "gateway",
   "cli",
   "discovery",
+  "verify",
 ];
 
 module.exports = {

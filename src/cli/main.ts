@@ -21,6 +21,7 @@ import { serveCommand } from "./commands/serve-command.js";
 import { sessionsCommand } from "./commands/sessions-command.js";
 import { tokenCommand } from "./commands/token-command.js";
 import { usageCommand } from "./commands/usage-command.js";
+import { verifyCommand } from "./commands/verify-command.js";
 
 const program = new Command("sandpool")
   .description("A multi-tenant, pool-backed gateway for the Otari code-execution protocol (contract v1).")
@@ -37,6 +38,7 @@ const program = new Command("sandpool")
   .addCommand(keysCommand())
   .addCommand(auditCommand())
   .addCommand(explainCommand())
+  .addCommand(verifyCommand())
   .addCommand(migrateCommand())
   .addCommand(configCommand())
   .addCommand(openapiCommand())

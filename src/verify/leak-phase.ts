@@ -1,0 +1,166 @@
+/**
+ * The leak probes, all in one pass: one session of workspace one plants everything (the
+ * "last" plants in its final call, so only the scrub stands between them and what follows),
+ * ends, and then the workspace's next session (on the same sandbox, where the deployment
+ * reuses them) and a session of the other workspace each look for every plant.
+ */
+import { LOOK_PRELUDE } from "./look-prelude.js";
+import type { LeakProbe, ProbeResult, ProbeSession } from "./probe.js";
+import { py, runJson } from "./probe.js";
+import type { AdminView, WorkspaceClient } from "./verify-client.js";
+
+export interface LeakPhaseInput {
+  probes: readonly LeakProbe[];
+  one: WorkspaceClient;
+  other: WorkspaceClient;
+  admin: AdminView | undefined;
+  tagOf(probe: LeakProbe): string;
+  /** Opens a session the run ends whatever happens. */
+  open(client: WorkspaceClient): Promise<ProbeSession>;
+  progress(line: string): void;
+}
+
+/** What the next session's bash tool and a fresh Python leave for the "after-tools" looks. */
+const AFTER_TOOLS_COMMAND =
+  "env > /tmp/spv-shell.env 2>&1; python3 -c 'import matplotlib as m; print(m.rcParams[\"figure.dpi\"])' > /tmp/spv-mpl.txt 2>/dev/null; python3 -c pass; true";
+
+const AFTER_TOOLS_PRELUDE = `
+SHELL_ENV = _read('/tmp/spv-shell.env', True)
+def _mpl_dpi():
+    found = []
+    if _read('/tmp/spv-mpl.txt', True).strip() in ('17', '17.0'):
+        found.append('a fresh Python reads a planted matplotlibrc (figure.dpi 17)')
+    try:
+        import matplotlib
+        if matplotlib.rcParams.get('figure.dpi') == 17:
+            found.append("the session's interpreter has a planted matplotlibrc (figure.dpi 17)")
+    except Exception:
+        pass
+    return found
+MATPLOTLIB_DPI = _mpl_dpi()
+`;
+
+/** How long the last call waits for its plants to reach their state before the session ends. */
+const ARM_SECONDS = 1;
+
+type Findings = Record<string, string[] | { error: string }>;
+
+export async function runLeakPhase(input: LeakPhaseInput): Promise<ProbeResult[]> {
+  const { probes, tagOf } = input;
+  const planted = await plantAll(input);
+  const first = planted.session;
+  const where = await placement(input.admin, first);
+  await input.one.deleteSession(first.id);
+  input.progress("the planting session ended; looking from the workspace's next session");
+  const next = await lookFrom(await sessionOnSandbox(input, where), input);
+  const nextWhere = await placement(input.admin, next.session);
+  await input.one.deleteSession(next.session.id);
+  input.progress("looking from a session of the other workspace");
+  const other = await lookFrom(await input.open(input.other), input);
+  await input.other.deleteSession(other.session.id);
+  const sameSandbox =
+    where && nextWhere
+      ? where === nextWhere
+        ? `the next session ran on the same sandbox (${where})`
+        : `the next session ran on another sandbox (${nextWhere}, not ${where}): reuse was not tested`
+      : "which sandbox the next session ran on is unknown (pass --admin-token to check)";
+  return probes.map((probe) => {
+    const error = planted.errors[probe.name];
+    const fromNext = next.findings[probe.name] ?? [];
+    const fromOther = other.findings[probe.name] ?? [];
+    const leaks = [...describe("the next session", fromNext), ...describe("the other workspace", fromOther)];
+    if (leaks.length > 0)
+      return { name: probe.name, outcome: "fail", evidence: `${leaks.join("; ")} (${sameSandbox})` };
+    const what = error ? `nothing could be planted (${error})` : `planted ${tagOf(probe)}, found nowhere`;
+    return { name: probe.name, outcome: "pass", evidence: `${what}; ${sameSandbox}` };
+  });
+}
+
+function describe(from: string, found: string[] | { error: string }): string[] {
+  if (Array.isArray(found)) return found.map((item) => `${from}: ${item}`);
+  return [`${from}: the look failed (${found.error})`];
+}
+
+async function plantAll(
+  input: LeakPhaseInput,
+): Promise<{ session: ProbeSession; errors: Record<string, string> }> {
+  const session = await input.open(input.one);
+  const errors: Record<string, string> = {};
+  for (const probe of input.probes.filter((p) => p.plant.stage === "early")) {
+    input.progress(`planting ${probe.name}`);
+    const outcome = await runJson<string | null>(
+      session,
+      `${guarded(probe.plant.code(input.tagOf(probe)))}\nprint(json.dumps(_error))`,
+    ).catch((error: Error) => error.message);
+    if (outcome) errors[probe.name] = outcome;
+  }
+  const last = input.probes.filter((p) => p.plant.stage === "last");
+  input.progress(`planting ${last.map((p) => p.name).join(", ")} in the session's last call`);
+  const program = last
+    .map((probe) => `${guarded(probe.plant.code(input.tagOf(probe)))}\n_errors[${py(probe.name)}] = _error`)
+    .join("\n");
+  const lastErrors = await runJson<Record<string, string | null>>(
+    session,
+    // The wait lets each plant reach its state (a leader exits 0.2 s after its thread starts).
+    `import json, time\n_errors = {}\n${program}\ntime.sleep(${ARM_SECONDS})\nprint(json.dumps(_errors))`,
+  );
+  for (const [name, error] of Object.entries(lastErrors)) if (error) errors[name] = error;
+  return { session, errors };
+}
+
+/** Plant code that records its error in `_error` instead of stopping the call. */
+function guarded(code: string): string {
+  const body = code
+    .trim()
+    .split("\n")
+    .map((line) => `    ${line}`)
+    .join("\n");
+  return `import json\n_error = None\ntry:\n${body || "    pass"}\nexcept BaseException as e:\n    _error = '%s: %s' % (type(e).__name__, e)`;
+}
+
+/**
+ * The workspace's next session, on the planting session's sandbox where the admin API tells:
+ * a workspace may hold other parked sandboxes, and a new session may take one of those first.
+ * Each session that lands elsewhere stays open (the run ends it), holding that sandbox, so
+ * the next try finds only the scrubbed one.
+ */
+const PLACEMENT_TRIES = 6;
+async function sessionOnSandbox(input: LeakPhaseInput, sandbox: string | undefined): Promise<ProbeSession> {
+  for (let attempt = 1; ; attempt++) {
+    const session = await input.open(input.one);
+    if (!sandbox || attempt >= PLACEMENT_TRIES) return session;
+    if ((await placement(input.admin, session)) === sandbox) return session;
+  }
+}
+
+async function lookFrom(
+  session: ProbeSession,
+  input: LeakPhaseInput,
+): Promise<{ session: ProbeSession; findings: Findings }> {
+  const client = session.client;
+  const beatTags = input.probes.filter((p) => p.beats).map(input.tagOf);
+  const looks = (stage: "first" | "after-tools") =>
+    input.probes
+      .filter((p) => p.look.stage === stage)
+      .map(
+        (probe) =>
+          `try:\n    _found[${py(probe.name)}] = list(${probe.look.expression(input.tagOf(probe))})\nexcept Exception as e:\n    _found[${py(probe.name)}] = {'error': '%s: %s' % (type(e).__name__, e)}`,
+      )
+      .join("\n");
+  const firstLooks = await runJson<Findings>(
+    session,
+    `${LOOK_PRELUDE}\n_found = {}\nclear_beats(json.loads(${py(JSON.stringify(beatTags))}))\ntime.sleep(BEAT_WAIT)\n${looks("first")}\nprint(json.dumps(_found))`,
+    120,
+  );
+  await client.tool(session.id, "bash_code_execution", AFTER_TOOLS_COMMAND);
+  const laterLooks = await runJson<Findings>(
+    session,
+    `${LOOK_PRELUDE}\n${AFTER_TOOLS_PRELUDE}\n_found = {}\n${looks("after-tools")}\nprint(json.dumps(_found))`,
+  );
+  return { session, findings: { ...firstLooks, ...laterLooks } };
+}
+
+async function placement(admin: AdminView | undefined, session: ProbeSession): Promise<string | undefined> {
+  if (!admin) return undefined;
+  return (await admin.sessionOf(session.id).catch(() => undefined))?.sandboxId;
+}
