@@ -4,6 +4,8 @@
  * ends, and then the workspace's next session (on the same sandbox, where the deployment
  * reuses them) and a session of the other workspace each look for every plant.
  */
+import { cleanupProgram } from "./cleanup.js";
+import { NOT_A_SANDBOX } from "./host-guard.js";
 import { LOOK_PRELUDE } from "./look-prelude.js";
 import type { LeakProbe, ProbeResult, ProbeSession } from "./probe.js";
 import { py, runJson } from "./probe.js";
@@ -18,6 +20,8 @@ export interface LeakPhaseInput {
   /** Opens a session the run ends whatever happens. */
   open(client: WorkspaceClient): Promise<ProbeSession>;
   progress(line: string): void;
+  /** Sessions tried for the planting sandbox; one once a cycle found the deployment does not reuse. */
+  reuse: { tries: number };
 }
 
 /** What the next session's bash tool and a fresh Python leave for the "after-tools" looks. */
@@ -58,6 +62,9 @@ export async function runLeakPhase(input: LeakPhaseInput): Promise<ProbeResult[]
   input.progress("looking from a session of the other workspace");
   const other = await lookFrom(await input.open(input.other), input);
   await input.other.deleteSession(other.session.id);
+  const found = (findings: Findings) =>
+    Object.values(findings).some((value) => !Array.isArray(value) || value.length > 0);
+  if (found(next.findings) || found(other.findings)) await cleanUp(input);
   const sameSandbox =
     where && nextWhere
       ? where === nextWhere
@@ -71,13 +78,21 @@ export async function runLeakPhase(input: LeakPhaseInput): Promise<ProbeResult[]
     const leaks = [...describe("the next session", fromNext), ...describe("the other workspace", fromOther)];
     if (leaks.length > 0)
       return { name: probe.name, outcome: "fail", evidence: `${leaks.join("; ")} (${sameSandbox})` };
+    if (error?.includes(NOT_A_SANDBOX)) return { name: probe.name, outcome: "fail", evidence: NOT_A_SANDBOX };
     const what = error ? `nothing could be planted (${error})` : `planted ${tagOf(probe)}, found nowhere`;
     return { name: probe.name, outcome: "pass", evidence: `${what}; ${sameSandbox}` };
   });
 }
 
+/** Findings shown per look; more are counted, not listed (a host's process table is long). */
+const SHOWN_FINDINGS = 8;
+
 function describe(from: string, found: string[] | { error: string }): string[] {
-  if (Array.isArray(found)) return found.map((item) => `${from}: ${item}`);
+  if (Array.isArray(found)) {
+    const shown = found.slice(0, SHOWN_FINDINGS).map((item) => `${from}: ${item}`);
+    if (found.length > SHOWN_FINDINGS) shown.push(`${from}: ${found.length - SHOWN_FINDINGS} more`);
+    return shown;
+  }
   return [`${from}: the look failed (${found.error})`];
 }
 
@@ -124,12 +139,17 @@ function guarded(code: string): string {
  * Each session that lands elsewhere stays open (the run ends it), holding that sandbox, so
  * the next try finds only the scrubbed one.
  */
-const PLACEMENT_TRIES = 6;
+export const PLACEMENT_TRIES = 4;
 async function sessionOnSandbox(input: LeakPhaseInput, sandbox: string | undefined): Promise<ProbeSession> {
   for (let attempt = 1; ; attempt++) {
     const session = await input.open(input.one);
-    if (!sandbox || attempt >= PLACEMENT_TRIES) return session;
+    if (!sandbox || !input.admin) return session;
     if ((await placement(input.admin, session)) === sandbox) return session;
+    if (attempt >= input.reuse.tries) {
+      // No reuse seen: later cycles do not spend the workspace's session rate looking for it.
+      input.reuse.tries = 1;
+      return session;
+    }
   }
 }
 
@@ -163,4 +183,15 @@ async function lookFrom(
 async function placement(admin: AdminView | undefined, session: ProbeSession): Promise<string | undefined> {
   if (!admin) return undefined;
   return (await admin.sessionOf(session.id).catch(() => undefined))?.sandboxId;
+}
+
+/** Removes what the deployment kept of this cycle's plants (cleanup.ts); never fails the run. */
+async function cleanUp(input: LeakPhaseInput): Promise<void> {
+  try {
+    const session = await input.open(input.one);
+    await runJson(session, cleanupProgram(input.probes.map(input.tagOf)));
+    await input.one.deleteSession(session.id);
+  } catch {
+    // A deployment that refuses a session now has nothing more to clean of ours.
+  }
 }

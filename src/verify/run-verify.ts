@@ -5,10 +5,10 @@
  * a claim that cannot be checked is not a claim that holds.
  */
 import { randomBytes } from "node:crypto";
-import { runLeakPhase } from "./leak-phase.js";
+import { PLACEMENT_TRIES, runLeakPhase } from "./leak-phase.js";
 import type { CheckContext, CheckProbe, LeakProbe, Probe, ProbeResult, ProbeSession } from "./probe.js";
 import { ADMIN_PROBES, PROBES } from "./probe-catalog.js";
-import { AdminView, VerifyHttp, WorkspaceClient } from "./verify-client.js";
+import { AdminView, VerifyCallError, VerifyHttp, WorkspaceClient } from "./verify-client.js";
 
 export interface VerifyOptions {
   url: string;
@@ -39,29 +39,47 @@ export async function runVerify(options: VerifyOptions): Promise<ProbeResult[]> 
   const other = new WorkspaceClient(http, options.otherToken);
   const admin = options.adminToken ? new AdminView(http, options.adminToken) : undefined;
   const probes = selectProbes(options.only, admin !== undefined);
+  await preflight(http, options).catch(async (error: unknown) => {
+    await http.close();
+    throw error;
+  });
   const run = randomBytes(4).toString("hex");
   const tagOf = (probe: Probe) => `spv${run}x${PROBES.indexOf(probe)}`;
   const results: ProbeResult[] = [];
   const opened: ProbeSession[] = [];
   try {
     const open = async (client: WorkspaceClient) => {
-      const session = { id: await client.createSession(), client };
+      const session = {
+        id: await client.createSession((seconds) =>
+          progress(`the workspace's session rate is spent: waiting ${seconds} s, as the gateway asks`),
+        ),
+        client,
+      };
       opened.push(session);
       return session;
     };
     const leaks = probes.filter((probe): probe is LeakProbe => probe.kind === "leak");
     const cycles = leakCycles(leaks);
+    const reuse = { tries: PLACEMENT_TRIES };
     for (const [index, cycle] of cycles.entries()) {
       progress(`[leak ${index + 1}/${cycles.length}] plant ${cycle.map((p) => p.name).join(", ")}`);
-      const found = await runLeakPhase({ probes: cycle, one, other, admin, tagOf, open, progress }).catch(
-        (error: Error) =>
-          cycle.map(
-            (probe): ProbeResult => ({
-              name: probe.name,
-              outcome: "fail",
-              evidence: `could not run: ${error.message}`,
-            }),
-          ),
+      const found = await runLeakPhase({
+        probes: cycle,
+        one,
+        other,
+        admin,
+        tagOf,
+        open,
+        progress,
+        reuse,
+      }).catch((error: Error) =>
+        cycle.map(
+          (probe): ProbeResult => ({
+            name: probe.name,
+            outcome: "fail",
+            evidence: `could not run: ${error.message}`,
+          }),
+        ),
       );
       results.push(...found);
       await endAll(opened);
@@ -89,6 +107,35 @@ export async function runVerify(options: VerifyOptions): Promise<ProbeResult[]> 
     (a, b) =>
       PROBES.findIndex((probe) => probe.name === a.name) - PROBES.findIndex((probe) => probe.name === b.name),
   );
+}
+
+/**
+ * Before any probe: the gateway answers, and each token is taken (a workspace token's unknown
+ * session is a 404, not a 401; the admin token lists sessions). A run with a wrong URL or
+ * token says so once, instead of failing every probe with it.
+ */
+async function preflight(http: VerifyHttp, options: VerifyOptions): Promise<void> {
+  const tokens: [string, string][] = [
+    ["--token", options.token],
+    ["--other-token", options.otherToken],
+  ];
+  for (const [flag, token] of tokens) {
+    const answer = await http.send("GET", "sessions/spv-preflight", { token }).catch((error: Error) => {
+      const cause = (error as Error & { cause?: { code?: string } }).cause?.code ?? error.message;
+      throw new VerifyCallError(`cannot reach the gateway at ${options.url}: ${cause}`);
+    });
+    if (answer.status === 401 || answer.status === 403)
+      throw new VerifyCallError(
+        `the gateway refuses ${flag} (${answer.status}): ${answer.text.slice(0, 200)}`,
+      );
+  }
+  if (options.adminToken) {
+    const answer = await http.send("GET", "admin/v1/sessions", { token: options.adminToken });
+    if (answer.status !== 200)
+      throw new VerifyCallError(
+        `the gateway refuses --admin-token (${answer.status}): ${answer.text.slice(0, 200)}`,
+      );
+  }
 }
 
 async function runCheck(probe: CheckProbe, context: CheckContext): Promise<ProbeResult> {

@@ -23,6 +23,8 @@ export interface ToolOutput {
 export class VerifyCallError extends Error {}
 
 const CALL_DEADLINE_MS = 120_000;
+/** The longest a run waits out a workspace's session rate, in all, before it takes the 429. */
+const MAX_RATE_WAIT_S = 180;
 
 export class VerifyHttp {
   private readonly agent = new Agent({ connect: { timeout: 10_000 } });
@@ -59,12 +61,24 @@ export class WorkspaceClient {
     readonly token: string,
   ) {}
 
-  async createSession(): Promise<string> {
-    const answer = await this.http.send("POST", "sessions", {
-      token: this.token,
-      body: "{}",
-      headers: { "content-type": "application/json" },
-    });
+  /**
+   * Opens a session; a workspace's session rate (429 with Retry-After) is waited out, as any
+   * good client would: a run opens many sessions, more than some deployments allow a minute.
+   */
+  async createSession(onWait: (seconds: number) => void = () => {}): Promise<string> {
+    let answer: HttpAnswer;
+    for (let waited = 0; ; ) {
+      answer = await this.http.send("POST", "sessions", {
+        token: this.token,
+        body: "{}",
+        headers: { "content-type": "application/json" },
+      });
+      const retryAfter = Number(answer.headers["retry-after"]);
+      if (answer.status !== 429 || !(retryAfter > 0) || waited + retryAfter > MAX_RATE_WAIT_S) break;
+      onWait(retryAfter);
+      await new Promise((resolve) => setTimeout(resolve, retryAfter * 1000));
+      waited += retryAfter;
+    }
     if (answer.status !== 201)
       throw new VerifyCallError(`CreateSession answered ${answer.status}: ${answer.text.slice(0, 300)}`);
     return (JSON.parse(answer.text) as { session_id: string }).session_id;

@@ -6,6 +6,7 @@
 import { Command, Option } from "commander";
 import { PROBES } from "../../verify/probe-catalog.js";
 import { runVerify } from "../../verify/run-verify.js";
+import { VerifyCallError } from "../../verify/verify-client.js";
 import { reportJson, reportTable } from "../../verify/verify-report.js";
 import { ADMIN_USAGE_EXIT_CODE, adminConnection } from "../admin/admin-client.js";
 import { examples, usageExits } from "../admin/admin-command-kit.js";
@@ -98,7 +99,14 @@ export function verifyCommand(): Command {
       only,
       progress: (line) =>
         process.stderr.write(`verify: ${line} (${((Date.now() - started) / 1000).toFixed(1)} s)\n`),
+    }).catch((error: unknown) => {
+      // The gateway unreachable, or a token refused: said once, no report.
+      if (!(error instanceof VerifyCallError)) throw error;
+      process.stderr.write(`sandpool verify: ${error.message}\n`);
+      process.exitCode = 1;
+      return undefined;
     });
+    if (!results) return;
     process.stdout.write(`${flags.json ? reportJson(results) : reportTable(results)}\n`);
     process.exitCode = results.every((r) => r.outcome === "pass") ? 0 : 1;
   });

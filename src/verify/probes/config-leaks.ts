@@ -6,10 +6,11 @@
  * /tmp/<tag>.ran-<what>, which the next session looks for after its bash tool and a fresh
  * Python have run.
  */
+import { HOST_GUARD } from "../host-guard.js";
 import type { LeakProbe } from "../probe.js";
 import { py } from "../probe.js";
 
-const PLANT_CONFIG = (tag: string) => `
+const PLANT_CONFIG = (tag: string) => `${HOST_GUARD}
 import os, site, sys
 tag = ${py(tag)}
 ran = lambda what: "open('/tmp/%s.ran-%s', 'w').close()" % (tag, what)

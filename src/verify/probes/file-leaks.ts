@@ -1,4 +1,5 @@
 /** Files a session leaves: in its workspace, /tmp, /dev/shm, and every other place it can write. */
+import { HOST_GUARD } from "../host-guard.js";
 import type { LeakProbe } from "../probe.js";
 import { py } from "../probe.js";
 
@@ -59,7 +60,7 @@ ${plantUnder("'/dev/shm'", `${tag}d`)}
     claim: "no directory the code can write to keeps a file for the next session",
     plant: {
       stage: "early",
-      code: (tag) => `
+      code: (tag) => `${HOST_GUARD}
 import os
 for dirpath, dirnames, filenames in os.walk('/', onerror=lambda e: None):
     dirnames[:] = [d for d in dirnames if os.path.join(dirpath, d) not in ('/proc', '/sys')]

@@ -5,12 +5,13 @@
  * last call, so the scrub alone stands between them and the next session; each writes
  * /tmp/<tag>.beat while it runs (where it can), and carries its tag in its environment.
  */
+import { HOST_GUARD } from "../host-guard.js";
 import type { LeakProbe } from "../probe.js";
 import { py } from "../probe.js";
 
 /** Starts `script` (Python) in a new session, detached, with the tag in its environment. */
 function detachedPython(tag: string, script: string): string {
-  return `
+  return `${HOST_GUARD}
 import os, subprocess, sys
 subprocess.Popen([sys.executable, '-c', ${py(script)}], env=dict(os.environ, SPV_TAG=${py(tag)}),
                  start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
