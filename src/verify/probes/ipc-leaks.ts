@@ -11,7 +11,7 @@ function sysvProbe(table: "shm" | "msg" | "sem", call: string): LeakProbe {
   return {
     kind: "leak",
     name: `ipc.sysv-${table}`,
-    claim: `System V ${{ shm: "shared memory", msg: "message queues", sem: "semaphores" }[table]} of a session are removed before the next`,
+    claim: `System V ${{ shm: "shared memory segments", msg: "message queues", sem: "semaphores" }[table]} of a session are removed before the next`,
     plant: {
       stage: "early",
       code: (tag) => `
