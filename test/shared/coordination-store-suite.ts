@@ -1238,6 +1238,34 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
           expect((await store.getLease(keyOf(l)))?.activeCalls).toBe(2);
         });
 
+        it("interleaved with takeLease, a call either began on the lease or found it gone, its budget with it", async () => {
+          // Each pairing started in the same tick: on a store whose method awaited between its
+          // read and its write, the take ran in between ("started" with no lease, budget kept).
+          for (let round = 0; round < 20; round++) {
+            const ws = freshName("ws");
+            const l = lease(ws);
+            await store.putLease(l);
+            const [started, taken] = await Promise.all([
+              store.beginCall(keyOf(l), { now: t0, busyUntil: t0 + MINUTE, budget: budgetOf(SECOND) }),
+              store.takeLease(keyOf(l)),
+            ]);
+            expect(taken?.sessionId).toBe(l.sessionId);
+            if (started.outcome === "started") {
+              expect(started.lease.sessionId).toBe(l.sessionId);
+              expect(await store.readBudget(ws, "2026-12-01")).toBe(SECOND);
+            } else {
+              expect(started).toEqual({ outcome: "gone" });
+              expect(await store.readBudget(ws, "2026-12-01")).toBe(0);
+            }
+            const ended = await Promise.all([
+              store.endCall(keyOf(l), { now: t0 + 1, refund: { day: "2026-12-01", milliseconds: SECOND } }),
+              store.putLease(l),
+            ]);
+            expect(typeof ended[0]).toBe("boolean");
+            expect(await store.readBudget(ws, "2026-12-01")).toBe(0);
+          }
+        });
+
         it("a call without a budget reserves nothing", async () => {
           const ws = freshName("ws");
           const l = lease(ws);

@@ -1,7 +1,10 @@
 /**
  * The coordination store in one process's memory: dev mode and unit tests. Same semantics
  * as the Redis store (expiring slots and members, atomic pops and takes), without the
- * network; every method is trivially atomic because nothing awaits inside it.
+ * network. Every method is atomic because nothing awaits between its read and its write: a
+ * method that does what another does calls that one's synchronous body (`...Now`), never the
+ * async method, whose await would let a call of another task (a takeLease) run in between,
+ * as a Redis script never can.
  */
 import type { CoordinationStore } from "./coordination-store.js";
 import { MemoryPoolDemand } from "./memory-pool-demand.js";
@@ -146,6 +149,10 @@ export class MemoryCoordinationStore implements CoordinationStore {
   }
 
   async reserveBudget(workspace: string, day: string, requestedMs: number, limitMs: number) {
+    return this.reserveBudgetNow(workspace, day, requestedMs, limitMs);
+  }
+
+  private reserveBudgetNow(workspace: string, day: string, requestedMs: number, limitMs: number): number {
     const key = `${workspace}\u0000${day}`;
     const granted = Math.max(0, Math.min(requestedMs, limitMs - this.usedOf(key)));
     if (granted > 0) this.budgets.set(key, (this.budgets.get(key) ?? 0) + granted);
@@ -153,6 +160,10 @@ export class MemoryCoordinationStore implements CoordinationStore {
   }
 
   async refundBudget(workspace: string, day: string, milliseconds: number) {
+    return this.refundBudgetNow(workspace, day, milliseconds);
+  }
+
+  private refundBudgetNow(workspace: string, day: string, milliseconds: number): number {
     const key = `${workspace}\u0000${day}`;
     const used = this.budgets.get(key);
     if (used === undefined) return 0;
@@ -229,7 +240,7 @@ export class MemoryCoordinationStore implements CoordinationStore {
     const mark = this.inFlight.get(pool)?.get(sandboxId);
     if (mark === undefined || mark > now) return false;
     if (this.retiring.get(pool)?.has(sandboxId, now)) return false;
-    await this.removeMember(pool, sandboxId);
+    this.removeMemberNow(pool, sandboxId);
     return true;
   }
 
@@ -242,6 +253,10 @@ export class MemoryCoordinationStore implements CoordinationStore {
   }
 
   async removeMember(pool: string, sandboxId: string) {
+    this.removeMemberNow(pool, sandboxId);
+  }
+
+  private removeMemberNow(pool: string, sandboxId: string): void {
     this.members.get(pool)?.delete(sandboxId);
     this.warming.get(pool)?.delete(sandboxId);
     this.retiring.get(pool)?.delete(sandboxId);
@@ -352,6 +367,10 @@ export class MemoryCoordinationStore implements CoordinationStore {
   }
 
   async touchLease(key: LeaseKey, now: number, call?: CallMark) {
+    return this.touchLeaseNow(key, now, call);
+  }
+
+  private touchLeaseNow(key: LeaseKey, now: number, call?: CallMark): Lease | undefined {
     const lease = this.leases.get(leaseId(key));
     if (!lease) return undefined;
     lease.lastActivityAt = Math.max(lease.lastActivityAt, now);
@@ -373,18 +392,19 @@ export class MemoryCoordinationStore implements CoordinationStore {
     let grantedMs = 0;
     if (start.budget) {
       const { day, requestedMs, limitMs } = start.budget;
-      grantedMs = await this.reserveBudget(key.workspace, day, Math.max(1, Math.ceil(requestedMs)), limitMs);
+      grantedMs = this.reserveBudgetNow(key.workspace, day, Math.max(1, Math.ceil(requestedMs)), limitMs);
       if (grantedMs <= 0) return { outcome: "budget_spent" };
     }
-    const marked = (await this.touchLease(key, start.now, { begin: start.busyUntil }))!;
+    const marked = this.touchLeaseNow(key, start.now, { begin: start.busyUntil });
+    if (!marked) throw new Error("the lease went while its call began (no await may run in between)");
     return { outcome: "started", lease: marked, grantedMs };
   }
 
   async endCall(key: LeaseKey, end: CallEnd) {
     if (end.refund && end.refund.milliseconds > 0) {
-      await this.refundBudget(key.workspace, end.refund.day, Math.floor(end.refund.milliseconds));
+      this.refundBudgetNow(key.workspace, end.refund.day, Math.floor(end.refund.milliseconds));
     }
-    return (await this.touchLease(key, end.now, { end: true })) !== undefined;
+    return this.touchLeaseNow(key, end.now, { end: true }) !== undefined;
   }
 
   async stepHibernation(key: LeaseKey, step: HibernationStep): Promise<HibernationStepped> {
