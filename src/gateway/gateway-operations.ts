@@ -9,6 +9,7 @@
 import { adminHandlers } from "../admin/admin-handlers.js";
 import { discoveryHandlers } from "../discovery/discovery-handlers.js";
 import type { ServedOperations } from "../http/gateway-app.js";
+import { assertEveryOperationHandled } from "../operations/unhandled-operations.js";
 import { type InProcessCall, inProcessCall } from "../pipeline/call.js";
 import { serviceHandlers } from "../service/service-handlers.js";
 import { contractHandlers } from "../session/contract-handlers.js";
@@ -16,7 +17,7 @@ import { SessionCalls } from "../session/session-calls.js";
 import type { GatewayParts } from "./gateway-parts.js";
 
 export function gatewayOperations(parts: GatewayParts): Required<ServedOperations> {
-  return {
+  const built: Required<ServedOperations> = {
     deps: {
       check: parts,
       usage: parts.usage,
@@ -30,6 +31,9 @@ export function gatewayOperations(parts: GatewayParts): Required<ServedOperation
     service: { ...serviceHandlers(parts), ...discoveryHandlers },
     admin: adminHandlers(parts),
   };
+  // A declared operation without a handler would answer as an unknown route: refuse to start.
+  assertEveryOperationHandled({ contract: built.contract, service: built.service, admin: built.admin });
+  return built;
 }
 
 /** Calls any contract or service operation in process, through the pipeline. */
