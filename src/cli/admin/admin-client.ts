@@ -30,9 +30,10 @@ export interface AdminConnection {
   json: boolean;
 }
 
-export interface AdminAnswer {
+/** An answer of the admin API: its status and JSON body (typed by the operation, see AdminBody). */
+export interface AdminAnswer<B = unknown> {
   status: number;
-  body: unknown;
+  body: B;
 }
 
 /** The connection an admin command uses, from its --url/--token/--json options (env already applied). */
@@ -62,6 +63,24 @@ export type AdminPathWith<M extends AdminMethod> = {
   [P in AdminPath]: paths[P][M] extends undefined ? never : P;
 }[AdminPath];
 
+/**
+ * The JSON body of an operation's 2xx answer, from the types generated off the OpenAPI document
+ * (undefined for a 204): the CLI reads the admin API's answers in the registry's own shapes.
+ */
+type SuccessBody<Operation> = Operation extends { responses: infer Responses }
+  ? {
+      [Status in keyof Responses]: Status extends 200 | 201
+        ? Responses[Status] extends { content: { "application/json": infer Body } }
+          ? Body
+          : never
+        : Status extends 204
+          ? undefined
+          : never;
+    }[keyof Responses]
+  : unknown;
+
+export type AdminBody<M extends AdminMethod, P extends AdminPathWith<M>> = SuccessBody<paths[P][M]>;
+
 /** The parts of one admin request: path parameters, query (undefined values are left out), JSON body. */
 export interface AdminRequest {
   path?: Record<string, string>;
@@ -85,12 +104,12 @@ type LooseRequest = (
  * (openapi-fetch over src/cli/generated/admin-api.ts). Answers 2xx with the parsed JSON body;
  * anything else throws AdminCliError with the reason.
  */
-export async function adminCall<M extends AdminMethod>(
+export async function adminCall<M extends AdminMethod, P extends AdminPathWith<M>>(
   conn: AdminConnection,
   method: M,
-  path: AdminPathWith<M>,
+  path: P,
   request: AdminRequest = {},
-): Promise<AdminAnswer> {
+): Promise<AdminAnswer<AdminBody<M, P>>> {
   const client = await adminClient(conn);
   let answer: Awaited<ReturnType<LooseRequest>>;
   try {
@@ -103,7 +122,9 @@ export async function adminCall<M extends AdminMethod>(
     throw new AdminCliError(`cannot reach sandpool at ${conn.url}: ${describeNetworkError(error)}`);
   }
   const status = answer.response.status;
-  if (status >= 200 && status < 300) return { status, body: parseJson(conn, status, answer.data) };
+  // The body is the operation's declared answer: the registry's schema these types are generated from.
+  if (status >= 200 && status < 300)
+    return { status, body: parseJson(conn, status, answer.data) as AdminBody<M, P> };
   // openapi-fetch parses an error's JSON itself; text it could not parse stays a string.
   const body = answer.error === "" ? undefined : answer.error;
   if (typeof body === "string") throw notJson(conn, status);

@@ -92,7 +92,7 @@ export function auditCommand(): Command {
           query: Object.fromEntries(query),
         });
         if (conn.json) return printJson(body);
-        out(renderAudit((body as { items: AuditItem[] }).items));
+        out(renderAudit(body.items));
       }),
     ),
   );

@@ -20,16 +20,6 @@ import {
 
 const run = <A extends unknown[]>(action: (...args: A) => Promise<void>) => runAdmin("sandpool keys", action);
 
-interface KeyView {
-  prefix: string;
-  workspace: string;
-  name: string | null;
-  createdAt: string;
-  lastUsedAt: string | null;
-  expiresAt: string | null;
-  revokedAt: string | null;
-}
-
 const EXPIRY = /^(\d+)\s*(m|h|d|w|y)$/i;
 const UNIT_SECONDS: Record<string, number> = { m: 60, h: 3600, d: 86_400, w: 604_800, y: 31_536_000 };
 
@@ -82,7 +72,7 @@ function createCommand(): Command {
         },
       });
       if (conn.json) return printJson(body);
-      const created = body as KeyView & { key: string };
+      const created = body;
       out(created.key);
       process.stderr.write(
         `key ${created.prefix} for workspace ${created.workspace}` +
@@ -109,7 +99,7 @@ function listCommand(): Command {
         query: { workspace: options.workspace || undefined },
       });
       if (conn.json) return printJson(body);
-      const items = (body as { items: KeyView[] }).items;
+      const items = body.items;
       if (items.length === 0) return out("no API keys");
       out(
         table(
@@ -145,7 +135,7 @@ function revokeCommand(): Command {
       const conn = adminConnection(options);
       const { body } = await adminCall(conn, "delete", "/admin/v1/keys/{prefix}", { path: { prefix } });
       if (conn.json) return printJson(body);
-      const revoked = (body as { revoked: KeyView }).revoked;
+      const revoked = body.revoked;
       out(`revoked key ${revoked.prefix} of workspace ${revoked.workspace}`);
     }),
   );

@@ -6,23 +6,14 @@
  * its sandboxes go. Through the admin API. Exit codes: 0 done, 1 refused or unreachable, 2 bad usage.
  */
 import { Command } from "commander";
-import { adminCall, adminConnection, type ConnectionOptions } from "../admin/admin-client.js";
+import { type AdminBody, adminCall, adminConnection, type ConnectionOptions } from "../admin/admin-client.js";
 import { examples, runAdmin, usageExits, withConnection } from "../admin/admin-command-kit.js";
 import { out, printJson, table } from "../admin/admin-render.js";
 
 const PREFIX = "sandpool nodes";
 
-interface NodeItem {
-  id: string;
-  url: string;
-  state: string;
-  capacity: Record<string, number>;
-  freeWarm: Record<string, number>;
-  leased: number;
-  heartbeatAt: number;
-  /** Absent from a node older than the field: container alone. */
-  isolation?: string[];
-}
+/** A node as the admin API answers it (the type generated from its document). */
+type NodeItem = AdminBody<"get", "/admin/v1/nodes">["items"][number];
 
 export function renderNodes(nodes: NodeItem[], now = Date.now()): string {
   if (nodes.length === 0) return "no nodes (one host: --role all, or no node has registered)";
@@ -53,7 +44,7 @@ function listCommand(): Command {
       const conn = adminConnection(options);
       const { body } = await adminCall(conn, "get", "/admin/v1/nodes");
       if (conn.json) return printJson(body);
-      out(renderNodes((body as { items: NodeItem[] }).items));
+      out(renderNodes(body.items));
     }),
   );
 }
@@ -74,7 +65,7 @@ function drainCommand(action: "drain" | "undrain"): Command {
       const { body } = await adminCall(conn, "post", `/admin/v1/nodes/{id}/${action}`, { path: { id } });
       if (conn.json) return printJson(body);
       out(`${action === "drain" ? "draining" : "undrained"} node ${id}\n`);
-      out(renderNodes([body as NodeItem]));
+      out(renderNodes([body]));
     }),
   );
 }

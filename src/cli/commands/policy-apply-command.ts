@@ -18,6 +18,7 @@ import { readFile } from "node:fs/promises";
 import { Command } from "commander";
 import { parseDocument, stringify } from "yaml";
 import {
+  type AdminBody,
   AdminUsageError,
   adminCall,
   adminConnection,
@@ -25,20 +26,13 @@ import {
 } from "../admin/admin-client.js";
 import { examples, runAdmin, withConnection } from "../admin/admin-command-kit.js";
 import { out, printJson } from "../admin/admin-render.js";
-import { type AuditEntry, describeChange } from "./policy-render.js";
+import { describeChange, type PolicyChange } from "./policy-render.js";
 
-interface PolicySetChange {
-  workspace: string;
-  action: "create" | "update" | "delete" | "unchanged";
-  before: Record<string, unknown> | null;
-  after: Record<string, unknown> | null;
-}
-
-interface ApplyAnswer {
-  dryRun: boolean;
-  changed: boolean;
-  changes: PolicySetChange[];
-}
+/** The admin API's answer to an apply (generated from its document), each row read field by field. */
+type PolicySetAnswer = AdminBody<"put", "/admin/v1/policies">;
+type ApplyAnswer = Omit<PolicySetAnswer, "changes"> & {
+  changes: (Omit<PolicySetAnswer["changes"][number], keyof PolicyChange> & PolicyChange)[];
+};
 
 const run = <A extends unknown[]>(action: (...args: A) => Promise<void>) =>
   runAdmin("sandpool policy", action);
@@ -80,8 +74,7 @@ export function renderApply(answer: ApplyAnswer, file: string): string {
   for (const change of answer.changes) {
     count[change.action]++;
     if (change.action === "unchanged") continue;
-    const entry = { before: change.before, after: change.after } as AuditEntry;
-    lines.push(`${MARK[change.action]} ${change.workspace}: ${describeChange(entry)}`);
+    lines.push(`${MARK[change.action]} ${change.workspace}: ${describeChange(change)}`);
   }
   if (!answer.changed) {
     lines.push(
@@ -129,7 +122,7 @@ export function applyCommand(): Command {
         body: set,
       });
       if (conn.json) return printJson(body);
-      out(renderApply(body as ApplyAnswer, options.file));
+      out(renderApply(body, options.file));
     }),
   );
 }

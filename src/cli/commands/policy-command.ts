@@ -34,16 +34,12 @@ import { out, printJson, table } from "../admin/admin-render.js";
 import { integerOption } from "../parse-number.js";
 import { applyCommand, exportCommand } from "./policy-apply-command.js";
 import {
-  type AuditEntry,
   describeChange,
   fieldOfFlag,
   formatQuantity,
   narrowings,
   type PolicyField,
-  type PolicyRow,
-  type PolicyView,
   renderPolicy,
-  type UsageRow,
 } from "./policy-render.js";
 
 // Kept for the commands written against this file before the split: import from
@@ -181,7 +177,7 @@ function listCommand(): Command {
       const conn = connection(options);
       const { body } = await call(conn, "get", "/admin/v1/workspaces");
       if (conn.json) return printJson(body);
-      const rows = (body as { workspaces: PolicyRow[] }).workspaces;
+      const rows = body.workspaces;
       if (rows.length === 0)
         return out("no workspace has a policy row: every workspace runs on the deployment defaults");
       out(
@@ -227,7 +223,7 @@ function getCommand(): Command {
         path: { ws: workspace },
       });
       if (conn.json) return printJson(body);
-      out(renderPolicy(body as PolicyView));
+      out(renderPolicy(body));
     }),
   );
 }
@@ -267,7 +263,7 @@ function setCommand(): Command {
         body: edit,
       });
       if (conn.json) return printJson(body);
-      const view = body as PolicyView;
+      const view = body;
       out(`updated the policy of ${workspace} (${Object.keys(edit).join(", ")})\n`);
       out(renderPolicy(view));
     }),
@@ -315,7 +311,7 @@ function auditCommand(): Command {
         query: { limit: String(options.limit) },
       });
       if (conn.json) return printJson(body);
-      const entries = (body as { entries: AuditEntry[] }).entries;
+      const entries = body.entries;
       if (entries.length === 0) return out(`no policy edits recorded for ${workspace}`);
       out(
         table(
@@ -357,7 +353,7 @@ function usageCommand(): Command {
         query: { from: options.since || undefined },
       });
       if (conn.json) return printJson(body);
-      const answer = body as { from: string; to: string; usage: UsageRow[] };
+      const answer = body;
       out(`usage of ${workspace} from ${answer.from} to ${answer.to}\n`);
       if (answer.usage.length === 0) return out("no usage recorded in that window");
       out(

@@ -8,6 +8,7 @@ import {
   policyFieldNames,
   policyFields,
 } from "../../policy-schema/policy-fields.js";
+import type { AdminBody } from "../admin/admin-client.js";
 import { formatValue, table } from "../admin/admin-render.js";
 
 export type PolicyField = PolicyFieldName;
@@ -21,38 +22,14 @@ export const fieldOfFlag: Readonly<Record<string, PolicyField>> = Object.fromEnt
 export const effectiveFields: readonly string[] = effectiveFieldNames;
 
 // ---------------------------------------------------------------------------------------------
-// What the admin API answers (see src/operations/admin-schemas/policy-schemas.ts)
+// What the admin API answers: the types generated from its OpenAPI document, not copies of them
 
-export interface PolicyRow extends Record<string, unknown> {
-  workspaceId: string;
-  enabled: boolean;
-  version: number;
-  updatedAt: string;
-  updatedBy: string;
-}
-
-export interface PolicyView {
-  workspace: string;
-  configured: boolean;
-  row: PolicyRow | null;
-  effective: Record<string, unknown>;
-  sources: Record<string, "deployment" | "workspace">;
-}
-
-export interface AuditEntry {
-  id: number;
-  actor: string;
-  at: string;
-  before: Record<string, unknown> | null;
-  after: Record<string, unknown> | null;
-}
-
-export interface UsageRow {
-  kind: string;
-  tool: string | null;
-  count: number;
-  quantity: number;
-}
+type PolicyAnswer = AdminBody<"get", "/admin/v1/workspaces/{ws}/policy">;
+/** A policy as `policy get` shows it: the answer, its values read field by field off the table of fields. */
+export type PolicyView = Omit<PolicyAnswer, "effective"> & { effective: Readonly<Record<string, unknown>> };
+export type PolicyRow = AdminBody<"get", "/admin/v1/workspaces">["workspaces"][number];
+export type AuditEntry = AdminBody<"get", "/admin/v1/workspaces/{ws}/audit">["entries"][number];
+export type UsageRow = AdminBody<"get", "/admin/v1/workspaces/{ws}/usage">["usage"][number];
 
 // ---------------------------------------------------------------------------------------------
 // Rendering
@@ -93,7 +70,13 @@ function auditValue(value: unknown): string {
   return value === null || value === undefined ? "unset" : formatValue(value);
 }
 
-export function describeChange(entry: AuditEntry): string {
+/** A policy row before and after an edit or an apply, read field by field. */
+export interface PolicyChange {
+  before: Readonly<Record<string, unknown>> | null;
+  after: Readonly<Record<string, unknown>> | null;
+}
+
+export function describeChange(entry: PolicyChange): string {
   if (entry.before === null) {
     const set = entry.after ? narrowings(entry.after) : [];
     return `created${set.length > 0 ? `: ${set.join(", ")}` : ""}`;

@@ -136,7 +136,7 @@ function listCommand(): Command {
       const conn = adminConnection(options);
       const { body } = await adminCall(conn, "get", "/admin/v1/pools");
       if (conn.json) return printJson(body);
-      out(renderPools((body as { items: PoolItem[] }).items));
+      out(renderPools(body.items));
       out(FOOTNOTE);
     }),
   );
@@ -183,7 +183,7 @@ function resizeCommand(): Command {
         body: edit,
       });
       if (conn.json) return printJson(body);
-      const pool = body as PoolItem;
+      const pool = body;
       out(`resized the ${pool.name} pool: minIdle ${pool.minIdle}, maxTotal ${pool.maxTotal}\n`);
       out(renderPools([pool]));
     }),

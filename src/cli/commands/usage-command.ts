@@ -189,7 +189,7 @@ export function usageCommand(): Command {
       if (options.until) query.set("until", options.until);
       const { body } = await adminCall(conn, "get", "/admin/v1/usage", { query: Object.fromEntries(query) });
       if (conn.json) return printJson(body);
-      const report = body as UsageReportAnswer;
+      const report = body;
       if (options.csv) return void process.stdout.write(usageCsv(report));
       out(renderUsage(report));
     }),
