@@ -274,11 +274,14 @@ export class SessionHibernation {
     const pool = this.deps.sandboxes.pool(checkpoint.pool);
     if (!pool) throw resumeFailed(`the '${checkpoint.pool}' pool is not served here`);
     const claimId = newClaimId();
+    // A call asked for the resume: it is the session's activity, so the reaper does not end
+    // it meanwhile for an idle deadline counted from before it hibernated.
     const claimed = await this.deps.leases.stepHibernation(key, {
       now: this.now(),
       from: ["saved", "restoring"],
       claimId,
       to: { phase: "restoring", claimId, claimUntil: this.now() + CLAIM_MS, checkpoint },
+      activity: true,
     });
     if (claimed.outcome === "gone") throw notFound();
     if (claimed.outcome !== "stepped") return this.restore(key);
@@ -324,12 +327,14 @@ export class SessionHibernation {
         : resumeFailed("its sandbox could not be restored", 1, error);
     }
     renewal.stop();
+    // Its last activity is its resume (a restore can take seconds).
     const running = await this.deps.leases.stepHibernation(key, {
       now: this.now(),
       from: ["restoring"],
       claimId,
       to: undefined,
       sandbox: record,
+      activity: true,
     });
     if (running.outcome !== "stepped") {
       // Ended while it was restored: the new sandbox serves nobody.

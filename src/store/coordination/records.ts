@@ -112,6 +112,13 @@ export interface HibernationStep {
   /** The session's new sandbox (a resume); the lease's `node` becomes the sandbox's. */
   sandbox?: SandboxRecord;
   requireIdle?: boolean;
+  /**
+   * The step is the session's activity (a resume: a call asked for it): its last activity
+   * becomes `now` and its idle deadline moves with it. Without this a session hibernated for
+   * most of its idle timeout would resume with its pre-hibernation activity and be reaped as
+   * expired at once, its call lost.
+   */
+  activity?: boolean;
 }
 
 export type HibernationStepped =
@@ -138,7 +145,7 @@ export function claimHeld(lease: Lease, now: number): boolean {
 
 /**
  * Whether `step` may be taken on `lease` at `step.now` (the rule the stores apply
- * atomically; the Redis script hibernation-step-2.lua repeats it).
+ * atomically; the Redis script hibernation-step-3.lua repeats it).
  */
 export function hibernationStepRefusal(
   lease: Lease,
