@@ -23,6 +23,12 @@ export interface SandboxRecord {
    * is parked for reuse. Absent on a fresh sandbox.
    */
   owner?: string;
+  /**
+   * Its cgroup's memory peak may be an earlier session's: it was parked for reuse where the
+   * kernel could not start the peak anew (cgroup v2; a cgroup not visible from here), so its
+   * session records no memory peak rather than one that may not be its own.
+   */
+  memoryPeakCarried?: true;
   /** Sessions it has served so far (reuse is bounded); absent: none. */
   uses?: number;
   /** When it was last parked for its owner's next session (epoch ms). */
