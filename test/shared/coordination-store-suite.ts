@@ -1087,6 +1087,46 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
           expect((await store.getLease(keyOf(other)))?.lastActivityAt).toBe(t0);
         });
 
+        it("keeps a refused save's reason on the running lease until a save is committed", async () => {
+          const l = lease(freshName("ws"));
+          await store.putLease(l);
+          const saving = {
+            phase: "saving" as const,
+            claimId: "s1",
+            claimUntil: t0 + MINUTE,
+            checkpoint: checkpoint(l),
+          };
+          const refused = { code: "capacity.checkpoint_space", message: "the disk is full", at: t0 + SECOND };
+          await store.stepHibernation(keyOf(l), { now: t0, from: ["running"], to: saving });
+          const back = await store.stepHibernation(keyOf(l), {
+            now: t0 + SECOND,
+            from: ["saving"],
+            claimId: "s1",
+            to: undefined,
+            refused,
+          });
+          expect(back).toMatchObject({ outcome: "stepped", lease: { hibernationRefused: refused } });
+          expect((await store.getLease(keyOf(l)))?.hibernationRefused).toEqual(refused);
+          // Calls go on; a later claim keeps it; a committed save clears it.
+          expect(
+            (await store.beginCall(keyOf(l), { now: t0 + 2 * SECOND, busyUntil: t0 + MINUTE })).outcome,
+          ).toBe("started");
+          await store.endCall(keyOf(l), { now: t0 + 3 * SECOND });
+          await store.stepHibernation(keyOf(l), {
+            now: t0 + 4 * SECOND,
+            from: ["running"],
+            to: { ...saving, claimId: "s2" },
+          });
+          expect((await store.getLease(keyOf(l)))?.hibernationRefused).toEqual(refused);
+          await store.stepHibernation(keyOf(l), {
+            now: t0 + 5 * SECOND,
+            from: ["saving"],
+            claimId: "s2",
+            to: { phase: "saved", checkpoint: checkpoint(l) },
+          });
+          expect((await store.getLease(keyOf(l)))?.hibernationRefused).toBeUndefined();
+        });
+
         it("refuses to claim a busy session, and lets anyone take over a lapsed claim", async () => {
           const l = lease(freshName("ws"));
           await store.putLease(l);

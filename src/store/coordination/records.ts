@@ -63,6 +63,20 @@ export interface Lease {
   busyUntil?: number;
   /** Set while the session is hibernated, or being saved or restored (docs/hibernate.md). */
   hibernation?: LeaseHibernation;
+  /**
+   * Its last hibernation refused at a bound (the workspace's, or the checkpoint store's bytes
+   * or free disk) since it last hibernated: the session kept running, and the admin view
+   * says why. Cleared as a later save is committed.
+   */
+  hibernationRefused?: HibernationRefusal;
+}
+
+/** A hibernation refused at a bound: its answer's code and message, and when. */
+export interface HibernationRefusal {
+  code: string;
+  message: string;
+  /** Epoch ms. */
+  at: number;
 }
 
 /**
@@ -125,6 +139,8 @@ export interface HibernationStep {
    * expired at once, its call lost.
    */
   activity?: boolean;
+  /** A refused save returning the session to running: the lease keeps why (`hibernationRefused`). */
+  refused?: HibernationRefusal;
 }
 
 export type HibernationStepped =

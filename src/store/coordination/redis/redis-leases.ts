@@ -249,6 +249,7 @@ export class RedisLeases implements LeaseStore {
         step.sandbox ? JSON.stringify(step.sandbox) : "",
         key.sessionId,
         step.activity ? "1" : "",
+        step.refused ? JSON.stringify(step.refused) : "",
       ],
     )) as [string, string?];
     if (outcome === "busy" || outcome === "gone") return { outcome };

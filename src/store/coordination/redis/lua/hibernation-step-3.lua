@@ -16,6 +16,8 @@
 -- ARGV[7]  the session id (its member in the indexes)
 -- ARGV[8]  "1": the step is the session's activity (a resume): last activity becomes now and
 --          its deadline moves (the same deadline as leaseDeadline() in records.ts)
+-- ARGV[9]  a refused save's reason, JSON ("": none); kept as hibernationRefused, which a
+--          committed save ("saved") clears
 -- Returns  {"stepped", lease JSON}, {"elsewhere", lease JSON}, {"busy"} or {"gone"}
 local raw = redis.call("GET", KEYS[1])
 if not raw then
@@ -54,6 +56,11 @@ if ARGV[8] == "1" then
   lease.lastActivityAt = math.max(lease.lastActivityAt, now)
   local idle = math.max(lease.lastActivityAt + lease.idleTimeoutSeconds * 1000, lease.busyUntil or 0)
   redis.call("ZADD", KEYS[3], math.min(idle, lease.createdAt + lease.maxLifetimeSeconds * 1000), ARGV[7])
+end
+if ARGV[9] ~= "" then
+  lease.hibernationRefused = cjson.decode(ARGV[9])
+elseif lease.hibernation and lease.hibernation.phase == "saved" then
+  lease.hibernationRefused = nil
 end
 local updated = cjson.encode(lease)
 redis.call("SET", KEYS[1], updated, "KEEPTTL")
