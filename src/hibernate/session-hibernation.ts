@@ -41,7 +41,7 @@ import { SingleFlight } from "./single-flight.js";
  */
 const CLAIM_MS = 10_000;
 const CLAIM_RENEW_MS = 3_000;
-/** How long an idle session refused at a bound waits before it is tried again (the refusal's Retry-After). */
+/** How long an idle session the store refused for want of room waits before it is tried again (the refusal's Retry-After). */
 const REFUSED_RETRY_MS = 60_000;
 /** How often a caller waiting for another replica's save or restore looks again. */
 const CLAIM_POLL_MS = 100;
@@ -82,10 +82,13 @@ export class SessionHibernation {
   /** Whether sessions of `poolName` can hibernate here. */
   /** Whether an idle session should hibernate now (its pool can, and where it runs allows it). */
   hibernatesIdle(lease: Lease): boolean {
-    // A session refused at a bound is not tried again at every round: each try settles its
-    // sandbox's usage first, and a full store or disk stays so for a while.
+    // A session the store refused for want of room is not tried again at every round: each
+    // try settles its sandbox's usage first, and a full store or disk stays so for a while. A
+    // workspace at its own bound is tried at the next round: its room comes back as soon as
+    // one of its sessions resumes or ends.
     const refused = lease.hibernationRefused;
-    if (refused && this.now() - refused.at < REFUSED_RETRY_MS) return false;
+    if (refused?.code === "capacity.checkpoint_space" && this.now() - refused.at < REFUSED_RETRY_MS)
+      return false;
     return this.canHibernate(lease.pool) && (this.deps.sandboxes.hibernatesIdle?.(lease) ?? true);
   }
 

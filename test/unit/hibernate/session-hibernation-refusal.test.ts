@@ -2,8 +2,8 @@
  * A hibernation refused at a bound (SessionHibernation.hibernate around stand-in sandbox
  * steps and the memory store): the session keeps running on its sandbox (still reusable:
  * the store refused before anything touched it), the answer names the bound, the lease keeps
- * the refusal for the admin view, an idle session is not tried again at once, and a save
- * committed later clears it.
+ * the refusal for the admin view, an idle session the store refused is not tried again at
+ * once (one at its workspace's bound is), and a save committed later clears it.
  */
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
@@ -104,7 +104,10 @@ describe("a hibernation refused at a bound", () => {
       code: "quota.hibernated_sessions",
       status: 429,
     });
-    expect((await leases.getLease(key))?.hibernationRefused?.code).toBe("quota.hibernated_sessions");
+    const atItsBound = (await leases.getLease(key))!;
+    expect(atItsBound.hibernationRefused?.code).toBe("quota.hibernated_sessions");
+    // Its room comes back as another of its sessions resumes: it is tried at the next round.
+    expect(atQuota.hibernatesIdle(atItsBound)).toBe(true);
 
     // Room again: the save is committed and the refusal is gone.
     full = false;
