@@ -128,6 +128,15 @@ function sessionView(lease: Lease): SessionView {
           },
         }
       : {}),
+    ...(lease.hibernationRefused
+      ? {
+          hibernationRefused: {
+            code: lease.hibernationRefused.code,
+            message: lease.hibernationRefused.message,
+            at: new Date(lease.hibernationRefused.at).toISOString(),
+          },
+        }
+      : {}),
   };
 }
 

@@ -311,6 +311,14 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
     comment:
       "true when every node mounts the same checkpointDir (a ReadWriteMany volume): sessions may resume on any node.",
   },
+  "hibernate.maxStoreBytes": {
+    comment:
+      "Bytes the checkpoint store may hold, every workspace's checkpoints together; at it, hibernation is refused (503 capacity.checkpoint_space) and the session keeps running.",
+  },
+  "hibernate.minFreeBytes": {
+    comment:
+      "Free bytes the checkpoint store's disk must keep; below them, hibernation is refused likewise (0: no floor).",
+  },
   "metrics.token": {
     comment: "The bearer token /metrics requires, 32 bytes or more. Env SANDPOOL_METRICS_TOKEN.",
     example: "change-me-to-32-bytes-or-more-0123456789",

@@ -52,6 +52,11 @@ export const errorStatus = {
   /** The workspace has as many calls in flight on this replica as it may. */
   "quota.calls_in_flight": 429,
   "capacity.exhausted": 503,
+  /**
+   * The checkpoint store is at its byte cap (hibernate.maxStoreBytes) or its disk under its
+   * free floor (hibernate.minFreeBytes): the session is not hibernated and keeps running.
+   */
+  "capacity.checkpoint_space": 503,
   "store.unavailable": 503,
   "sandbox.unreachable": 502,
   "sandbox.timeout": 504,

@@ -151,7 +151,7 @@ export async function startGateway(
           leases: store,
           pools,
           hibernation: runtimeHibernation,
-          checkpoints: new FsCheckpointStore(config.hibernate.checkpointDir),
+          checkpoints: FsCheckpointStore.fromSettings(config.hibernate, metrics.hibernationRefusals),
           createInnerSession: (endpoint, timeoutMs) => sandboxes.createInnerSession(endpoint, timeoutMs),
         })
       : undefined;

@@ -8,6 +8,7 @@
  * and `commit` makes it the session's checkpoint (replacing an older one). What `begin` gave
  * and nobody committed is removed by `sweepUncommitted`.
  */
+import type { CheckpointRefusalReason } from "./checkpoint-room.js";
 
 export interface CheckpointBounds {
   /** Hibernated sessions a workspace may keep (policy maxHibernatedSessions); absent: no bound. */
@@ -29,9 +30,19 @@ export interface StoredCheckpoint {
   committedAt: number;
 }
 
-/** A workspace at its bound: the session stays as it is (running), and says why. */
+/**
+ * A checkpoint refused at a bound (the workspace's, or the store's bytes and free disk:
+ * checkpoint-room.ts): the session stays as it is (running), and says why.
+ */
 export class CheckpointBoundError extends Error {
   override readonly name = "CheckpointBoundError";
+
+  constructor(
+    message: string,
+    readonly reason: CheckpointRefusalReason = "workspace_sessions",
+  ) {
+    super(message);
+  }
 }
 
 export interface CheckpointStore {
@@ -40,7 +51,8 @@ export interface CheckpointStore {
   /**
    * An empty directory, mode 0700, for a new checkpoint of the session. Refused with
    * CheckpointBoundError when the workspace keeps `maxCheckpoints` others already or holds
-   * `maxBytes` or more (a session's own older checkpoint does not count: it is replaced).
+   * `maxBytes` or more (a session's own older checkpoint does not count: it is replaced), or
+   * when the store is at its own byte cap or its disk under its free floor.
    */
   begin(workspace: string, sessionId: string, bounds: CheckpointBounds): Promise<string>;
   /** Makes what was written into `dir` (from begin) the session's checkpoint; returns its bytes. */

@@ -12,8 +12,14 @@
  * session of one workspace can never be handed another's checkpoint.
  */
 import { randomBytes } from "node:crypto";
-import { chmod, mkdir, readdir, rename, rm, stat } from "node:fs/promises";
+import { chmod, mkdir, readdir, rename, rm, stat, statfs } from "node:fs/promises";
 import path from "node:path";
+import {
+  CHECKPOINT_REFUSAL_REASONS,
+  type CheckpointRefusalReason,
+  checkpointRefusal,
+  type StoreLimits,
+} from "./checkpoint-room.js";
 import {
   CheckpointBoundError,
   type CheckpointBounds,
@@ -21,6 +27,7 @@ import {
   type CheckpointUsage,
   type StoredCheckpoint,
 } from "./checkpoint-store.js";
+import type { HibernateSettings } from "./hibernate-settings.js";
 
 const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
 const BEGUN_PREFIX = ".begun-";
@@ -30,7 +37,38 @@ export class FsCheckpointStore implements CheckpointStore {
   /** Each workspace's begins, one after another: two at once must not both fit its bound. */
   private readonly beginning = new Map<string, Promise<unknown>>();
 
-  constructor(readonly location: string) {}
+  /**
+   * The store a deployment's `hibernate` settings describe, its refusals counted in
+   * `refusals` (sandpool_hibernation_refusals_total), every reason from 0.
+   */
+  static fromSettings(
+    settings: Pick<HibernateSettings, "checkpointDir" | "maxStoreBytes" | "minFreeBytes">,
+    refusals?: { inc(labels: { reason: string }, value?: number): void },
+  ): FsCheckpointStore {
+    for (const reason of CHECKPOINT_REFUSAL_REASONS) refusals?.inc({ reason }, 0);
+    return new FsCheckpointStore(settings.checkpointDir, {
+      limits: {
+        maxBytes: settings.maxStoreBytes,
+        ...(settings.minFreeBytes > 0 ? { minFreeBytes: settings.minFreeBytes } : {}),
+      },
+      ...(refusals ? { onRefused: (reason: CheckpointRefusalReason) => refusals.inc({ reason }) } : {}),
+    });
+  }
+
+  private readonly limits: StoreLimits;
+  private readonly onRefused: ((reason: CheckpointRefusalReason) => void) | undefined;
+
+  /**
+   * `limits`: the store's own bounds (config `hibernate.maxStoreBytes`, `minFreeBytes`);
+   * `onRefused` counts each refused begin by reason (sandpool_hibernation_refusals_total).
+   */
+  constructor(
+    readonly location: string,
+    options: { limits?: StoreLimits; onRefused?: (reason: CheckpointRefusalReason) => void } = {},
+  ) {
+    this.limits = options.limits ?? {};
+    this.onRefused = options.onRefused;
+  }
 
   begin(workspace: string, sessionId: string, bounds: CheckpointBounds): Promise<string> {
     const before = this.beginning.get(workspace) ?? Promise.resolve();
@@ -50,19 +88,26 @@ export class FsCheckpointStore implements CheckpointStore {
     const writing = (await readdirOrEmpty(this.workspaceDir(workspace))).filter(
       (entry) => entry.startsWith(BEGUN_PREFIX) && !entry.startsWith(`${BEGUN_PREFIX}${sessionId}-`),
     ).length;
-    const kept = others.length + writing;
-    if (bounds.maxCheckpoints !== undefined && kept >= bounds.maxCheckpoints) {
-      throw new CheckpointBoundError(
-        `workspace ${workspace} keeps ${kept} hibernated sessions, its bound (maxHibernatedSessions ${bounds.maxCheckpoints})`,
-      );
-    }
-    const bytes = others.reduce((sum, c) => sum + c.bytes, 0);
-    if (bounds.maxBytes !== undefined && bytes >= bounds.maxBytes) {
-      throw new CheckpointBoundError(
-        `workspace ${workspace}'s checkpoints hold ${bytes} bytes, its bound (${bounds.maxBytes})`,
-      );
-    }
     const workspaceDir = await this.ensureWorkspaceDir(workspace);
+    const refused = checkpointRefusal(
+      workspace,
+      {
+        workspaceCheckpoints: others.length + writing,
+        workspaceBytes: others.reduce((sum, c) => sum + c.bytes, 0),
+        // Only read when bounded: a walk of the whole store on every begin otherwise.
+        storeBytes: this.limits.maxBytes === undefined ? 0 : await sizeOf(this.location),
+        freeBytes:
+          this.limits.minFreeBytes === undefined
+            ? Number.POSITIVE_INFINITY
+            : await freeBytesAt(this.location),
+      },
+      bounds,
+      this.limits,
+    );
+    if (refused) {
+      this.onRefused?.(refused.reason);
+      throw new CheckpointBoundError(refused.message, refused.reason);
+    }
     const dir = path.join(workspaceDir, `${BEGUN_PREFIX}${sessionId}-${randomBytes(6).toString("hex")}`);
     await mkdir(dir, { mode: PRIVATE });
     await chmod(dir, PRIVATE);
@@ -186,11 +231,23 @@ async function readdirOrEmpty(dir: string): Promise<string[]> {
   }
 }
 
+/** Bytes an unprivileged writer may still use on the file system holding `dir`. */
+async function freeBytesAt(dir: string): Promise<number> {
+  const fs = await statfs(dir);
+  return fs.bavail * fs.bsize;
+}
+
 /** Bytes of the regular files under `dir`. */
 export async function sizeOf(dir: string): Promise<number> {
   let total = 0;
   for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
-    if (entry.isFile()) total += (await stat(path.join(entry.parentPath, entry.name))).size;
+    if (!entry.isFile()) continue;
+    // A checkpoint deleted while this walks (its session ended) holds nothing any more.
+    const info = await stat(path.join(entry.parentPath, entry.name)).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === "ENOENT") return undefined;
+      throw error;
+    });
+    total += info?.size ?? 0;
   }
   return total;
 }

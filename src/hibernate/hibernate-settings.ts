@@ -6,6 +6,14 @@
 import { z } from "zod";
 
 export const DEFAULT_CHECKPOINT_DIR = "/var/lib/sandpool/checkpoints";
+/**
+ * A gVisor checkpoint is about the memory its sandbox holds (5 MiB for an idle interpreter,
+ * up to the resource class's memory): 20 GiB keeps thousands of idle sessions and hundreds of
+ * busy ones, and bounds what hibernation can take of a node's disk.
+ */
+export const DEFAULT_MAX_STORE_BYTES = 20 * 1024 ** 3;
+/** The disk under the store keeps this much free for the engine, images and sandboxes' own writes. */
+export const DEFAULT_MIN_FREE_BYTES = 2 * 1024 ** 3;
 
 export const hibernateSettingsSchema = z
   .strictObject({
@@ -16,6 +24,13 @@ export const hibernateSettingsSchema = z
       .default(DEFAULT_CHECKPOINT_DIR),
     /** Every node mounts the same checkpointDir: a hibernated session may resume on any of them. */
     shared: z.boolean().default(false),
+    /**
+     * Bytes the store may hold, all workspaces together; at it, hibernation is refused (503
+     * `capacity.checkpoint_space`) and the session keeps running. A shared store is one store.
+     */
+    maxStoreBytes: z.number().int().positive().default(DEFAULT_MAX_STORE_BYTES),
+    /** Free bytes the store's disk must keep; below them, hibernation is refused likewise. 0: no floor. */
+    minFreeBytes: z.number().int().nonnegative().default(DEFAULT_MIN_FREE_BYTES),
   })
   .prefault({});
 

@@ -23,12 +23,14 @@ import type { LeaseStore } from "../store/coordination/lease-store.js";
 import {
   type CheckpointRecord,
   claimHeld,
+  type HibernationRefusal,
   HOLD_GRACE_MS,
   type Lease,
   type LeaseKey,
   type MemberHold,
   type SandboxRecord,
 } from "../store/coordination/records.js";
+import { refusalError } from "./checkpoint-room.js";
 import { CheckpointBoundError, type CheckpointBounds } from "./checkpoint-store.js";
 import type { HibernationSandboxes } from "./hibernation-sandboxes.js";
 import { SingleFlight } from "./single-flight.js";
@@ -39,6 +41,8 @@ import { SingleFlight } from "./single-flight.js";
  */
 const CLAIM_MS = 10_000;
 const CLAIM_RENEW_MS = 3_000;
+/** How long an idle session the store refused for want of room waits before it is tried again (the refusal's Retry-After). */
+const REFUSED_RETRY_MS = 60_000;
 /** How often a caller waiting for another replica's save or restore looks again. */
 const CLAIM_POLL_MS = 100;
 
@@ -78,6 +82,13 @@ export class SessionHibernation {
   /** Whether sessions of `poolName` can hibernate here. */
   /** Whether an idle session should hibernate now (its pool can, and where it runs allows it). */
   hibernatesIdle(lease: Lease): boolean {
+    // A session the store refused for want of room is not tried again at every round: each
+    // try settles its sandbox's usage first, and a full store or disk stays so for a while. A
+    // workspace at its own bound is tried at the next round: its room comes back as soon as
+    // one of its sessions resumes or ends.
+    const refused = lease.hibernationRefused;
+    if (refused?.code === "capacity.checkpoint_space" && this.now() - refused.at < REFUSED_RETRY_MS)
+      return false;
     return this.canHibernate(lease.pool) && (this.deps.sandboxes.hibernatesIdle?.(lease) ?? true);
   }
 
@@ -155,26 +166,34 @@ export class SessionHibernation {
         return this.saved(key, lease, claimId, saved, began);
       }
       this.deps.metrics.hibernations.inc({ outcome: "failed" });
-      // Running on: its server may have listened again with the code running (records.ts).
+      const answer =
+        error instanceof CheckpointBoundError ? refusalError(error.reason, error.message, error) : error;
+      const refused = refusalOf(answer, this.now());
+      // Running on. A refusal at a bound came before anything touched the sandbox (the store's
+      // begin); after any other failure its server may have listened again with the code
+      // running (records.ts), so it is never reused.
       await this.deps.leases
         .stepHibernation(key, {
           now: this.now(),
           from: ["saving"],
           claimId,
           to: undefined,
-          sandbox: { ...lease.sandbox, neverReuse: true },
+          ...(refused ? { refused } : { sandbox: { ...lease.sandbox, neverReuse: true as const } }),
         })
         .catch(() => undefined);
+      if (refused) {
+        this.deps.log.info(
+          { session: key.sessionId, workspace: key.workspace, code: refused.code, reason: refused.message },
+          "hibernation refused: the session keeps running",
+        );
+      }
       if (error instanceof SandboxLostInCheckpointError) {
         await this.deps.sandboxLost(key);
         throw new SandpoolError("sandbox.unreachable", "the session's sandbox was lost while it was saved", {
           cause: error,
         });
       }
-      if (error instanceof CheckpointBoundError) {
-        throw new SandpoolError("quota.hibernated_sessions", error.message, { cause: error });
-      }
-      throw error;
+      throw answer;
     } finally {
       renewal.stop();
     }
@@ -274,11 +293,14 @@ export class SessionHibernation {
     const pool = this.deps.sandboxes.pool(checkpoint.pool);
     if (!pool) throw resumeFailed(`the '${checkpoint.pool}' pool is not served here`);
     const claimId = newClaimId();
+    // A call asked for the resume: it is the session's activity, so the reaper does not end
+    // it meanwhile for an idle deadline counted from before it hibernated.
     const claimed = await this.deps.leases.stepHibernation(key, {
       now: this.now(),
       from: ["saved", "restoring"],
       claimId,
       to: { phase: "restoring", claimId, claimUntil: this.now() + CLAIM_MS, checkpoint },
+      activity: true,
     });
     if (claimed.outcome === "gone") throw notFound();
     if (claimed.outcome !== "stepped") return this.restore(key);
@@ -324,12 +346,14 @@ export class SessionHibernation {
         : resumeFailed("its sandbox could not be restored", 1, error);
     }
     renewal.stop();
+    // Its last activity is its resume (a restore can take seconds).
     const running = await this.deps.leases.stepHibernation(key, {
       now: this.now(),
       from: ["restoring"],
       claimId,
       to: undefined,
       sandbox: record,
+      activity: true,
     });
     if (running.outcome !== "stepped") {
       // Ended while it was restored: the new sandbox serves nobody.
@@ -418,8 +442,20 @@ function definiteSaveFailure(error: unknown): boolean {
   if (error instanceof SandboxLostInCheckpointError || error instanceof CheckpointBoundError) return true;
   return (
     error instanceof SandpoolError &&
-    (error.code === "session.not_hibernatable" || error.code === "quota.hibernated_sessions")
+    (error.code === "session.not_hibernatable" ||
+      error.code === "quota.hibernated_sessions" ||
+      error.code === "capacity.checkpoint_space")
   );
+}
+
+/** A save refused at a bound (the workspace's, the store's), as the lease keeps it; else undefined. */
+function refusalOf(error: unknown, at: number): HibernationRefusal | undefined {
+  if (
+    error instanceof SandpoolError &&
+    (error.code === "quota.hibernated_sessions" || error.code === "capacity.checkpoint_space")
+  )
+    return { code: error.code, message: error.message, at };
+  return undefined;
 }
 
 function notFound(): SandpoolError {

@@ -7,6 +7,21 @@ import { type EventLoopDelay, recordEventLoopDelay } from "./event-loop-delay.js
 
 export type PoolState = "idle" | "leased" | "starting";
 
+/**
+ * Hibernations a checkpoint store refused, by reason (src/hibernate/checkpoint-room.ts): a
+ * workspace's own bound, or the store's byte cap or free-disk floor. Counted where the store
+ * is: the gateway on one host, each node with roles edge and node (FsCheckpointStore.fromSettings
+ * starts every reason at 0, so an alert on a rate sees the series before the first refusal).
+ */
+export function hibernationRefusalsCounter(registry: Registry): Counter<"reason"> {
+  return new Counter({
+    name: "sandpool_hibernation_refusals_total",
+    help: "Hibernations refused by the checkpoint store, by reason (workspace_sessions, workspace_bytes, store_bytes, disk_free); the session kept running",
+    labelNames: ["reason"] as const,
+    registers: [registry],
+  });
+}
+
 export class GatewayMetrics {
   readonly registry = new Registry();
 
@@ -149,6 +164,9 @@ export class GatewayMetrics {
     buckets: [1e4, 1e5, 1e6, 1e7, 5e7, 1e8, 2.5e8, 5e8, 1e9, 2e9, 4e9],
     registers: [this.registry],
   });
+
+  /** Refused hibernations, by reason (src/hibernate/checkpoint-room.ts). */
+  readonly hibernationRefusals = hibernationRefusalsCounter(this.registry);
 
   /** The CPU meter's charges (src/admission/cpu-meter.ts): sandbox CPU beyond the calls' wall time shows here. */
   readonly cpuMeteredSeconds = new Counter({

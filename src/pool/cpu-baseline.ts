@@ -11,11 +11,12 @@ const BASELINE_TIMEOUT_MS = 250;
 export async function cpuBaselineMs(
   runtime: Pick<SandboxRuntime, "usage">,
   runtimeId: string,
+  timeoutMs = BASELINE_TIMEOUT_MS,
 ): Promise<number | undefined> {
   if (!runtime.usage) return undefined;
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), BASELINE_TIMEOUT_MS);
+    timer = setTimeout(() => resolve(undefined), timeoutMs);
   });
   try {
     const usage = await Promise.race([runtime.usage(runtimeId).catch(() => undefined), timeout]);

@@ -48,6 +48,12 @@ export const RECYCLE_WAIT_MS = 1_000;
  * replica, where this one's word lapses.
  */
 export const EXPECTED_RECYCLE_MS = 10_000;
+/**
+ * How long a park waits for the sandbox's CPU reading, the next session's baseline. Off any
+ * call's path (the settle job), so long enough for Docker's stats API, which samples for a
+ * second, where the cgroup files are not visible.
+ */
+const PARK_BASELINE_TIMEOUT_MS = 3_000;
 
 /**
  * One sandbox's bounds: its uses and age limits, each between half of MAX_USES (MAX_AGE_MS)
@@ -68,7 +74,7 @@ export type ParkingLot = Pick<PoolLedger, "parkIdle" | "listParked" | "takeParke
 
 export interface SandboxReuseDeps {
   store: ParkingLot;
-  runtime: Pick<SandboxRuntime, "recyclable" | "usage">;
+  runtime: Pick<SandboxRuntime, "recyclable" | "usage" | "resetMemoryPeak">;
   client: Pick<SandboxClient, "recycleSandbox">;
   log: Logger;
   now: () => number;
@@ -145,17 +151,17 @@ export class SandboxReuse {
     const ended = expected ?? this.recycles.begin(record.pool, owner);
     try {
       const innerSessionId = await this.deps.client.recycleSandbox(record.endpoint, RECYCLE_TIMEOUT_MS);
-      // The next session is charged from here: nothing of the earlier one, nor the scrub.
-      const cpuBaseMs = await cpuBaselineMs(this.deps.runtime, record.runtimeId);
+      const baseline = await this.usageBaseline(record);
+      if (!baseline) return false;
       const now = this.deps.now();
-      const { cpuBaseMs: _earlier, ...rest } = record;
+      const { cpuBaseMs: _earlier, memoryPeakCarried: _carried, ...rest } = record;
       const parked: SandboxRecord = {
         ...rest,
+        ...baseline,
         innerSessionId,
         owner,
         uses: (record.uses ?? 0) + 1,
         parkedAt: now,
-        ...(cpuBaseMs === undefined ? {} : { cpuBaseMs }),
       };
       // A parked sandbox counts against its pool until it is taken or expires.
       return await this.deps.store.parkIdle(parked, { until: now + PARKED_IDLE_MS * 2, now });
@@ -166,6 +172,32 @@ export class SandboxReuse {
       // After parkIdle: a lease woken here finds the sandbox parked.
       ended();
     }
+  }
+
+  /**
+   * The next session's usage starts here, after the scrub: nothing of the earlier session,
+   * nor the scrub, is its own. Its CPU is counted from the reading now; its memory peak is
+   * started anew where the kernel allows, else marked as carried (the session records none).
+   * Undefined when the runtime measures CPU but gave no reading: a baseline that cannot be
+   * had would charge the next session every earlier one's CPU, so the sandbox is not reused.
+   */
+  private async usageBaseline(
+    record: SandboxRecord,
+  ): Promise<Pick<SandboxRecord, "cpuBaseMs" | "memoryPeakCarried"> | undefined> {
+    const { runtime } = this.deps;
+    const peakReset = (await runtime.resetMemoryPeak?.(record.runtimeId).catch(() => false)) ?? false;
+    const cpuBaseMs = await cpuBaselineMs(runtime, record.runtimeId, PARK_BASELINE_TIMEOUT_MS);
+    if (runtime.usage && cpuBaseMs === undefined) {
+      this.deps.log.warn(
+        { sandbox: record.sandboxId },
+        "no CPU reading of a scrubbed sandbox: it is destroyed, not reused",
+      );
+      return undefined;
+    }
+    return {
+      ...(cpuBaseMs === undefined ? {} : { cpuBaseMs }),
+      ...(peakReset || !runtime.usage ? {} : { memoryPeakCarried: true as const }),
+    };
   }
 
   /** Takes the pool's parked sandboxes unused for PARKED_IDLE_MS, for the caller to destroy. */

@@ -89,5 +89,11 @@ export interface SandboxRuntime {
    * Absent where nothing outside the sandbox measures it (the process runtime).
    */
   usage?(runtimeId: string): Promise<SandboxUsage | undefined>;
+  /**
+   * Starts the sandbox's memory peak anew from what it holds now (a reused sandbox's next
+   * session is given its own peak). False where it cannot be (cgroup v2, a cgroup not visible
+   * from here): the peak then still holds earlier sessions'. Absent: never.
+   */
+  resetMemoryPeak?(runtimeId: string): Promise<boolean>;
   close(): Promise<void>;
 }

@@ -433,22 +433,29 @@ export class SessionLifecycle {
 
   /**
    * The sandbox's own account of the session, from its cgroup: CPU time since it became
-   * ready (its server's start-up is nobody's), and peak memory where the engine reports one
-   * (the memory held at the end rides along as detail).
+   * ready (its server's start-up is nobody's) or was parked for this session (reuse), and
+   * peak memory where the engine reports one that is the session's own (the memory held at
+   * the end rides along as detail). A reused sandbox's counters carry its earlier sessions'
+   * too: without the baseline taken at its park, its CPU is not recorded, and a peak the
+   * kernel could not start anew is not either.
    */
   private recordSandboxUsage(lease: Lease, used: SandboxUsage): void {
+    const { sandbox } = lease;
     const common = {
       workspace: lease.workspace,
       sessionId: lease.sessionId,
-      sandboxId: lease.sandbox.sandboxId,
+      sandboxId: sandbox.sandboxId,
     };
-    this.deps.usage.record({
-      ...common,
-      kind: "sandbox_cpu",
-      quantity: Math.max(0, Math.round(used.cpuSeconds * 1000 - (lease.sandbox.cpuBaseMs ?? 0))),
-      ...(used.memoryBytes === undefined ? {} : { detail: { memoryBytes: used.memoryBytes } }),
-    });
-    if (used.memoryPeakBytes !== undefined) {
+    const reused = (sandbox.uses ?? 0) > 0;
+    if (!reused || sandbox.cpuBaseMs !== undefined) {
+      this.deps.usage.record({
+        ...common,
+        kind: "sandbox_cpu",
+        quantity: Math.max(0, Math.round(used.cpuSeconds * 1000 - (sandbox.cpuBaseMs ?? 0))),
+        ...(used.memoryBytes === undefined ? {} : { detail: { memoryBytes: used.memoryBytes } }),
+      });
+    }
+    if (used.memoryPeakBytes !== undefined && sandbox.memoryPeakCarried !== true) {
       this.deps.usage.record({ ...common, kind: "sandbox_memory_peak", quantity: used.memoryPeakBytes });
     }
   }

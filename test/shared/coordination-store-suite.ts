@@ -1030,6 +1030,103 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
           ).toBe("started");
         });
 
+        it("counts a resume as activity: its idle deadline starts anew, a failed save's return does not", async () => {
+          const ws = freshName("ws");
+          const l = lease(ws, { idleTimeoutSeconds: 60 });
+          await store.putLease(l);
+          const saved = { phase: "saved" as const, checkpoint: checkpoint(l) };
+          await store.stepHibernation(keyOf(l), { now: t0 + 10 * SECOND, from: ["running"], to: saved });
+          // Hibernated 50 s, then a call resumes it: 59 s after its last call.
+          const resumedAt = t0 + 59 * SECOND;
+          const claim = {
+            phase: "restoring" as const,
+            claimId: "r1",
+            claimUntil: resumedAt + MINUTE,
+            checkpoint: checkpoint(l),
+          };
+          await store.stepHibernation(keyOf(l), {
+            now: resumedAt,
+            from: ["saved"],
+            claimId: "r1",
+            to: claim,
+            activity: true,
+          });
+          // Restored 3 s later, past the deadline counted from before the hibernation.
+          await store.stepHibernation(keyOf(l), {
+            now: resumedAt + 3 * SECOND,
+            from: ["restoring"],
+            claimId: "r1",
+            to: undefined,
+            sandbox: record("default"),
+            activity: true,
+          });
+          expect((await store.getLease(keyOf(l)))?.lastActivityAt).toBe(resumedAt + 3 * SECOND);
+          expect(await dueIn(ws, t0 + 61 * SECOND)).toEqual([]);
+          expect(await dueIn(ws, resumedAt + 3 * SECOND + MINUTE)).toEqual([l.sessionId]);
+          expect(
+            (await store.beginCall(keyOf(l), { now: resumedAt + 4 * SECOND, busyUntil: t0 + 2 * MINUTE }))
+              .outcome,
+          ).toBe("started");
+
+          // A save given up (back to running, no activity) leaves the last activity alone.
+          const other = lease(ws, { idleTimeoutSeconds: 60 });
+          await store.putLease(other);
+          const saving = {
+            phase: "saving" as const,
+            claimId: "s1",
+            claimUntil: t0 + MINUTE,
+            checkpoint: checkpoint(other),
+          };
+          await store.stepHibernation(keyOf(other), { now: t0 + SECOND, from: ["running"], to: saving });
+          await store.stepHibernation(keyOf(other), {
+            now: t0 + 2 * SECOND,
+            from: ["saving"],
+            claimId: "s1",
+            to: undefined,
+          });
+          expect((await store.getLease(keyOf(other)))?.lastActivityAt).toBe(t0);
+        });
+
+        it("keeps a refused save's reason on the running lease until a save is committed", async () => {
+          const l = lease(freshName("ws"));
+          await store.putLease(l);
+          const saving = {
+            phase: "saving" as const,
+            claimId: "s1",
+            claimUntil: t0 + MINUTE,
+            checkpoint: checkpoint(l),
+          };
+          const refused = { code: "capacity.checkpoint_space", message: "the disk is full", at: t0 + SECOND };
+          await store.stepHibernation(keyOf(l), { now: t0, from: ["running"], to: saving });
+          const back = await store.stepHibernation(keyOf(l), {
+            now: t0 + SECOND,
+            from: ["saving"],
+            claimId: "s1",
+            to: undefined,
+            refused,
+          });
+          expect(back).toMatchObject({ outcome: "stepped", lease: { hibernationRefused: refused } });
+          expect((await store.getLease(keyOf(l)))?.hibernationRefused).toEqual(refused);
+          // Calls go on; a later claim keeps it; a committed save clears it.
+          expect(
+            (await store.beginCall(keyOf(l), { now: t0 + 2 * SECOND, busyUntil: t0 + MINUTE })).outcome,
+          ).toBe("started");
+          await store.endCall(keyOf(l), { now: t0 + 3 * SECOND });
+          await store.stepHibernation(keyOf(l), {
+            now: t0 + 4 * SECOND,
+            from: ["running"],
+            to: { ...saving, claimId: "s2" },
+          });
+          expect((await store.getLease(keyOf(l)))?.hibernationRefused).toEqual(refused);
+          await store.stepHibernation(keyOf(l), {
+            now: t0 + 5 * SECOND,
+            from: ["saving"],
+            claimId: "s2",
+            to: { phase: "saved", checkpoint: checkpoint(l) },
+          });
+          expect((await store.getLease(keyOf(l)))?.hibernationRefused).toBeUndefined();
+        });
+
         it("refuses to claim a busy session, and lets anyone take over a lapsed claim", async () => {
           const l = lease(freshName("ws"));
           await store.putLease(l);

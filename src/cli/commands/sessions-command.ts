@@ -31,6 +31,7 @@ interface SessionItem {
   activeCalls: number;
   state: string;
   checkpoint?: { kind: string; bytes: number; hibernated: string };
+  hibernationRefused?: { code: string; message: string; at: string };
 }
 
 type Options = ConnectionOptions & { workspace?: string };
@@ -42,6 +43,12 @@ export function ago(iso: string, now: number = Date.now()): string {
   if (seconds < 3600) return `${Math.floor(seconds / 60)}m ago`;
   if (seconds < 86_400) return `${Math.floor(seconds / 3600)}h ago`;
   return `${Math.floor(seconds / 86_400)}d ago`;
+}
+
+/** Its state, and a hibernation refused at a bound (it kept running): the operator sees why. */
+function stateOf(session: SessionItem): string {
+  const refused = session.hibernationRefused;
+  return refused ? `${session.state} (hibernate refused: ${refused.code})` : session.state;
 }
 
 function listCommand(): Command {
@@ -79,7 +86,7 @@ function listCommand(): Command {
           items.map((session) => [
             session.id,
             session.workspace,
-            session.state,
+            stateOf(session),
             session.image,
             session.pool,
             session.created,
@@ -131,7 +138,9 @@ function hibernateCommand(): Command {
           "gvisor pool the checkpoint keeps the interpreter's memory and every file; on a plain container, " +
           "the session's files (the interpreter starts anew, and the first Execute says so in its stderr). " +
           "The session keeps its id, slot and deadlines; any call on it resumes it. Refused while a call " +
-          "is in flight (try again) and where the pool cannot hibernate. The action is audited.",
+          "is in flight (try again), where the pool cannot hibernate, at the workspace's maxHibernatedSessions, " +
+          "and when the checkpoint store is at its byte cap or its disk under its free floor (the session " +
+          "keeps running; `sessions list` shows the refusal). The action is audited.",
       )
       .argument("<id>", "the session id (from `sandpool sessions list`)")
       .option("--workspace <workspace>", "the workspace the session belongs to", workspaceArgument)

@@ -876,7 +876,7 @@ export interface components {
          * @description sandpool's stable error codes; each always answers with the same HTTP status.
          * @enum {string}
          */
-        SandpoolErrorCode: "request.bad_target" | "request.malformed" | "request.bad_json" | "request.bad_content_type" | "request.too_large" | "request.not_found" | "request.method_not_allowed" | "request.busy" | "request.host_denied" | "request.origin_denied" | "tool.unknown" | "session.not_found" | "session.busy" | "session.not_hibernatable" | "session.resume_failed" | "file.not_found" | "file.is_directory" | "file.too_large" | "path.outside_workspace" | "path.invalid" | "auth.missing" | "auth.invalid" | "auth.expired" | "auth.rate_limited" | "auth.forbidden" | "auth.introspection_unavailable" | "policy.image_not_allowed" | "policy.tool_not_allowed" | "policy.workspace_disabled" | "policy.isolation_required" | "quota.concurrent_sessions" | "quota.session_rate" | "quota.exec_budget" | "quota.hibernated_sessions" | "quota.calls_in_flight" | "capacity.exhausted" | "store.unavailable" | "sandbox.unreachable" | "sandbox.timeout" | "sandbox.bad_answer" | "server.internal";
+        SandpoolErrorCode: "request.bad_target" | "request.malformed" | "request.bad_json" | "request.bad_content_type" | "request.too_large" | "request.not_found" | "request.method_not_allowed" | "request.busy" | "request.host_denied" | "request.origin_denied" | "tool.unknown" | "session.not_found" | "session.busy" | "session.not_hibernatable" | "session.resume_failed" | "file.not_found" | "file.is_directory" | "file.too_large" | "path.outside_workspace" | "path.invalid" | "auth.missing" | "auth.invalid" | "auth.expired" | "auth.rate_limited" | "auth.forbidden" | "auth.introspection_unavailable" | "policy.image_not_allowed" | "policy.tool_not_allowed" | "policy.workspace_disabled" | "policy.isolation_required" | "quota.concurrent_sessions" | "quota.session_rate" | "quota.exec_budget" | "quota.hibernated_sessions" | "quota.calls_in_flight" | "capacity.exhausted" | "capacity.checkpoint_space" | "store.unavailable" | "sandbox.unreachable" | "sandbox.timeout" | "sandbox.bad_answer" | "server.internal";
         /** @description sandpool's shape of the contract's `Error`: `detail` carries a stable code, a message safe to show, and for a refused input every problem. */
         SandpoolError: {
             detail: {
@@ -3942,6 +3942,13 @@ export interface operations {
                                 bytes: number;
                                 hibernated: string;
                             };
+                            /** @description Its last hibernation, refused at a bound since it last hibernated: it kept running. Gone once a save is committed. */
+                            hibernationRefused?: {
+                                /** @description quota.hibernated_sessions (the workspace's maxHibernatedSessions) or capacity.checkpoint_space (the checkpoint store's hibernate.maxStoreBytes or hibernate.minFreeBytes). */
+                                code: string;
+                                message: string;
+                                at: string;
+                            };
                             created: string;
                             lastActivity: string;
                             /** @description When it ends unless something touches it first. */
@@ -4081,6 +4088,13 @@ export interface operations {
                                 kind: "memory" | "files";
                                 bytes: number;
                                 hibernated: string;
+                            };
+                            /** @description Its last hibernation, refused at a bound since it last hibernated: it kept running. Gone once a save is committed. */
+                            hibernationRefused?: {
+                                /** @description quota.hibernated_sessions (the workspace's maxHibernatedSessions) or capacity.checkpoint_space (the checkpoint store's hibernate.maxStoreBytes or hibernate.minFreeBytes). */
+                                code: string;
+                                message: string;
+                                at: string;
                             };
                             created: string;
                             lastActivity: string;
@@ -4241,6 +4255,13 @@ export interface operations {
                                 kind: "memory" | "files";
                                 bytes: number;
                                 hibernated: string;
+                            };
+                            /** @description Its last hibernation, refused at a bound since it last hibernated: it kept running. Gone once a save is committed. */
+                            hibernationRefused?: {
+                                /** @description quota.hibernated_sessions (the workspace's maxHibernatedSessions) or capacity.checkpoint_space (the checkpoint store's hibernate.maxStoreBytes or hibernate.minFreeBytes). */
+                                code: string;
+                                message: string;
+                                at: string;
                             };
                             created: string;
                             lastActivity: string;

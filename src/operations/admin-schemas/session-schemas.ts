@@ -28,6 +28,20 @@ export const sessionViewSchema = z.object({
     })
     .optional()
     .meta({ description: "What a hibernated session's checkpoint keeps." }),
+  hibernationRefused: z
+    .object({
+      code: z.string().meta({
+        description:
+          "quota.hibernated_sessions (the workspace's maxHibernatedSessions) or capacity.checkpoint_space (the checkpoint store's hibernate.maxStoreBytes or hibernate.minFreeBytes).",
+      }),
+      message: z.string(),
+      at: z.string(),
+    })
+    .optional()
+    .meta({
+      description:
+        "Its last hibernation, refused at a bound since it last hibernated: it kept running. Gone once a save is committed.",
+    }),
   created: z.string(),
   lastActivity: z.string(),
   expires: z.string().meta({ description: "When it ends unless something touches it first." }),

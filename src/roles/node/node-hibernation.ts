@@ -13,6 +13,7 @@
  */
 import type { Logger } from "pino";
 import { SandpoolError } from "../../contract/error-codes.js";
+import { refusalError } from "../../hibernate/checkpoint-room.js";
 import {
   CheckpointBoundError,
   type CheckpointBounds,
@@ -86,9 +87,7 @@ export class NodeHibernation {
         await this.deps.sandboxes.destroy(record.sandboxId).catch(() => undefined);
         return { outcome: "lost", message: error.message };
       }
-      if (error instanceof CheckpointBoundError) {
-        throw new SandpoolError("quota.hibernated_sessions", error.message);
-      }
+      if (error instanceof CheckpointBoundError) throw refusalError(error.reason, error.message);
       if (error instanceof NotHibernatableError) {
         throw new SandpoolError("session.not_hibernatable", error.message);
       }

@@ -11,6 +11,7 @@ import { Gauge, Registry } from "prom-client";
 import { SandboxClient } from "../../forward/sandbox-client.js";
 import { FsCheckpointStore } from "../../hibernate/fs-checkpoint-store.js";
 import type { HibernateSettings } from "../../hibernate/hibernate-settings.js";
+import { hibernationRefusalsCounter } from "../../metering/gateway-metrics.js";
 import type { DockerRuntime } from "../../runtime/docker/docker-runtime.js";
 import { offeredIsolation } from "../../runtime/docker/isolation-check.js";
 import { hibernationOf } from "../../runtime/sandbox-hibernation.js";
@@ -76,6 +77,8 @@ export async function startNode(
   });
   const reconciled = await sandboxes.reconcile();
   log.info({ node: nodeId, ...reconciled }, "node reconciled its engine");
+  const metrics = new Registry();
+  const hibernationRefusals = hibernationRefusalsCounter(metrics);
   const runtimeHibernation = hibernationOf(runtime);
   const hibernation =
     runtimeHibernation && config.hibernate
@@ -84,7 +87,7 @@ export async function startNode(
           sandboxes,
           runtime,
           hibernation: runtimeHibernation,
-          checkpoints: new FsCheckpointStore(config.hibernate.checkpointDir),
+          checkpoints: FsCheckpointStore.fromSettings(config.hibernate, hibernationRefusals),
           leases: store,
           nodeId,
           shared: config.hibernate.shared,
@@ -98,7 +101,6 @@ export async function startNode(
     if (removed) log.info({ removed }, "removed checkpoints no session names");
   };
 
-  const metrics = new Registry();
   new Gauge({
     name: "sandpool_node_sandboxes",
     help: "Sandboxes on this node, per pool and state (warm: ready to lease; leased: serving a session; parked: kept for its workspace's next session)",

@@ -8,13 +8,15 @@
  * found under none of them (a remote engine, a gateway in a container of its own, a custom
  * cgroup parent) is read through the stats API instead (container-usage.ts).
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import type { SandboxUsage } from "../sandbox-runtime.js";
 
 interface CgroupLayout {
   /** The files of one container, or undefined when this layout does not hold it. */
   cpuNs(root: string, id: string): Promise<number | undefined>;
   memory(root: string, id: string): Promise<{ current?: number; peak?: number }>;
+  /** Starts the container's memory peak anew from what it holds now; false where the kernel cannot. */
+  resetPeak(root: string, id: string): boolean;
 }
 
 const v1 = (parent: (id: string) => string): CgroupLayout => ({
@@ -29,6 +31,10 @@ const v1 = (parent: (id: string) => string): CgroupLayout => ({
       readOptional(`${dir}/memory.max_usage_in_bytes`),
     ]);
     return { current: bytes(current), peak: bytes(peak) };
+  },
+  resetPeak(root, id) {
+    // cgroup v1 takes a 0 as "the peak is what the cgroup holds now", for every later reader.
+    return writeOptional(`${root}/memory/${parent(id)}/memory.max_usage_in_bytes`, "0");
   },
 });
 
@@ -46,6 +52,10 @@ const v2 = (parent: (id: string) => string): CgroupLayout => ({
     ]);
     return { current: bytes(current), peak: bytes(peak) };
   },
+  // cgroup v2's memory.peak takes a write (Linux 6.12 and later) only as a reset for reads
+  // through the same open file: a later reading opens it anew and sees the cgroup's whole
+  // life. There is no reset every reader sees.
+  resetPeak: () => false,
 });
 
 const cgroupfsParent = (id: string) => `docker/${id}`;
@@ -80,6 +90,22 @@ export class CgroupUsageReader {
     }
     return undefined;
   }
+
+  /**
+   * Starts the container's memory peak anew from what it holds now, so the next reading's
+   * peak is of what ran since (sandbox reuse: a parked sandbox's next session must not be
+   * given an earlier session's peak). False when the container's cgroup is not visible from
+   * here or its kernel keeps no peak every reader sees (cgroup v2).
+   */
+  async resetPeak(containerId: string): Promise<boolean> {
+    if (!/^[0-9a-f]{64}$/.test(containerId)) return false;
+    const layouts = this.layout ? [this.layout, ...LAYOUTS.filter((l) => l !== this.layout)] : LAYOUTS;
+    for (const layout of layouts) {
+      if ((await layout.cpuNs(this.root, containerId)) === undefined) continue;
+      return layout.resetPeak(this.root, containerId);
+    }
+    return false;
+  }
 }
 
 /**
@@ -93,6 +119,15 @@ async function readOptional(path: string): Promise<string | undefined> {
     return readFileSync(path, "utf8");
   } catch {
     return undefined;
+  }
+}
+
+function writeOptional(path: string, text: string): boolean {
+  try {
+    writeFileSync(path, text);
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -598,6 +598,15 @@ export class DockerRuntime implements SandboxRuntime {
    * (cgroup-usage.ts), else Docker's stats (container-usage.ts); undefined once it is gone
    * or stopped.
    */
+  /**
+   * Starts the sandbox's memory peak anew (cgroup-usage.ts). Only through its cgroup files:
+   * Docker's API cannot, so a gateway that does not see them answers false.
+   */
+  async resetMemoryPeak(runtimeId: string): Promise<boolean> {
+    const parsed = this.parseRuntimeId(runtimeId);
+    return parsed ? this.cgroups.resetPeak(parsed.containerId) : false;
+  }
+
   async usage(runtimeId: string) {
     const parsed = this.parseRuntimeId(runtimeId);
     if (!parsed) return undefined;

@@ -415,6 +415,9 @@ export class MemoryCoordinationStore implements CoordinationStore {
     if (refused) return { outcome: "elsewhere", lease: structuredClone(lease) };
     if (step.to) lease.hibernation = structuredClone(step.to);
     else delete lease.hibernation;
+    if (step.activity) lease.lastActivityAt = Math.max(lease.lastActivityAt, step.now);
+    if (step.refused) lease.hibernationRefused = structuredClone(step.refused);
+    else if (lease.hibernation?.phase === "saved") delete lease.hibernationRefused;
     if (step.sandbox) {
       lease.sandbox = structuredClone(step.sandbox);
       // A session resumed on another node is served there from now on.

@@ -23,6 +23,12 @@ export interface SandboxRecord {
    * is parked for reuse. Absent on a fresh sandbox.
    */
   owner?: string;
+  /**
+   * Its cgroup's memory peak may be an earlier session's: it was parked for reuse where the
+   * kernel could not start the peak anew (cgroup v2; a cgroup not visible from here), so its
+   * session records no memory peak rather than one that may not be its own.
+   */
+  memoryPeakCarried?: true;
   /** Sessions it has served so far (reuse is bounded); absent: none. */
   uses?: number;
   /** When it was last parked for its owner's next session (epoch ms). */
@@ -57,6 +63,20 @@ export interface Lease {
   busyUntil?: number;
   /** Set while the session is hibernated, or being saved or restored (docs/hibernate.md). */
   hibernation?: LeaseHibernation;
+  /**
+   * Its last hibernation refused at a bound (the workspace's, or the checkpoint store's bytes
+   * or free disk) since it last hibernated: the session kept running, and the admin view
+   * says why. Cleared as a later save is committed.
+   */
+  hibernationRefused?: HibernationRefusal;
+}
+
+/** A hibernation refused at a bound: its answer's code and message, and when. */
+export interface HibernationRefusal {
+  code: string;
+  message: string;
+  /** Epoch ms. */
+  at: number;
 }
 
 /**
@@ -112,6 +132,15 @@ export interface HibernationStep {
   /** The session's new sandbox (a resume); the lease's `node` becomes the sandbox's. */
   sandbox?: SandboxRecord;
   requireIdle?: boolean;
+  /**
+   * The step is the session's activity (a resume: a call asked for it): its last activity
+   * becomes `now` and its idle deadline moves with it. Without this a session hibernated for
+   * most of its idle timeout would resume with its pre-hibernation activity and be reaped as
+   * expired at once, its call lost.
+   */
+  activity?: boolean;
+  /** A refused save returning the session to running: the lease keeps why (`hibernationRefused`). */
+  refused?: HibernationRefusal;
 }
 
 export type HibernationStepped =
@@ -138,7 +167,7 @@ export function claimHeld(lease: Lease, now: number): boolean {
 
 /**
  * Whether `step` may be taken on `lease` at `step.now` (the rule the stores apply
- * atomically; the Redis script hibernation-step-2.lua repeats it).
+ * atomically; the Redis script hibernation-step-3.lua repeats it).
  */
 export function hibernationStepRefusal(
   lease: Lease,

@@ -2,15 +2,16 @@
  * Hibernating a sandbox into the file-system checkpoint store and resuming it
  * (src/hibernate/hibernate-sandbox.ts) on the real Docker engine, both isolation levels:
  * the store meters the checkpoint and the container is gone; concurrent resumes make one
- * sandbox; a refusal before the save (the workspace's bound) leaves the sandbox running
- * untouched; a failed restore keeps the checkpoint and a retry resumes.
+ * sandbox; a refusal before the save (the workspace's bound, the store's byte cap or its
+ * disk's free floor) leaves the sandbox running untouched; a failed restore keeps the
+ * checkpoint and a retry resumes.
  *
  * Needs a Docker engine with gVisor registered and the image: skipped with a warning locally,
  * fails under CI=true. The image's server must know `POST /sandbox/pause-listener`;
  * SANDPOOL_HIBERNATE_TEST_IMAGE names another image than sandpool/sandbox:dev to test with.
  */
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import Dockerode from "dockerode";
@@ -95,6 +96,34 @@ describe.skipIf(!available).each(["gvisor", "container"] as Isolation[])(
         code: "print(counter, open('notes.txt').read())",
       });
       expect(answer.stdout).toBe("7 kept\n");
+    });
+
+    it("refuses at the store's byte cap or under its disk's free floor before saving anything: the sandbox runs on as it was", async () => {
+      const refused: string[] = [];
+      const onRefused = (reason: string) => refused.push(reason);
+      // Something already in the store (another workspace's checkpoint) fills its cap.
+      const other = await store.begin("another-workspace", "ses-other", {});
+      await writeFile(path.join(other, "checkpoint.img"), Buffer.alloc(4096, 1));
+      await store.commit("another-workspace", "ses-other", other);
+      const capped = new FsCheckpointStore(store.location, { limits: { maxBytes: 4096 }, onRefused });
+      const floored = new FsCheckpointStore(store.location, {
+        limits: { minFreeBytes: Number.MAX_SAFE_INTEGER },
+        onRefused,
+      });
+      for (const full of [capped, floored]) {
+        await expect(hibernateSandbox({ ...input(), store: full, bounds: {} })).rejects.toMatchObject({
+          name: "CheckpointBoundError",
+          message: expect.stringMatching(/hibernate\.(maxStoreBytes|minFreeBytes)/),
+        });
+      }
+      expect(refused).toEqual(["store_bytes", "disk_free"]);
+      expect(await store.usage(WORKSPACE)).toEqual({ checkpoints: 0, bytes: 0 });
+      expect(await containerRunning(box.sandbox.runtimeId)).toBe(true);
+      const answer = await box.client.run(sandboxSessionId, "code_execution", {
+        code: "print(counter, open('notes.txt').read())",
+      });
+      expect(answer.stdout).toBe("7 kept\n");
+      await store.delete("another-workspace", "ses-other");
     });
 
     it("hibernates: the checkpoint is metered in the store and the container is gone", async () => {

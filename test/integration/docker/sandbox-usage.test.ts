@@ -100,6 +100,23 @@ describe.skipIf(!available).each(isolationLevels)("DockerRuntime.usage (%s)", (i
     }
   });
 
+  it("starts its memory peak anew on request where the cgroup allows (v1 here): the next reading's peak is of what ran since", async () => {
+    const held = await runtime.usage(sandbox.runtimeId);
+    const reset = await runtime.resetMemoryPeak(sandbox.runtimeId);
+    const after = await runtime.usage(sandbox.runtimeId);
+    if (held?.memoryPeakBytes === undefined) {
+      // cgroup v2 (or a cgroup not visible from here): no reset every reader sees.
+      expect(reset).toBe(false);
+      return;
+    }
+    expect(reset).toBe(true);
+    // The earlier call's 64 MiB block is gone from the peak: it is what the sandbox holds now.
+    expect(held.memoryPeakBytes).toBeGreaterThanOrEqual(64 << 20);
+    expect(after!.memoryPeakBytes!).toBeLessThan(held.memoryPeakBytes);
+    expect(after!.memoryPeakBytes!).toBeLessThanOrEqual(after!.memoryBytes! + (4 << 20));
+    expect(await runtime.resetMemoryPeak("not-a-runtime-id")).toBe(false);
+  });
+
   it("reports nothing for a sandbox that is gone, or an id it does not know", async () => {
     await runtime.destroy(sandbox.runtimeId);
     expect(await runtime.usage(sandbox.runtimeId)).toBeUndefined();
@@ -172,4 +189,102 @@ describe.skipIf(!available)("session end through a gateway on the docker runtime
       await rm(socketDir, { recursive: true, force: true });
     }
   }, 90_000);
+
+  it("records a reused sandbox's next session from its own baseline: none of the earlier session's CPU or memory peak", async () => {
+    const socketDir = await mkdtemp(path.join(os.tmpdir(), "sp-"));
+    const log = pino({ level: process.env.SANDPOOL_TEST_LOG ?? "silent" });
+    const config = gatewayConfigSchema.parse({
+      host: "127.0.0.1",
+      port: 0,
+      auth: { jwtSecret: TEST_SECRET },
+      policy: { allowedImages: [IMAGE], defaultImage: IMAGE, sandboxReuse: true },
+      // One sandbox: the second session can only be served by the first one's, scrubbed.
+      pools: [{ name: "usage", image: IMAGE, minIdle: 0, maxTotal: 1 }],
+    });
+    const runtime = new DockerRuntime(
+      {
+        hosts: dockerHostsFromEnv(process.env),
+        deployment,
+        socketDir,
+        execTimeoutCeilingSeconds: 60,
+        maxFileBytes: 1024 * 1024,
+      },
+      log,
+    );
+    const db = new Kysely<Database>({
+      dialect: new PgliteDialect(await PGlite.create({ loadDataDir: await pgliteTemplate() })),
+    });
+    const { gateway, close } = await startDevGateway(config, { db, runtime }, log);
+    try {
+      const workspace = `reuse-${randomBytes(4).toString("hex")}`;
+      const client = new ContractClient(gateway.url, await mintToken({ secret: TEST_SECRET, workspace }));
+      const rowsOf = async (sessionId: string) => {
+        await gateway.services.usage.flush();
+        const rows = await db
+          .selectFrom("usage_events")
+          .select(["kind", "quantity", "sandbox_id"])
+          .where("workspace_id", "=", workspace)
+          .where("session_id", "=", sessionId)
+          .execute();
+        return new Map(rows.map((row) => [row.kind, row]));
+      };
+      const settled = async (sessionId: string) => {
+        let rows = await rowsOf(sessionId);
+        await waitFor(async () => {
+          rows = await rowsOf(sessionId);
+          return rows.has("sandbox_cpu") || rows.has("session_ended");
+        }, 15_000);
+        return rows;
+      };
+
+      const first = await client.createSession();
+      expect(first.status, first.text).toBe(201);
+      const firstId = (first.body as { session_id: string }).session_id;
+      // A second of CPU and 160 MiB held at once.
+      const busy = await client.run(firstId, "code_execution", {
+        code: "import time\nend = time.process_time() + 1.0\nwhile time.process_time() < end: pass\nblock = bytearray(160 << 20)\nfor i in range(0, len(block), 4096): block[i] = 1\ndel block\nprint('done')",
+      });
+      expect(busy.stdout).toBe("done\n");
+      expect((await client.destroy(firstId)).status).toBe(204);
+      const firstRows = await settled(firstId);
+
+      // Its sandbox is scrubbed and parked; the workspace's next session takes it.
+      let secondId = "";
+      await waitFor(async () => {
+        const second = await client.createSession();
+        if (second.status !== 201) return false;
+        secondId = (second.body as { session_id: string }).session_id;
+        return true;
+      }, 15_000);
+      const quiet = await client.run(secondId, "code_execution", { code: "print('quiet')" });
+      expect(quiet.stdout).toBe("quiet\n");
+      expect((await client.destroy(secondId)).status).toBe(204);
+      let secondRows = await settled(secondId);
+      await waitFor(async () => {
+        secondRows = await rowsOf(secondId);
+        return secondRows.has("sandbox_cpu");
+      }, 15_000);
+
+      const sandboxOf = (rows: Map<string, { sandbox_id: string | null }>) =>
+        rows.get("session_ended")?.sandbox_id;
+      expect(sandboxOf(secondRows), "the second session ran in the first one's sandbox").toBe(
+        sandboxOf(firstRows),
+      );
+      expect(Number(firstRows.get("sandbox_cpu")!.quantity)).toBeGreaterThanOrEqual(900);
+      expect(Number(secondRows.get("sandbox_cpu")!.quantity)).toBeLessThan(600);
+      const firstPeak = firstRows.get("sandbox_memory_peak");
+      const secondPeak = secondRows.get("sandbox_memory_peak");
+      if (firstPeak) {
+        // cgroup v1 (this host): the kernel started the peak anew at the park.
+        expect(Number(firstPeak.quantity)).toBeGreaterThanOrEqual(160 << 20);
+        expect(secondPeak, "the second session has a peak of its own").toBeDefined();
+        expect(Number(secondPeak!.quantity)).toBeLessThan(120 << 20);
+      } else {
+        expect(secondPeak).toBeUndefined();
+      }
+    } finally {
+      await close();
+      await rm(socketDir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

@@ -740,7 +740,7 @@ describe("the multinode shapes (roles: edges and a node DaemonSet)", () => {
     expect(volume?.persistentVolumeClaim?.claimName).toBe("sandpool-checkpoints");
     const node = containerOf(objects, NODE.kind, NODE.name, NODE.container);
     const config = gatewayConfigOf(objects, "multinode-checkpoints-node", NODE);
-    expect(config.hibernate).toEqual({ checkpointDir: "/var/lib/sandpool/checkpoints", shared: true });
+    expect(config.hibernate).toMatchObject({ checkpointDir: "/var/lib/sandpool/checkpoints", shared: true });
     expect(node.volumeMounts).toContainEqual({
       name: "checkpoints",
       mountPath: config.hibernate.checkpointDir,
@@ -767,7 +767,7 @@ describe("the multinode shapes (roles: edges and a node DaemonSet)", () => {
       name: "checkpoints",
       mountPath: "/checkpoints",
     });
-    expect(gatewayConfigOf(existing, "multinode-existing-checkpoints", NODE).hibernate).toEqual({
+    expect(gatewayConfigOf(existing, "multinode-existing-checkpoints", NODE).hibernate).toMatchObject({
       checkpointDir: "/checkpoints",
       shared: true,
     });

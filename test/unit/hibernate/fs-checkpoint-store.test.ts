@@ -53,6 +53,69 @@ describe("FsCheckpointStore", () => {
     expect((await store.list()).map((c) => c.workspace).sort()).toEqual(["../acme", "acme"]);
   });
 
+  it("bounds the whole store by bytes and its disk by a free floor, counting each refusal by reason", async () => {
+    const refusals: string[] = [];
+    const capped = new FsCheckpointStore(root, {
+      limits: { maxBytes: 1000 },
+      onRefused: (reason) => refusals.push(reason),
+    });
+    store = capped;
+    await save("acme", "s1", 600);
+    // Another workspace's checkpoint, and one being written, count against the store's cap.
+    const writing = await capped.begin("other", "w1", {});
+    await writeFile(path.join(writing, "checkpoint.img"), Buffer.alloc(400, 1));
+    const refused = await capped.begin("third", "s9", {}).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(CheckpointBoundError);
+    expect(refused).toMatchObject({
+      reason: "store_bytes",
+      message: expect.stringMatching(/maxStoreBytes 1000/),
+    });
+    expect(await readdir(path.join(root, Buffer.from("third").toString("hex")))).toEqual([]);
+    // Room comes back as checkpoints go.
+    await capped.abandon(writing);
+    await expect(capped.begin("third", "s9", {})).resolves.toContain(".begun-s9-");
+
+    const floored = new FsCheckpointStore(root, {
+      limits: { minFreeBytes: Number.MAX_SAFE_INTEGER },
+      onRefused: (reason) => refusals.push(reason),
+    });
+    await expect(floored.begin("acme", "s2", {})).rejects.toMatchObject({
+      reason: "disk_free",
+      message: expect.stringMatching(/minFreeBytes/),
+    });
+    // The workspace's own bound is checked first, and counted as such.
+    await expect(floored.begin("acme", "s2", { maxCheckpoints: 1 })).rejects.toMatchObject({
+      reason: "workspace_sessions",
+    });
+    expect(refusals).toEqual(["store_bytes", "disk_free", "workspace_sessions"]);
+  });
+
+  it("takes its bounds from the hibernate settings (a floor of 0: none)", async () => {
+    const settings = { checkpointDir: root, maxStoreBytes: 100, minFreeBytes: 0 };
+    const counted: string[] = [];
+    store = FsCheckpointStore.fromSettings(settings, {
+      inc: ({ reason }, value = 1) => counted.push(`${reason} +${value}`),
+    });
+    // Every reason's series exists from the start.
+    expect(counted).toEqual([
+      "workspace_sessions +0",
+      "workspace_bytes +0",
+      "store_bytes +0",
+      "disk_free +0",
+    ]);
+    await save("acme", "s1", 100);
+    await expect(store.begin("acme", "s2", {})).rejects.toMatchObject({ reason: "store_bytes" });
+    expect(counted.at(-1)).toBe("store_bytes +1");
+    const unbounded = FsCheckpointStore.fromSettings({ ...settings, maxStoreBytes: 10_000 });
+    await expect(unbounded.begin("acme", "s2", {})).resolves.toContain(".begun-s2-");
+    const floored = FsCheckpointStore.fromSettings({
+      ...settings,
+      maxStoreBytes: 10_000,
+      minFreeBytes: Number.MAX_SAFE_INTEGER,
+    });
+    await expect(floored.begin("acme", "s3", {})).rejects.toMatchObject({ reason: "disk_free" });
+  });
+
   it("bounds a workspace by count and by bytes; a session's own older checkpoint is replaced, not counted", async () => {
     await save("acme", "s1", 600, { maxCheckpoints: 2, maxBytes: 1000 });
     await save("acme", "s2", 300, { maxCheckpoints: 2, maxBytes: 1000 });

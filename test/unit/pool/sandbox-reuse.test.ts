@@ -19,15 +19,33 @@ import type { SandboxRecord } from "../../../src/store/coordination/records.js";
 
 const T0 = 1_800_000_000_000;
 
-function setup(options: { recyclable?: boolean; scrub?: "ok" | "fails" } = {}) {
+function setup(
+  options: {
+    recyclable?: boolean;
+    scrub?: "ok" | "fails";
+    /** What the runtime's reading answers (undefined: no reading). */
+    usage?: () => Promise<{ cpuSeconds: number } | undefined>;
+    /** Whether the kernel started the memory peak anew (undefined: the runtime cannot). */
+    peakReset?: boolean;
+  } = {},
+) {
   const store = new MemoryCoordinationStore();
   let now = T0;
   const recycled: string[] = [];
+  const peakResets: string[] = [];
   const reuse = new SandboxReuse({
     store,
     runtime: {
       recyclable: options.recyclable ?? true,
-      usage: async () => ({ cpuSeconds: 12.5 }),
+      usage: options.usage ?? (async () => ({ cpuSeconds: 12.5 })),
+      ...(options.peakReset === undefined
+        ? {}
+        : {
+            resetMemoryPeak: async (runtimeId: string) => {
+              peakResets.push(runtimeId);
+              return options.peakReset!;
+            },
+          }),
     },
     client: {
       recycleSandbox: async (endpoint) => {
@@ -53,7 +71,7 @@ function setup(options: { recyclable?: boolean; scrub?: "ok" | "fails" } = {}) {
     await store.addMember("p", r.sandboxId, 10, now + 60_000, now);
     return r;
   };
-  return { store, reuse, recycled, record, advance: (ms: number) => (now += ms) };
+  return { store, reuse, recycled, peakResets, record, advance: (ms: number) => (now += ms) };
 }
 
 describe("SandboxReuse", () => {
@@ -72,6 +90,33 @@ describe("SandboxReuse", () => {
     });
     expect(await store.leaseIdle("p", { workspace: "team-b", until: T0 + 1, now: T0 })).toBeUndefined();
     expect(await store.leaseIdle("p", { workspace: "team-a", until: T0 + 1, now: T0 })).toEqual(parked);
+  });
+
+  it("starts the next session's memory peak anew where the kernel can, else marks it carried", async () => {
+    const resettable = setup({ peakReset: true });
+    const carriedBefore = await resettable.record({ memoryPeakCarried: true });
+    expect(await resettable.reuse.park(carriedBefore, "team-a")).toBe(true);
+    expect(resettable.peakResets).toEqual(["0:c"]);
+    const [parked] = await resettable.store.listParked("p");
+    expect(parked?.memoryPeakCarried).toBeUndefined();
+
+    for (const runtime of [setup({ peakReset: false }), setup()]) {
+      expect(await runtime.reuse.park(await runtime.record(), "team-a")).toBe(true);
+      const [carried] = await runtime.store.listParked("p");
+      expect(carried).toMatchObject({ memoryPeakCarried: true, cpuBaseMs: 12_500 });
+    }
+  });
+
+  it("does not reuse a sandbox whose CPU baseline could not be read: its next session would be charged every earlier one's", async () => {
+    const unread = setup({ usage: async () => undefined, peakReset: true });
+    expect(await unread.reuse.park(await unread.record(), "team-a")).toBe(false);
+    expect(await unread.store.listParked("p")).toEqual([]);
+    const failing = setup({
+      usage: async () => {
+        throw new Error("the engine did not answer");
+      },
+    });
+    expect(await failing.reuse.park(await failing.record(), "team-a")).toBe(false);
   });
 
   it("destroys instead (false) past its uses or its age, on a runtime that cannot scrub, or when the scrub fails", async () => {

@@ -235,7 +235,11 @@ export class RedisLeases implements LeaseStore {
     await this.steps.flush();
     const [outcome, raw] = (await this.commands.script(
       "hibernation-step",
-      [this.commands.keys.lease(key), this.commands.keys.quiet(key.workspace)],
+      [
+        this.commands.keys.lease(key),
+        this.commands.keys.quiet(key.workspace),
+        this.commands.keys.deadlines(key.workspace),
+      ],
       [
         step.now,
         step.from.join(","),
@@ -244,6 +248,8 @@ export class RedisLeases implements LeaseStore {
         step.to ? JSON.stringify(step.to) : "",
         step.sandbox ? JSON.stringify(step.sandbox) : "",
         key.sessionId,
+        step.activity ? "1" : "",
+        step.refused ? JSON.stringify(step.refused) : "",
       ],
     )) as [string, string?];
     if (outcome === "busy" || outcome === "gone") return { outcome };

@@ -2,15 +2,22 @@
 -- when a step may be taken; this repeats it, atomically).
 -- The session leaves its workspace's quiet index as it stops running a sandbox (saving,
 -- saved, restoring) and comes back as it runs again, quiet since its last activity.
+-- A resume is activity: without it a session hibernated for most of its idle timeout would
+-- come back already past its deadline, and the reaper would end it as its call waits.
 -- KEYS[1]  the lease (JSON string)
 -- KEYS[2]  the workspace's quiet index: running session id -> quiet since (epoch ms)
+-- KEYS[3]  the workspace's deadline index: session id -> deadline (epoch ms)
 -- ARGV[1]  now (epoch ms)
 -- ARGV[2]  the phases it may be in, comma-separated ("running": no hibernation)
 -- ARGV[3]  the claim the caller holds ("" : none)
 -- ARGV[4]  "1": refuse while a call is in flight
 -- ARGV[5]  the hibernation after the step, JSON ("": running again)
 -- ARGV[6]  the session's new sandbox, JSON ("": unchanged); the lease's node becomes its node
--- ARGV[7]  the session id (its member in the quiet index)
+-- ARGV[7]  the session id (its member in the indexes)
+-- ARGV[8]  "1": the step is the session's activity (a resume): last activity becomes now and
+--          its deadline moves (the same deadline as leaseDeadline() in records.ts)
+-- ARGV[9]  a refused save's reason, JSON ("": none); kept as hibernationRefused, which a
+--          committed save ("saved") clears
 -- Returns  {"stepped", lease JSON}, {"elsewhere", lease JSON}, {"busy"} or {"gone"}
 local raw = redis.call("GET", KEYS[1])
 if not raw then
@@ -44,6 +51,16 @@ if ARGV[6] ~= "" then
   lease.sandbox = cjson.decode(ARGV[6])
   -- A session resumed on another node is served there from now on (nil on one host).
   lease.node = lease.sandbox.node
+end
+if ARGV[8] == "1" then
+  lease.lastActivityAt = math.max(lease.lastActivityAt, now)
+  local idle = math.max(lease.lastActivityAt + lease.idleTimeoutSeconds * 1000, lease.busyUntil or 0)
+  redis.call("ZADD", KEYS[3], math.min(idle, lease.createdAt + lease.maxLifetimeSeconds * 1000), ARGV[7])
+end
+if ARGV[9] ~= "" then
+  lease.hibernationRefused = cjson.decode(ARGV[9])
+elseif lease.hibernation and lease.hibernation.phase == "saved" then
+  lease.hibernationRefused = nil
 end
 local updated = cjson.encode(lease)
 redis.call("SET", KEYS[1], updated, "KEEPTTL")
