@@ -9,6 +9,7 @@ import { NOT_A_SANDBOX } from "./host-guard.js";
 import { LOOK_PRELUDE } from "./look-prelude.js";
 import type { LeakProbe, ProbeResult, ProbeSession } from "./probe.js";
 import { py, runJson } from "./probe.js";
+import { type Placement, sandboxOf, sessionOnSandbox } from "./same-sandbox.js";
 import type { AdminView, WorkspaceClient } from "./verify-client.js";
 
 export interface LeakPhaseInput {
@@ -20,8 +21,8 @@ export interface LeakPhaseInput {
   /** Opens a session the run ends whatever happens. */
   open(client: WorkspaceClient): Promise<ProbeSession>;
   progress(line: string): void;
-  /** Sessions tried for the planting sandbox; one once a cycle found the deployment does not reuse. */
-  reuse: { tries: number };
+  /** How the next session is sought on the planting sandbox (same-sandbox.ts). */
+  placement: Omit<Placement, "open">;
 }
 
 /** What the next session's bash tool and a fresh Python leave for the "after-tools" looks. */
@@ -53,11 +54,14 @@ export async function runLeakPhase(input: LeakPhaseInput): Promise<ProbeResult[]
   const { probes, tagOf } = input;
   const planted = await plantAll(input);
   const first = planted.session;
-  const where = await placement(input.admin, first);
+  const where = await sandboxOf(input.admin, first);
   await input.one.deleteSession(first.id);
   input.progress("the planting session ended; looking from the workspace's next session");
-  const next = await lookFrom(await sessionOnSandbox(input, where), input);
-  const nextWhere = await placement(input.admin, next.session);
+  const next = await lookFrom(
+    await sessionOnSandbox({ ...input.placement, open: () => input.open(input.one) }, where),
+    input,
+  );
+  const nextWhere = await sandboxOf(input.admin, next.session);
   await input.one.deleteSession(next.session.id);
   input.progress("looking from a session of the other workspace");
   const other = await lookFrom(await input.open(input.other), input);
@@ -133,26 +137,6 @@ function guarded(code: string): string {
   return `import json\n_error = None\ntry:\n${body || "    pass"}\nexcept BaseException as e:\n    _error = '%s: %s' % (type(e).__name__, e)`;
 }
 
-/**
- * The workspace's next session, on the planting session's sandbox where the admin API tells:
- * a workspace may hold other parked sandboxes, and a new session may take one of those first.
- * Each session that lands elsewhere stays open (the run ends it), holding that sandbox, so
- * the next try finds only the scrubbed one.
- */
-export const PLACEMENT_TRIES = 4;
-async function sessionOnSandbox(input: LeakPhaseInput, sandbox: string | undefined): Promise<ProbeSession> {
-  for (let attempt = 1; ; attempt++) {
-    const session = await input.open(input.one);
-    if (!sandbox || !input.admin) return session;
-    if ((await placement(input.admin, session)) === sandbox) return session;
-    if (attempt >= input.reuse.tries) {
-      // No reuse seen: later cycles do not spend the workspace's session rate looking for it.
-      input.reuse.tries = 1;
-      return session;
-    }
-  }
-}
-
 async function lookFrom(
   session: ProbeSession,
   input: LeakPhaseInput,
@@ -178,11 +162,6 @@ async function lookFrom(
     `${LOOK_PRELUDE}\n${AFTER_TOOLS_PRELUDE}\n_found = {}\n${looks("after-tools")}\nprint(json.dumps(_found))`,
   );
   return { session, findings: { ...firstLooks, ...laterLooks } };
-}
-
-async function placement(admin: AdminView | undefined, session: ProbeSession): Promise<string | undefined> {
-  if (!admin) return undefined;
-  return (await admin.sessionOf(session.id).catch(() => undefined))?.sandboxId;
 }
 
 /** Removes what the deployment kept of this cycle's plants (cleanup.ts); never fails the run. */

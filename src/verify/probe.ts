@@ -55,6 +55,8 @@ export interface CheckContext {
   admin: AdminView | undefined;
   /** A fresh session of workspace one, ended by the runner after the probe. */
   session(): Promise<ProbeSession>;
+  /** A fresh session of workspace one on that sandbox, where the admin API lets the run find one (same-sandbox.ts). */
+  sessionOn(sandboxId: string): Promise<ProbeSession>;
   tag: string;
 }
 

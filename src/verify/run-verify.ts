@@ -5,9 +5,10 @@
  * a claim that cannot be checked is not a claim that holds.
  */
 import { randomBytes } from "node:crypto";
-import { PLACEMENT_TRIES, runLeakPhase } from "./leak-phase.js";
+import { runLeakPhase } from "./leak-phase.js";
 import type { CheckContext, CheckProbe, LeakProbe, Probe, ProbeResult, ProbeSession } from "./probe.js";
 import { ADMIN_PROBES, PROBES } from "./probe-catalog.js";
+import { PLACEMENT_TRIES, sessionOnSandbox } from "./same-sandbox.js";
 import { AdminView, VerifyCallError, VerifyHttp, WorkspaceClient } from "./verify-client.js";
 
 export interface VerifyOptions {
@@ -60,7 +61,16 @@ export async function runVerify(options: VerifyOptions): Promise<ProbeResult[]> 
     };
     const leaks = probes.filter((probe): probe is LeakProbe => probe.kind === "leak");
     const cycles = leakCycles(leaks);
-    const reuse = { tries: PLACEMENT_TRIES };
+    // Sessions that landed on another sandbox than sought, held open to the end of the leak probes.
+    const held: ProbeSession[] = [];
+    const placement = {
+      admin,
+      reuse: { tries: PLACEMENT_TRIES, seen: false },
+      hold: (session: ProbeSession) => {
+        opened.splice(opened.indexOf(session), 1);
+        held.push(session);
+      },
+    };
     for (const [index, cycle] of cycles.entries()) {
       progress(`[leak ${index + 1}/${cycles.length}] plant ${cycle.map((p) => p.name).join(", ")}`);
       const found = await runLeakPhase({
@@ -71,7 +81,7 @@ export async function runVerify(options: VerifyOptions): Promise<ProbeResult[]> 
         tagOf,
         open,
         progress,
-        reuse,
+        placement,
       }).catch((error: Error) =>
         cycle.map(
           (probe): ProbeResult => ({
@@ -84,6 +94,8 @@ export async function runVerify(options: VerifyOptions): Promise<ProbeResult[]> 
       results.push(...found);
       await endAll(opened);
     }
+    opened.push(...held.splice(0));
+    await endAll(opened);
     const checks = probes.filter((probe): probe is CheckProbe => probe.kind === "check");
     for (const [index, probe] of checks.entries()) {
       progress(`[${index + 1}/${checks.length}] ${probe.name}`);
@@ -94,6 +106,11 @@ export async function runVerify(options: VerifyOptions): Promise<ProbeResult[]> 
         admin,
         tag: tagOf(probe),
         session: () => open(one),
+        sessionOn: (sandboxId) =>
+          sessionOnSandbox(
+            { admin, open: () => open(one), hold: () => {}, reuse: { tries: PLACEMENT_TRIES, seen: false } },
+            sandboxId,
+          ),
       };
       results.push(await runCheck(probe, context));
       await endAll(opened);

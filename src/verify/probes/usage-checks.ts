@@ -50,7 +50,7 @@ async function runUsage(
   );
   await first.client.deleteSession(first.id);
   const afterFirst = await recorded(admin, placed.workspace, from, before.cpuCount + 1);
-  const second = await context.session();
+  const second = await context.sessionOn(placed.sandboxId);
   const secondPlaced = await admin.sessionOf(second.id);
   await second.client.tool(second.id, "code_execution", "print('idle')");
   await second.client.deleteSession(second.id);
