@@ -25,15 +25,18 @@ export interface LeakPhaseInput {
   placement: Omit<Placement, "open">;
 }
 
-/** What the next session's bash tool and a fresh Python leave for the "after-tools" looks. */
-const AFTER_TOOLS_COMMAND =
-  "env > /tmp/spv-shell.env 2>&1; python3 -c 'import matplotlib as m; print(m.rcParams[\"figure.dpi\"])' > /tmp/spv-mpl.txt 2>/dev/null; python3 -c pass; true";
+/**
+ * What the looking session's bash tool and a fresh Python leave for the "after-tools" looks,
+ * in files named with the cycle's first tag (so the cleanup removes them too).
+ */
+const afterToolsCommand = (tag: string) =>
+  `env > /tmp/${tag}.shell.env 2>&1; python3 -c 'import matplotlib as m; print(m.rcParams["figure.dpi"])' > /tmp/${tag}.mpl.txt 2>/dev/null; python3 -c pass; true`;
 
-const AFTER_TOOLS_PRELUDE = `
-SHELL_ENV = _read('/tmp/spv-shell.env', True)
+const afterToolsPrelude = (tag: string) => `
+SHELL_ENV = _read('/tmp/${tag}.shell.env', True)
 def _mpl_dpi():
     found = []
-    if _read('/tmp/spv-mpl.txt', True).strip() in ('17', '17.0'):
+    if _read('/tmp/${tag}.mpl.txt', True).strip() in ('17', '17.0'):
         found.append('a fresh Python reads a planted matplotlibrc (figure.dpi 17)')
     try:
         import matplotlib
@@ -62,13 +65,14 @@ export async function runLeakPhase(input: LeakPhaseInput): Promise<ProbeResult[]
     input,
   );
   const nextWhere = await sandboxOf(input.admin, next.session);
-  await input.one.deleteSession(next.session.id);
   input.progress("looking from a session of the other workspace");
   const other = await lookFrom(await input.open(input.other), input);
-  await input.other.deleteSession(other.session.id);
-  const found = (findings: Findings) =>
-    Object.values(findings).some((value) => !Array.isArray(value) || value.length > 0);
-  if (found(next.findings) || found(other.findings)) await cleanUp(input);
+  // Both looks done: what either found is removed, from where it was found.
+  const tags = probes.map(tagOf);
+  for (const look of [next, other]) {
+    await cleanUp(look.session, tags);
+    await look.session.client.deleteSession(look.session.id);
+  }
   const sameSandbox =
     where && nextWhere
       ? where === nextWhere
@@ -156,21 +160,20 @@ async function lookFrom(
     `${LOOK_PRELUDE}\n_found = {}\nclear_beats(json.loads(${py(JSON.stringify(beatTags))}))\ntime.sleep(BEAT_WAIT)\n${looks("first")}\nprint(json.dumps(_found))`,
     120,
   );
-  await client.tool(session.id, "bash_code_execution", AFTER_TOOLS_COMMAND);
+  const tags = input.probes.map(input.tagOf);
+  await client.tool(session.id, "bash_code_execution", afterToolsCommand(tags[0]!));
   const laterLooks = await runJson<Findings>(
     session,
-    `${LOOK_PRELUDE}\n${AFTER_TOOLS_PRELUDE}\n_found = {}\n${looks("after-tools")}\nprint(json.dumps(_found))`,
+    `${LOOK_PRELUDE}\n${afterToolsPrelude(tags[0]!)}\n_found = {}\n${looks("after-tools")}\nprint(json.dumps(_found))`,
   );
   return { session, findings: { ...firstLooks, ...laterLooks } };
 }
 
-/** Removes what the deployment kept of this cycle's plants (cleanup.ts); never fails the run. */
-async function cleanUp(input: LeakPhaseInput): Promise<void> {
-  try {
-    const session = await input.open(input.one);
-    await runJson(session, cleanupProgram(input.probes.map(input.tagOf)));
-    await input.one.deleteSession(session.id);
-  } catch {
-    // A deployment that refuses a session now has nothing more to clean of ours.
-  }
+/**
+ * Removes, from the looking session itself, what the deployment kept of this cycle's plants
+ * and what the looks wrote (cleanup.ts): where a plant leaked, this session sees it. Never
+ * fails the run.
+ */
+async function cleanUp(session: ProbeSession, tags: readonly string[]): Promise<void> {
+  await runJson(session, cleanupProgram(tags)).catch(() => undefined);
 }

@@ -4,6 +4,7 @@
  * attempt is a connect() from inside the sandbox; a sandbox without a network sends no
  * packet anywhere (there is no route), and the targets are the deployment's own addresses.
  */
+import { HOST_GUARD } from "../host-guard.js";
 import { LOOK_PRELUDE } from "../look-prelude.js";
 import type { CheckProbe, ProbeSession } from "../probe.js";
 import { py, runJson } from "../probe.js";
@@ -30,6 +31,11 @@ async function inside<T>(context: { session(): Promise<ProbeSession> }, code: st
   return runJson<T>(await context.session(), `${LOOK_PRELUDE}\n${CONNECT}\n${code}`);
 }
 
+/** The same, where the code must be in a sandbox: on a host it would knock on every local service. */
+async function insideSandbox<T>(context: { session(): Promise<ProbeSession> }, code: string): Promise<T> {
+  return inside<T>(context, `${HOST_GUARD}\n${code}`);
+}
+
 const listFailures = (results: Record<string, string>, failed: (answer: string) => boolean) =>
   Object.entries(results).filter(([, answer]) => failed(answer));
 
@@ -44,14 +50,15 @@ export const reachChecks: CheckProbe[] = [
     name: "server.socket",
     claim: "code in a sandbox cannot call the sandbox server's API over its Unix socket",
     async run(context) {
-      const results = await inside<Record<string, string>>(
+      // Where the sandbox server listens (its socket directory), and any socket bound under it.
+      const results = await insideSandbox<Record<string, string>>(
         context,
         `
 import glob
 paths = set(glob.glob('/run/sandpool/*'))
 for line in _read('/proc/net/unix', True).splitlines()[1:]:
     parts = line.split()
-    if len(parts) >= 8 and parts[7].startswith('/'):
+    if len(parts) >= 8 and parts[7].startswith('/run/sandpool/'):
         paths.add(parts[7])
 print(json.dumps({p: attempt(socket.AF_UNIX, p) for p in sorted(paths)}))
 `,
@@ -66,7 +73,7 @@ print(json.dumps({p: attempt(socket.AF_UNIX, p) for p in sorted(paths)}))
     name: "server.tcp",
     claim: "no TCP listener inside the sandbox serves the sandbox server's API",
     async run(context) {
-      const results = await inside<Record<string, string>>(
+      const results = await insideSandbox<Record<string, string>>(
         context,
         `
 found = {}
