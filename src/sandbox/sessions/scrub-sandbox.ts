@@ -80,7 +80,9 @@ export async function scrubSandbox(target: ScrubTarget): Promise<void> {
  */
 async function killEveryProcess(strays: StrayReaper, killCodeProcesses: () => Promise<void>): Promise<void> {
   const deadline = Date.now() + PROCESSES_GONE_WITHIN_MS;
-  if (!strays.onlyKnownProcesses()) await killCodeProcesses();
+  // A zombie its parent has not reaped yet (a session's interpreter, just ended) is listed
+  // too: the process start of the uid-wide kill is paid only when a thread may still run.
+  if (!strays.onlyKnownProcesses() && strays.count() > 0) await killCodeProcesses();
   for (let look = 0; ; look++) {
     strays.reap();
     const left = strays.count();

@@ -18,10 +18,15 @@ import { CodeLauncher } from "../../../src/sandbox/user-code/code-user.js";
  * records the kernel's kill of the code's uid in the same list.
  */
 function reaper(...left: number[]) {
+  return reaperListing(left[0] !== 0, ...left);
+}
+
+/** The same, saying whether pids other than the known ones are listed (a zombie counts no thread). */
+function reaperListing(unknownListed: boolean, ...left: number[]) {
   const calls: string[] = [];
   let looks = 0;
   const strays = {
-    onlyKnownProcesses: () => left[0] === 0,
+    onlyKnownProcesses: () => !unknownListed,
     reap: () => {
       calls.push("reap");
       return 0;
@@ -87,9 +92,16 @@ describe("scrubSandbox", () => {
   });
 
   it("ends the code's processes at once, then waits for them to leave the process table, reaping again meanwhile", async () => {
-    const { strays, calls, killCodeProcesses } = reaper(2, 1, 0);
+    // The first look (2) decides on the kill; each reap is followed by another.
+    const { strays, calls, killCodeProcesses } = reaper(2, 2, 1, 0);
     await scrubSandbox({ strays, launcher: new CodeLauncher(), dirs: [tmp], procRoot, killCodeProcesses });
     expect(calls).toEqual(["kill -9 -1", "reap", "reap", "reap"]);
+  });
+
+  it("starts no kill when the unknown pids listed are zombies with no live thread (an interpreter not reaped yet)", async () => {
+    const { strays, calls, killCodeProcesses } = reaperListing(true, 0);
+    await scrubSandbox({ strays, launcher: new CodeLauncher(), dirs: [tmp], procRoot, killCodeProcesses });
+    expect(calls).toEqual(["reap"]);
   });
 
   it("starts no kill when only the server, its ancestors and the zygote are listed", async () => {
