@@ -5,6 +5,7 @@
  * flight finish, and each keep-alive connection is closed as soon as it falls idle.
  */
 import { randomUUID } from "node:crypto";
+import { rmSync } from "node:fs";
 import { chmod, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -18,9 +19,16 @@ export interface ListenOptions {
   port: number;
   /**
    * Listen on this Unix socket instead of host and port. The socket is made connectable by
-   * any user (0666): who may reach it is decided by the directory it sits in.
+   * any user (0666): who may reach it is decided by the directory it sits in; unless
+   * `bindSocket` makes it.
    */
   socketPath?: string;
+  /**
+   * Makes the socket (its removal and bind, both synchronous) under an identity and umask of
+   * its own, and leaves its mode alone: the sandbox server binds as its directory's owner
+   * (src/sandbox/user-code/socket-owner.ts).
+   */
+  bindSocket?: <T>(bind: () => T) => T;
   /** The whole header block must arrive within this (default 10 s). */
   headersTimeoutMs?: number;
   /** A request body silent this long while it is being read cuts the client off; unset: no limit. */
@@ -88,19 +96,24 @@ export async function listen(app: FetchApp, options: ListenOptions): Promise<Run
       `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${BAD_REQUEST.length}\r\nConnection: close\r\n\r\n${BAD_REQUEST}`,
     );
   });
-  const { socketPath } = options;
+  const { socketPath, bindSocket } = options;
   // A socket file left by a server that died would make listen fail with EADDRINUSE.
-  if (socketPath) await rm(socketPath, { force: true });
+  if (socketPath && !bindSocket) await rm(socketPath, { force: true });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     const ready = () => {
       server.off("error", reject);
       resolve();
     };
-    if (socketPath) listenOnSocket(server, socketPath, ready);
+    if (socketPath && bindSocket)
+      bindSocket(() => {
+        rmSync(socketPath, { force: true });
+        server.listen(socketPath, ready);
+      });
+    else if (socketPath) listenOnSocket(server, socketPath, ready);
     else server.listen(options.port, options.host, ready);
   });
-  if (socketPath) await makeConnectable(socketPath);
+  if (socketPath && !bindSocket) await makeConnectable(socketPath);
   const port = socketPath ? 0 : (server.address() as AddressInfo).port;
   const host = options.host.includes(":") ? `[${options.host}]` : options.host;
   return {

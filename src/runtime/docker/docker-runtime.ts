@@ -7,8 +7,7 @@
  * asking the others. Containers outlive the gateway on purpose: list() is what
  * reconciliation compares with the store after a restart.
  */
-import { chmod, rm } from "node:fs/promises";
-import path from "node:path";
+import { rm } from "node:fs/promises";
 import type Dockerode from "dockerode";
 import type { Logger } from "pino";
 import type { Agent } from "undici";
@@ -552,11 +551,11 @@ export class DockerRuntime implements SandboxRuntime {
         this.socketDirs.whileUnsealed(sandboxId, () =>
           rm(this.socketDirs.socketOf(sandboxId), { force: true }),
         ),
-      // The same directory (its container's bind mount holds it), writable for the server again.
+      // The same directory (its container's bind mount holds it), open for the server to bind
+      // in again as the gateway's uid: never writable by anyone else (socket-dirs.ts).
       reopenSocketDir: async (sandboxId) => {
-        const socket = this.socketDirs.socketOf(sandboxId);
-        await chmod(path.dirname(socket), 0o777);
-        await rm(socket, { force: true });
+        await this.socketDirs.open(sandboxId);
+        await rm(this.socketDirs.socketOf(sandboxId), { force: true });
       },
       seal: (sandboxId) => this.socketDirs.seal(sandboxId),
       endpointOf: (sandboxId) => unixEndpoint(this.socketDirs.socketOf(sandboxId)),

@@ -3,14 +3,21 @@
  * /run/sandpool in the sandbox. Its server listens there on a Unix socket, the only way into
  * a box that has no network.
  *
- * The directory is writable while the sandbox starts (its server, as the code's uid, creates the
- * socket) and sealed (0555, owned by the gateway) once it answers, before any user code
- * runs: from then on the box cannot put a single byte on the host's disk through it.
+ * The directory is the gateway's and never writable by anyone else, at any moment: the
+ * sandbox's server makes its socket as the directory's owner (src/sandbox/user-code/
+ * socket-owner.ts: a socket only the gateway may connect to), so while the sandbox starts,
+ * and while it listens again after a checkpoint, the directory is 0711 (the gateway's alone to
+ * write; the server, as the code's uid, may reach the egress socket through it). Sealed (0555)
+ * once the server answers, before any user code runs: from then on not even the server, let
+ * alone user code, can put a byte on the host's disk through it.
  */
 import { chmod, mkdir, readdir, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { EGRESS_SOCKET_NAME } from "./container-spec.js";
 import { SANDBOX_SOCKET_NAME } from "./docker-runtime-options.js";
+
+/** rwx--x--x: see the file's comment. Never 0777: code in the sandbox could write on the host. */
+const SERVER_MAY_BIND = 0o711;
 
 export class SocketDirs {
   readonly root: string;
@@ -41,16 +48,23 @@ export class SocketDirs {
     }
   }
 
-  /** A fresh, empty directory the sandbox's server may create its socket in. */
+  /** A fresh, empty directory the sandbox's server may create its socket in (as the gateway's uid). */
   async prepare(sandboxId: string): Promise<string> {
     // Only the gateway (and root) may list the deployment's directories.
     await mkdir(this.root, { recursive: true, mode: 0o700 });
     const dir = this.dirOf(sandboxId);
     await rm(dir, { recursive: true, force: true });
     await mkdir(dir, { mode: 0o700 });
-    // mkdir's mode is cut by the umask; the sandbox's user is not the gateway's.
-    await chmod(dir, 0o777);
+    await this.open(sandboxId);
     return dir;
+  }
+
+  /**
+   * Writable by the gateway's uid alone, which the sandbox's server binds its socket as;
+   * traversable (not listable) by others. mkdir's mode is cut by the umask, hence a chmod.
+   */
+  open(sandboxId: string): Promise<void> {
+    return chmod(this.dirOf(sandboxId), SERVER_MAY_BIND);
   }
 
   /** No more writes from the sandbox: called once its server answers, before it is leased. */

@@ -8,9 +8,10 @@
  * server listens on the same path again. Nothing else in the sandbox changes: sessions,
  * interpreters and files stay as they are.
  */
-import { rm } from "node:fs/promises";
+import { rmSync } from "node:fs";
 import type { Server } from "node:http";
 import type { Logger } from "pino";
+import type { SocketBinder } from "../user-code/socket-owner.js";
 
 /** The signal that makes a paused server listen again. */
 export const RELISTEN_SIGNAL = "SIGUSR2";
@@ -24,6 +25,8 @@ export class ListenerPause {
   constructor(
     private readonly socketPath: string,
     private readonly log: Logger,
+    /** How the server made its socket (its directory's owner, umask included); else as the first listen did. */
+    private readonly bindSocket: SocketBinder = legacyBind,
   ) {
     process.on(RELISTEN_SIGNAL, this.onSignal);
   }
@@ -55,7 +58,11 @@ export class ListenerPause {
     setTimeout(() => {
       server.closeAllConnections();
       // In a sealed socket directory the gateway removes the file itself.
-      void rm(this.socketPath, { force: true }).catch(() => undefined);
+      try {
+        this.bindSocket(() => rmSync(this.socketPath, { force: true }));
+      } catch {
+        // Not ours to remove here: the gateway does.
+      }
       this.log.info("listener paused for a checkpoint");
     }, PAUSE_GRACE_MS);
   }
@@ -63,23 +70,32 @@ export class ListenerPause {
   private async relisten(): Promise<void> {
     const server = this.server;
     if (!server || !this.paused) return;
-    await rm(this.socketPath, { force: true });
-    // The same umask as the first listen: under gVisor the host-backed socket cannot be chmodded.
-    const umask = process.umask(0o111);
     try {
+      // As the first listen made it: under gVisor the host-backed socket cannot be chmod-ed.
       await new Promise<void>((resolve, reject) => {
         server.once("error", reject);
-        server.listen(this.socketPath, () => {
-          server.off("error", reject);
-          resolve();
+        this.bindSocket(() => {
+          rmSync(this.socketPath, { force: true });
+          server.listen(this.socketPath, () => {
+            server.off("error", reject);
+            resolve();
+          });
         });
       });
       this.paused = false;
       this.log.info("listening again after a pause");
     } catch (error) {
       this.log.error({ err: error }, "could not listen again after a pause");
-    } finally {
-      process.umask(umask);
     }
+  }
+}
+
+/** Without a code user: the server's own identity, and a socket any user may connect to (listen.ts). */
+function legacyBind<T>(bind: () => T): T {
+  const umask = process.umask(0o111);
+  try {
+    return bind();
+  } finally {
+    process.umask(umask);
   }
 }

@@ -3,8 +3,9 @@
  * give it to its workspace's next session instead of starting a container (session churn is
  * bounded by container starts otherwise). Nothing of an earlier session may reach the next:
  * - processes: every process but this server and its ancestors is killed, background and
- *   daemonised ones included (the stray reaper, with no interpreter spared), and none may be
- *   left;
+ *   daemonised ones included, in every state (stopped, traced, a zombie leader whose threads
+ *   run on), and no thread of any may be left (kill-code-user.ts, then the stray reaper with
+ *   no interpreter spared; docs/security-model.md says why both);
  * - System V IPC objects (shared memory, queues, semaphores) outlive their processes in the
  *   container's IPC namespace: removed as their owner, and none may be left;
  * - files: the sessions' root and every directory user code can write to (the tmpfs mounts
@@ -29,6 +30,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import type { StrayReaper } from "../tools/stray-reaper.js";
 import type { CodeLauncher } from "../user-code/code-user.js";
+import { killEveryCodeProcess } from "../user-code/kill-code-user.js";
 import { removeTree } from "./remove-tree.js";
 import { changedScheduling, type Scheduling } from "./server-scheduling.js";
 
@@ -44,6 +46,8 @@ export interface ScrubTarget {
   procRoot?: string;
   /** The server's nice value, policy and CPUs at start, when they could be read. */
   scheduling?: Scheduling | undefined;
+  /** Ends every process of the code's uid at once; kill-code-user.ts unless a test's stand-in. */
+  killCodeProcesses?: () => Promise<void>;
 }
 
 export class ScrubFailedError extends Error {}
@@ -58,23 +62,32 @@ export async function scrubSandbox(target: ScrubTarget): Promise<void> {
     const changed = changedScheduling(target.scheduling);
     if (changed) throw new ScrubFailedError(changed);
   }
-  await killEveryProcess(target.strays);
+  await killEveryProcess(
+    target.strays,
+    target.killCodeProcesses ?? (() => killEveryCodeProcess(target.launcher)),
+  );
   await removeIpcObjects(target.launcher, target.procRoot ?? "/proc");
   for (const dir of target.dirs) await emptyDirectory(dir);
 }
 
 /**
- * Kills every process but the server and its ancestors, then waits until none is left: one
- * killed a moment ago may still be listed, not yet a zombie, while the kernel tears it down.
- * Each look reaps again, so one started meanwhile is killed too.
+ * Kills every process but the server and its ancestors, then waits until no thread of any is
+ * left: one killed a moment ago may still be listed, not yet a zombie, while the kernel tears
+ * it down. When anything but the known processes is listed, the kernel first ends every
+ * process of the code's uid at once (kill(-1) as that uid); each look then reaps again (the
+ * reaper's own freeze and kills, by pid: what the uid's kill missed, or one started
+ * meanwhile) and counts threads, so anything left fails the scrub.
  */
-async function killEveryProcess(strays: StrayReaper): Promise<void> {
+async function killEveryProcess(strays: StrayReaper, killCodeProcesses: () => Promise<void>): Promise<void> {
   const deadline = Date.now() + PROCESSES_GONE_WITHIN_MS;
+  // A zombie its parent has not reaped yet (a session's interpreter, just ended) is listed
+  // too: the process start of the uid-wide kill is paid only when a thread may still run.
+  if (!strays.onlyKnownProcesses() && strays.count() > 0) await killCodeProcesses();
   for (let look = 0; ; look++) {
     strays.reap();
     const left = strays.count();
     if (left === 0) return;
-    if (Date.now() >= deadline) throw new ScrubFailedError(`${left} processes outlived the scrub`);
+    if (Date.now() >= deadline) throw new ScrubFailedError(`${left} threads outlived the scrub`);
     await new Promise((resolve) => setTimeout(resolve, Math.min(LOOK_AGAIN_MAX_MS, 2 ** look)));
   }
 }

@@ -160,6 +160,11 @@ export class SessionRegistry {
     this.creating++;
     let session: Session;
     try {
+      // A zygote starting (the server's start, or revived by a scrub) reads matplotlib's
+      // config under the sessions' root, which user code can write: no session, so no user
+      // code, exists until it has. Otherwise a session's bash could plant a matplotlibrc that
+      // every later session's interpreter, forked from that zygote, would carry.
+      await this.zygote?.started();
       // Code in an earlier session may have chmod-ed or deleted the sessions' root.
       await repairDirectories([c.root]);
       session = await Session.create(

@@ -33,7 +33,8 @@ const DRAIN_MS = 100;
 export function runBash(command: string, options: BashRunOptions): Promise<ExecutionOutcome> {
   const { out, err } = cappedStreams(options.maxOutputBytes, options.onOutput);
   return new Promise((resolve) => {
-    const { file, args } = options.launcher.command("bash", ["-c", command]);
+    // No startup file, whatever HOME holds; its environment (process-group.ts) has no BASH_ENV.
+    const { file, args } = options.launcher.command("bash", ["--norc", "--noprofile", "-c", command]);
     const child = spawn(file, args, {
       cwd: options.cwd,
       env: sandboxEnvironment(options.home, options.launcher.environment()),

@@ -13,7 +13,8 @@
  *
  * It starts only while the sandbox holds nothing of any session: when the server starts, and
  * again (`revive`) right after a scrub, never while user code may have written where its
- * start reads (matplotlib's config directory, a user site directory under HOME). Its HOME is
+ * start reads (matplotlib's config directory, a user site directory under HOME); and no
+ * session is created, so no user code runs, until its start ended (`started`). Its HOME is
  * `/` and Python runs it without user site directories (`-s`) all the same.
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -117,6 +118,15 @@ export class InterpreterZygote {
   /** The zygote's pid while it runs: the stray reaper and the scrub spare it. */
   get pid(): number | undefined {
     return this.state === "starting" || this.state === "ready" ? this.child?.pid : undefined;
+  }
+
+  /**
+   * Resolves once a start under way has ended, ready or not. The start reads what user code
+   * could write (matplotlib's config directory under the sessions' root): the server creates
+   * no session, so runs no user code, until it has (session-registry.ts).
+   */
+  async started(): Promise<void> {
+    await this.ready;
   }
 
   start(): void {

@@ -196,7 +196,9 @@ export class PythonInterpreter {
 
   private spawnProcess(env: NodeJS.ProcessEnv): InterpreterProcess {
     const { launcher } = this.options;
-    const { file, args } = launcher.command(this.options.python, ["-u", "-c", pythonDriverSource]);
+    // -s: no user site directory (HOME's .local, where user code writes), as for a forked
+    // interpreter (the zygote runs with -s); nothing configures Python from a writable place.
+    const { file, args } = launcher.command(this.options.python, ["-s", "-u", "-c", pythonDriverSource]);
     const child = spawn(file, args, {
       cwd: this.options.cwd,
       env,

@@ -15,14 +15,23 @@
  * is not spared is killed (a stopped process dies on SIGKILL), and the spared are continued.
  * It looks again until a pass finds nothing new to kill. Everything here is synchronous, so
  * no call can start between the look at /proc and the kills.
+ *
+ * What counts as alive is a thread group with any task that may run (process-table.ts): a
+ * leader that left with SYS_exit is a zombie whose threads run on, and a SIGKILL to its pid
+ * ends the whole group. Nothing here looks at names, process groups or sessions, so a
+ * process that renamed itself or left its group or session is picked like any other; a
+ * stopped (T) or traced (t) one dies on SIGKILL too, and one forked during kill(-1) gets the
+ * signal from the kernel.
  */
 import type { Logger } from "pino";
 import {
   ancestorsOf,
   inOwnPidNamespace,
+  isAlive,
   listPids,
   type ProcessEntry,
   readProcessTable,
+  runningThreads,
 } from "./process-table.js";
 
 export interface StrayReaperSource {
@@ -35,7 +44,10 @@ export interface StrayReaperSource {
   protectedParents?(): Iterable<number>;
 }
 
-/** The processes to kill: all but `self`, its ancestors, the protected ones (and children of protected parents) and the dead. */
+/**
+ * The processes to kill: all but `self`, its ancestors, the protected ones (and children of
+ * protected parents) and the dead, where a zombie leader with a live thread is not dead.
+ */
 export function pickStrays(
   table: ProcessEntry[],
   self: number,
@@ -43,9 +55,7 @@ export function pickStrays(
   keepChildrenOf: Iterable<number> = [],
 ): number[] {
   const spared = sparedPids(table, self, keep, keepChildrenOf);
-  return table
-    .filter((entry) => !spared.has(entry.pid) && entry.state !== "Z" && entry.state !== "X")
-    .map((entry) => entry.pid);
+  return table.filter((entry) => !spared.has(entry.pid) && isAlive(entry)).map((entry) => entry.pid);
 }
 
 function sparedPids(
@@ -87,14 +97,16 @@ export class StrayReaper {
     }
   }
 
-  /** How many strays are alive now (a scrub checks its reap left none). */
+  /**
+   * How many threads of strays may still run now (a scrub checks its kills left none): every
+   * task of every stray, so a zombie leader's live threads count, one each.
+   */
   count(): number {
-    return pickStrays(
-      readProcessTable(this.procRoot),
-      process.pid,
-      this.source.protectedPids(),
-      this.parents(),
-    ).length;
+    const table = readProcessTable(this.procRoot);
+    const strays = new Set(pickStrays(table, process.pid, this.source.protectedPids(), this.parents()));
+    return table
+      .filter((entry) => strays.has(entry.pid))
+      .reduce((sum, entry) => sum + runningThreads(entry), 0);
   }
 
   /** Kills every stray (see the file's comment); call only while no tool runs. Returns how many it killed. */
@@ -140,8 +152,11 @@ export class StrayReaper {
    * Between calls there is usually nothing to reap: when every process /proc lists is this
    * server, an ancestor of it or a protected interpreter, no `stat` is read. Each read is a
    * few system calls, which gVisor traps: two full looks cost an Execute about 4 ms there.
+   * /proc lists every thread group by its leader's pid, a zombie leader whose threads run on
+   * included (the kernel keeps the leader until its last thread leaves), so a group of user
+   * code is never hidden behind a known pid: any unknown pid means a look at its threads.
    */
-  private onlyKnownProcesses(keep: readonly number[]): boolean {
+  onlyKnownProcesses(keep: readonly number[] = [...this.source.protectedPids()]): boolean {
     if (this.ancestors?.ppid !== process.ppid) {
       this.ancestors = {
         ppid: process.ppid,

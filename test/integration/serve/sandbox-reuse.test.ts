@@ -207,8 +207,8 @@ describe.skipIf(!available)("sandbox reuse (serve, docker)", () => {
       const client = await deployment.client(replica, workspace);
       const session = await oneSession(client, workspace);
       // Every path user code may write to or create files in: device nodes (/dev/null...) and
-      // symlinks (/dev/stdout...) aside, and the server's own socket, which code may reach (its
-      // own server, no further) but not replace, and whose connections die with the scrub.
+      // symlinks (/dev/stdout...) aside, and the server's own socket, listed for images of
+      // before issue 40 (now the gateway's, 0600: code can neither reach nor replace it).
       const scan = await client.run(session.id, "bash_code_execution", {
         command:
           "find / \\( -path /proc -o -path /sys \\) -prune -o \\( -writable ! -type c ! -type l -print \\) 2>/dev/null | sort",

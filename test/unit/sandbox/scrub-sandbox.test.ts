@@ -12,18 +12,31 @@ import { ScrubFailedError, scrubSandbox } from "../../../src/sandbox/sessions/sc
 import type { StrayReaper } from "../../../src/sandbox/tools/stray-reaper.js";
 import { CodeLauncher } from "../../../src/sandbox/user-code/code-user.js";
 
-/** A stand-in reaper: after each reap, the next of `left` (the last one repeats) is still alive. */
+/**
+ * A stand-in reaper: after each reap, the next of `left` (the last one repeats) is still
+ * alive; unknown processes are listed before the scrub unless the first is 0. `killCodeProcesses`
+ * records the kernel's kill of the code's uid in the same list.
+ */
 function reaper(...left: number[]) {
+  return reaperListing(left[0] !== 0, ...left);
+}
+
+/** The same, saying whether pids other than the known ones are listed (a zombie counts no thread). */
+function reaperListing(unknownListed: boolean, ...left: number[]) {
   const calls: string[] = [];
   let looks = 0;
   const strays = {
+    onlyKnownProcesses: () => !unknownListed,
     reap: () => {
       calls.push("reap");
       return 0;
     },
     count: () => left[Math.min(looks++, left.length - 1)]!,
   } as unknown as StrayReaper;
-  return { strays, calls };
+  const killCodeProcesses = async () => {
+    calls.push("kill -9 -1");
+  };
+  return { strays, calls, killCodeProcesses };
 }
 
 describe("scrubSandbox", () => {
@@ -78,17 +91,30 @@ describe("scrubSandbox", () => {
     expect(await readdir(outside)).toEqual(["keep.txt"]);
   });
 
-  it("waits for killed processes to leave the process table, reaping again meanwhile", async () => {
-    const { strays, calls } = reaper(2, 1, 0);
-    await scrubSandbox({ strays, launcher: new CodeLauncher(), dirs: [tmp], procRoot });
-    expect(calls).toEqual(["reap", "reap", "reap"]);
+  it("ends the code's processes at once, then waits for them to leave the process table, reaping again meanwhile", async () => {
+    // The first look (2) decides on the kill; each reap is followed by another.
+    const { strays, calls, killCodeProcesses } = reaper(2, 2, 1, 0);
+    await scrubSandbox({ strays, launcher: new CodeLauncher(), dirs: [tmp], procRoot, killCodeProcesses });
+    expect(calls).toEqual(["kill -9 -1", "reap", "reap", "reap"]);
+  });
+
+  it("starts no kill when the unknown pids listed are zombies with no live thread (an interpreter not reaped yet)", async () => {
+    const { strays, calls, killCodeProcesses } = reaperListing(true, 0);
+    await scrubSandbox({ strays, launcher: new CodeLauncher(), dirs: [tmp], procRoot, killCodeProcesses });
+    expect(calls).toEqual(["reap"]);
+  });
+
+  it("starts no kill when only the server, its ancestors and the zygote are listed", async () => {
+    const { strays, calls, killCodeProcesses } = reaper(0);
+    await scrubSandbox({ strays, launcher: new CodeLauncher(), dirs: [tmp], procRoot, killCodeProcesses });
+    expect(calls).toEqual(["reap"]);
   });
 
   it("fails, touching no file, when a process outlives the reap", async () => {
     await writeFile(path.join(tmp, "f"), "x");
-    const { strays } = reaper(1);
+    const { strays, killCodeProcesses } = reaper(1);
     await expect(
-      scrubSandbox({ strays, launcher: new CodeLauncher(), dirs: [tmp], procRoot }),
+      scrubSandbox({ strays, launcher: new CodeLauncher(), dirs: [tmp], procRoot, killCodeProcesses }),
     ).rejects.toThrow(ScrubFailedError);
     expect(await readdir(tmp)).toEqual(["f"]);
   });

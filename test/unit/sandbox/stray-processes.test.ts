@@ -7,8 +7,10 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   ancestorsOf,
   inOwnPidNamespace,
+  liveTaskCount,
   type ProcessEntry,
   parseStat,
+  readProcessTable,
 } from "../../../src/sandbox/tools/process-table.js";
 import { pickStrays, StrayReaper } from "../../../src/sandbox/tools/stray-reaper.js";
 
@@ -33,6 +35,11 @@ describe("parseStat", () => {
       state: "R",
       flags: 2097216,
     });
+  });
+
+  it("reads the group's thread count (field 20) when the line has it", () => {
+    const zombieLeader = "2 (python3) Z 1 2 2 0 0 0 0 0 0 0 9 3 0 0 20 0 2 0 61 0 0";
+    expect(parseStat(zombieLeader)).toMatchObject({ pid: 2, state: "Z", threads: 2 });
   });
 
   it("refuses a line it cannot read", () => {
@@ -69,6 +76,21 @@ describe("pickStrays", () => {
     expect(pickStrays(table, 7, []).sort((a, b) => a - b)).toEqual([20, 21, 30]);
   });
 
+  it("picks a zombie leader whose threads run on (SYS_exit from its main thread), and only that zombie", () => {
+    // 50 left with SYS_exit, one thread still writing; 51 a zombie whose threads all ended.
+    const zombies = [
+      ...table,
+      { ...entry(50, 1, "Z"), liveThreads: 1 },
+      { ...entry(51, 1, "Z"), liveThreads: 0 },
+    ];
+    expect(pickStrays(zombies, 7, [20]).sort((a, b) => a - b)).toEqual([21, 30, 50]);
+  });
+
+  it("picks stopped, traced, dead-in-tracing and idle processes alike", () => {
+    const states = [...table, entry(60, 1, "T"), entry(61, 60, "t"), entry(62, 1, "D"), entry(63, 1, "I")];
+    expect(pickStrays(states, 7, [20]).sort((a, b) => a - b)).toEqual([21, 30, 60, 61, 62, 63]);
+  });
+
   it("keeps the children of kept parents (an interpreter being forked by the zygote), not their children", () => {
     // 40 the zygote under the server, 41 a child it is forking, 42 that child's own child.
     const forking = [...table, entry(40, 7), entry(41, 40), entry(42, 41)];
@@ -92,9 +114,18 @@ describe("StrayReaper.reap", () => {
     ])
       await addProcess(pid, ppid, state);
   }
-  async function addProcess(pid: number, ppid: number, state = "S"): Promise<void> {
+  async function addProcess(pid: number, ppid: number, state = "S", threads: string[] = []): Promise<void> {
     await mkdir(path.join(proc, String(pid)), { recursive: true });
     await writeFile(path.join(proc, String(pid), "stat"), `${pid} (p) ${state} ${ppid} 1 1 0 -1 4194560 0`);
+    // task/<tid>/stat: the leader itself, then each thread in the given state.
+    for (const [index, threadState] of [state, ...threads].entries()) {
+      const tid = index === 0 ? pid : pid + 1000 + index;
+      await mkdir(path.join(proc, String(pid), "task", String(tid)), { recursive: true });
+      await writeFile(
+        path.join(proc, String(pid), "task", String(tid), "stat"),
+        `${tid} (p) ${threadState} ${ppid} 1 1 0 -1 4194560 0`,
+      );
+    }
   }
   const reaper = (keep: number[], onSignal?: (pid: number, signal: NodeJS.Signals) => void) =>
     new StrayReaper({ protectedPids: () => keep }, pino({ level: "silent" }), proc, (pid, signal) => {
@@ -116,6 +147,35 @@ describe("StrayReaper.reap", () => {
     ]);
     expect(reaper([20]).reap()).toBe(0);
     expect(sent).toEqual([]);
+  });
+
+  it("kills a zombie leader with a live thread (the signal reaches its group) and counts each live thread", async () => {
+    await fakeProc([[20, self]]);
+    await addProcess(50, 1, "Z", ["S", "R", "Z"]);
+    await addProcess(51, 1, "Z", ["Z"]);
+    const table = readProcessTable(proc);
+    expect(table.find((process) => process.pid === 50)?.liveThreads).toBe(2);
+    expect(table.find((process) => process.pid === 51)?.liveThreads).toBe(0);
+    expect(liveTaskCount(50, proc)).toBe(2);
+    // The cheap look sees pids it does not know, so it looks at their threads.
+    expect(reaper([20]).onlyKnownProcesses()).toBe(false);
+    expect(reaper([20]).count()).toBe(2);
+    expect(readProcessTable(proc).find((process) => process.pid === 51)).toMatchObject({ state: "Z" });
+    expect(reaper([20]).reap()).toBe(1);
+    expect(sent.filter(([, signal]) => signal === "SIGKILL")).toEqual([[50, "SIGKILL"]]);
+  });
+
+  it("kills a zombie leader whose thread count says a thread runs, with no task/ to look at (gVisor)", async () => {
+    await fakeProc([]);
+    await mkdir(path.join(proc, "60"));
+    // gVisor: the zombie leader's stat, no task/ directory; its live thread 61 is not listed.
+    await writeFile(
+      path.join(proc, "60", "stat"),
+      "60 (python3) Z 1 60 60 0 0 0 0 0 0 0 9 3 0 0 20 0 2 0 61 0 0",
+    );
+    expect(reaper([]).count()).toBe(1);
+    expect(reaper([]).reap()).toBe(1);
+    expect(sent.filter(([, signal]) => signal === "SIGKILL")).toEqual([[60, "SIGKILL"]]);
   });
 
   it("freezes everything at once, kills the strays, then continues the spared", async () => {
