@@ -378,6 +378,12 @@ const bindings: readonly EnvBinding[] = [
   ),
   scalar("SANDPOOL_RETENTION_AUDIT_DAYS", "retention.auditDays", "days audit rows are kept", wholeNumber),
   scalar(
+    "SANDPOOL_USAGE_BACKLOG_NOT_READY_ABOVE",
+    "usageBacklog.notReadyAbove",
+    "usage records waiting for Postgres past which /readyz answers not ready",
+    wholeNumber,
+  ),
+  scalar(
     "SANDPOOL_MIGRATE_ON_START",
     "migrateOnStart",
     "apply database migrations at start-up (true/false)",

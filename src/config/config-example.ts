@@ -342,6 +342,14 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
     comment: "Policy, API key and admin audit rows older than this many days are deleted.",
   },
   "retention.intervalMs": { comment: "How often the rollup and pruning job runs, once across all replicas." },
+  usageBacklog: {
+    comment:
+      "Billing usage waits in the coordination store (Redis) until a replica's drainer writes it to Postgres: nothing is lost while Postgres is away.",
+  },
+  "usageBacklog.drainMs": { comment: "How often each replica drains the usage backlog to Postgres." },
+  "usageBacklog.notReadyAbove": {
+    comment: "Records waiting past which /readyz answers not ready (Postgres is not keeping up).",
+  },
   policyCacheTtlMs: { comment: "How long a workspace policy is cached; edits also invalidate it at once." },
   egress: {
     comment:

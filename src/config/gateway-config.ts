@@ -152,6 +152,18 @@ export const gatewayConfigSchema = z
         intervalMs: positive.default(3_600_000),
       })
       .prefault({}),
+    /**
+     * The usage backlog: billing records kept in the coordination store until the drainer
+     * has written them to Postgres (src/metering/usage-drainer.ts).
+     */
+    usageBacklog: z
+      .strictObject({
+        /** How often each replica drains the backlog to Postgres. */
+        drainMs: positive.default(1_000),
+        /** Past this many records waiting, /readyz answers not ready (Postgres is not keeping up). */
+        notReadyAbove: positive.default(1_000_000),
+      })
+      .prefault({}),
     policyCacheTtlMs: positive.default(1_000),
     /**
      * The filtering proxy egress pools reach the network through (src/egress): what no

@@ -23,7 +23,11 @@ import { listen, type RunningServer } from "../http/common/listen.js";
 import { createGatewayApp } from "../http/gateway-app.js";
 import type { JobRunner } from "../jobs/job-runner.js";
 import { BufferedUsageSink } from "../metering/buffered-usage-sink.js";
+import { DurableUsageSink } from "../metering/durable-usage-sink.js";
 import { GatewayMetrics } from "../metering/gateway-metrics.js";
+import { registerUsageBacklogMetrics } from "../metering/usage-backlog-metrics.js";
+import { startUsageDrain } from "../metering/usage-drain-loop.js";
+import { UsageDrainer } from "../metering/usage-drainer.js";
 import { UsageReports } from "../metering/usage-report.js";
 import { runRetention, USAGE_RETENTION_JOB } from "../metering/usage-retention.js";
 import { POLICY_CHANNEL, PolicyAdmin } from "../policy/policy-admin.js";
@@ -133,7 +137,13 @@ export async function startGateway(
     if (pool) pools.warm(pool).catch((error) => log.error({ err: error }, "warm-up failed"));
   });
   const usageRepository = new UsageRepository(db);
-  const usage = new BufferedUsageSink(usageRepository, log);
+  // Billing usage goes with the store's own writes to its backlog, drained to Postgres by
+  // every replica; refusals are buffered here (src/metering/durable-usage-sink.ts).
+  const usageDrainer = new UsageDrainer(store, usageRepository, log);
+  const usage = new DurableUsageSink(store, usageDrainer, new BufferedUsageSink(usageRepository, log), log);
+  registerUsageBacklogMetrics(metrics.registry, () => usageDrainer.lastReport);
+  const usageDrain = startUsageDrain(usageDrainer, config.usageBacklog.drainMs, log);
+  const backlogWithinBound = () => usageDrainer.lastReport.records <= config.usageBacklog.notReadyAbove;
   // Hibernation where the sandboxes' runtime can checkpoint: this host's (the docker
   // runtime; never the process runtime), or an edge's nodes', each asked for its steps.
   const runtimeHibernation = !edge && runtime ? hibernationOf(runtime) : undefined;
@@ -275,7 +285,7 @@ export async function startGateway(
     limits: config.limits,
     pending: new PendingWork(),
     metricsToken: metricsTokenOf(config.metrics),
-    ready: async () => accepting && ((await options.ready?.()) ?? true),
+    ready: async () => accepting && backlogWithinBound() && ((await options.ready?.()) ?? true),
     policyAdmin,
     usageSummary: async (workspace, from, to) => {
       // This replica's buffered events first, so what an operator just did shows up.
@@ -362,6 +372,7 @@ export async function startGateway(
       await services.pending.drained();
       // Egress sandboxes left to other replicas: their reconciliation takes the sockets over.
       await backends.egress?.closeAll();
+      usageDrain.stop();
       await usage.close();
       await authentication.close();
       await sandboxes.close();

@@ -18,6 +18,8 @@ export interface UsageEventInput {
   detail?: Record<string, unknown>;
   /** The sandbox that served the session (session start and end). */
   sandboxId?: string;
+  /** The event's id when it has one already (a record written again); else the sink mints one. */
+  eventId?: string;
 }
 
 export interface UsageSink {

@@ -20,10 +20,19 @@ export interface OpenCall {
   interpreterRestarted?: boolean;
   /**
    * Ends the call (once; later calls do nothing): records the activity, counts it out, and
-   * settles the reservation with the wall time the gateway measured. Never throws. Returns
-   * the milliseconds charged.
+   * settles the reservation with the wall time the gateway measured; `usage`, the call's
+   * usage record, is written with the end, as durable as it. Never throws. Returns the
+   * milliseconds charged.
    */
-  end(measuredMs?: number): Promise<number>;
+  end(measuredMs?: number, usage?: CallUsage): Promise<number>;
+}
+
+/** What a call used, recorded with its end: an Execute its time charged, a transfer its bytes. */
+export interface CallUsage {
+  kind: "exec" | "file_in" | "file_out";
+  tool?: string;
+  /** Bytes for a transfer; absent for an Execute: the milliseconds charged. */
+  quantity?: number;
 }
 
 export interface ResolvedSession {

@@ -71,7 +71,7 @@ export function executeHandler(services: ExecuteDeps): OperationHandler {
       // another request (so whatever it sends the store next carries the end or goes behind
       // it): the answer waits neither for the settling nor for it being applied. It cannot
       // fail the call (a store failure leaves the reservation charged in full, and is logged).
-      services.pending.track(answersWritten().then(() => meterExecution(services, key, tool, call!, wallMs)));
+      services.pending.track(answersWritten().then(() => meterExecution(services, tool, call!, wallMs)));
     }
   };
 }

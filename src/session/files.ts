@@ -17,7 +17,7 @@ import type { PendingWork } from "../deferred/pending-work.js";
 import type { ForwardLimits, SandboxAnswer, SandboxForwarder } from "../forward/sandbox-forwarder.js";
 import type { UsageSink } from "../metering/usage-sink.js";
 import type { CallArgs, OperationCall, OperationHandler } from "../operations/handler.js";
-import type { OpenCall } from "../operations/resolved-session.js";
+import type { CallUsage, OpenCall } from "../operations/resolved-session.js";
 import { TRANSFER_DEADLINE_MS } from "../operations/session-plan.js";
 import { answerOutcome } from "./answer-outcome.js";
 
@@ -64,6 +64,16 @@ function downloadHeaders(answer: SandboxAnswer, path: string | undefined): void 
     answer.headers["content-type"] = "application/octet-stream";
 }
 
+/** The bytes an upload stored, as the sandbox's answer says (0 when it does not). */
+function storedBytes(answer: SandboxAnswer): number {
+  try {
+    const stored = JSON.parse((answer.body as Buffer).toString("utf8")) as { size_bytes?: unknown };
+    return typeof stored.size_bytes === "number" ? stored.size_bytes : 0;
+  } catch {
+    return 0;
+  }
+}
+
 function admitted(call: OperationCall): OpenCall {
   return call.session!.call!;
 }
@@ -73,8 +83,8 @@ function admitted(call: OperationCall): OpenCall {
  * answer is written (the replica's next command for the session goes behind it), and the
  * gateway's close waits for it.
  */
-function endBehind(services: FileDeps, call: OpenCall): void {
-  services.pending.track(call.end());
+function endBehind(services: FileDeps, call: OpenCall, usage?: CallUsage): void {
+  services.pending.track(call.end(undefined, usage));
 }
 
 /**
@@ -122,8 +132,8 @@ export function fileHandlers(services: FileDeps): Record<string, OperationHandle
 
     "files.get": async (operationCall) => {
       const call = admitted(operationCall);
-      const { key } = operationCall.session!;
-      const end = () => endBehind(services, call);
+      let usage: CallUsage | undefined;
+      const end = () => endBehind(services, call, usage);
       let answer: SandboxAnswer;
       try {
         answer = await services.forwarder.forward(call.lease, {
@@ -138,21 +148,16 @@ export function fileHandlers(services: FileDeps): Record<string, OperationHandle
         throw error;
       }
       downloadHeaders(answer, operationCall.args.query.path);
+      // Recorded with the call's end, once the body has gone.
       if (answer.status === 200) {
-        const bytes = Number(answer.headers["content-length"] ?? 0);
-        services.usage.record({
-          workspace: key.workspace,
-          sessionId: key.sessionId,
-          kind: "file_out",
-          quantity: bytes,
-        });
+        usage = { kind: "file_out", quantity: Number(answer.headers["content-length"] ?? 0) };
       }
       return answerOutcome(afterBody(answer, end));
     },
 
     "files.put": async (operationCall) => {
       const call = admitted(operationCall);
-      const { key, policy } = operationCall.session!;
+      const { policy } = operationCall.session!;
       const upload = operationCall.args.stream!;
       const headers: Record<string, string> = {
         "content-type": upload.contentType,
@@ -171,18 +176,17 @@ export function fileHandlers(services: FileDeps): Record<string, OperationHandle
           log: operationCall.log,
           buffer: true,
         });
-      } finally {
+      } catch (error) {
         endBehind(services, call);
+        throw error;
       }
-      if (answer.status === 413) auditSandboxRefusal(services, operationCall, answer);
-      if (answer.status === 201) {
-        const stored = JSON.parse((answer.body as Buffer).toString("utf8")) as { size_bytes?: number };
-        services.usage.record({
-          workspace: key.workspace,
-          sessionId: key.sessionId,
-          kind: "file_in",
-          quantity: stored.size_bytes ?? 0,
-        });
+      let usage: CallUsage | undefined;
+      try {
+        if (answer.status === 413) auditSandboxRefusal(services, operationCall, answer);
+        if (answer.status === 201) usage = { kind: "file_in", quantity: storedBytes(answer) };
+      } finally {
+        // Recorded with the call's end.
+        endBehind(services, call, usage);
       }
       return answerOutcome(answer);
     },

@@ -7,7 +7,7 @@
  * any replica's lease cache, runs in it), and every end releases the slot and queues the
  * sandbox's destruction as a job with retries, so a crash cannot leak it.
  */
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
 import { type Admission, settlement } from "../admission/admission.js";
@@ -17,8 +17,9 @@ import type { SandboxClient } from "../forward/sandbox-client.js";
 import type { Resumed, SessionHibernation } from "../hibernate/session-hibernation.js";
 import type { JobRunner } from "../jobs/job-runner.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
+import { stableEventId, usageRecord } from "../metering/usage-record.js";
 import type { UsageSink } from "../metering/usage-sink.js";
-import type { OpenCall } from "../operations/resolved-session.js";
+import type { CallUsage, OpenCall } from "../operations/resolved-session.js";
 import { imageAllowed } from "../policy/decide-access.js";
 import { sessionTimeouts } from "../policy/decide-limits.js";
 import { poolServing } from "../policy/decide-pool.js";
@@ -161,15 +162,19 @@ export class SessionLifecycle {
       if (!leased.warm) {
         await this.deps.pools.holdMembership(leased.record, { workspace, until: holdUntil, now: this.now() });
       }
-      await this.deps.store.putLease(lease);
-      this.deps.usage.record({
-        workspace,
-        sessionId,
-        kind: "session_created",
-        // The lease travels with the event: if Redis loses it, reconciliation rebuilds it.
-        sandboxId: leased.record.sandboxId,
-        detail: { image, warm: leased.warm, reused: leased.reused, lease },
-      });
+      // The session's start record is written with its lease, as durable as it.
+      const started = usageRecord(
+        {
+          workspace,
+          sessionId,
+          kind: "session_created",
+          // The lease travels with the event: if Redis loses it, reconciliation rebuilds it.
+          sandboxId: leased.record.sandboxId,
+          detail: { image, warm: leased.warm, reused: leased.reused, lease },
+        },
+        createdAt,
+      );
+      await this.deps.store.putLease(lease, started);
       return { lease, policy, warm: leased.warm };
     } catch (error) {
       await this.deps.admission.releaseSession(workspace, sessionId);
@@ -284,23 +289,36 @@ export class SessionLifecycle {
     return {
       lease: started.lease,
       grantedMs: started.grantedMs,
-      end: async (measuredMs = 0) => {
+      end: async (measuredMs = 0, used?: CallUsage) => {
         if (ended) return 0;
         ended = true;
         const settled = reservation ? settlement(reservation, measuredMs) : { chargedMs: 0, refundMs: 0 };
+        const endedAt = this.now();
+        // The call's usage is written with its end, in the same step (the usage backlog).
+        const usage = used && {
+          workspace: key.workspace,
+          sessionId: key.sessionId,
+          kind: used.kind,
+          ...(used.tool === undefined ? {} : { tool: used.tool }),
+          quantity: used.quantity ?? settled.chargedMs,
+          eventId: randomUUID(),
+        };
         try {
           await this.deps.store.endCall(key, {
-            now: this.now(),
+            now: endedAt,
             refund:
               reservation && settled.refundMs > 0
                 ? { day: reservation.day, milliseconds: settled.refundMs }
                 : undefined,
+            ...(usage ? { usage: usageRecord(usage, endedAt) } : {}),
           });
           return settled.chargedMs;
         } catch (error) {
           // busyUntil still bounds how long the session counts as busy; the reservation
-          // stays charged in full, the safe side.
+          // stays charged in full, the safe side. The usage goes on its own, with its id:
+          // if the end was written after all, the record counts once.
           this.deps.log.warn({ err: error, session: key.sessionId }, "could not record the end of a call");
+          if (usage) this.deps.usage.record(usage);
           return reservation?.grantedMs ?? 0;
         }
       },
@@ -326,7 +344,13 @@ export class SessionLifecycle {
    * then the sandbox reused or destroyed), so a DeleteSession waits for no container.
    */
   async end(key: LeaseKey, reason: EndReason): Promise<boolean> {
-    const taken = await this.deps.store.takeLease(key);
+    const endedAt = this.now();
+    // The session's end record is written as its lease is taken, by the one taker.
+    const endRecord = usageRecord(
+      { workspace: key.workspace, sessionId: key.sessionId, kind: "session_ended", detail: { reason } },
+      endedAt,
+    );
+    const taken = await this.deps.store.takeLease(key, { record: endRecord, now: endedAt });
     if (!taken) return false;
     const { copiedElsewhere, ...lease } = taken;
     // A hibernated session has no sandbox to close (one being saved or restored is the
@@ -359,14 +383,6 @@ export class SessionLifecycle {
       this.deps.jobs.enqueue<EndedSession>(SETTLE_ENDED_SESSION_JOB, { lease, reason }),
     ]);
     this.deps.metrics.sessionsEnded.inc({ reason });
-    this.deps.usage.record({
-      workspace: lease.workspace,
-      sessionId: lease.sessionId,
-      kind: "session_ended",
-      sandboxId: lease.sandbox.sandboxId,
-      quantity: this.now() - lease.createdAt,
-      detail: { reason },
-    });
     this.deps.log.info({ session: lease.sessionId, workspace: lease.workspace, reason }, "session ended");
     return true;
   }
@@ -446,17 +462,25 @@ export class SessionLifecycle {
       sessionId: lease.sessionId,
       sandboxId: sandbox.sandboxId,
     };
+    // The settling job may run again after a crash: the same ids, counted once.
+    const idOf = (kind: string) => stableEventId(lease.workspace, lease.sessionId, sandbox.sandboxId, kind);
     const reused = (sandbox.uses ?? 0) > 0;
     if (!reused || sandbox.cpuBaseMs !== undefined) {
       this.deps.usage.record({
         ...common,
+        eventId: idOf("sandbox_cpu"),
         kind: "sandbox_cpu",
         quantity: Math.max(0, Math.round(used.cpuSeconds * 1000 - (sandbox.cpuBaseMs ?? 0))),
         ...(used.memoryBytes === undefined ? {} : { detail: { memoryBytes: used.memoryBytes } }),
       });
     }
     if (used.memoryPeakBytes !== undefined && sandbox.memoryPeakCarried !== true) {
-      this.deps.usage.record({ ...common, kind: "sandbox_memory_peak", quantity: used.memoryPeakBytes });
+      this.deps.usage.record({
+        ...common,
+        eventId: idOf("sandbox_memory_peak"),
+        kind: "sandbox_memory_peak",
+        quantity: used.memoryPeakBytes,
+      });
     }
   }
 

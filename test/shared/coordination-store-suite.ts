@@ -1584,6 +1584,106 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
       });
     });
 
+    describe("usage backlog", () => {
+      const recordOf = (id: string, extra: Record<string, unknown> = {}) =>
+        JSON.stringify({ eventId: id, sessionId: "s", kind: "exec", quantity: 1, occurredAt: t0, ...extra });
+      const claimAll = (ws: string, token = "drainer-a", now = t0) =>
+        store.claimUsage(ws, { token, max: 100, claimMs: MINUTE, now });
+
+      it("keeps the records written with a lease, a call's end and a lease's take, in order", async () => {
+        const ws = freshName("ws");
+        const l = lease(ws);
+        await store.putLease(l, recordOf("started"));
+        await store.endCall(keyOf(l), { now: t0 + SECOND, usage: recordOf("call") });
+        const ended = recordOf("ended", { kind: "session_ended", quantity: 0 });
+        expect(await store.takeLease(keyOf(l), { record: ended, now: t0 + 5 * SECOND })).toBeDefined();
+        // A second take finds nothing and appends nothing: one end record per session.
+        expect(
+          await store.takeLease(keyOf(l), { record: recordOf("again"), now: t0 + 6 * SECOND }),
+        ).toBeUndefined();
+        // A call's end is written whether its lease is there or not: the call was served.
+        await store.endCall(keyOf(l), { now: t0 + 7 * SECOND, usage: recordOf("late-call") });
+        await store.appendUsage(ws, [recordOf("cpu"), recordOf("memory")]);
+        await store.flushCallEnds();
+        const claimed = await claimAll(ws);
+        expect(claimed.outcome).toBe("claimed");
+        const records = claimed.outcome === "claimed" ? claimed.records.map((r) => JSON.parse(r)) : [];
+        expect(records.map((r) => r.eventId)).toEqual([
+          "started",
+          "call",
+          "ended",
+          "late-call",
+          "cpu",
+          "memory",
+        ]);
+        // The end record gets the session's lifetime and its sandbox from the lease it took.
+        expect(records[2]).toMatchObject({ quantity: 5 * SECOND, sandboxId: l.sandbox.sandboxId });
+      });
+
+      it("hands a claimed batch to its claimant until acknowledged, unchanged, and to no one else", async () => {
+        const ws = freshName("ws");
+        await store.appendUsage(ws, [recordOf("a"), recordOf("b")]);
+        expect(await claimAll(ws)).toEqual({ outcome: "claimed", records: [recordOf("a"), recordOf("b")] });
+        await store.appendUsage(ws, [recordOf("c")]);
+        expect(await claimAll(ws, "drainer-b")).toEqual({ outcome: "busy" });
+        // Claimed again (the write failed): the same batch, not what came since.
+        expect(await claimAll(ws)).toEqual({ outcome: "claimed", records: [recordOf("a"), recordOf("b")] });
+        expect(await store.ackUsage(ws, "drainer-b")).toBe(false);
+        expect(await store.ackUsage(ws, "drainer-a")).toBe(true);
+        expect(await claimAll(ws, "drainer-b")).toEqual({ outcome: "claimed", records: [recordOf("c")] });
+        expect(await store.ackUsage(ws, "drainer-b")).toBe(true);
+        expect(await claimAll(ws)).toEqual({ outcome: "claimed", records: [] });
+      });
+
+      it("gives a lapsed claim's batch, unchanged, to the next claimant", async () => {
+        const ws = freshName("ws");
+        await store.appendUsage(ws, [recordOf("a")]);
+        expect(await store.claimUsage(ws, { token: "dead", max: 100, claimMs: 50, now: Date.now() })).toEqual(
+          {
+            outcome: "claimed",
+            records: [recordOf("a")],
+          },
+        );
+        await store.appendUsage(ws, [recordOf("b")]);
+        await new Promise((resolve) => setTimeout(resolve, 80));
+        expect(await claimAll(ws, "next", Date.now())).toEqual({
+          outcome: "claimed",
+          records: [recordOf("a")],
+        });
+        expect(await store.ackUsage(ws, "dead")).toBe(false);
+        expect(await store.ackUsage(ws, "next")).toBe(true);
+      });
+
+      it("claims at most `max` records into a new batch", async () => {
+        const ws = freshName("ws");
+        await store.appendUsage(
+          ws,
+          ["1", "2", "3"].map((id) => recordOf(id)),
+        );
+        const first = await store.claimUsage(ws, { token: "d", max: 2, claimMs: MINUTE, now: t0 });
+        expect(first).toEqual({ outcome: "claimed", records: [recordOf("1"), recordOf("2")] });
+        await store.ackUsage(ws, "d");
+        expect(await claimAll(ws, "d")).toEqual({ outcome: "claimed", records: [recordOf("3")] });
+      });
+
+      it("reports a workspace's backlog, its oldest record first, and lists the workspace while it waits", async () => {
+        const ws = freshName("ws");
+        expect(await store.usageBacklogSize(ws)).toEqual({ records: 0 });
+        await store.appendUsage(ws, [recordOf("a"), recordOf("b")]);
+        await claimAll(ws);
+        await store.appendUsage(ws, [recordOf("c")]);
+        expect(await store.usageBacklogSize(ws)).toEqual({ records: 3, oldest: recordOf("a") });
+        await store.markUsageWaiting(ws, true);
+        expect(await store.usageWorkspaces(Date.now())).toContain(ws);
+        await store.ackUsage(ws, "drainer-a");
+        await claimAll(ws);
+        await store.ackUsage(ws, "drainer-a");
+        await store.markUsageWaiting(ws, false);
+        expect(await store.usageBacklogSize(ws)).toEqual({ records: 0 });
+        expect(await store.usageWorkspaces(Date.now())).not.toContain(ws);
+      });
+    });
+
     describe("broadcast", () => {
       it("delivers a published message to every subscriber of the channel", async () => {
         const channel = freshName("chan");

@@ -13,10 +13,12 @@ import type {
   Lease,
   LeaseKey,
   QuietQuery,
+  SessionEndUsage,
 } from "./records.js";
 
 export interface LeaseStore {
-  putLease(lease: Lease): Promise<void>;
+  /** Stores the lease; `usage` (usage-backlog.ts), the session's start record, is appended with it. */
+  putLease(lease: Lease, usage?: string): Promise<void>;
   getLease(key: LeaseKey): Promise<Lease | undefined>;
   /**
    * Records activity at `now` (last activity never moves backwards). A call that begins
@@ -43,8 +45,11 @@ export interface LeaseStore {
    * drops every replica's copy of the lease, so no call is served from a copy meanwhile.
    */
   stepHibernation(key: LeaseKey, step: HibernationStep): Promise<HibernationStepped>;
-  /** Atomically removes the lease: of several callers, exactly one gets it and ends the session. */
-  takeLease(key: LeaseKey): Promise<TakenLease | undefined>;
+  /**
+   * Atomically removes the lease: of several callers, exactly one gets it and ends the session;
+   * that one's `ended` record (usage-backlog.ts) is appended with the take, the others' not.
+   */
+  takeLease(key: LeaseKey, ended?: SessionEndUsage): Promise<TakenLease | undefined>;
   /** Leases whose idle or lifetime deadline has passed. */
   dueLeases(now: number, limit: number): Promise<LeaseKey[]>;
   /**

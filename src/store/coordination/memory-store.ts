@@ -8,6 +8,7 @@
  */
 import type { CoordinationStore } from "./coordination-store.js";
 import { MemoryPoolDemand } from "./memory-pool-demand.js";
+import { MemoryUsageBacklog } from "./memory-usage-backlog.js";
 import type { PoolDemandDelta } from "./pool-demand-exchange.js";
 import type { StartMarks } from "./pool-ledger.js";
 import {
@@ -30,7 +31,9 @@ import {
   runsASandbox,
   type SandboxRecord,
   type SessionAdmission,
+  type SessionEndUsage,
 } from "./records.js";
+import type { UsageClaim } from "./usage-backlog.js";
 
 /** token -> expiry, with expired entries dropped whenever the set is read. */
 class ExpiringSet {
@@ -107,6 +110,7 @@ export class MemoryCoordinationStore implements CoordinationStore {
   private readonly leases = new Map<string, Lease>();
   private readonly subscribers = new Map<string, ((message: string) => void)[]>();
   private readonly demand = new MemoryPoolDemand();
+  private readonly usage = new MemoryUsageBacklog();
 
   async acquireSlot(workspace: string, token: string, limit: number, expiresAt: number, now: number) {
     return getOrCreate(this.slots, workspace, () => new ExpiringSet()).add(token, limit, expiresAt, now);
@@ -357,8 +361,9 @@ export class MemoryCoordinationStore implements CoordinationStore {
     return [...(this.idle.get(pool) ?? [])];
   }
 
-  async putLease(lease: Lease) {
+  async putLease(lease: Lease, usage?: string) {
     this.leases.set(leaseId(lease), structuredClone(lease));
+    if (usage !== undefined) this.usage.append(lease.workspace, usage);
   }
 
   async getLease(key: LeaseKey) {
@@ -401,6 +406,8 @@ export class MemoryCoordinationStore implements CoordinationStore {
   }
 
   async endCall(key: LeaseKey, end: CallEnd) {
+    // The call was served, whether its lease is still there or not.
+    if (end.usage !== undefined) this.usage.append(key.workspace, end.usage);
     if (end.refund && end.refund.milliseconds > 0) {
       this.refundBudgetNow(key.workspace, end.refund.day, Math.floor(end.refund.milliseconds));
     }
@@ -427,11 +434,43 @@ export class MemoryCoordinationStore implements CoordinationStore {
     return { outcome: "stepped", lease: structuredClone(lease) };
   }
 
-  async takeLease(key: LeaseKey) {
+  async takeLease(key: LeaseKey, ended?: SessionEndUsage) {
     const lease = this.leases.get(leaseId(key));
     this.leases.delete(leaseId(key));
+    if (lease && ended) {
+      const record = JSON.parse(ended.record) as { quantity?: number; sandboxId?: string };
+      record.quantity = Math.max(0, ended.now - lease.createdAt);
+      record.sandboxId = lease.sandbox.sandboxId;
+      this.usage.append(key.workspace, JSON.stringify(record));
+    }
     return lease;
   }
+
+  appendUsage(workspace: string, records: readonly string[]) {
+    return this.usage.appendUsage(workspace, records);
+  }
+
+  claimUsage(workspace: string, claim: UsageClaim) {
+    return this.usage.claimUsage(workspace, claim);
+  }
+
+  ackUsage(workspace: string, token: string) {
+    return this.usage.ackUsage(workspace, token);
+  }
+
+  usageWorkspaces(_now: number) {
+    return this.usage.usageWorkspaces();
+  }
+
+  usageBacklogSize(workspace: string) {
+    return this.usage.usageBacklogSize(workspace);
+  }
+
+  /** Every workspace with a backlog is listed already. */
+  async markUsageWaiting(_workspace: string, _waiting: boolean) {}
+
+  /** Ends are applied as they are made. */
+  async flushCallEnds() {}
 
   async dueLeases(now: number, limit: number) {
     const due: LeaseKey[] = [];

@@ -241,6 +241,18 @@ export type CallStarted =
 export interface CallEnd {
   now: number;
   refund?: { day: string; milliseconds: number };
+  /** The call's usage record (usage-backlog.ts), appended to the workspace's backlog with the end. */
+  usage?: string;
+}
+
+/** A session's end record (usage-backlog.ts), appended as its lease is taken. */
+export interface SessionEndUsage {
+  /**
+   * The record; as it is appended its `quantity` becomes `now` less the lease's `createdAt`
+   * and its `sandboxId` the lease's sandbox.
+   */
+  record: string;
+  now: number;
 }
 
 /** A new session's admission (CoordinationStore.admitSession): budget, slot and rate at once. */

@@ -48,6 +48,8 @@ describe.skipIf(!available)("Redis commands on the hot path", () => {
       pools: [{ name: "default", image: "sandpool/sandbox:dev", minIdle: 2, maxTotal: 6 }],
       // No job may run while a request is counted: they are driven by hand here.
       intervals: { warmMs: 600_000, reapMs: 600_000, reconcileMs: 600_000, cpuMeterMs: 600_000 },
+      // The usage drain (src/metering/usage-drainer.ts) is a background job too.
+      usageBacklog: { drainMs: 600_000 },
     });
     replica = await deployment.startReplica();
     const pools = replica.gateway.services.pools;

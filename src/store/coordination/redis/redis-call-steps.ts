@@ -32,8 +32,14 @@ export const CALL_STEPS_SCRIPT = "call-steps";
 export type CallStep =
   /** A call begun from the lease cache, with its deadline. */
   | { kind: "begin"; key: LeaseKey; now: number; busyUntil: number }
-  /** A call's end, with what goes back to the budget of `day`. */
-  | { kind: "end"; key: LeaseKey; now: number; refund?: { day: string; milliseconds: number } }
+  /** A call's end, with what goes back to the budget of `day`, and its usage record to append. */
+  | {
+      kind: "end";
+      key: LeaseKey;
+      now: number;
+      refund?: { day: string; milliseconds: number };
+      usage?: string;
+    }
   /** Time held by this replica for `workspace`'s day, given back. */
   | { kind: "refund"; workspace: string; now: number; refund: { day: string; milliseconds: number } };
 
@@ -118,7 +124,7 @@ export class RedisCallSteps {
     const { keys: names } = this.commands;
     // Some key of the workspace's slot where a step has no lease or no budget to name.
     const anyKey = names.slots(workspace);
-    const keys = [names.deadlines(workspace), names.quiet(workspace)];
+    const keys = [names.deadlines(workspace), names.quiet(workspace), names.usage(workspace)];
     const args: (string | number)[] = [pending.length];
     for (const { step } of pending) {
       const refund = step.kind === "begin" ? undefined : step.refund;
@@ -131,7 +137,13 @@ export class RedisCallSteps {
         step.kind === "begin"
           ? Math.ceil(step.busyUntil)
           : Math.max(0, Math.floor(refund?.milliseconds ?? 0));
-      args.push(KIND_CODES[step.kind], step.now, amount, step.kind === "refund" ? "" : step.key.sessionId);
+      args.push(
+        KIND_CODES[step.kind],
+        step.now,
+        amount,
+        step.kind === "refund" ? "" : step.key.sessionId,
+        (step.kind === "end" && step.usage) || "",
+      );
     }
     return {
       keys,

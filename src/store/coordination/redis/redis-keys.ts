@@ -53,6 +53,29 @@ export class RedisKeys {
     return `${this.prefix}{ws:${key.workspace}}:lease-copies:${key.sessionId}`;
   }
 
+  /** A workspace's usage backlog: usage records oldest first (../usage-backlog.ts). */
+  usage(workspace: string): string {
+    return `${this.prefix}{ws:${workspace}}:usage`;
+  }
+
+  /** A workspace's claimed usage batch, written to Postgres by the drainer holding its claim. */
+  usageClaimed(workspace: string): string {
+    return `${this.prefix}{ws:${workspace}}:usage-claimed`;
+  }
+
+  /** Whose a workspace's claimed usage batch is: a drainer's token, expiring. */
+  usageClaim(workspace: string): string {
+    return `${this.prefix}{ws:${workspace}}:usage-claim`;
+  }
+
+  /**
+   * Workspaces whose usage backlog a drain could not empty: listed for the drainers after
+   * their leases (and so their pools' holder sets, the usual way in) are gone.
+   */
+  usageWaiting(): string {
+    return `${this.prefix}{usage}:waiting`;
+  }
+
   members(pool: string): string {
     return `${this.prefix}{pool:${pool}}:members`;
   }

@@ -32,6 +32,7 @@ import {
   type QuietQuery,
   quietSince,
   runsASandbox,
+  type SessionEndUsage,
 } from "../records.js";
 import { LeaseCache } from "./lease-cache.js";
 import { BudgetAllotments } from "./redis-budget-allotments.js";
@@ -95,7 +96,7 @@ export class RedisLeases implements LeaseStore {
     }
   }
 
-  async putLease(lease: Lease) {
+  async putLease(lease: Lease, usage?: string) {
     const { keys } = this.commands;
     const now = Date.now();
     // Findable by the reaper: its workspace is among its pool's holders (a lease made by
@@ -118,6 +119,7 @@ export class RedisLeases implements LeaseStore {
         keys.deadlines(lease.workspace),
         keys.leaseCopies(lease),
         keys.quiet(lease.workspace),
+        keys.usage(lease.workspace),
       ],
       [
         JSON.stringify(lease),
@@ -126,6 +128,7 @@ export class RedisLeases implements LeaseStore {
         lease.sessionId,
         this.replicaId,
         runsASandbox(lease) ? quietSince(lease) : "",
+        usage ?? "",
       ],
     );
     this.cache.put({ ...lease }, now);
@@ -272,7 +275,18 @@ export class RedisLeases implements LeaseStore {
     this.cache.touch(key, end.now);
     const refund = end.refund;
     const kept = refund !== undefined && this.allotments.keep(key.workspace, refund.day, refund.milliseconds);
-    return this.steps.put({ kind: "end", key, now: end.now, ...(refund && !kept ? { refund } : {}) });
+    return this.steps.put({
+      kind: "end",
+      key,
+      now: end.now,
+      ...(refund && !kept ? { refund } : {}),
+      ...(end.usage === undefined ? {} : { usage: end.usage }),
+    });
+  }
+
+  /** Sends the steps put off (the ends of calls, with their usage) and waits for them. */
+  flushCallEnds() {
+    return this.steps.flush();
   }
 
   /** Gives the allotments back, sends the steps put off and waits for them (before the connection closes). */
@@ -281,12 +295,18 @@ export class RedisLeases implements LeaseStore {
     return this.steps.flush();
   }
 
-  async takeLease(key: LeaseKey): Promise<TakenLease | undefined> {
+  async takeLease(key: LeaseKey, ended?: SessionEndUsage): Promise<TakenLease | undefined> {
     const { redis, keys } = this.commands;
     const reply = (await this.commands.script(
       "take-lease",
-      [keys.lease(key), keys.deadlines(key.workspace), keys.leaseCopies(key), keys.quiet(key.workspace)],
-      [key.sessionId],
+      [
+        keys.lease(key),
+        keys.deadlines(key.workspace),
+        keys.leaseCopies(key),
+        keys.quiet(key.workspace),
+        keys.usage(key.workspace),
+      ],
+      [key.sessionId, ended?.record ?? "", ended?.now ?? 0],
     )) as [string, string, ...string[]] | null;
     if (this.legacyIndexInUse) {
       await this.commands.call(() => redis.zrem(keys.legacyLeaseIndex(), keys.indexMember(key)));

@@ -33,7 +33,9 @@ import type {
   QuietQuery,
   SandboxRecord,
   SessionAdmission,
+  SessionEndUsage,
 } from "../records.js";
+import type { UsageClaim } from "../usage-backlog.js";
 import { loadLuaScripts } from "./lua-scripts.js";
 import { RedisBroadcast } from "./redis-broadcast.js";
 import { RedisCommands } from "./redis-commands.js";
@@ -42,6 +44,7 @@ import { RedisHolders } from "./redis-holders.js";
 import { BUDGET_KEY_TTL_MS, CPU_END_MARK_MS, RedisKeys } from "./redis-keys.js";
 import { LEASES_ENDED_CHANNEL, RedisLeases } from "./redis-leases.js";
 import { RedisPoolDemand } from "./redis-pool-demand.js";
+import { RedisUsageBacklog } from "./redis-usage-backlog.js";
 
 export { redactUrl };
 
@@ -63,6 +66,7 @@ export class RedisCoordinationStore implements CoordinationStore {
   private readonly leases: RedisLeases;
   private readonly broadcast: RedisBroadcast;
   private readonly demand: RedisPoolDemand;
+  private readonly usage: RedisUsageBacklog;
 
   private constructor(
     private readonly commands: RedisCommands,
@@ -74,6 +78,7 @@ export class RedisCoordinationStore implements CoordinationStore {
       this.broadcast.publish(LEASES_ENDED_CHANNEL, message),
     );
     this.demand = new RedisPoolDemand(commands);
+    this.usage = new RedisUsageBacklog(commands, this.holders);
   }
 
   /** Connects, failing with a clear error when Redis cannot be reached at start-up. */
@@ -422,8 +427,8 @@ export class RedisCoordinationStore implements CoordinationStore {
     return this.demand.exchangePoolDemand(pool, delta, window);
   }
 
-  putLease(lease: Lease) {
-    return this.leases.putLease(lease);
+  putLease(lease: Lease, usage?: string) {
+    return this.leases.putLease(lease, usage);
   }
 
   getLease(key: LeaseKey) {
@@ -446,8 +451,36 @@ export class RedisCoordinationStore implements CoordinationStore {
     return this.leases.stepHibernation(key, step);
   }
 
-  takeLease(key: LeaseKey) {
-    return this.leases.takeLease(key);
+  takeLease(key: LeaseKey, ended?: SessionEndUsage) {
+    return this.leases.takeLease(key, ended);
+  }
+
+  appendUsage(workspace: string, records: readonly string[]) {
+    return this.usage.appendUsage(workspace, records);
+  }
+
+  claimUsage(workspace: string, claim: UsageClaim) {
+    return this.usage.claimUsage(workspace, claim);
+  }
+
+  ackUsage(workspace: string, token: string) {
+    return this.usage.ackUsage(workspace, token);
+  }
+
+  usageWorkspaces(now: number) {
+    return this.usage.usageWorkspaces(now);
+  }
+
+  usageBacklogSize(workspace: string) {
+    return this.usage.usageBacklogSize(workspace);
+  }
+
+  markUsageWaiting(workspace: string, waiting: boolean) {
+    return this.usage.markUsageWaiting(workspace, waiting);
+  }
+
+  flushCallEnds() {
+    return this.leases.flushCallEnds();
   }
 
   dueLeases(now: number, limit: number) {

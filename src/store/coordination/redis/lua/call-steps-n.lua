@@ -11,7 +11,10 @@
 --        busyUntil);
 --   "r"  time a replica held for the workspace and gives back (a budget allotment).
 -- Every step on a lease moves the session in the workspace's deadline index and, while it
--- runs a sandbox, in its quiet index (automatic hibernation).
+-- runs a sandbox, in its quiet index (automatic hibernation). An end's usage record (the
+-- call's execution time or bytes moved) is appended to the workspace's usage backlog,
+-- whether its lease is still there or not: the call was served
+-- (src/store/coordination/usage-backlog.ts).
 --
 -- The begin finds the lease (an unknown key and another workspace's find the same
 -- nothing), refuses one past its deadline, reserves the call's execution time against the
@@ -20,17 +23,19 @@
 --
 -- KEYS[1]             the workspace's deadline index: session id -> deadline (epoch ms)
 -- KEYS[2]             the workspace's quiet index: running session id -> quiet since (epoch ms)
--- KEYS[2k+1], [2k+2]  step k (k = 1..S): its lease (JSON string; any key of the slot for
+-- KEYS[3]             the workspace's usage backlog (a list of usage records)
+-- KEYS[2k+2], [2k+3]  step k (k = 1..S): its lease (JSON string; any key of the slot for
 --                     "r"), the budget counter of the day its time is given back to (any
 --                     key of the slot when none is)
--- KEYS[2S+3..2S+6]    the begin, when there is one: the lease, the day's budget counter, the
+-- KEYS[2S+4..2S+7]    the begin, when there is one: the lease, the day's budget counter, the
 --                     day's CPU total (the day has used the larger of the two; any key of
 --                     the slot for both when no budget is reserved), the lease's copies (the
 --                     replicas that may serve its calls from their lease cache)
 -- ARGV[1]             S, the number of steps
--- ARGV[4k-2 .. 4k+1]  step k: its kind ("b", "e", "r"), now (epoch ms), the call's deadline
---                     ("b") or the milliseconds to give back ("e", "r"; 0: none), session id
--- ARGV[4S+2 ..]       the begin: now, the call's deadline (how long it may hold the session
+-- ARGV[5k-3 .. 5k+1]  step k: its kind ("b", "e", "r"), now (epoch ms), the call's deadline
+--                     ("b") or the milliseconds to give back ("e", "r"; 0: none), session id,
+--                     the usage record to append ("e"; "" for none)
+-- ARGV[5S+2 ..]       the begin: now, the call's deadline (how long it may hold the session
 --                     off idling out), milliseconds to reserve (0: none), the day's budget
 --                     (ms), how long a new day's counter is kept (ms), the session id, the
 --                     beginning replica's id (it keeps a copy of the lease it gets back)
@@ -39,7 +44,7 @@
 --          ms granted}, where
 --          found has one character per step: "1" when its lease was still there (always
 --          for "r"), else "0"
-local index, quiet = KEYS[1], KEYS[2]
+local index, quiet, usage = KEYS[1], KEYS[2], KEYS[3]
 local steps = tonumber(ARGV[1])
 
 local function deadline_of(l)
@@ -93,11 +98,14 @@ end
 
 local found = {}
 for k = 1, steps do
-  local lease_key, budget_key = KEYS[2 * k + 1], KEYS[2 * k + 2]
+  local lease_key, budget_key = KEYS[2 * k + 2], KEYS[2 * k + 3]
   local kind, now, amount, session =
-    ARGV[4 * k - 2], tonumber(ARGV[4 * k - 1]), tonumber(ARGV[4 * k]), ARGV[4 * k + 1]
+    ARGV[5 * k - 3], tonumber(ARGV[5 * k - 2]), tonumber(ARGV[5 * k - 1]), ARGV[5 * k]
   if kind ~= "b" then
     give_back(budget_key, amount)
+  end
+  if ARGV[5 * k + 1] ~= "" then
+    redis.call("RPUSH", usage, ARGV[5 * k + 1])
   end
   local lease = kind ~= "r" and lease_at(lease_key)
   if kind == "r" then
@@ -120,13 +128,13 @@ for k = 1, steps do
   end
 end
 found = table.concat(found)
-if #KEYS == 2 * steps + 2 then
+if #KEYS == 2 * steps + 3 then
   commit()
   return { found }
 end
 
-local lease_key, budget_key = KEYS[2 * steps + 3], KEYS[2 * steps + 4]
-local at = 4 * steps + 1
+local lease_key, budget_key = KEYS[2 * steps + 4], KEYS[2 * steps + 5]
+local at = 5 * steps + 1
 local now = tonumber(ARGV[at + 1])
 local lease = lease_at(lease_key)
 if not lease then
@@ -148,7 +156,7 @@ local requested = tonumber(ARGV[at + 3])
 if requested > 0 then
   local used = math.max(
     tonumber(redis.call("GET", budget_key) or "0"),
-    tonumber(redis.call("GET", KEYS[2 * steps + 5]) or "0")
+    tonumber(redis.call("GET", KEYS[2 * steps + 6]) or "0")
   )
   granted = math.min(requested, tonumber(ARGV[at + 4]) - used)
   if granted <= 0 then
@@ -164,7 +172,7 @@ lease.lastActivityAt = math.max(lease.lastActivityAt, now)
 lease.activeCalls = (lease.activeCalls or 0) + 1
 lease.busyUntil = math.max(lease.busyUntil or 0, tonumber(ARGV[at + 2]))
 changed(lease_key, ARGV[at + 6])
-local copies = KEYS[2 * steps + 6]
+local copies = KEYS[2 * steps + 7]
 redis.call("SADD", copies, ARGV[at + 7])
 local ttl = redis.call("PTTL", lease_key)
 if ttl > 0 then
