@@ -184,7 +184,9 @@ describe.skipIf(!available)("automatic hibernation on two replicas (Redis)", () 
     expect(await phaseOf(lease)).toBe("saved");
     const resumed = await replicas[1].hibernation.resume(keyOf(lease));
     expect(resumed.lease.hibernation).toBeUndefined();
-    expect(Number(await quietScore(lease))).toBe(lease.lastActivityAt);
+    // Its resume is its last activity (issue 40): quiet from then, not from before it was saved.
+    expect(resumed.lease.lastActivityAt).toBeGreaterThan(lease.lastActivityAt);
+    expect(Number(await quietScore(lease))).toBe(resumed.lease.lastActivityAt);
     // The call that resumed it begins and ends: it is not idle any more.
     const at = Date.now();
     await replicas[1].store.beginCall(keyOf(lease), { now: at, busyUntil: at + 30 * SECOND });
