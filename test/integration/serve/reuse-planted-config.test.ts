@@ -18,7 +18,6 @@
  * planted files, on gVisor too.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintToken } from "../../../src/auth/dev-keys.js";
 import { type Isolation, isolationLevels } from "../../../src/policy-schema/isolation-levels.js";
 import type { RedisCoordinationStore } from "../../../src/store/coordination/redis/redis-store.js";
 import type { CliServer } from "../../support/cli.js";
@@ -26,12 +25,11 @@ import type { ContractClient } from "../../support/contract-client.js";
 import { gvisorSuiteAvailable } from "../../support/docker-suite.js";
 import {
   createServeDeployment,
-  SERVE_AUDIENCE,
-  SERVE_SECRET,
   type ServeDeployment,
   serveStackAvailable,
 } from "../../support/serve-deployment.js";
 import { waitFor } from "../../support/wait-for.js";
+import { putWorkspacePolicy } from "../../support/workspace-policy.js";
 
 const IMAGE = "sandpool/sandbox-datascience:dev";
 const available = (await serveStackAvailable()) && (await gvisorSuiteAvailable(IMAGE));
@@ -112,17 +110,7 @@ describe.skipIf(!available)(
     const POOL: Record<Isolation, string> = { container: "default", gvisor: "gv" };
 
     async function setPolicy(workspace: string, edit: Record<string, unknown>) {
-      const admin = await mintToken({
-        secret: SERVE_SECRET,
-        audience: SERVE_AUDIENCE,
-        workspace: "ops",
-        admin: true,
-      });
-      const answer = await fetch(`${replica.url}/admin/v1/workspaces/${workspace}/policy`, {
-        method: "PUT",
-        headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" },
-        body: JSON.stringify(edit),
-      });
+      const answer = await putWorkspacePolicy(replica.url, workspace, edit);
       expect(answer.status).toBe(200);
     }
 

@@ -9,7 +9,6 @@
  * sandboxes, Redis, Postgres, and gVisor registered with the engine.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintToken } from "../../../src/auth/dev-keys.js";
 import { type Isolation, isolationLevels } from "../../../src/policy-schema/isolation-levels.js";
 import type { RedisCoordinationStore } from "../../../src/store/coordination/redis/redis-store.js";
 import type { CliServer } from "../../support/cli.js";
@@ -17,12 +16,11 @@ import type { ContractClient } from "../../support/contract-client.js";
 import { gvisorSuiteAvailable } from "../../support/docker-suite.js";
 import {
   createServeDeployment,
-  SERVE_AUDIENCE,
-  SERVE_SECRET,
   type ServeDeployment,
   serveStackAvailable,
 } from "../../support/serve-deployment.js";
 import { waitFor } from "../../support/wait-for.js";
+import { putWorkspacePolicy } from "../../support/workspace-policy.js";
 
 const available = (await serveStackAvailable()) && (await gvisorSuiteAvailable());
 
@@ -94,17 +92,7 @@ describe.skipIf(!available)("sandbox reuse (serve, docker)", () => {
   const WORKSPACE: Record<Isolation, string> = { container: "reuser", gvisor: "reuser-gvisor" };
 
   async function setPolicy(workspace: string, edit: Record<string, unknown>) {
-    const admin = await mintToken({
-      secret: SERVE_SECRET,
-      audience: SERVE_AUDIENCE,
-      workspace: "ops",
-      admin: true,
-    });
-    const answer = await fetch(`${replica.url}/admin/v1/workspaces/${workspace}/policy`, {
-      method: "PUT",
-      headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" },
-      body: JSON.stringify(edit),
-    });
+    const answer = await putWorkspacePolicy(replica.url, workspace, edit);
     expect(answer.status).toBe(200);
     return (await answer.json()) as { effective: Record<string, unknown> };
   }
