@@ -11,6 +11,9 @@ import { ADMIN_PROBES, PROBES } from "./probe-catalog.js";
 import { PLACEMENT_TRIES, sessionOnSandbox } from "./same-sandbox.js";
 import { AdminView, VerifyCallError, VerifyHttp, WorkspaceClient } from "./verify-client.js";
 
+/** The most sessions held open on other sandboxes while the next one is sought (same-sandbox.ts). */
+const MAX_HELD = 3;
+
 export interface VerifyOptions {
   url: string;
   token: string;
@@ -67,6 +70,8 @@ export async function runVerify(options: VerifyOptions): Promise<ProbeResult[]> 
       admin,
       reuse: { tries: PLACEMENT_TRIES, seen: false },
       hold: (session: ProbeSession) => {
+        // A few held sandboxes clear a workspace's parked ones; more would take a small pool's room.
+        if (held.length >= MAX_HELD) return;
         opened.splice(opened.indexOf(session), 1);
         held.push(session);
       },

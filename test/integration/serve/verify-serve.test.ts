@@ -17,6 +17,7 @@ import {
   type ServeDeployment,
   serveStackAvailable,
 } from "../../support/serve-deployment.js";
+import { putWorkspacePolicy } from "../../support/workspace-policy.js";
 
 const available = (await serveStackAvailable()) && (await gvisorSuiteAvailable());
 
@@ -25,7 +26,7 @@ pools:
   - name: default
     image: sandpool/sandbox:dev
     minIdle: 1
-    maxTotal: 6
+    maxTotal: 10
     coldStartTimeoutMs: 60000
   - name: gv
     image: sandpool/sandbox:dev
@@ -61,12 +62,7 @@ describe.skipIf(!available)("sandpool verify against serve", () => {
 
   async function requireIsolation(workspace: string, isolation: Isolation) {
     if (isolation === "container") return;
-    const answer = await fetch(`${replica.url}/admin/v1/workspaces/${workspace}/policy`, {
-      method: "PUT",
-      headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" },
-      body: JSON.stringify({ isolation }),
-    });
-    expect(answer.status).toBe(200);
+    expect((await putWorkspacePolicy(replica.url, workspace, { isolation })).status).toBe(200);
   }
 
   describe.each(isolationLevels)("on %s isolation", (isolation) => {
