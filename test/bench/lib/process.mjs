@@ -188,7 +188,7 @@ export function resolvePython(command = "python3") {
 }
 
 /** Keeps the tail of a child's stderr (its log) for error messages, and the pipe drained. */
-export function tailOf(child, maxChars = 8192) {
+export function tailOf(child, maxChars = 65536) {
   let log = "";
   child.stderr.on("data", (chunk) => {
     log = (log + chunk.toString("utf8")).slice(-maxChars);
