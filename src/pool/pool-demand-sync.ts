@@ -9,12 +9,9 @@
 import type { Logger } from "pino";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { PoolDemandExchange } from "../store/coordination/pool-demand-exchange.js";
-import { REFILL_WINDOW } from "./pool-demand.js";
+import { DEMAND_SYNC_EVERY_MS, REFILL_WINDOW } from "./pool-demand.js";
 import type { SharedPoolCounters } from "./pool-demand-accounting.js";
 import type { PoolFigures } from "./sandbox-pool.js";
-
-/** How often a replica exchanges its counts: the lag of the deployment's view. */
-export const DEMAND_SYNC_EVERY_MS = 1_000;
 
 export class PoolDemandSync {
   private readonly sent = new Map<string, SharedPoolCounters>();

@@ -32,6 +32,7 @@ import {
 } from "./sandbox-pool.js";
 import { RECYCLE_WAIT_MS, SandboxReuse } from "./sandbox-reuse.js";
 import { StartBackoff } from "./start-backoff.js";
+import { StartGate } from "./start-gate.js";
 import { StartRate, type StartRateView } from "./start-rate.js";
 import { WarmupLimiter } from "./warmup-limiter.js";
 
@@ -71,7 +72,8 @@ export type { LeasedSandbox, PoolCapacity } from "./sandbox-pool.js";
 
 export class PoolManager implements GatewayPools {
   private readonly pools: Map<string, PoolSpec>;
-  private readonly starting = new Map<string, number>();
+  /** Starts in flight here, and the leases that wait for one to end (src/pool/start-gate.ts). */
+  private readonly starts: StartGate;
   private readonly backoff = new Map<string, StartBackoff>();
   /** Leases, failed starts, refill times and the deployment's counts: what sizes warm-up. */
   readonly demand: PoolDemandAccounting;
@@ -101,6 +103,7 @@ export class PoolManager implements GatewayPools {
     this.limiter = deps.warmupLimiter ?? new WarmupLimiter();
     this.inFlight = new InFlightMarks(deps.store, deps.log, this.now);
     this.startRate = new StartRate(this.now);
+    this.starts = new StartGate(this.startRate);
     this.reuse = new SandboxReuse({
       store: deps.store,
       runtime: deps.runtime,
@@ -177,15 +180,32 @@ export class PoolManager implements GatewayPools {
       ) {
         continue;
       }
+      if (!this.starts.mayStart(pool.name)) {
+        // A burst: as many starts in flight as the engine absorbs; this lease takes the
+        // next sandbox that turns idle, or the next free start.
+        if (waitedMs >= pool.coldStartTimeoutMs) {
+          throw new SandpoolError(
+            "capacity.exhausted",
+            `the '${pool.name}' pool's starts did not keep up within its cold-start deadline (${pool.coldStartTimeoutMs} ms): a larger minIdle keeps more ready`,
+            { retryAfterSeconds: 2 },
+          );
+        }
+        await this.starts.waitForNextEnd(pool.name, LEASE_POLL_MAX_MS);
+        continue;
+      }
       const record = await this.startSandbox(pool, "cold");
       if (record) return { record, warm: false, reused: false };
       // At the cap: a sandbox parked for another workspace gives its place up.
       await this.evictParked(pool);
       const waitedSoFarMs = Number(process.hrtime.bigint() - started) / 1e6;
       if (waitedSoFarMs >= pool.coldStartTimeoutMs || (await this.turningOver(pool)) === 0) {
-        throw new SandpoolError("capacity.exhausted", `the '${pool.name}' pool is at capacity`, {
-          retryAfterSeconds: 2,
-        });
+        throw new SandpoolError(
+          "capacity.exhausted",
+          `the '${pool.name}' pool is at capacity (its maxTotal, ${this.sizeOf(pool).maxTotal}, raises it: \`sandpool pools resize\` or the pool's config)`,
+          {
+            retryAfterSeconds: 2,
+          },
+        );
       }
       await sleep(Math.min(LEASE_POLL_MAX_MS, LEASE_POLL_FIRST_MS * 2 ** attempt));
     }
@@ -394,8 +414,11 @@ export class PoolManager implements GatewayPools {
         );
         // What the machine can take now; the rest waits for a place or the next tick.
         const granted = wanted > 0 ? this.limiter.tryAcquire(wanted) : 0;
+        // Only the pool's own minIdle may take a parked sandbox's place; the demand's
+        // reserve above it waits for free places (a parked sandbox is a burst's best start).
+        const promised = this.sizeOf(pool).minIdle + short - idle - Math.max(inFlight.size, warming);
         for (let i = 0; i < granted; i++) {
-          const start: Promise<void> = this.warmOne(pool)
+          const start: Promise<void> = this.warmOne(pool, i < promised)
             .then((ok) => {
               if (!ok) stopped = true;
             })
@@ -419,11 +442,12 @@ export class PoolManager implements GatewayPools {
   /**
    * One warm-up start: true when a sandbox joined the idle list. A pool at its cap with
    * sandboxes parked for their workspaces gives the longest-parked one's place to a fresh
-   * sandbox: minIdle is the pool's promise to every workspace, reuse a bonus to one.
+   * sandbox when `mayEvict` (the start is for minIdle): minIdle is the pool's promise to
+   * every workspace, reuse a bonus to one.
    */
-  private async warmOne(pool: PoolSpec): Promise<boolean> {
+  private async warmOne(pool: PoolSpec, mayEvict: boolean): Promise<boolean> {
     let record = await this.startSandbox(pool, "warm-up").catch(() => null);
-    if (record === undefined && (await this.evictParked(pool, { wait: true }))) {
+    if (record === undefined && mayEvict && (await this.evictParked(pool, { wait: true }))) {
       record = await this.startSandbox(pool, "warm-up").catch(() => null);
     }
     if (!record) return false;
@@ -472,7 +496,7 @@ export class PoolManager implements GatewayPools {
     for (const pool of this.list()) {
       const idle = (await this.deps.store.listIdle(pool.name)).length;
       const members = await this.deps.store.countMembers(pool.name, this.now());
-      const starting = this.starting.get(pool.name) ?? 0;
+      const starting = this.starts.count(pool.name);
       this.deps.metrics.poolSandboxes.set({ pool: pool.name, state: "idle" }, idle);
       this.deps.metrics.poolSandboxes.set({ pool: pool.name, state: "starting" }, starting);
       this.deps.metrics.poolSandboxes.set(
@@ -551,7 +575,7 @@ export class PoolManager implements GatewayPools {
     );
     if (!counted) return undefined;
     this.inFlight.begin(pool.name, sandboxId);
-    this.starting.set(pool.name, (this.starting.get(pool.name) ?? 0) + 1);
+    const startEnded = this.starts.began(pool.name);
     let runtimeId: string | undefined;
     const began = process.hrtime.bigint();
     // A restore is not a start of the image: it tells nothing of the engine's start rate.
@@ -606,7 +630,7 @@ export class PoolManager implements GatewayPools {
     } finally {
       measured();
       this.inFlight.end(pool.name, sandboxId);
-      this.starting.set(pool.name, (this.starting.get(pool.name) ?? 1) - 1);
+      startEnded();
     }
   }
 }

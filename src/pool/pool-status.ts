@@ -86,7 +86,11 @@ export async function poolStatus(
         override: view?.override ?? null,
         effectiveMinIdle: pools.effectiveMinIdle(pool),
         demand: pool.demand ?? true,
-        leaseDemand: pools.demand.demandOf(pool.name) ?? { leasesPerSecond: 0, refillSecondsP95: null },
+        leaseDemand: pools.demand.demandOf(pool.name) ?? {
+          leasesPerSecond: 0,
+          burstReserve: 0,
+          refillSecondsP95: null,
+        },
         engineStarts: pools.startRateView(),
         idle,
         parked,

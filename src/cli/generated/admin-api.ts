@@ -3178,6 +3178,8 @@ export interface operations {
                             effectiveMinIdle: number;
                             leaseDemand: {
                                 leasesPerSecond: number;
+                                /** @description The most leases within one refill time in the last ten minutes: kept warm for the next burst. */
+                                burstReserve: number;
                                 refillSecondsP95: number | null;
                             };
                             /** @description The engine's start throughput as the answering replica measured it (null before a few starts): warm-up keeps no more starts in flight than it absorbs. */
@@ -3347,6 +3349,8 @@ export interface operations {
                         effectiveMinIdle: number;
                         leaseDemand: {
                             leasesPerSecond: number;
+                            /** @description The most leases within one refill time in the last ten minutes: kept warm for the next burst. */
+                            burstReserve: number;
                             refillSecondsP95: number | null;
                         };
                         /** @description The engine's start throughput as the answering replica measured it (null before a few starts): warm-up keeps no more starts in flight than it absorbs. */

@@ -33,7 +33,14 @@ export const poolStatusSchema = z.object({
     .nullable()
     .meta({ description: "The run-time resize in force (null sizes: as configured), or null." }),
   effectiveMinIdle: z.number().int(),
-  leaseDemand: z.object({ leasesPerSecond: z.number(), refillSecondsP95: z.number().nullable() }),
+  leaseDemand: z.object({
+    leasesPerSecond: z.number(),
+    burstReserve: z.number().int().meta({
+      description:
+        "The most leases within one refill time in the last ten minutes: kept warm for the next burst.",
+    }),
+    refillSecondsP95: z.number().nullable(),
+  }),
   engineStarts: z
     .object({ startsPerSecond: z.number().nullable(), quickestStartMs: z.number().nullable() })
     .meta({

@@ -5,10 +5,12 @@
  */
 import { describe, expect, it } from "vitest";
 import {
+  BURST_MEMORY_MS,
   clampToSizes,
   demandedIdle,
   PoolDemand,
   p95,
+  peakWithin,
   RateEwma,
   REFILL_WINDOW,
 } from "../../../src/pool/pool-demand.js";
@@ -133,5 +135,50 @@ describe("PoolDemand", () => {
     // Newest first: a window of fast refills, then a long tail of old slow ones beyond it.
     demand.observe(totals(0, [...Array(REFILL_WINDOW).fill(100), ...Array(500).fill(9_000)]), 0);
     expect(demand.view().refillSecondsP95).toBe(0.1);
+  });
+});
+
+describe("the burst reserve", () => {
+  const sizes = { minIdle: 2, maxTotal: 200 };
+  const totals = (leases: number, refillMs: number[]) => ({ warmLeases: leases, coldLeases: 0, refillMs });
+
+  it("peakWithin is the most arrivals within any span", () => {
+    const samples = [
+      { at: 1_000, added: 3 },
+      { at: 2_000, added: 40 },
+      { at: 3_000, added: 60 },
+      { at: 9_000, added: 5 },
+    ];
+    expect(peakWithin(samples, 1_000)).toBe(60);
+    expect(peakWithin(samples, 2_000)).toBe(100);
+    expect(peakWithin(samples, 10_000)).toBe(108);
+    expect(peakWithin([], 5_000)).toBe(0);
+  });
+
+  it("keeps a burst's size warm for ten minutes after it, where the average has long decayed", () => {
+    const demand = new PoolDemand(true, 1_000);
+    const refills = [4_000]; // a burst's starts queue: each refill took 4 s
+    demand.observe(totals(0, refills), 0);
+    // A hundred leases within three seconds, then nothing.
+    demand.observe(totals(30, refills), 1_000);
+    demand.observe(totals(70, refills), 2_000);
+    demand.observe(totals(100, refills), 3_000);
+    for (let at = 4_000; at < BURST_MEMORY_MS; at += 1_000) demand.observe(totals(100, refills), at);
+    expect(demand.view().leasesPerSecond).toBeLessThan(0.01);
+    expect(demand.view().burstReserve).toBe(100);
+    expect(demand.effectiveMinIdle(sizes)).toBe(100);
+    expect(demand.effectiveMinIdle({ minIdle: 2, maxTotal: 40 })).toBe(40);
+    // Ten minutes after the burst it is forgotten.
+    demand.observe(totals(100, refills), BURST_MEMORY_MS + 4_000);
+    expect(demand.view().burstReserve).toBe(0);
+    expect(demand.effectiveMinIdle(sizes)).toBe(2);
+  });
+
+  it("is Little's figure for a steady rate", () => {
+    const demand = new PoolDemand(true, 1_000);
+    let leases = 0;
+    for (let at = 0; at <= 20_000; at += 1_000, leases += 6) demand.observe(totals(leases, [2_000]), at);
+    expect(demand.view().burstReserve).toBe(12); // 6/s within 2 s
+    expect(demand.effectiveMinIdle(sizes)).toBe(12);
   });
 });
