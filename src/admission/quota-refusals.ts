@@ -4,6 +4,18 @@
  */
 import { SandpoolError } from "../contract/error-codes.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
+import { type CeilingField, ceilingOf, policyFields } from "../policy-schema/policy-fields.js";
+
+/**
+ * Which setting raises a quota, said in the refusal itself: an operator reading a 429 in a
+ * client's log should not need the docs to find the knob.
+ */
+export function raisedBy(field: CeilingField): string {
+  return (
+    `raise it with \`sandpool policy set <workspace> --${policyFields[field].flag} <n>\`, ` +
+    `up to the deployment's ceiling policy.${ceilingOf(field)}`
+  );
+}
 
 export const MINUTE_MS = 60_000;
 const DAY_MS = 86_400_000;
@@ -34,7 +46,7 @@ export interface ExecRequest {
 export function budgetSpent(policy: EffectivePolicy, now: number): SandpoolError {
   return new SandpoolError(
     "quota.exec_budget",
-    `the workspace has used its ${policy.execSecondsPerDay} execution seconds for today`,
+    `the workspace has used its ${policy.execSecondsPerDay} execution seconds for today (${raisedBy("execSecondsPerDay")})`,
     { retryAfterSeconds: secondsUntilNextDay(now) },
   );
 }
@@ -42,7 +54,7 @@ export function budgetSpent(policy: EffectivePolicy, now: number): SandpoolError
 export function slotsTaken(policy: EffectivePolicy): SandpoolError {
   return new SandpoolError(
     "quota.concurrent_sessions",
-    `the workspace already has ${policy.maxConcurrentSessions} sessions open`,
+    `the workspace already has ${policy.maxConcurrentSessions} sessions open (${raisedBy("maxConcurrentSessions")})`,
     { retryAfterSeconds: 1 },
   );
 }
@@ -50,7 +62,7 @@ export function slotsTaken(policy: EffectivePolicy): SandpoolError {
 export function rateReached(policy: EffectivePolicy, waitMs: number): SandpoolError {
   return new SandpoolError(
     "quota.session_rate",
-    `the workspace may create ${policy.sessionsPerMinute} sessions a minute`,
+    `the workspace may create ${policy.sessionsPerMinute} sessions a minute (${raisedBy("sessionsPerMinute")})`,
     { retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) },
   );
 }

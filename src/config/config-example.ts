@@ -215,7 +215,10 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   "pools[].image": { comment: "The image its sandboxes run.", example: EXAMPLE_IMAGE },
   "pools[].resourceClass": { comment: "Resource class of its sandboxes." },
   "pools[].minIdle": { comment: "Ready sandboxes kept warm." },
-  "pools[].maxTotal": { comment: "Most sandboxes at once, leased and idle together." },
+  "pools[].maxTotal": {
+    comment:
+      "Most sandboxes at once, leased and idle together: a burst of 100 sessions fits the default (an idle lean sandbox holds about 25 MiB).",
+  },
   "pools[].warmupConcurrency": { comment: "Sandboxes started at once while warming up." },
   "pools[].coldStartTimeoutMs": { comment: "Deadline of a cold start when the pool is dry." },
   "pools[].egress": {
@@ -224,7 +227,7 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   },
   "pools[].demand": {
     comment:
-      "Keep more than minIdle ready while the deployment leases faster than the pool refills (lease rate x p95 refill time, up to maxTotal).",
+      "Keep more than minIdle ready while the deployment leases faster than the pool refills (lease rate x p95 refill time), and a burst reserve: the most leases within one refill time in the last ten minutes (up to maxTotal).",
   },
   "pools[].isolation": {
     comment:
@@ -265,7 +268,7 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   },
   "limits.maxWarmupStarts": {
     comment:
-      "Warm-up sandbox starts in flight at once per replica, all pools together; unset: the machine's CPU count. Cold starts never wait for it.",
+      "Warm-up sandbox starts in flight at once per replica, all pools together; unset: the machine's CPU count. Cold starts never wait for it (they keep to what the engine absorbs).",
     example: 4,
   },
   "limits.maxCallsInFlightPerWorkspace": {

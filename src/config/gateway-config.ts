@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { authConfigSchema } from "../auth/auth-config.js";
 import { hibernateSettingsSchema } from "../hibernate/hibernate-settings.js";
+import { DEFAULT_CALLS_IN_FLIGHT_PER_WORKSPACE } from "../http/middleware/calls-in-flight.js";
 import { deploymentPolicySchema } from "../policy-schema/deployment-policy.js";
 import { cidrSchema } from "../policy-schema/egress-schemas.js";
 import { isolationLevels } from "../policy-schema/isolation-levels.js";
@@ -36,7 +37,7 @@ export const poolSpecSchema = z
     image: z.string().min(1),
     resourceClass: z.string().min(1).default("standard"),
     minIdle: z.number().int().min(0).default(2),
-    maxTotal: positive.default(20),
+    maxTotal: positive.default(100),
     warmupConcurrency: positive.default(2),
     coldStartTimeoutMs: positive.default(30_000),
     /** Sandboxes with network egress, for workspaces whose policy allows it (egressAllowed). */
@@ -97,7 +98,7 @@ export const gatewayConfigSchema = z
         /** Requests in flight that have not passed authentication; more get 503 (health checks never). */
         maxUnauthenticatedRequests: positive.default(256),
         /** Contract calls of one workspace in flight at once on one replica; more get 429. */
-        maxCallsInFlightPerWorkspace: positive.default(32),
+        maxCallsInFlightPerWorkspace: positive.default(DEFAULT_CALLS_IN_FLIGHT_PER_WORKSPACE),
         /** A client that stops reading its answer this long is cut off (its buffered answer freed). */
         writeStallTimeoutMs: positive.default(30_000),
         /**

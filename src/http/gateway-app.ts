@@ -90,7 +90,7 @@ export function createGatewayApp(
   contract.use("*", authenticate(services));
   nameContractOperations(
     contract,
-    new CallsInFlight(services.limits.maxCallsInFlightPerWorkspace ?? 32),
+    new CallsInFlight(services.limits.maxCallsInFlightPerWorkspace),
     (c, refusal) =>
       auditRefusal(
         services.usage,

@@ -25,8 +25,8 @@ export const deploymentPolicySchema = z
     /** What a session gets when the client sends no hint (clamped by the ceilings in force). */
     defaultIdleTimeoutSeconds: positive.default(300),
     defaultMaxLifetimeSeconds: positive.default(3600),
-    maxConcurrentSessions: positive.default(10),
-    sessionsPerMinute: positive.default(60),
+    maxConcurrentSessions: positive.default(100),
+    sessionsPerMinute: positive.default(600),
     execSecondsPerDay: positive.default(24 * 3600),
     maxFileBytes: positive.default(100 * 1024 * 1024),
     resourceClass: z.string().min(1).default("standard"),

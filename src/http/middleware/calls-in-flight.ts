@@ -15,11 +15,16 @@ import { SandpoolError } from "../../contract/error-codes.js";
 import type { GatewayEnv } from "../gateway-env.js";
 
 const RETRY_AFTER_SECONDS = 1;
+/**
+ * The default bound: a burst of a hundred new sessions, each with its first call, fits in it
+ * (agents fan out; docs/session-churn.md, "Bursts").
+ */
+export const DEFAULT_CALLS_IN_FLIGHT_PER_WORKSPACE = 256;
 
 export class CallsInFlight {
   readonly #byWorkspace = new Map<string, number>();
 
-  constructor(readonly maxPerWorkspace: number) {}
+  constructor(readonly maxPerWorkspace: number = DEFAULT_CALLS_IN_FLIGHT_PER_WORKSPACE) {}
 
   count(workspace: string): number {
     return this.#byWorkspace.get(workspace) ?? 0;
@@ -31,7 +36,7 @@ export class CallsInFlight {
     if (current >= this.maxPerWorkspace) {
       throw new SandpoolError(
         "quota.calls_in_flight",
-        `the workspace already has ${this.maxPerWorkspace} calls in flight`,
+        `the workspace already has ${this.maxPerWorkspace} calls in flight (the deployment's limits.maxCallsInFlightPerWorkspace raises it)`,
         { retryAfterSeconds: RETRY_AFTER_SECONDS },
       );
     }

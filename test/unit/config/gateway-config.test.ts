@@ -42,7 +42,7 @@ describe("gatewayConfigSchema", () => {
       image: "img/a",
       resourceClass: "standard",
       minIdle: 2,
-      maxTotal: 20,
+      maxTotal: 100,
       warmupConcurrency: 2,
       demand: true,
       isolation: "container",

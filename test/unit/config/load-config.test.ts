@@ -50,8 +50,8 @@ describe("loadGatewayConfig", () => {
       migrateOnStart: false,
       policyCacheTtlMs: 1_000,
       auth: { jwtSecret: SECRET, algorithms: ["HS256"], workspaceClaim: "workspace_id" },
-      policy: { allowedImages: ["img/a"], defaultImage: "img/a", maxConcurrentSessions: 10 },
-      pools: [{ name: "a", image: "img/a", minIdle: 2, maxTotal: 20, resourceClass: "standard" }],
+      policy: { allowedImages: ["img/a"], defaultImage: "img/a", maxConcurrentSessions: 100 },
+      pools: [{ name: "a", image: "img/a", minIdle: 2, maxTotal: 100, resourceClass: "standard" }],
     });
     expect(config.databaseUrl).toBeUndefined();
     expect(config.redisUrl).toBeUndefined();
