@@ -563,19 +563,25 @@ export class PoolManager implements GatewayPools {
   ): Promise<SandboxRecord | undefined> {
     const { sandboxId } = how;
     const deadline = this.now() + pool.coldStartTimeoutMs;
+    // Counted before the first await: leases of a burst that looked at the gate together
+    // must see each other's starts (src/pool/start-gate.ts).
+    const startEnded = this.starts.began(pool.name);
     // The start is marked in flight, renewed while it runs: if this replica dies, its place
     // and its container are reclaimed within seconds (src/pool/reclaim-in-flight.ts).
-    const counted = await this.deps.store.addMember(
-      pool.name,
-      sandboxId,
-      this.sizeOf(pool).maxTotal,
-      deadline + 5_000,
-      this.now(),
-      { warming: purpose === "warm-up", inFlightUntil: this.inFlight.until() },
-    );
-    if (!counted) return undefined;
+    const counted = await this.deps.store
+      .addMember(pool.name, sandboxId, this.sizeOf(pool).maxTotal, deadline + 5_000, this.now(), {
+        warming: purpose === "warm-up",
+        inFlightUntil: this.inFlight.until(),
+      })
+      .catch((error: unknown) => {
+        startEnded();
+        throw error;
+      });
+    if (!counted) {
+      startEnded();
+      return undefined;
+    }
     this.inFlight.begin(pool.name, sandboxId);
-    const startEnded = this.starts.began(pool.name);
     let runtimeId: string | undefined;
     const began = process.hrtime.bigint();
     // A restore is not a start of the image: it tells nothing of the engine's start rate.

@@ -6,10 +6,11 @@
  * image is logged once per back-off step with its reason kept for the pool view.
  */
 import { pino } from "pino";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { SandboxClient } from "../../../src/forward/sandbox-client.js";
 import { GatewayMetrics } from "../../../src/metering/gateway-metrics.js";
 import { PoolManager } from "../../../src/pool/pool-manager.js";
+import { BURST_STARTS_MAX } from "../../../src/pool/start-gate.js";
 import { WarmupLimiter } from "../../../src/pool/warmup-limiter.js";
 import type { PoolSpec, SandboxRuntime } from "../../../src/runtime/sandbox-runtime.js";
 import { MemoryCoordinationStore } from "../../../src/store/coordination/memory-store.js";
@@ -304,12 +305,13 @@ describe("refilling as places free up", () => {
     // A slow refill is running (one lease taken) when a second lease takes the other idle one.
     await manager.lease(pool, HOLD);
     const refilling = manager.warm(pool);
-    await gate.settle();
-    expect(gate.counts.inFlight).toBe(1);
+    // Waited for, not a fixed number of turns: on a busy machine the store's steps take longer.
+    await vi.waitFor(() => expect(gate.counts.inFlight).toBe(1));
     await manager.lease(pool, HOLD);
     await manager.warm(pool); // wakes the running warm-up and returns at once
+    await vi.waitFor(() => expect(gate.counts.inFlight).toBe(2)); // woken: the second shortfall started too
     await gate.settle();
-    expect(gate.counts.inFlight).toBe(2); // woken: the second shortfall started too
+    expect(gate.counts.inFlight).toBe(2); // and no more
     await gate.release();
     await refilling;
     expect(await store.listIdle(pool.name)).toHaveLength(2);
@@ -407,5 +409,27 @@ describe("a failing image", () => {
     await manager.warm(pool);
     expect(gate.counts.inFlight + gate.counts.started).toBe(0);
     expect(manager.startFailureOf("a")).toEqual(failure);
+  });
+});
+
+describe("a burst of leases on a dry pool", () => {
+  it("starts no more at once than the start gate allows, and every lease gets a sandbox", async () => {
+    const gate = gatedRuntime();
+    const pool = spec("a", { minIdle: 0, maxTotal: 100, warmupConcurrency: 1, coldStartTimeoutMs: 60_000 });
+    const { manager } = poolManager([pool], gate.runtime, 1);
+    // Forty leases at once: each looked at the gate before any start was counted (the store's
+    // first await), which let every one of them through before the gate counted starts first.
+    const leases = Array.from({ length: 40 }, () => manager.lease(pool, HOLD));
+    await gate.settle();
+    expect(gate.counts.inFlight).toBeLessThanOrEqual(BURST_STARTS_MAX + 1); // + warm-up's one
+    for (let round = 0; round < 40 && gate.counts.started < 40; round++) {
+      await gate.releaseOne();
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      expect(gate.counts.inFlight).toBeLessThanOrEqual(BURST_STARTS_MAX + 1);
+    }
+    await gate.release();
+    const leased = await Promise.all(leases);
+    expect(new Set(leased.map((lease) => lease.record.sandboxId)).size).toBe(40);
+    expect(gate.counts.most).toBeLessThanOrEqual(BURST_STARTS_MAX + 1);
   });
 });
