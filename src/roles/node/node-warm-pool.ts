@@ -15,6 +15,9 @@ import type { Logger } from "pino";
 import { SandpoolError } from "../../contract/error-codes.js";
 import type { SandboxClient } from "../../forward/sandbox-client.js";
 import { cpuBaselineMs } from "../../pool/cpu-baseline.js";
+import { LEASE_POLL_MAX_MS } from "../../pool/sandbox-pool.js";
+import { StartGate } from "../../pool/start-gate.js";
+import { StartRate } from "../../pool/start-rate.js";
 import type { PoolSpec, SandboxRuntime } from "../../runtime/sandbox-runtime.js";
 import type { SandboxRecord } from "../../store/coordination/records.js";
 import { WarmSet, WarmSetFullError } from "./warm-set.js";
@@ -35,6 +38,9 @@ export class NodeWarmPool {
   private readonly pool: WarmSet<SandboxRecord>;
   /** Sandboxes being started: reconciliation must not take them for leftovers. */
   private readonly starting = new Set<string>();
+  /** The engine's start rate as this pool's starts measure it, and the gate it sets (as on one host). */
+  private readonly startRate = new StartRate();
+  private readonly gate = new StartGate(this.startRate);
 
   constructor(
     readonly spec: PoolSpec,
@@ -175,7 +181,35 @@ export class NodeWarmPool {
     await this.pool.close();
   }
 
+  /**
+   * One start, once the engine absorbs another (src/pool/start-gate.ts): a burst of leases
+   * on this node starts its sandboxes a few at a time, each finishing in its deadline, rather
+   * than all at once and each too late.
+   */
   private async start(): Promise<SandboxRecord> {
+    const name = this.spec.name;
+    const waitUntil = Date.now() + this.spec.coldStartTimeoutMs;
+    while (!this.gate.mayStart(name)) {
+      if (Date.now() >= waitUntil) {
+        throw new SandpoolError(
+          "capacity.exhausted",
+          `the '${name}' pool's starts on this node did not keep up within its cold-start deadline`,
+          { retryAfterSeconds: 2 },
+        );
+      }
+      await this.gate.waitForNextEnd(name, LEASE_POLL_MAX_MS);
+    }
+    const ended = this.gate.began(name);
+    const measured = this.startRate.began();
+    try {
+      return await this.startNow();
+    } finally {
+      measured();
+      ended();
+    }
+  }
+
+  private async startNow(): Promise<SandboxRecord> {
     const sandboxId = randomBytes(12).toString("hex");
     const deadline = Date.now() + this.spec.coldStartTimeoutMs;
     this.starting.add(sandboxId);
