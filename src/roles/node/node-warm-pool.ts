@@ -11,11 +11,13 @@
  * nodes come and go (`resize`).
  */
 import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { SandpoolError } from "../../contract/error-codes.js";
 import type { SandboxClient } from "../../forward/sandbox-client.js";
 import { cpuBaselineMs } from "../../pool/cpu-baseline.js";
 import { LEASE_POLL_MAX_MS } from "../../pool/sandbox-pool.js";
+import { StartBackoff } from "../../pool/start-backoff.js";
 import { StartGate } from "../../pool/start-gate.js";
 import { StartRate } from "../../pool/start-rate.js";
 import type { PoolSpec, SandboxRuntime } from "../../runtime/sandbox-runtime.js";
@@ -41,6 +43,8 @@ export class NodeWarmPool {
   /** The engine's start rate as this pool's starts measure it, and the gate it sets (as on one host). */
   private readonly startRate = new StartRate();
   private readonly gate = new StartGate(this.startRate);
+  /** After a failed start the next waits, twice as long each time (src/pool/start-backoff.ts, as warm-up on one host). */
+  private readonly backoff = new StartBackoff();
 
   constructor(
     readonly spec: PoolSpec,
@@ -59,8 +63,8 @@ export class NodeWarmPool {
         acquireTimeoutMs: spec.coldStartTimeoutMs,
         idleEvictionMs: IDLE_EVICTION_MS,
         evictionRunMs: EVICTION_RUN_MS,
-        onCreateError: (error) =>
-          deps.log.warn({ err: error, pool: spec.name }, "a warm sandbox could not be started"),
+        // Logged by start(), once per back-off step.
+        onCreateError: () => undefined,
       },
     );
   }
@@ -189,20 +193,38 @@ export class NodeWarmPool {
   private async start(): Promise<SandboxRecord> {
     const name = this.spec.name;
     const waitUntil = Date.now() + this.spec.coldStartTimeoutMs;
+    const late = () =>
+      new SandpoolError(
+        "capacity.exhausted",
+        `the '${name}' pool's starts on this node did not keep up within its cold-start deadline`,
+        { retryAfterSeconds: 2 },
+      );
+    // A failing image is tried again after the back-off, not in a loop as fast as it fails.
+    const retryAt = this.backoff.lastFailure?.nextAttemptAt ?? 0;
+    if (retryAt > Date.now()) {
+      if (retryAt >= waitUntil) throw late();
+      await sleep(retryAt - Date.now());
+    }
     while (!this.gate.mayStart(name)) {
-      if (Date.now() >= waitUntil) {
-        throw new SandpoolError(
-          "capacity.exhausted",
-          `the '${name}' pool's starts on this node did not keep up within its cold-start deadline`,
-          { retryAfterSeconds: 2 },
-        );
-      }
+      if (Date.now() >= waitUntil) throw late();
       await this.gate.waitForNextEnd(name, LEASE_POLL_MAX_MS);
     }
     const ended = this.gate.began(name);
     const measured = this.startRate.began();
     try {
-      return await this.startNow();
+      const record = await this.startNow();
+      this.backoff.succeeded(Date.now());
+      return record;
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      const { delayMs, newStep } = this.backoff.failed(Date.now(), reason);
+      if (newStep) {
+        this.deps.log.warn(
+          { err: error, pool: name, retryInMs: delayMs },
+          "a sandbox could not be started; starts back off",
+        );
+      }
+      throw error;
     } finally {
       measured();
       ended();

@@ -1,6 +1,7 @@
 /**
- * A burst of leases on a node's dry pool: its starts keep to the start gate (as on one host,
- * src/pool/start-gate.ts) and every lease still gets a sandbox of its own.
+ * A node's pool and its starts, as on one host: a burst of leases on a dry pool keeps to the
+ * start gate (src/pool/start-gate.ts) and every lease still gets a sandbox of its own; a
+ * failing image is tried again after a back-off (src/pool/start-backoff.ts), not in a loop.
  */
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
@@ -19,7 +20,47 @@ const spec: PoolSpec = {
   coldStartTimeoutMs: 30_000,
 };
 
+function failingRuntime() {
+  const counts = { starts: 0 };
+  const runtime: SandboxRuntime = {
+    kind: "process",
+    isolated: false,
+    start: async () => {
+      counts.starts++;
+      throw new Error("no such image");
+    },
+    destroy: async () => undefined,
+    list: async () => [],
+    close: async () => undefined,
+  };
+  return { runtime, counts };
+}
+
 describe("a node's pool under a burst", () => {
+  it("tries a failing image again after a back-off, and fails the lease at its deadline", async () => {
+    const { runtime, counts } = failingRuntime();
+    const lines: string[] = [];
+    const pool = new NodeWarmPool(
+      { ...spec, coldStartTimeoutMs: 2_500 },
+      { min: 0, max: 10 },
+      {
+        runtime,
+        client: { createInnerSession: async () => "inner" } as unknown as SandboxClient,
+        log: pino({ level: "warn" }, { write: (line: string) => lines.push(line) }),
+        nodeId: "n1",
+      },
+    );
+    try {
+      await expect(pool.acquire()).rejects.toMatchObject({ code: "capacity.exhausted" });
+      // Tries at 0, ~1 s and ~2 s (before, it tried again as fast as the start failed).
+      expect(counts.starts).toBeGreaterThanOrEqual(2);
+      expect(counts.starts).toBeLessThanOrEqual(4);
+      expect(lines.filter((line) => line.includes("starts back off")).length).toBe(counts.starts);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it("starts at most BURST_STARTS_MAX sandboxes at once and serves every lease", async () => {
     const counts = { inFlight: 0, most: 0, started: 0 };
     const runtime: SandboxRuntime = {
