@@ -25,7 +25,9 @@ let adminToken: string;
 beforeAll(async () => {
   harness = await startTestGateway({
     policy: { allowedImages: [TEST_IMAGE], defaultImage: TEST_IMAGE, maxConcurrentSessions: 3 },
-    pools: [{ name: "default", image: TEST_IMAGE, minIdle: 1, maxTotal: 4 }],
+    // Demand off: the resize test counts what warm-up starts, which the burst reserve of the
+    // earlier tests' quick leases would raise (src/pool/pool-demand.ts).
+    pools: [{ name: "default", image: TEST_IMAGE, minIdle: 1, maxTotal: 4, demand: false }],
   });
   adminToken = await mintToken({ secret: TEST_SECRET, admin: true, subject: "alice", ttlSeconds: 600 });
 });
@@ -185,7 +187,7 @@ describe("admin pools", () => {
     expect(pool!.warmLeases + pool!.coldLeases).toBeGreaterThanOrEqual(1);
     expect(pool!.warmHitRate).toBe(pool!.warmLeases / (pool!.warmLeases + pool!.coldLeases));
     // The effective minimum beside the configured one: demand may raise it, within the sizes.
-    expect(pool!.demand).toBe(true);
+    expect(pool!.demand).toBe(false);
     expect(pool!.effectiveMinIdle).toBeGreaterThanOrEqual(pool!.minIdle);
     expect(pool!.effectiveMinIdle).toBeLessThanOrEqual(pool!.maxTotal);
     expect(pool!.leaseDemand.leasesPerSecond).toBeGreaterThanOrEqual(0);

@@ -19,7 +19,8 @@ const MIN_IDLE = 1;
 let harness: TestGateway;
 beforeAll(async () => {
   harness = await startTestGateway({
-    pools: [{ name: POOL, image: "sandpool/sandbox:dev", minIdle: MIN_IDLE, maxTotal: 12 }],
+    // Demand off: the pool settles at exactly MIN_IDLE idle (no burst reserve from quick leases).
+    pools: [{ name: POOL, image: "sandpool/sandbox:dev", minIdle: MIN_IDLE, maxTotal: 12, demand: false }],
   });
 });
 afterAll(() => harness.close());
