@@ -163,6 +163,10 @@ export class PoolManager implements GatewayPools {
    * cold-start deadline; a pool full of leased sandboxes refuses at once.
    */
   private async leaseOrWait(pool: PoolSpec, hold: MemberHold, started: bigint): Promise<LeasedSandbox> {
+    // Nothing was turning over at the last look: one more look before refusing, since a place
+    // may have been freed (a destroy ending, a warm-up start turning idle) between the
+    // failed start and the count.
+    let nothingTurning = false;
     for (let attempt = 0; ; attempt++) {
       // Marked in flight until its lease is due to be recorded: a replica that dies before
       // that leaves a mark that lapses, not a place held for the session's whole life.
@@ -198,7 +202,13 @@ export class PoolManager implements GatewayPools {
       // At the cap: a sandbox parked for another workspace gives its place up.
       await this.evictParked(pool);
       const waitedSoFarMs = Number(process.hrtime.bigint() - started) / 1e6;
-      if (waitedSoFarMs >= pool.coldStartTimeoutMs || (await this.turningOver(pool)) === 0) {
+      const turning = waitedSoFarMs < pool.coldStartTimeoutMs ? await this.turningOver(pool) : 0;
+      if (turning === 0 && !nothingTurning && waitedSoFarMs < pool.coldStartTimeoutMs) {
+        nothingTurning = true;
+        continue;
+      }
+      nothingTurning = false;
+      if (turning === 0) {
         throw new SandpoolError(
           "capacity.exhausted",
           `the '${pool.name}' pool is at capacity (its maxTotal, ${this.sizeOf(pool).maxTotal}, raises it: \`sandpool pools resize\` or the pool's config)`,

@@ -105,7 +105,7 @@ describe.skipIf(!available)("sandbox reuse (serve, docker)", () => {
 
   async function oneSession(client: ContractClient, workspace: string) {
     const created = await client.createSession();
-    expect(created.status).toBe(201);
+    expect(created.status, created.text).toBe(201);
     const id = sessionIdOf(created);
     return { id, container: await containerOf(workspace, id) };
   }
