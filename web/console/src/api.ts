@@ -98,7 +98,8 @@ export class AdminApi {
   readonly #client: ReturnType<typeof createClient<paths>>;
 
   constructor(token: string, options: AdminApiOptions = {}) {
-    const origin = options.baseUrl ?? globalThis.location?.origin ?? "";
+    const origin =
+      options.baseUrl ?? (globalThis as { location?: { origin: string } }).location?.origin ?? "";
     this.#client = createClient<paths>({
       baseUrl: origin,
       headers: { Authorization: `Bearer ${token}` },
