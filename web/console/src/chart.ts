@@ -25,6 +25,8 @@ export function timeChart(
   options: {
     days?: boolean;
     format?: (value: number) => string;
+    /** How the y axis labels its ticks; unset: uPlot's own numbers. */
+    axisFormat?: (value: number) => string;
     /** Seconds of the x axis, ending now (a live chart); unset: the data's range. */
     windowSeconds?: number;
   } = {},
@@ -62,8 +64,9 @@ export function timeChart(
                 time: true,
                 ...(options.windowSeconds
                   ? {
-                      range: (_u: uPlot, _min: number, max: number): uPlot.Range.MinMax => {
-                        const end = Math.max(max, Date.now() / 1000);
+                      // The last windowSeconds up to now, however few samples there are yet.
+                      range: (): uPlot.Range.MinMax => {
+                        const end = Date.now() / 1000 + 5;
                         return [end - options.windowSeconds!, end];
                       },
                     }
@@ -76,7 +79,12 @@ export function timeChart(
                 ],
               },
             },
-            axes: [{}, { values: (_u, ticks) => ticks.map((tick) => format(tick)) }],
+            axes: [
+              {},
+              options.axisFormat
+                ? { values: (_u, ticks) => ticks.map((tick) => options.axisFormat!(tick)), size: 70 }
+                : {},
+            ],
             series: [
               { label: options.days ? "Day" : "Time" },
               ...series.map((s, index) => ({

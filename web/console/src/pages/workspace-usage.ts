@@ -17,7 +17,7 @@ export async function usageTab(
   const x = report.buckets.map((bucket) => Date.parse(bucket.start) / 1000);
   const cpu = timeChart("CPU-seconds per day", { days: true, format: (v) => v.toFixed(1) });
   const sessions = timeChart("Sessions per day", { days: true, format: (v) => String(Math.round(v)) });
-  const traffic = timeChart("File bytes per day", { days: true, format: (v) => bytes(v) });
+  const traffic = timeChart("File bytes per day", { days: true, format: bytes, axisFormat: bytes });
   onLeave(() => {
     cpu.destroy();
     sessions.destroy();
