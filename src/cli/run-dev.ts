@@ -119,6 +119,7 @@ export async function runDev(options: Record<string, unknown>): Promise<void> {
     `  contract  ${base}/${normalizeBasePath(config.basePath) ? ` and ${base}${normalizeBasePath(config.basePath)}/` : ""}`,
     `  metrics   ${base}/metrics`,
     `  admin     ${base}/admin/v1 (admin token; \`sandpool policy --help\`)`,
+    ...(config.console.enabled ? [`  console   ${base}/console (sign in with the admin token)`] : []),
     "",
     `SANDPOOL_TOKEN=${token}`,
     `SANDPOOL_ADMIN_TOKEN=${adminToken}`,

@@ -324,6 +324,12 @@ const bindings: readonly EnvBinding[] = [
     "accept introspected tokens of any aud (true/false); serve needs this, an audience or client ids",
     flag,
   ),
+  scalar(
+    "SANDPOOL_CONSOLE_ENABLED",
+    "console.enabled",
+    "serve the operator console at /console (true/false)",
+    flag,
+  ),
   metricsToken(
     "SANDPOOL_METRICS_TOKEN",
     "token",

@@ -303,6 +303,13 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
     comment:
       "Who may read /metrics (here and on nodes): anyone who reaches the port, or with a token only Authorization: Bearer <token>.",
   },
+  console: {
+    comment:
+      "The operator console at /console (docs/console.md): static files beside the admin API, used with an admin token.",
+  },
+  "console.enabled": {
+    comment: "Serve the console (false: /console is an unknown route). Env SANDPOOL_CONSOLE_ENABLED.",
+  },
   hibernate: {
     comment: "Where hibernated sessions' checkpoints are kept (their memory and files): docs/hibernate.md.",
   },

@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { authConfigSchema } from "../auth/auth-config.js";
+import { consoleSettingsSchema } from "../console/console-settings.js";
 import { hibernateSettingsSchema } from "../hibernate/hibernate-settings.js";
 import { DEFAULT_CALLS_IN_FLIGHT_PER_WORKSPACE } from "../http/middleware/calls-in-flight.js";
 import { deploymentPolicySchema } from "../policy-schema/deployment-policy.js";
@@ -141,6 +142,8 @@ export const gatewayConfigSchema = z
       .prefault({}),
     /** Who may read /metrics: anyone who reaches the port, or only with `metrics.token`. */
     metrics: metricsSettingsSchema,
+    /** The operator console at /console (docs/console.md). */
+    console: consoleSettingsSchema,
     /**
      * How long raw usage events and audit rows are kept. Raw events are rolled up per UTC day
      * (usage_daily, kept for good) before they are pruned; audit rows are simply deleted.

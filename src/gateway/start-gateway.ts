@@ -10,6 +10,7 @@ import { CPU_METER_JOB, CpuMeter } from "../admission/cpu-meter.js";
 import { buildAuthentication } from "../auth/build-authenticator.js";
 import { FailedAuthLimiter } from "../auth/failed-auth-limiter.js";
 import type { GatewayConfig } from "../config/gateway-config.js";
+import { consoleAssetsIn } from "../console/console-assets.js";
 import { PendingWork } from "../deferred/pending-work.js";
 import type { GatewayEgress } from "../egress/gateway-egress.js";
 import { SandboxClient } from "../forward/sandbox-client.js";
@@ -306,10 +307,13 @@ export async function startGateway(
   const separateAdmin = config.adminListener !== undefined;
   // Built once, served by the public app and, when it has its own listener, the admin API's.
   const app = { ...services, operations: gatewayOperations(services) };
+  // The operator console: static files beside the admin API (docs/console.md).
+  const consoleFiles = config.console.enabled ? consoleAssetsIn() : undefined;
   const publicApp = createGatewayApp(app, {
     basePath: config.basePath,
     http: config.http,
     adminApi: separateAdmin ? "elsewhere" : "here",
+    console: consoleFiles,
   });
   const server = await listen(publicApp, {
     host: config.host,
@@ -323,13 +327,16 @@ export async function startGateway(
   let admin: RunningServer | undefined;
   if (config.adminListener) {
     try {
-      admin = await listen(createGatewayApp(app, { http: config.http, adminApi: "only" }), {
-        host: config.adminListener.host,
-        port: config.adminListener.port,
-        headersTimeoutMs: config.limits.headerReadTimeoutMs,
-        bodyReadTimeoutMs: config.limits.bodyReadTimeoutMs,
-        writeStallTimeoutMs: config.limits.writeStallTimeoutMs,
-      });
+      admin = await listen(
+        createGatewayApp(app, { http: config.http, adminApi: "only", console: consoleFiles }),
+        {
+          host: config.adminListener.host,
+          port: config.adminListener.port,
+          headersTimeoutMs: config.limits.headerReadTimeoutMs,
+          bodyReadTimeoutMs: config.limits.bodyReadTimeoutMs,
+          writeStallTimeoutMs: config.limits.writeStallTimeoutMs,
+        },
+      );
     } catch (error) {
       await server.close();
       throw error;

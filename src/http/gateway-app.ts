@@ -20,6 +20,7 @@ import { Hono } from "hono";
 import type { Logger } from "pino";
 import { auditRefusal, sessionIdInPath } from "../audit/audit-refusal.js";
 import { type BearerCheck, verifyBearer } from "../auth/verify-bearer.js";
+import type { ConsoleAssets } from "../console/console-assets.js";
 import { SandpoolError } from "../contract/error-codes.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { UsageSink } from "../metering/usage-sink.js";
@@ -39,6 +40,7 @@ import { transportChecks } from "./middleware/transport-checks.js";
 import { UnauthenticatedGate } from "./middleware/unauthenticated-gate.js";
 import { nameContractOperations } from "./name-contract-operations.js";
 import { ADMIN_BASE_PATH, createAdminApp } from "./routes/admin-routes.js";
+import { mountConsole } from "./routes/console-routes.js";
 import { unmatchedRoute } from "./routes/unmatched-route.js";
 
 /** The operations an app serves: the pipeline's dependencies and each group's handlers. */
@@ -79,6 +81,8 @@ export function createGatewayApp(
      * "only": the admin listener's app.
      */
     adminApi?: "here" | "elsewhere" | "only";
+    /** The operator console's files (src/console), served at /console beside the admin API; unset, none. */
+    console?: ConsoleAssets;
   } = {},
 ): Hono<GatewayEnv> {
   const adminApi = options.adminApi ?? "here";
@@ -130,6 +134,8 @@ export function createGatewayApp(
     const admin = createAdminApp(services, built.deps, built.admin, services.limits.maxJsonBodyBytes);
     admin.onError(onError);
     app.route(ADMIN_BASE_PATH, admin);
+    // The console talks to the admin API, so it is served where that is (same origin).
+    if (options.console) mountConsole(app, options.console);
   }
   if (adminApi === "only") {
     // Any valid token (an admin token names no workspace), then 404: nothing else lives here.

@@ -1,7 +1,8 @@
 /**
  * The admin API on a listener of its own (`adminListener`): served there and only there. The
  * public listener answers `/admin/v1/*` exactly as it answers any unknown path (401 before
- * 404, whatever the token), and the admin listener serves nothing but the admin API.
+ * 404, whatever the token), and the admin listener serves nothing but the admin API (and the
+ * operator console's static files beside it, docs/console.md).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mintToken } from "../../../src/auth/dev-keys.js";
@@ -82,6 +83,14 @@ describe("adminListener", () => {
     const client = await harness.client("team-a");
     const created = await client.createSession({});
     expect(created.status, created.text).toBe(201);
+  });
+
+  it("serves the console beside the admin API: on the admin listener, not on the public one", async () => {
+    // Run from src/, the console is not built: its route answers so, without a token.
+    const there = await fetch(`${adminUrl}/console/`);
+    expect(there.status).toBe(404);
+    expect(await there.text()).toMatch(/console is not built/);
+    expect(await get(harness.url, "/console/", undefined)).toEqual({ status: 401, code: "auth.missing" });
   });
 
   it("serves nothing but the admin API on the admin listener (401 before 404)", async () => {

@@ -201,6 +201,7 @@ const cases: Record<
     with: introspectionEnv,
     expect: (c) => expect(c.auth?.introspection?.anyAudience).toBe(true),
   },
+  SANDPOOL_CONSOLE_ENABLED: { value: "false", expect: (c) => expect(c.console.enabled).toBe(false) },
   SANDPOOL_METRICS_TOKEN: {
     value: "a-metrics-token-of-at-least-32-bytes-0123",
     expect: (c) => expect(c.metrics.token).toBe("a-metrics-token-of-at-least-32-bytes-0123"),
