@@ -24,10 +24,12 @@ export class MemoryCoordinationStore extends StoreOfParts implements Coordinatio
     const admission = new MemoryAdmission();
     const usage = new MemoryUsageBacklog();
     const broadcast = new MemoryBroadcast();
+    const leases = new MemoryLeases(admission, usage);
     super({
       admission,
       ledger: new MemoryPoolLedger(),
-      leases: new MemoryLeases(admission, usage),
+      leases,
+      leaseListings: leases,
       demand: new MemoryPoolDemand(),
       broadcast,
       usage,

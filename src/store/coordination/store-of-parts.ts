@@ -8,7 +8,7 @@
 import type { AdmissionStore } from "./admission-store.js";
 import type { Broadcast } from "./broadcast.js";
 import type { CoordinationStore } from "./coordination-store.js";
-import type { LeaseStore } from "./lease-store.js";
+import type { LeaseListings, LeaseStore } from "./lease-store.js";
 import type { PoolDemandExchange } from "./pool-demand-exchange.js";
 import type { PoolLedger } from "./pool-ledger.js";
 import type { UsageBacklog } from "./usage-backlog.js";
@@ -17,7 +17,9 @@ export interface StoreParts {
   admission: AdmissionStore;
   ledger: PoolLedger;
   /** The leases, which also send the call ends they put off (with their usage). */
-  leases: LeaseStore & Pick<UsageBacklog, "flushCallEnds">;
+  leases: Omit<LeaseStore, keyof LeaseListings> & Pick<UsageBacklog, "flushCallEnds">;
+  /** The leases' reads across workspaces (the same object as `leases`, where one does both). */
+  leaseListings: LeaseListings;
   demand: PoolDemandExchange;
   broadcast: Broadcast;
   usage: Omit<UsageBacklog, "flushCallEnds">;

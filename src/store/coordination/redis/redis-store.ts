@@ -6,7 +6,7 @@
  * This class holds the connection; each job is a part of its own over the same commands
  * (redis-commands.ts), exposed as the store's methods (../store-of-parts.ts): the admission
  * counters (redis-admission.ts), the pools' ledger (redis-pool-ledger.ts), the leases
- * (redis-leases.ts), the broadcast (redis-broadcast.ts), the pools' demand counts
+ * (redis-leases.ts, with their listings in redis-lease-listings.ts), the broadcast (redis-broadcast.ts), the pools' demand counts
  * (redis-pool-demand.ts) and the usage backlog (redis-usage-backlog.ts).
  * The hot path is one script per step: CreateSession is three (admission, idle lease, lease
  * record), a call's first begin on a replica one; later begins (from the lease cache) and
@@ -25,7 +25,9 @@ import { RedisCommands } from "./redis-commands.js";
 import { connectRedis, openRedis, type RedisTarget, redactUrl } from "./redis-connection.js";
 import { RedisHolders } from "./redis-holders.js";
 import { RedisKeys } from "./redis-keys.js";
+import { RedisLeaseListings } from "./redis-lease-listings.js";
 import { LEASES_ENDED_CHANNEL, RedisLeases } from "./redis-leases.js";
+import { LegacyLeaseIndex } from "./redis-legacy-lease-index.js";
 import { RedisPoolDemand } from "./redis-pool-demand.js";
 import { RedisPoolLedger } from "./redis-pool-ledger.js";
 import { RedisUsageBacklog } from "./redis-usage-backlog.js";
@@ -49,13 +51,15 @@ function targetOf(options: RedisStoreOptions): RedisTarget {
 function partsOver(commands: RedisCommands, target: RedisTarget) {
   const holders = new RedisHolders(commands);
   const broadcast = new RedisBroadcast(commands, target);
-  const leases = new RedisLeases(commands, holders, (message) =>
+  const legacy = new LegacyLeaseIndex(commands);
+  const leases = new RedisLeases(commands, holders, legacy, (message) =>
     broadcast.publish(LEASES_ENDED_CHANNEL, message),
   );
   return {
     admission: new RedisAdmission(commands),
     ledger: new RedisPoolLedger(commands, holders),
     leases,
+    leaseListings: new RedisLeaseListings(commands, holders, legacy, () => leases.flushCallEnds()),
     demand: new RedisPoolDemand(commands),
     broadcast,
     usage: new RedisUsageBacklog(commands, holders),
