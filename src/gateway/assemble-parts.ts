@@ -15,7 +15,7 @@ import { UsageReports } from "../metering/usage-report.js";
 import type { PolicyAdmin } from "../policy/policy-admin.js";
 import type { PolicyService } from "../policy/policy-service.js";
 import { poolStatus } from "../pool/pool-status.js";
-import { metricsTokenOf } from "../service/metrics-token.js";
+import { metricsTokenOf } from "../service-operations/metrics-token.js";
 import type { SessionLifecycle } from "../session/session-lifecycle.js";
 import { AdminAuditRepository } from "../store/sql/admin-audit-repository.js";
 import { AuditRepository } from "../store/sql/audit-repository.js";

@@ -15,7 +15,7 @@ import type { UsageSink } from "../metering/usage-sink.js";
 import type { PolicyService } from "../policy/policy-service.js";
 import { PoolManager } from "../pool/pool-manager.js";
 import { NodeHibernationSandboxes } from "../roles/edge/node-hibernation-sandboxes.js";
-import { hibernationOf } from "../runtime/sandbox-hibernation.js";
+import { checkpointsOf } from "../runtime/sandbox-checkpoints.js";
 import type { SessionLifecycle } from "../session/session-lifecycle.js";
 import type { GatewayBackends } from "./gateway-backends.js";
 import type { StartedPools } from "./start-pools.js";
@@ -35,7 +35,7 @@ export function buildHibernation(
 ): SessionHibernation | undefined {
   const { store, runtime } = backends;
   const { edge, pools, sandboxes } = deps.started;
-  const runtimeHibernation = !edge && runtime ? hibernationOf(runtime) : undefined;
+  const runtimeHibernation = !edge && runtime ? checkpointsOf(runtime) : undefined;
   const hibernationSandboxes: HibernationSandboxes | undefined = edge
     ? new NodeHibernationSandboxes({
         pools: config.pools,

@@ -1,6 +1,6 @@
 /** What a failed save means: whether it surely committed nothing, and whether it was refused at a bound. */
 import { SandpoolError } from "../contract/error-codes.js";
-import { SandboxLostInCheckpointError } from "../runtime/sandbox-hibernation.js";
+import { SandboxLostInCheckpointError } from "../runtime/sandbox-checkpoints.js";
 import type { HibernationRefusal } from "../store/coordination/records.js";
 import { CheckpointBoundError } from "./checkpoint-store.js";
 

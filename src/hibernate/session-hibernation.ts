@@ -17,7 +17,7 @@ import type { Logger } from "pino";
 import { SandpoolError } from "../contract/error-codes.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { UsageSink } from "../metering/usage-sink.js";
-import { SandboxLostInCheckpointError } from "../runtime/sandbox-hibernation.js";
+import { SandboxLostInCheckpointError } from "../runtime/sandbox-checkpoints.js";
 import type { LeaseStore } from "../store/coordination/lease-store.js";
 import {
   type CheckpointRecord,

@@ -1,5 +1,5 @@
 /**
- * Hibernation on Docker (src/runtime/sandbox-hibernation.ts). Found by experiment on this
+ * Hibernation on Docker (src/runtime/sandbox-checkpoints.ts). Found by experiment on this
  * engine (Docker 20.10, runsc 2022-12, ptrace):
  *
  * - gVisor checkpoints a sandbox whole (`POST /containers/{id}/checkpoints`) only while no
@@ -29,7 +29,7 @@ import {
   dockerCheckpointKindOf,
   SandboxLostInCheckpointError,
   type SavedCheckpoint,
-} from "../sandbox-hibernation.js";
+} from "../sandbox-checkpoints.js";
 import type { PoolSpec } from "../sandbox-runtime.js";
 import { codeUidOf } from "./container-spec.js";
 import { dockerMessageOf } from "./docker-api-errors.js";

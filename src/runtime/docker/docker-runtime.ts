@@ -15,7 +15,7 @@ import type Dockerode from "dockerode";
 import type { Logger } from "pino";
 import type { Agent } from "undici";
 import { createSandboxAgent, unixEndpoint } from "../../forward/sandbox-agent.js";
-import type { SandboxHibernation } from "../sandbox-hibernation.js";
+import type { SandboxCheckpoints } from "../sandbox-checkpoints.js";
 import type { SandboxRuntime, StartedSandbox, StartRequest } from "../sandbox-runtime.js";
 import { CgroupUsageReader } from "./cgroup-usage.js";
 import { whyNotRunning } from "./container-diagnosis.js";
@@ -108,7 +108,7 @@ export class DockerRuntime implements SandboxRuntime {
   }
 
   /** Hibernation: gVisor sandboxes whole, plain ones their workspace (docker-checkpoint.ts). */
-  readonly hibernation: SandboxHibernation = {
+  readonly hibernation: SandboxCheckpoints = {
     checkpointKindOf,
     checkpoint: (request) => checkpointSandbox(this.checkpointHost, request),
     restore: async (request) => {
