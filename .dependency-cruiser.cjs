@@ -19,6 +19,10 @@ const LOWER = [
   "metering",
   "audit",
   "jobs",
+  "pool",
+  "auth",
+  "admission",
+  "egress",
 ];
 const UPPER = [
   "http",
@@ -98,6 +102,46 @@ module.exports = {
         "The roles (src/roles) are side by side: edge and node never import each other, and what they share (src/roles/shared) imports neither.",
       from: { path: "^src/roles/(edge|node|shared)/" },
       to: { path: "^src/roles/(edge|node)/", pathNot: "^src/roles/$1/" },
+    },
+    {
+      name: "runtime-below-the-pools",
+      severity: "error",
+      comment:
+        "Container drivers (src/runtime) know nothing of what uses them: no warm pool, auth, admission or egress policy.",
+      from: { path: layer("runtime") },
+      to: { path: "^src/(pool|auth|admission|egress)/" },
+    },
+    {
+      name: "pools-know-no-tenancy",
+      severity: "error",
+      comment:
+        "The warm pools (src/pool) start, lease and reap sandboxes; who may have one (auth, admission) and what it may reach (egress) are decided elsewhere.",
+      from: { path: layer("pool") },
+      to: { path: "^src/(auth|admission|egress)/" },
+    },
+    {
+      name: "auth-stands-alone",
+      severity: "error",
+      comment:
+        "Authentication (src/auth) turns a credential into a principal: it needs no pool, admission, egress, runtime or hibernation.",
+      from: { path: layer("auth") },
+      to: { path: "^src/(pool|admission|egress|runtime|hibernate)/" },
+    },
+    {
+      name: "admission-counts-only",
+      severity: "error",
+      comment:
+        "Admission (src/admission) counts slots, rates and budgets in the store: it starts no sandbox and authenticates no one (it reads a sandbox's usage type from the runtime's interface, nothing more).",
+      from: { path: layer("admission") },
+      to: { path: "^src/(pool|auth|egress)/" },
+    },
+    {
+      name: "egress-filters-only",
+      severity: "error",
+      comment:
+        "The egress proxy (src/egress) filters a sandbox's outbound traffic by its session's policy: no pool, auth or admission.",
+      from: { path: layer("egress") },
+      to: { path: "^src/(pool|auth|admission)/" },
     },
     {
       name: "not-to-unresolvable",

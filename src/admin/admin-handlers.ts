@@ -7,7 +7,7 @@
 import type { ExplainDeps } from "../explain/explain-deps.js";
 import { explainHandler } from "../explain/explain-handler.js";
 import type { OperationHandlers } from "../operations/handler.js";
-import { type AdminSessionDeps, sessionHandlers } from "./admin-session-handlers.js";
+import { type AdminSessionDeps, adminSessionHandlers } from "./admin-session-handlers.js";
 import { type AuditDeps, auditHandlers } from "./audit-handlers.js";
 import { keyHandlers } from "./key-handlers.js";
 import { NO_NODES, type NodeDeps, nodeHandlers } from "./node-handlers.js";
@@ -36,7 +36,7 @@ export function adminHandlers(deps: AdminDeps): OperationHandlers {
     ...usageHandlers(deps),
     ...poolHandlers(deps),
     ...nodeHandlers({ nodes: deps.nodes ?? NO_NODES, adminAudit: deps.adminAudit }),
-    ...sessionHandlers(deps),
+    ...adminSessionHandlers(deps),
     ...keyHandlers(deps.apiKeyAdmin),
     ...auditHandlers(deps),
     "admin.explain": explainHandler(deps),

@@ -27,7 +27,7 @@ export interface AdminSessionDeps {
   adminAudit: Pick<AdminAuditRepository, "record">;
 }
 
-export function sessionHandlers(services: AdminSessionDeps): OperationHandlers {
+export function adminSessionHandlers(services: AdminSessionDeps): OperationHandlers {
   return {
     "admin.sessions.list": async ({ args }) => {
       const now = Date.now();

@@ -13,17 +13,17 @@ import type { AdminAuditRepository } from "../store/sql/admin-audit-repository.j
 import { actorOf, answer } from "./admin-call.js";
 
 /** What the admin API reads and changes of the nodes. */
-export type NodeDirectory = Pick<NodeRegistry, "list" | "get" | "setDraining">;
+export type AdminNodeDirectory = Pick<NodeRegistry, "list" | "get" | "setDraining">;
 
 /** The directory of a gateway without nodes (one host, `--role all`). */
-export const NO_NODES: NodeDirectory = {
+export const NO_NODES: AdminNodeDirectory = {
   list: async () => [],
   get: async () => undefined,
   setDraining: async () => false,
 };
 
 export interface NodeDeps {
-  nodes: NodeDirectory;
+  nodes: AdminNodeDirectory;
   adminAudit: Pick<AdminAuditRepository, "record">;
 }
 

@@ -17,7 +17,7 @@ import { startNode } from "../roles/node/run-node.js";
 import { NodeRegistry } from "../roles/shared/node-registry.js";
 import { nodeIdOf, nodeSandboxOwner } from "../roles/shared/node-settings.js";
 import { DockerRuntime } from "../runtime/docker/docker-runtime.js";
-import { metricsTokenOf } from "../service/metrics-token.js";
+import { metricsTokenOf } from "../service-operations/metrics-token.js";
 import { loadLuaScripts } from "../store/coordination/redis/lua-scripts.js";
 import { redisTargetFrom } from "../store/coordination/redis/redis-config.js";
 import {

@@ -1,182 +1,31 @@
 /**
  * Environment variables that override the configuration file: the table (documented by
- * `sandpool config example`) and how each one lands in the raw config before the schema
- * checks it. A value that cannot be what its variable promises (a port that is not a number)
- * is reported under the variable's name; a misspelt `SANDPOOL_*` name is an error too, since
- * a silently ignored override is the typo we are guarding against.
+ * `sandpool config example`), applied to the raw config before the schema checks it (how
+ * each one lands there: env-binding.ts). A value that cannot be what its variable promises
+ * (a port that is not a number) is reported under the variable's name; a misspelt
+ * `SANDPOOL_*` name is an error too, since a silently ignored override is the typo we are
+ * guarding against.
  */
 import { homedir } from "node:os";
 import path from "node:path";
-import { formatKeyPath, suggest } from "../contract/did-you-mean.js";
-
-export interface EnvVariable {
-  name: string;
-  /** Where the value lands, as a config path (`pools[default].minIdle` is the default image's pool). */
-  path: string;
-  description: string;
-}
-
-/** A raw (unchecked) configuration object, as read from YAML. */
-export type RawConfig = Record<string, unknown>;
-
-interface EnvBinding extends EnvVariable {
-  /** Sets the value in `config`; throws EnvValueError for a value of the wrong form. */
-  apply(config: RawConfig, value: string, sources: Map<string, string>, env: NodeJS.ProcessEnv): void;
-}
-
-class EnvValueError extends Error {}
-
-const keySourceVariables = ["SANDPOOL_JWT_SECRET", "SANDPOOL_JWT_PUBLIC_KEY", "SANDPOOL_JWKS_URL"] as const;
-const keySourceKeys = ["jwtSecret", "jwtPublicKey", "jwksUrl"] as const;
-
-function isPlainObject(value: unknown): value is RawConfig {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** The object at `path` in `config`, created (replacing a non-object: env wins) when absent. */
-function objectAt(config: RawConfig, path: readonly string[]): RawConfig {
-  let current = config;
-  for (const key of path) {
-    const next = current[key];
-    if (!isPlainObject(next)) current[key] = {};
-    current = current[key] as RawConfig;
-  }
-  return current;
-}
-
-function setAt(
-  config: RawConfig,
-  path: readonly string[],
-  value: unknown,
-  sources: Map<string, string>,
-  name: string,
-) {
-  objectAt(config, path.slice(0, -1))[path.at(-1)!] = value;
-  sources.set(formatKeyPath(path), name);
-}
-
-function wholeNumber(value: string): number {
-  if (!/^\d+$/.test(value.trim())) throw new EnvValueError(`expected a whole number, got '${value}'`);
-  return Number(value.trim());
-}
-
-function commaList(value: string): string[] {
-  return value
-    .split(",")
-    .map((item) => item.trim())
-    .filter((item) => item.length > 0);
-}
-
-function flag(value: string): boolean {
-  const normalized = value.trim().toLowerCase();
-  if (["true", "1", "yes", "on"].includes(normalized)) return true;
-  if (["false", "0", "no", "off"].includes(normalized)) return false;
-  throw new EnvValueError(`expected true or false, got '${value}'`);
-}
-
-function scalar(
-  name: string,
-  path: string,
-  description: string,
-  convert: (value: string) => unknown = (value) => value,
-): EnvBinding {
-  const keys = path.split(".");
-  return {
-    name,
-    path,
-    description,
-    apply: (config, value, sources) => setAt(config, keys, convert(value), sources, name),
-  };
-}
-
-/** Sets one auth key source and drops the file's, so env can switch, say, from a secret to JWKS. */
-function keySource(
-  name: (typeof keySourceVariables)[number],
-  description: string,
-  convert = (v: string) => v,
-) {
-  const key = keySourceKeys[keySourceVariables.indexOf(name)]!;
-  return {
-    name,
-    path: `auth.${key}`,
-    description,
-    apply: (config: RawConfig, value: string, sources: Map<string, string>) => {
-      const auth = objectAt(config, ["auth"]);
-      for (const other of keySourceKeys) delete auth[other];
-      setAt(config, ["auth", key], convert(value), sources, name);
-    },
-  } satisfies EnvBinding;
-}
-
-/** Sets the metrics token or its file and drops the other, so env wins over whichever the file has. */
-function metricsToken(name: string, key: "token" | "tokenFile", description: string): EnvBinding {
-  return {
-    name,
-    path: `metrics.${key}`,
-    description,
-    apply: (config, value, sources) => {
-      delete objectAt(config, ["metrics"])[key === "token" ? "tokenFile" : "token"];
-      setAt(config, ["metrics", key], value, sources, name);
-    },
-  };
-}
-
-/** The pool serving the default image in the policy's resource class, as an index into `pools`. */
-function defaultPoolIndex(config: RawConfig): number | undefined {
-  const policy = isPlainObject(config.policy) ? config.policy : {};
-  const image = policy.defaultImage;
-  if (typeof image !== "string" || !Array.isArray(config.pools)) return undefined;
-  const resourceClass = policy.resourceClass ?? "standard";
-  const index = config.pools.findIndex(
-    (pool) =>
-      isPlainObject(pool) && pool.image === image && (pool.resourceClass ?? "standard") === resourceClass,
-  );
-  return index === -1 ? undefined : index;
-}
-
-function hasNoPools(config: RawConfig): boolean {
-  return config.pools === undefined || (Array.isArray(config.pools) && config.pools.length === 0);
-}
-
-/**
- * The default image's pool; created as pool `default` when the file defines no pools at all.
- * A file that has pools but none for the default image keeps them: the schema then says which
- * image lacks a pool, rather than a pool appearing that nobody wrote.
- */
-function defaultPool(config: RawConfig): { pool: RawConfig; index: number } {
-  const policy = isPlainObject(config.policy) ? config.policy : {};
-  const image = policy.defaultImage;
-  if (typeof image !== "string")
-    throw new EnvValueError(
-      "sets the default image's pool, but no default image is configured (set SANDPOOL_DEFAULT_IMAGE or policy.defaultImage)",
-    );
-  if (hasNoPools(config)) config.pools = [{ name: "default", image }];
-  const index = defaultPoolIndex(config);
-  if (index === undefined)
-    throw new EnvValueError(
-      `sets the default image's pool, but no pool serves '${image}' in resource class '${String(policy.resourceClass ?? "standard")}'`,
-    );
-  return { pool: (config.pools as RawConfig[])[index]!, index };
-}
-
-function poolSetting(
-  name: string,
-  key: "minIdle" | "maxTotal" | "demand",
-  description: string,
-  convert: (value: string) => unknown = wholeNumber,
-): EnvBinding {
-  return {
-    name,
-    path: `pools[default].${key}`,
-    description,
-    apply: (config, value, sources) => {
-      const converted = convert(value);
-      const { pool, index } = defaultPool(config);
-      pool[key] = converted;
-      sources.set(formatKeyPath(["pools", index, key]), name);
-    },
-  };
-}
+import { suggest } from "../contract/did-you-mean.js";
+import {
+  commaList,
+  type EnvBinding,
+  EnvValueError,
+  type EnvVariable,
+  envFlag,
+  envWholeNumber,
+  hasNoPools,
+  keySource,
+  keySourceVariables,
+  metricsToken,
+  objectAt,
+  poolSetting,
+  type RawConfig,
+  scalar,
+  setAt,
+} from "./env-binding.js";
 
 const bindings: readonly EnvBinding[] = [
   scalar("DATABASE_URL", "databaseUrl", "Postgres connection URL (required by `sandpool serve`)"),
@@ -201,10 +50,10 @@ const bindings: readonly EnvBinding[] = [
   ),
   scalar("SANDPOOL_REDIS_USERNAME", "redis.username", "ACL user of the Sentinel master or the Cluster nodes"),
   scalar("SANDPOOL_REDIS_PASSWORD", "redis.password", "password of the Sentinel master or the Cluster nodes"),
-  scalar("SANDPOOL_REDIS_TLS", "redis.tls", "TLS to the Sentinels and nodes (true/false)", flag),
+  scalar("SANDPOOL_REDIS_TLS", "redis.tls", "TLS to the Sentinels and nodes (true/false)", envFlag),
   scalar("SANDPOOL_ROLE", "role", "what this process is: all (one host), edge or node"),
   scalar("SANDPOOL_NODE_HOST", "node.host", "address of the node API listener (role node)"),
-  scalar("SANDPOOL_NODE_PORT", "node.port", "port of the node API listener (role node)", wholeNumber),
+  scalar("SANDPOOL_NODE_PORT", "node.port", "port of the node API listener (role node)", envWholeNumber),
   scalar(
     "SANDPOOL_NODE_ADVERTISE_URL",
     "node.advertiseUrl",
@@ -218,7 +67,7 @@ const bindings: readonly EnvBinding[] = [
     commaList,
   ),
   scalar("SANDPOOL_HOST", "host", "address to listen on"),
-  scalar("SANDPOOL_PORT", "port", "port to listen on (a whole number)", wholeNumber),
+  scalar("SANDPOOL_PORT", "port", "port to listen on (a whole number)", envWholeNumber),
   scalar(
     "SANDPOOL_ADMIN_HOST",
     "adminListener.host",
@@ -228,7 +77,7 @@ const bindings: readonly EnvBinding[] = [
     "SANDPOOL_ADMIN_PORT",
     "adminListener.port",
     "serve the admin API on its own listener, on this port (a whole number)",
-    wholeNumber,
+    envWholeNumber,
   ),
   scalar("SANDPOOL_BASE_PATH", "basePath", "also serve the contract under this path"),
   scalar(
@@ -263,7 +112,7 @@ const bindings: readonly EnvBinding[] = [
     description:
       "true: reach tcp:// engines over verified TLS with ca.pem, cert.pem, key.pem of DOCKER_CERT_PATH (default ~/.docker)",
     apply: (config, value, sources, env) => {
-      if (!flag(value)) return;
+      if (!envFlag(value)) return;
       const certPath = env.DOCKER_CERT_PATH || path.join(homedir(), ".docker");
       const tls = {
         caFile: path.join(certPath, "ca.pem"),
@@ -287,13 +136,13 @@ const bindings: readonly EnvBinding[] = [
     "SANDPOOL_JWT_ANY_AUDIENCE",
     "auth.anyAudience",
     "accept any aud claim (true/false); serve needs this or an audience",
-    flag,
+    envFlag,
   ),
   scalar(
     "SANDPOOL_JWT_MAX_TOKEN_AGE_SECONDS",
     "auth.maxTokenAgeSeconds",
     "refuse tokens whose iat is older (or absent)",
-    wholeNumber,
+    envWholeNumber,
   ),
   scalar("SANDPOOL_WORKSPACE_CLAIM", "auth.workspaceClaim", "claim holding the workspace id"),
   scalar(
@@ -322,13 +171,13 @@ const bindings: readonly EnvBinding[] = [
     "SANDPOOL_INTROSPECTION_ANY_AUDIENCE",
     "auth.introspection.anyAudience",
     "accept introspected tokens of any aud (true/false); serve needs this, an audience or client ids",
-    flag,
+    envFlag,
   ),
   scalar(
     "SANDPOOL_CONSOLE_ENABLED",
     "console.enabled",
     "serve the operator console at /console (true/false)",
-    flag,
+    envFlag,
   ),
   metricsToken(
     "SANDPOOL_METRICS_TOKEN",
@@ -362,38 +211,38 @@ const bindings: readonly EnvBinding[] = [
     "SANDPOOL_POOL_DEMAND",
     "demand",
     "the default image's pool keeps more than minIdle warm under demand (true/false)",
-    flag,
+    envFlag,
   ),
   scalar(
     "SANDPOOL_MAX_WARMUP_STARTS",
     "limits.maxWarmupStarts",
     "warm-up sandbox starts at once per replica, all pools together (default: CPU count)",
-    wholeNumber,
+    envWholeNumber,
   ),
   scalar(
     "SANDPOOL_SHUTDOWN_GRACE_MS",
     "shutdownGraceMs",
     "grace for in-flight requests on SIGTERM",
-    wholeNumber,
+    envWholeNumber,
   ),
   scalar(
     "SANDPOOL_RETENTION_USAGE_EVENTS_DAYS",
     "retention.usageEventsDays",
     "days raw usage events are kept once rolled up per day",
-    wholeNumber,
+    envWholeNumber,
   ),
-  scalar("SANDPOOL_RETENTION_AUDIT_DAYS", "retention.auditDays", "days audit rows are kept", wholeNumber),
+  scalar("SANDPOOL_RETENTION_AUDIT_DAYS", "retention.auditDays", "days audit rows are kept", envWholeNumber),
   scalar(
     "SANDPOOL_USAGE_BACKLOG_NOT_READY_ABOVE",
     "usageBacklog.notReadyAbove",
     "usage records waiting for Postgres past which /readyz answers not ready",
-    wholeNumber,
+    envWholeNumber,
   ),
   scalar(
     "SANDPOOL_MIGRATE_ON_START",
     "migrateOnStart",
     "apply database migrations at start-up (true/false)",
-    flag,
+    envFlag,
   ),
 ];
 

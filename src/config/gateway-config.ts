@@ -16,7 +16,7 @@ import {
   cleartextEngineIssues,
   dockerRuntimeSettingsSchema,
 } from "../runtime/docker/docker-runtime-options.js";
-import { metricsSettingsSchema } from "../service/metrics-settings.js";
+import { metricsSettingsSchema } from "../service-operations/metrics-settings.js";
 import { redisSettingsIssues, redisSettingsSchema } from "../store/coordination/redis/redis-config.js";
 
 const positive = z.number().int().min(1);

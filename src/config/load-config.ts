@@ -8,7 +8,8 @@ import { readFileSync } from "node:fs";
 import { parseDocument } from "yaml";
 import type { z } from "zod";
 import { formatKeyPath, unknownKeyMessage } from "../contract/did-you-mean.js";
-import { applyEnvironment, configEnvVariables, type RawConfig } from "./config-env.js";
+import { applyEnvironment, configEnvVariables } from "./config-env.js";
+import type { RawConfig } from "./env-binding.js";
 import { type GatewayConfig, gatewayConfigSchema } from "./gateway-config.js";
 
 export class ConfigError extends Error {

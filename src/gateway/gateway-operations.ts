@@ -11,7 +11,7 @@ import { discoveryHandlers } from "../discovery/discovery-handlers.js";
 import type { ServedOperations } from "../http/gateway-app.js";
 import { assertEveryOperationHandled } from "../operations/unhandled-operations.js";
 import { type InProcessCall, inProcessCall } from "../pipeline/call.js";
-import { serviceHandlers } from "../service/service-handlers.js";
+import { serviceHandlers } from "../service-operations/service-handlers.js";
 import { contractHandlers } from "../session/contract-handlers.js";
 import { SessionCalls } from "../session/session-calls.js";
 import type { GatewayParts } from "./gateway-parts.js";

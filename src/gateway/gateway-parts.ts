@@ -21,7 +21,7 @@ import type { RuntimePoolSizes } from "../pool/pool-sizes.js";
 import type { PoolStatus } from "../pool/pool-status.js";
 import type { GatewayPools } from "../pool/sandbox-pool.js";
 import type { NodeRegistry } from "../roles/shared/node-registry.js";
-import type { MetricsToken } from "../service/metrics-token.js";
+import type { MetricsToken } from "../service-operations/metrics-token.js";
 import type { SessionLifecycle } from "../session/session-lifecycle.js";
 import type { AdminAuditRepository } from "../store/sql/admin-audit-repository.js";
 import type { AuditRepository } from "../store/sql/audit-repository.js";

@@ -8,7 +8,7 @@
  * directory is abandoned). A restore never deletes the checkpoint: the caller does, once the
  * session is running again, so a failed or interrupted restore can be retried.
  */
-import type { CheckpointKind, SandboxHibernation } from "../runtime/sandbox-hibernation.js";
+import type { CheckpointKind, SandboxCheckpoints } from "../runtime/sandbox-checkpoints.js";
 import type { PoolSpec, StartedSandbox } from "../runtime/sandbox-runtime.js";
 import type { CheckpointBounds, CheckpointStore } from "./checkpoint-store.js";
 
@@ -34,7 +34,7 @@ export class CheckpointMissingError extends Error {
 }
 
 export interface HibernateInput {
-  hibernation: SandboxHibernation;
+  hibernation: SandboxCheckpoints;
   store: CheckpointStore;
   workspace: string;
   sessionId: string;
@@ -79,7 +79,7 @@ export async function hibernateSandbox(input: HibernateInput): Promise<Hibernate
 }
 
 export interface ResumeInput {
-  hibernation: SandboxHibernation;
+  hibernation: SandboxCheckpoints;
   store: CheckpointStore;
   workspace: string;
   sessionId: string;

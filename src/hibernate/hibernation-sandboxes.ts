@@ -5,7 +5,7 @@
  * host's pools, runtime and checkpoint store (`--role all`, local-hibernation-sandboxes.ts),
  * or the nodes an edge routes to (src/roles/edge/node-hibernation-sandboxes.ts).
  */
-import type { CheckpointKind } from "../runtime/sandbox-hibernation.js";
+import type { CheckpointKind } from "../runtime/sandbox-checkpoints.js";
 import type { PoolSpec } from "../runtime/sandbox-runtime.js";
 import type {
   CheckpointRecord,
@@ -29,7 +29,7 @@ export interface SavedSandbox {
   bytes: number;
 }
 
-export interface RestoreRequest {
+export interface SessionRestoreRequest {
   key: LeaseKey;
   lease: Lease;
   pool: PoolSpec;
@@ -72,7 +72,7 @@ export interface HibernationSandboxes {
    * Throws a SandpoolError (`session.resume_failed`) or the failure; what it started for the
    * session is gone again then.
    */
-  restore(request: RestoreRequest): Promise<SandboxRecord>;
+  restore(request: SessionRestoreRequest): Promise<SandboxRecord>;
   /** Removes a sandbox and frees its pool place. */
   retire(record: SandboxRecord): Promise<void>;
   /** Deletes the session's checkpoint; an absent one is not an error. */

@@ -8,7 +8,7 @@
 import { SandpoolError } from "../contract/error-codes.js";
 import type { SandboxBringUp } from "../pool/pool-manager.js";
 import type { LeasedSandbox } from "../pool/sandbox-pool.js";
-import type { SandboxHibernation } from "../runtime/sandbox-hibernation.js";
+import type { SandboxCheckpoints } from "../runtime/sandbox-checkpoints.js";
 import type { PoolSpec } from "../runtime/sandbox-runtime.js";
 import type { LeaseStore } from "../store/coordination/lease-store.js";
 import type { LeaseKey, MemberHold, SandboxRecord } from "../store/coordination/records.js";
@@ -16,9 +16,9 @@ import type { CheckpointStore } from "./checkpoint-store.js";
 import { CheckpointMissingError, hibernateSandbox, resumeSandbox } from "./hibernate-sandbox.js";
 import type {
   HibernationSandboxes,
-  RestoreRequest,
   SavedSandbox,
   SaveRequest,
+  SessionRestoreRequest,
 } from "./hibernation-sandboxes.js";
 import { reconcileCheckpoints } from "./reconcile-checkpoints.js";
 
@@ -39,7 +39,7 @@ export interface HibernationPools {
 export interface LocalHibernationDeps {
   leases: Pick<LeaseStore, "getLease">;
   pools: HibernationPools;
-  hibernation: SandboxHibernation;
+  hibernation: SandboxCheckpoints;
   checkpoints: CheckpointStore;
   /** Opens the session inside a fresh sandbox (a files resume). */
   createInnerSession(endpoint: string, timeoutMs: number): Promise<string>;
@@ -87,7 +87,7 @@ export class LocalHibernationSandboxes implements HibernationSandboxes {
     return (await this.deps.checkpoints.locate(key.workspace, key.sessionId)) !== undefined;
   }
 
-  restore(request: RestoreRequest): Promise<SandboxRecord> {
+  restore(request: SessionRestoreRequest): Promise<SandboxRecord> {
     return request.checkpoint.kind === "files" ? this.filesIntoPooledSandbox(request) : this.memory(request);
   }
 
@@ -104,7 +104,7 @@ export class LocalHibernationSandboxes implements HibernationSandboxes {
   }
 
   /** A memory checkpoint: a new container under the session's own sandbox id. */
-  private async memory({ key, pool, checkpoint, hold }: RestoreRequest): Promise<SandboxRecord> {
+  private async memory({ key, pool, checkpoint, hold }: SessionRestoreRequest): Promise<SandboxRecord> {
     const record = await this.deps.pools.startFor(pool, hold, checkpoint.sandboxId, async (id, deadline) => {
       const resumed = await resumeSandbox({
         hibernation: this.deps.hibernation,
@@ -136,7 +136,12 @@ export class LocalHibernationSandboxes implements HibernationSandboxes {
    * by the code's uid. The lease names the sandbox at once, so reconciliation counts it as
    * the session's however long the restore takes.
    */
-  private async filesIntoPooledSandbox({ key, pool, hold, name }: RestoreRequest): Promise<SandboxRecord> {
+  private async filesIntoPooledSandbox({
+    key,
+    pool,
+    hold,
+    name,
+  }: SessionRestoreRequest): Promise<SandboxRecord> {
     const dir = await this.deps.checkpoints.locate(key.workspace, key.sessionId);
     if (!dir) throw new CheckpointMissingError(`no checkpoint of session ${key.sessionId}`);
     // A fresh sandbox only: whether a parked one may serve is the workspace's policy, not read here.

@@ -12,18 +12,16 @@
  * a claim that lapses, and the next caller takes it over (`saving`: the checkpoint is kept if
  * it was committed, else the session runs on where it was).
  */
-import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
 import { SandpoolError } from "../contract/error-codes.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { UsageSink } from "../metering/usage-sink.js";
-import { SandboxLostInCheckpointError } from "../runtime/sandbox-hibernation.js";
+import { SandboxLostInCheckpointError } from "../runtime/sandbox-checkpoints.js";
 import type { LeaseStore } from "../store/coordination/lease-store.js";
 import {
   type CheckpointRecord,
   claimHeld,
-  type HibernationRefusal,
   HOLD_GRACE_MS,
   type Lease,
   type LeaseKey,
@@ -32,19 +30,13 @@ import {
 } from "../store/coordination/records.js";
 import { refusalError } from "./checkpoint-room.js";
 import { CheckpointBoundError, type CheckpointBounds } from "./checkpoint-store.js";
+import { CLAIM_MS, CLAIM_POLL_MS, keepClaim, newClaimId } from "./hibernation-claim.js";
 import type { HibernationSandboxes } from "./hibernation-sandboxes.js";
+import { definiteSaveFailure, saveRefusalOf } from "./save-failure.js";
 import { SingleFlight } from "./single-flight.js";
 
-/**
- * A claim lasts this long unless its replica renews it (every CLAIM_RENEW_MS while the save
- * or restore runs): a replica that dies midway holds its session up for seconds, not minutes.
- */
-const CLAIM_MS = 10_000;
-const CLAIM_RENEW_MS = 3_000;
 /** How long an idle session the store refused for want of room waits before it is tried again (the refusal's Retry-After). */
 const REFUSED_RETRY_MS = 60_000;
-/** How often a caller waiting for another replica's save or restore looks again. */
-const CLAIM_POLL_MS = 100;
 
 export interface SessionHibernationDeps {
   leases: LeaseStore;
@@ -145,7 +137,7 @@ export class SessionHibernation {
     if (claimed.outcome === "elsewhere") return claimed.lease;
     const began = performance.now();
     let saved: CheckpointRecord;
-    const renewal = this.keepClaim(key, { phase: "saving", claimId, checkpoint });
+    const renewal = keepClaim(this.deps.leases, this.now, key, { phase: "saving", claimId, checkpoint });
     try {
       // The CPU it burned so far is charged now: the restored sandbox's counter starts anew.
       await this.deps.settleSandbox(lease);
@@ -168,7 +160,7 @@ export class SessionHibernation {
       this.deps.metrics.hibernations.inc({ outcome: "failed" });
       const answer =
         error instanceof CheckpointBoundError ? refusalError(error.reason, error.message, error) : error;
-      const refused = refusalOf(answer, this.now());
+      const refused = saveRefusalOf(answer, this.now());
       // Running on. A refusal at a bound came before anything touched the sandbox (the store's
       // begin); after any other failure its server may have listened again with the code
       // running (records.ts), so it is never reused.
@@ -307,7 +299,7 @@ export class SessionHibernation {
     const began = performance.now();
     let interpreterRestarted = false;
     let record: SandboxRecord | undefined;
-    const renewal = this.keepClaim(key, { phase: "restoring", claimId, checkpoint });
+    const renewal = keepClaim(this.deps.leases, this.now, key, { phase: "restoring", claimId, checkpoint });
     try {
       record = await this.deps.sandboxes.restore({
         key,
@@ -376,31 +368,6 @@ export class SessionHibernation {
   }
 
   /**
-   * Renews a claim while its work runs, so it lapses soon after this replica dies, not
-   * while it works. A renewal that finds the claim gone (the session ended) stops.
-   */
-  private keepClaim(
-    key: LeaseKey,
-    claim: { phase: "saving" | "restoring"; claimId: string; checkpoint: CheckpointRecord },
-  ): { stop(): void } {
-    const timer = setInterval(() => {
-      this.deps.leases
-        .stepHibernation(key, {
-          now: this.now(),
-          from: [claim.phase],
-          claimId: claim.claimId,
-          to: { ...claim, claimUntil: this.now() + CLAIM_MS },
-        })
-        .then(
-          (renewed) => renewed.outcome === "stepped" || clearInterval(timer),
-          () => undefined,
-        );
-    }, CLAIM_RENEW_MS);
-    timer.unref();
-    return { stop: () => clearInterval(timer) };
-  }
-
-  /**
    * What a crash leaves in the checkpoint store goes: directories begun and never committed,
    * and committed checkpoints no hibernated session names (its session ended, or resumed,
    * while the replica that would have deleted it died). Returns how many were removed.
@@ -429,34 +396,8 @@ export class SessionHibernation {
 }
 
 const flightKey = (key: LeaseKey) => `${key.workspace}\u0000${key.sessionId}`;
-const newClaimId = () => randomBytes(9).toString("base64url");
 const optional = <K extends string, V>(name: K, value: V | undefined) =>
   (value === undefined ? {} : { [name]: value }) as Partial<Record<K, V>>;
-
-/**
- * A save's failure that says for sure nothing was committed: the sandbox was lost, the bound
- * refused it, or the pool cannot hibernate. Anything else (a timeout, a lost answer, a
- * failure after the commit) is checked against the store.
- */
-function definiteSaveFailure(error: unknown): boolean {
-  if (error instanceof SandboxLostInCheckpointError || error instanceof CheckpointBoundError) return true;
-  return (
-    error instanceof SandpoolError &&
-    (error.code === "session.not_hibernatable" ||
-      error.code === "quota.hibernated_sessions" ||
-      error.code === "capacity.checkpoint_space")
-  );
-}
-
-/** A save refused at a bound (the workspace's, the store's), as the lease keeps it; else undefined. */
-function refusalOf(error: unknown, at: number): HibernationRefusal | undefined {
-  if (
-    error instanceof SandpoolError &&
-    (error.code === "quota.hibernated_sessions" || error.code === "capacity.checkpoint_space")
-  )
-    return { code: error.code, message: error.message, at };
-  return undefined;
-}
 
 function notFound(): SandpoolError {
   return new SandpoolError("session.not_found", "no such session");

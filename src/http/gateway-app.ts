@@ -26,7 +26,7 @@ import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { UsageSink } from "../metering/usage-sink.js";
 import type { OperationHandlers } from "../operations/handler.js";
 import type { PipelineDeps } from "../pipeline/pipeline.js";
-import type { MetricsToken } from "../service/metrics-token.js";
+import type { MetricsToken } from "../service-operations/metrics-token.js";
 import { bindOperations } from "./bind-operations.js";
 import { errorResponse } from "./common/error-response.js";
 import { requestHeader } from "./common/request-header.js";

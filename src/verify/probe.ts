@@ -11,11 +11,11 @@
  */
 import type { AdminView, VerifyHttp, WorkspaceClient } from "./verify-client.js";
 
-export type Outcome = "pass" | "fail";
+export type ProbeOutcome = "pass" | "fail";
 
 export interface ProbeResult {
   name: string;
-  outcome: Outcome;
+  outcome: ProbeOutcome;
   evidence: string;
 }
 

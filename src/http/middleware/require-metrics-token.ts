@@ -6,7 +6,7 @@
  */
 import type { MiddlewareHandler } from "hono";
 import { AuthRefusal } from "../../auth/auth-refusal.js";
-import type { MetricsToken } from "../../service/metrics-token.js";
+import type { MetricsToken } from "../../service-operations/metrics-token.js";
 import { requestHeader } from "../common/request-header.js";
 import { passedAuthentication } from "./unauthenticated-gate.js";
 

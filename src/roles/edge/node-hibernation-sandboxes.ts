@@ -11,15 +11,15 @@ import type { Logger } from "pino";
 import { SandpoolError } from "../../contract/error-codes.js";
 import type {
   HibernationSandboxes,
-  RestoreRequest,
   SavedSandbox,
   SaveRequest,
+  SessionRestoreRequest,
 } from "../../hibernate/hibernation-sandboxes.js";
 import {
   type CheckpointKind,
   dockerCheckpointKindOf,
   SandboxLostInCheckpointError,
-} from "../../runtime/sandbox-hibernation.js";
+} from "../../runtime/sandbox-checkpoints.js";
 import type { PoolSpec } from "../../runtime/sandbox-runtime.js";
 import type { CheckpointRecord, Lease, LeaseKey, SandboxRecord } from "../../store/coordination/records.js";
 import type { NodeSaveOutcome } from "../shared/node-api-wire.js";
@@ -103,7 +103,7 @@ export class NodeHibernationSandboxes implements HibernationSandboxes {
     throw resumeFailed(`no node holding its checkpoint answers (${this.awayWhy(checkpoint)})`, 2, last);
   }
 
-  async restore(request: RestoreRequest): Promise<SandboxRecord> {
+  async restore(request: SessionRestoreRequest): Promise<SandboxRecord> {
     const { checkpoint } = request;
     if (!this.deps.shared && !this.readyHolder(checkpoint)) {
       throw resumeFailed(`the node keeping its checkpoint is away (${this.awayWhy(checkpoint)})`, 5);
@@ -148,7 +148,13 @@ export class NodeHibernationSandboxes implements HibernationSandboxes {
    * node has it), on the checkpoint's node unless the store is shared; the lease names the
    * sandbox before its node restores into it.
    */
-  private async restoreFiles({ key, pool, checkpoint, hold, name }: RestoreRequest): Promise<SandboxRecord> {
+  private async restoreFiles({
+    key,
+    pool,
+    checkpoint,
+    hold,
+    name,
+  }: SessionRestoreRequest): Promise<SandboxRecord> {
     const among = this.deps.shared ? undefined : (node: NodeView) => node.id === checkpoint.node;
     const leased = await this.deps.routed
       .lease(pool, { ...hold, reuse: false }, among)
@@ -175,7 +181,7 @@ export class NodeHibernationSandboxes implements HibernationSandboxes {
   }
 
   /** A memory checkpoint into a new container under its own sandbox id, on the first node that can. */
-  private async restoreMemory({ key, pool, checkpoint }: RestoreRequest): Promise<SandboxRecord> {
+  private async restoreMemory({ key, pool, checkpoint }: SessionRestoreRequest): Promise<SandboxRecord> {
     const order = this.deps.shared
       ? placementOrder(this.deps.directory.list(), pool)
       : [this.readyHolder(checkpoint)!];

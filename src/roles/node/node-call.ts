@@ -34,7 +34,7 @@ export interface NodeApiDeps {
   verifier: RequestVerifier;
   metrics: Registry;
   /** The bearer token /metrics requires (`metrics.token`); unset, /metrics answers anyone. */
-  /** The check of `/metrics`' bearer token (src/service/metrics-token.ts), when one is configured. */
+  /** The check of `/metrics`' bearer token (src/service-operations/metrics-token.ts), when one is configured. */
   metricsToken?: { accepts(authorization: string | undefined): boolean };
   log: Logger;
   ready: () => boolean;

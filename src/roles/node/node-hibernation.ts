@@ -27,7 +27,7 @@ import {
 } from "../../hibernate/hibernate-sandbox.js";
 import { reconcileCheckpoints } from "../../hibernate/reconcile-checkpoints.js";
 import { cpuBaselineMs } from "../../pool/cpu-baseline.js";
-import { type SandboxHibernation, SandboxLostInCheckpointError } from "../../runtime/sandbox-hibernation.js";
+import { type SandboxCheckpoints, SandboxLostInCheckpointError } from "../../runtime/sandbox-checkpoints.js";
 import type { PoolSpec, SandboxRuntime } from "../../runtime/sandbox-runtime.js";
 import type { LeaseStore } from "../../store/coordination/lease-store.js";
 import type { SandboxRecord } from "../../store/coordination/records.js";
@@ -38,7 +38,7 @@ export interface NodeHibernationDeps {
   pools: readonly PoolSpec[];
   sandboxes: NodeSandboxes;
   runtime: Pick<SandboxRuntime, "usage">;
-  hibernation: SandboxHibernation;
+  hibernation: SandboxCheckpoints;
   checkpoints: CheckpointStore;
   leases: Pick<LeaseStore, "getLease">;
   nodeId: string;

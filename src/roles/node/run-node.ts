@@ -14,7 +14,7 @@ import type { HibernateSettings } from "../../hibernate/hibernate-settings.js";
 import { hibernationRefusalsCounter } from "../../metering/gateway-metrics.js";
 import type { DockerRuntime } from "../../runtime/docker/docker-runtime.js";
 import { offeredIsolation } from "../../runtime/docker/isolation-check.js";
-import { hibernationOf } from "../../runtime/sandbox-hibernation.js";
+import { checkpointsOf } from "../../runtime/sandbox-checkpoints.js";
 import type { PoolSpec } from "../../runtime/sandbox-runtime.js";
 import { loadLuaScripts } from "../../store/coordination/redis/lua-scripts.js";
 import {
@@ -79,7 +79,7 @@ export async function startNode(
   log.info({ node: nodeId, ...reconciled }, "node reconciled its engine");
   const metrics = new Registry();
   const hibernationRefusals = hibernationRefusalsCounter(metrics);
-  const runtimeHibernation = hibernationOf(runtime);
+  const runtimeHibernation = checkpointsOf(runtime);
   const hibernation =
     runtimeHibernation && config.hibernate
       ? new NodeHibernation({

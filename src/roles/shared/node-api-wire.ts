@@ -2,7 +2,7 @@
  * What edges and nodes agree on over the node API besides signatures (node-signature.ts):
  * the ids a route's path may carry, and the answers both sides read.
  */
-import type { CheckpointKind } from "../../runtime/sandbox-hibernation.js";
+import type { CheckpointKind } from "../../runtime/sandbox-checkpoints.js";
 
 /** A sandbox id in a node route's path (a capture group). */
 export const SANDBOX_ID_PATTERN = "([0-9a-f]{1,64})";

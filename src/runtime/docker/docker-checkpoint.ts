@@ -1,5 +1,5 @@
 /**
- * Hibernation on Docker (src/runtime/sandbox-hibernation.ts). Found by experiment on this
+ * Hibernation on Docker (src/runtime/sandbox-checkpoints.ts). Found by experiment on this
  * engine (Docker 20.10, runsc 2022-12, ptrace):
  *
  * - gVisor checkpoints a sandbox whole (`POST /containers/{id}/checkpoints`) only while no
@@ -22,19 +22,22 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type Dockerode from "dockerode";
 import { type Dispatcher, request } from "undici";
-import { sandboxOrigin } from "../../forward/sandbox-agent.js";
+import { sandboxOrigin, unixEndpoint } from "../../forward/sandbox-agent.js";
 import {
   type CheckpointKind,
   type CheckpointRequest,
   dockerCheckpointKindOf,
   SandboxLostInCheckpointError,
   type SavedCheckpoint,
-} from "../sandbox-hibernation.js";
+} from "../sandbox-checkpoints.js";
 import type { PoolSpec } from "../sandbox-runtime.js";
 import { codeUidOf } from "./container-spec.js";
 import { dockerMessageOf } from "./docker-api-errors.js";
 import type { DockerEngine } from "./docker-engine.js";
+import type { DockerEngines } from "./docker-engines.js";
 import { execToFile, execWithInput } from "./docker-exec.js";
+import type { DockerRuntimeOptions, ResourceClass } from "./docker-runtime-options.js";
+import type { SocketDirs } from "./socket-dirs.js";
 
 /** The name of every checkpoint in its directory: one checkpoint per directory. */
 export const CHECKPOINT_NAME = "sandpool";
@@ -303,4 +306,41 @@ function startWithCheckpoint(container: Dockerode.Container, name: string): Prom
       (error: unknown) => (error ? reject(error) : resolve()),
     );
   });
+}
+
+/** How the checkpoint steps reach a Docker runtime's engines, sockets and settings. */
+export function checkpointHostOf(runtime: {
+  engines: DockerEngines;
+  socketDirs: SocketDirs;
+  http: Dispatcher;
+  options: DockerRuntimeOptions;
+}): CheckpointHost {
+  const { socketDirs, options } = runtime;
+  return {
+    locate: (runtimeId) => runtime.engines.locate(runtimeId),
+    socketOf: (sandboxId) => socketDirs.socketOf(sandboxId),
+    removeSocket: (sandboxId) =>
+      socketDirs.whileUnsealed(sandboxId, () => rm(socketDirs.socketOf(sandboxId), { force: true })),
+    // The same directory (its container's bind mount holds it), open for the server to bind
+    // in again as the gateway's uid: never writable by anyone else (socket-dirs.ts).
+    reopenSocketDir: async (sandboxId) => {
+      await socketDirs.open(sandboxId);
+      await rm(socketDirs.socketOf(sandboxId), { force: true });
+    },
+    seal: (sandboxId) => socketDirs.seal(sandboxId),
+    endpointOf: (sandboxId) => unixEndpoint(socketDirs.socketOf(sandboxId)),
+    dispatcher: runtime.http,
+    sessionsRoot: options.sessionsRoot,
+    codeGid: Number(options.user.split(":")[1]),
+    maxWorkspaceTarBytes: maxWorkspaceTarBytes(Object.values(options.resourceClasses)),
+  };
+}
+
+/**
+ * A tar of a workspace is at most its tmpfs's size plus 512 bytes of header per file: twice
+ * the largest class's tmpfs and 16 MiB more leaves room for many small files, and still bounds
+ * what a sandbox can make the gateway write to the host's disk.
+ */
+function maxWorkspaceTarBytes(classes: ResourceClass[]): number {
+  return 2 * Math.max(0, ...classes.map((rc) => rc.tmpfsBytes)) + 16 * 1024 * 1024;
 }

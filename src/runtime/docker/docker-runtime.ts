@@ -6,33 +6,40 @@
  * runtimeId is `<engine index>:<container id>`, so destroy goes to the right engine without
  * asking the others. Containers outlive the gateway on purpose: list() is what
  * reconciliation compares with the store after a restart.
+ *
+ * Beside it: the engines and placement (docker-engines.ts), why a container did not start
+ * (container-diagnosis.ts), the egress socket takeover (egress-takeover.ts) and the
+ * checkpoint steps with the host they reach (docker-checkpoint.ts).
  */
-import { rm } from "node:fs/promises";
 import type Dockerode from "dockerode";
 import type { Logger } from "pino";
 import type { Agent } from "undici";
 import { createSandboxAgent, unixEndpoint } from "../../forward/sandbox-agent.js";
-import type { SandboxHibernation } from "../sandbox-hibernation.js";
-import {
-  PartialListError,
-  type RuntimeSandbox,
-  type SandboxRuntime,
-  type StartedSandbox,
-  type StartRequest,
-} from "../sandbox-runtime.js";
+import type { SandboxCheckpoints } from "../sandbox-checkpoints.js";
+import type { SandboxRuntime, StartedSandbox, StartRequest } from "../sandbox-runtime.js";
 import { CgroupUsageReader } from "./cgroup-usage.js";
+import { whyNotRunning } from "./container-diagnosis.js";
 import { buildContainerSpec, containerName, LABELS } from "./container-spec.js";
 import { usageFromStats } from "./container-usage.js";
 import { dockerMessageOf, dockerStatusOf } from "./docker-api-errors.js";
 import {
   type CheckpointHost,
+  checkpointHostOf,
   checkpointKindOf,
   checkpointSandbox,
   restoreWorkspace,
   type StartFromCheckpoint,
   startFromMemoryCheckpoint,
 } from "./docker-checkpoint.js";
-import { DockerEngine, type RegisteredRuntime } from "./docker-engine.js";
+import type { DockerEngine } from "./docker-engine.js";
+import { DockerEngines } from "./docker-engines.js";
+import {
+  DockerEnginesUnreachableError,
+  type DockerSandbox,
+  type EngineRuntimes,
+  type EngineStatus,
+  type StartTimings,
+} from "./docker-runtime-answers.js";
 import {
   type DockerRuntimeOptions,
   type DockerRuntimeOptionsInput,
@@ -40,78 +47,13 @@ import {
   type ResourceClass,
   socketNamespace,
 } from "./docker-runtime-options.js";
-import { attachEgressSocket, type SandboxEgress, socketAnswers } from "./sandbox-egress.js";
+import { retakeEgress } from "./egress-takeover.js";
+import { attachEgressSocket, type SandboxEgress } from "./sandbox-egress.js";
 import { SocketDirs } from "./socket-dirs.js";
 import { SandboxStartError, waitForSandboxHealth } from "./wait-for-sandbox-health.js";
 
 /** Socket directories without a container are removed once this old (a start makes the directory first). */
 const ORPHAN_DIR_GRACE_MS = 10 * 60_000;
-
-export interface EngineStatus {
-  index: number;
-  host: string;
-  /** Answered just now. */
-  up: boolean;
-  /** Running containers of this deployment (0 when down). */
-  containers: number;
-  /** Why it is down. */
-  problem?: string;
-}
-
-/**
- * list() could not ask every engine: `partial` holds what the others answered. Reconciling
- * against a partial list would take the unreachable engines' sandboxes for lost, so list()
- * throws; a caller that knows better can use `partial` for the engines that did answer.
- */
-export class DockerEnginesUnreachableError extends PartialListError {
-  override readonly name = "DockerEnginesUnreachableError";
-  constructor(
-    readonly unreachable: { index: number; host: string; problem: string }[],
-    override readonly partial: DockerSandbox[],
-  ) {
-    super(
-      `Docker engine(s) not answering: ${unreachable.map((e) => `${e.host} (${e.problem})`).join(", ")}`,
-      partial,
-    );
-  }
-}
-
-/** No engine that answered has the pool's image; the pool counts it as a failed start. */
-export class SandboxImageMissingError extends Error {
-  override readonly name = "SandboxImageMissingError";
-  constructor(
-    readonly image: string,
-    notAnswering: string[],
-  ) {
-    super(
-      `image ${image} is missing on every Docker engine: build it with npm run build:sandbox-image` +
-        (notAnswering.length > 0 ? ` (not answering: ${notAnswering.join(", ")})` : ""),
-    );
-  }
-}
-
-export interface DockerSandbox extends RuntimeSandbox {
-  createdAt: number;
-  /** Its pool allows egress: it has a proxy socket to serve. */
-  egress: boolean;
-  /** False for a container that exited (crashed, killed, out of memory): its sandbox is gone. */
-  running: boolean;
-}
-
-export interface EngineRuntimes {
-  host: string;
-  runtimes?: Record<string, RegisteredRuntime>;
-  /** Why the engine did not answer. */
-  problem?: string;
-}
-
-export interface StartTimings {
-  placeMs: number;
-  createMs: number;
-  startMs: number;
-  readyMs: number;
-  totalMs: number;
-}
 
 export class DockerRuntime implements SandboxRuntime {
   readonly kind = "docker" as const;
@@ -129,7 +71,9 @@ export class DockerRuntime implements SandboxRuntime {
    * needs no inspect to find the files to release (one Docker call fewer per sandbox).
    */
   private readonly sandboxIdOf = new Map<string, string>();
-  private readonly engineList: DockerEngine[];
+  private readonly dockerEngines: DockerEngines;
+  /** How the checkpoint steps (docker-checkpoint.ts) reach this runtime's engines and sockets. */
+  private readonly checkpointHost: CheckpointHost;
   private readonly cgroups = new CgroupUsageReader();
   private readonly http: Agent;
   private readonly log: Logger | undefined;
@@ -145,20 +89,17 @@ export class DockerRuntime implements SandboxRuntime {
   ) {
     this.options = dockerRuntimeOptionsSchema.parse(input);
     this.log = log;
-    this.engineList = this.options.hosts.map(
-      (host, index) =>
-        new DockerEngine(
-          index,
-          host,
-          this.options.engineDownMs,
-          this.options.engineRequestTimeoutMs,
-          this.options.tls,
-        ),
-    );
+    this.dockerEngines = new DockerEngines(this.options);
     this.socketDirs = new SocketDirs(this.options.socketDir, socketNamespace(this.options));
     this.http = createSandboxAgent({
       connect: { timeout: this.options.healthProbeTimeoutMs },
       keepAliveTimeout: 1_000,
+    });
+    this.checkpointHost = checkpointHostOf({
+      engines: this.dockerEngines,
+      socketDirs: this.socketDirs,
+      http: this.http,
+      options: this.options,
     });
   }
 
@@ -167,19 +108,19 @@ export class DockerRuntime implements SandboxRuntime {
   }
 
   /** Hibernation: gVisor sandboxes whole, plain ones their workspace (docker-checkpoint.ts). */
-  readonly hibernation: SandboxHibernation = {
+  readonly hibernation: SandboxCheckpoints = {
     checkpointKindOf,
-    checkpoint: (request) => checkpointSandbox(this.checkpointHost(), request),
+    checkpoint: (request) => checkpointSandbox(this.checkpointHost, request),
     restore: async (request) => {
       if (request.kind !== "memory") return (await this.startTimed(request)).sandbox;
       // Its sandbox id comes back, and with it its container's name: a container a crash left
       // under that name (a restore killed midway, a hibernation killed before the removal) goes.
-      await this.removeByName(containerName(this.options.deployment, request.sandboxId));
-      const from = startFromMemoryCheckpoint((engine) => this.dataRoot(engine), request.dir);
+      await this.dockerEngines.removeByName(containerName(this.options.deployment, request.sandboxId));
+      const from = startFromMemoryCheckpoint((engine) => this.dockerEngines.dataRoot(engine), request.dir);
       return (await this.startTimed(request, from)).sandbox;
     },
     restoreFiles: ({ runtimeId, sandboxId, sandboxSessionId, dir }) =>
-      restoreWorkspace(this.checkpointHost(), runtimeId, sandboxId, sandboxSessionId, dir),
+      restoreWorkspace(this.checkpointHost, runtimeId, sandboxId, sandboxSessionId, dir),
   };
 
   /**
@@ -204,7 +145,7 @@ export class DockerRuntime implements SandboxRuntime {
     }
     assertBeforeDeadline(request.deadline, "placing it");
 
-    const engine = await this.place(pool.image);
+    const engine = await this.dockerEngines.place(pool.image);
     const placed = Date.now();
     engine.inFlight++;
     this.starting.add(request.sandboxId);
@@ -234,7 +175,7 @@ export class DockerRuntime implements SandboxRuntime {
           dispatcher: this.http,
           probeTimeoutMs: this.options.healthProbeTimeoutMs,
           intervalMs: this.options.healthProbeIntervalMs,
-          checkAlive: () => this.whyNotRunning(engine, container),
+          checkAlive: () => whyNotRunning(engine, container),
         });
         await this.socketDirs.seal(request.sandboxId);
         const ready = Date.now();
@@ -266,7 +207,7 @@ export class DockerRuntime implements SandboxRuntime {
   }
 
   async destroy(runtimeId: string): Promise<void> {
-    const parsed = this.parseRuntimeId(runtimeId);
+    const parsed = this.dockerEngines.locate(runtimeId);
     if (!parsed) {
       this.log?.warn({ runtimeId }, "destroy: not a runtime id of a configured Docker engine, ignored");
       return;
@@ -298,7 +239,7 @@ export class DockerRuntime implements SandboxRuntime {
   /** Every container of the deployment, running or not (an exited one still needs removing). */
   async list(): Promise<DockerSandbox[]> {
     const answers = await Promise.all(
-      this.engineList.map(async (engine) => {
+      this.dockerEngines.all.map(async (engine) => {
         try {
           return {
             engine,
@@ -339,14 +280,17 @@ export class DockerRuntime implements SandboxRuntime {
     );
     if (swept.length > 0)
       this.log?.info({ sandboxes: swept }, "removed socket directories of gone sandboxes");
-    await this.retakeEgress(sandboxes);
+    await retakeEgress(
+      { egress: this.egress, socketDirs: this.socketDirs, starting: this.starting, log: this.log },
+      sandboxes,
+    );
     return sandboxes;
   }
 
   /** Asks every engine now; down ones are reported with the reason. */
   async engines(): Promise<EngineStatus[]> {
     return Promise.all(
-      this.engineList.map(async (engine): Promise<EngineStatus> => {
+      this.dockerEngines.all.map(async (engine): Promise<EngineStatus> => {
         try {
           const running = await engine.listContainers(this.options.deployment, false, this.options.owner);
           return { index: engine.index, host: engine.host, up: true, containers: running.length };
@@ -366,7 +310,7 @@ export class DockerRuntime implements SandboxRuntime {
   /** Each engine's registered OCI runtimes, or why it did not say: serve checks a pool's isolation has one. */
   async registeredRuntimes(): Promise<EngineRuntimes[]> {
     return Promise.all(
-      this.engineList.map(async (engine): Promise<EngineRuntimes> => {
+      this.dockerEngines.all.map(async (engine): Promise<EngineRuntimes> => {
         try {
           return { host: engine.host, runtimes: await engine.runtimes() };
         } catch (error) {
@@ -378,7 +322,7 @@ export class DockerRuntime implements SandboxRuntime {
 
   /** The OCI runtime a sandbox's container runs on (HostConfig.Runtime); undefined once it is gone. */
   async runtimeOf(runtimeId: string): Promise<string | undefined> {
-    const parsed = this.parseRuntimeId(runtimeId);
+    const parsed = this.dockerEngines.locate(runtimeId);
     if (!parsed) return undefined;
     const container = parsed.engine.docker.getContainer(parsed.containerId);
     try {
@@ -392,54 +336,15 @@ export class DockerRuntime implements SandboxRuntime {
   /** True when some engine answers and has `image`: what dev mode checks before choosing docker. */
   async imageAvailable(image: string): Promise<boolean> {
     const answers = await Promise.all(
-      this.engineList.map((engine) => engine.hasImage(image).catch(() => false)),
+      this.dockerEngines.all.map((engine) => engine.hasImage(image).catch(() => false)),
     );
     return answers.some(Boolean);
   }
 
   async close(): Promise<void> {
     // Containers stay: a restarted gateway reconciles them.
-    for (const engine of this.engineList) engine.close();
+    this.dockerEngines.close();
     await this.http.close();
-  }
-
-  /**
-   * Least loaded engine (running containers + starts in flight) among those with the image.
-   * The load is asked only when there is a choice: one engine up takes the start either way.
-   */
-  private async place(image: string): Promise<DockerEngine> {
-    const candidates = this.engineList.filter((engine) => engine.up);
-    const loadOf = async (engine: DockerEngine) =>
-      candidates.length === 1
-        ? 0
-        : (await engine.listContainers(this.options.deployment, false, this.options.owner)).length;
-    const answers = await Promise.all(
-      candidates.map(async (engine) => {
-        try {
-          const [hasImage, running] = await Promise.all([engine.hasImage(image), loadOf(engine)]);
-          return { engine, hasImage, load: running + engine.inFlight };
-        } catch (error) {
-          return { engine, hasImage: false, load: 0, problem: dockerMessageOf(error) };
-        }
-      }),
-    );
-    let best: { engine: DockerEngine; load: number } | undefined;
-    for (const answer of answers) {
-      if (answer.hasImage && (!best || answer.load < best.load)) best = answer;
-    }
-    if (best) return best.engine;
-
-    const down = [
-      ...this.engineList
-        .filter((engine) => !candidates.includes(engine))
-        .map((e) => `${e.host} (${e.problem ?? "down"})`),
-      ...answers.filter((a) => a.problem).map((a) => `${a.engine.host} (${a.problem})`),
-    ];
-    const answered = answers.filter((a) => !a.problem);
-    if (answered.length === 0) {
-      throw new Error(`no Docker engine is answering: ${down.join(", ")}`);
-    }
-    throw new SandboxImageMissingError(image, down);
   }
 
   /** The sandbox's socket directory (and egress socket), then its container, not started. */
@@ -473,125 +378,6 @@ export class DockerRuntime implements SandboxRuntime {
     await this.socketDirs.remove(sandboxId);
   }
 
-  private async whyNotRunning(
-    engine: DockerEngine,
-    container: Dockerode.Container,
-  ): Promise<string | undefined> {
-    try {
-      const info = await engine.call(() => container.inspect());
-      if (info.State.Running) return undefined;
-      const logs = await this.tailLogs(container);
-      return `status ${info.State.Status}, exit code ${info.State.ExitCode}${info.State.OOMKilled ? " (out of memory)" : ""}${logs ? `; last output:\n${logs}` : ""}`;
-    } catch (error) {
-      if (dockerStatusOf(error) === 404) return "the container was removed";
-      return undefined;
-    }
-  }
-
-  private async tailLogs(container: Dockerode.Container): Promise<string> {
-    try {
-      const raw = await container.logs({ stdout: true, stderr: true, tail: 20, follow: false });
-      return demuxLogs(Buffer.isBuffer(raw) ? raw : Buffer.from(String(raw))).slice(-2_000);
-    } catch {
-      return "";
-    }
-  }
-
-  /**
-   * Running egress sandboxes whose proxy socket nobody answers (the replica that served it is
-   * gone) get it from this process. Called from list(), so reconciliation heals them.
-   */
-  private async retakeEgress(sandboxes: DockerSandbox[]): Promise<void> {
-    if (!this.egress) return;
-    // Proxies of sandboxes gone (destroyed by another replica, or lost a takeover race) close.
-    const running = new Set(sandboxes.filter((s) => s.egress && s.running).map((s) => s.sandboxId));
-    for (const sandboxId of this.egress.served()) {
-      if (!running.has(sandboxId) && !this.starting.has(sandboxId)) await this.egress.close(sandboxId);
-    }
-    for (const sandbox of sandboxes) {
-      if (!sandbox.egress || !sandbox.running || this.egress.serves(sandbox.sandboxId)) continue;
-      const socketPath = this.socketDirs.egressSocketOf(sandbox.sandboxId);
-      if (await socketAnswers(socketPath)) continue;
-      try {
-        const taken = await this.socketDirs.whileUnsealed(sandbox.sandboxId, () =>
-          attachEgressSocket(this.egress!, sandbox.sandboxId, socketPath),
-        );
-        if (taken)
-          this.log?.info({ sandbox: sandbox.sandboxId }, "took over an egress sandbox's proxy socket");
-      } catch (error) {
-        this.log?.warn(
-          { sandbox: sandbox.sandboxId, err: error },
-          "could not take over an egress proxy socket",
-        );
-      }
-    }
-  }
-
-  /** Removes the container of that name on every engine that answers; none is not an error. */
-  private async removeByName(name: string): Promise<void> {
-    await Promise.all(
-      this.engineList
-        .filter((engine) => engine.up)
-        .map(async (engine) => {
-          try {
-            await engine.call((docker) => docker.getContainer(name).remove({ force: true, v: true }));
-          } catch (error) {
-            const status = dockerStatusOf(error);
-            if (status !== 404 && status !== 409) throw error;
-          }
-        }),
-    );
-  }
-
-  private checkpointHost(): CheckpointHost {
-    return {
-      locate: (runtimeId) => this.parseRuntimeId(runtimeId),
-      socketOf: (sandboxId) => this.socketDirs.socketOf(sandboxId),
-      removeSocket: (sandboxId) =>
-        this.socketDirs.whileUnsealed(sandboxId, () =>
-          rm(this.socketDirs.socketOf(sandboxId), { force: true }),
-        ),
-      // The same directory (its container's bind mount holds it), open for the server to bind
-      // in again as the gateway's uid: never writable by anyone else (socket-dirs.ts).
-      reopenSocketDir: async (sandboxId) => {
-        await this.socketDirs.open(sandboxId);
-        await rm(this.socketDirs.socketOf(sandboxId), { force: true });
-      },
-      seal: (sandboxId) => this.socketDirs.seal(sandboxId),
-      endpointOf: (sandboxId) => unixEndpoint(this.socketDirs.socketOf(sandboxId)),
-      dispatcher: this.http,
-      sessionsRoot: this.options.sessionsRoot,
-      codeGid: Number(this.options.user.split(":")[1]),
-      maxWorkspaceTarBytes: maxWorkspaceTarBytes(Object.values(this.options.resourceClasses)),
-    };
-  }
-
-  /**
-   * An engine's data root (`docker info`), where it restores checkpoints from, asked once per
-   * engine. Only an engine whose data root is this host's (a local socket) can restore memory.
-   */
-  private readonly dataRoots = new Map<number, Promise<string>>();
-  private dataRoot(engine: DockerEngine): Promise<string> {
-    let answer = this.dataRoots.get(engine.index);
-    if (answer === undefined) {
-      answer = (async () => {
-        const info = (await engine.call((docker) => docker.info())) as { DockerRootDir?: string };
-        if (!info.DockerRootDir) throw new Error("the Docker engine did not say its data root");
-        return info.DockerRootDir;
-      })();
-      answer.catch(() => this.dataRoots.delete(engine.index));
-      this.dataRoots.set(engine.index, answer);
-    }
-    return answer;
-  }
-
-  private parseRuntimeId(runtimeId: string): { engine: DockerEngine; containerId: string } | undefined {
-    const match = /^(\d+):([0-9a-f]{12,64})$/.exec(runtimeId);
-    if (!match) return undefined;
-    const engine = this.engineList[Number(match[1])];
-    return engine ? { engine, containerId: match[2]! } : undefined;
-  }
-
   /**
    * What the sandbox used, from its cgroup: its files when this host sees them
    * (cgroup-usage.ts), else Docker's stats (container-usage.ts); undefined once it is gone
@@ -602,12 +388,12 @@ export class DockerRuntime implements SandboxRuntime {
    * Docker's API cannot, so a gateway that does not see them answers false.
    */
   async resetMemoryPeak(runtimeId: string): Promise<boolean> {
-    const parsed = this.parseRuntimeId(runtimeId);
+    const parsed = this.dockerEngines.locate(runtimeId);
     return parsed ? this.cgroups.resetPeak(parsed.containerId) : false;
   }
 
   async usage(runtimeId: string) {
-    const parsed = this.parseRuntimeId(runtimeId);
+    const parsed = this.dockerEngines.locate(runtimeId);
     if (!parsed) return undefined;
     const fromFiles = await this.cgroups.read(parsed.containerId);
     if (fromFiles) return fromFiles;
@@ -626,26 +412,4 @@ export class DockerRuntime implements SandboxRuntime {
 function assertBeforeDeadline(deadline: number, doing: string): void {
   if (Date.now() >= deadline)
     throw new SandboxStartError(`the sandbox start deadline passed before ${doing}`);
-}
-
-/** Docker multiplexes stdout/stderr of a container without a TTY: 8-byte frame headers. */
-function demuxLogs(raw: Buffer): string {
-  const parts: Buffer[] = [];
-  let offset = 0;
-  while (offset + 8 <= raw.length && raw[offset]! <= 2 && raw.readUInt16BE(offset + 1) === 0) {
-    const size = raw.readUInt32BE(offset + 4);
-    parts.push(raw.subarray(offset + 8, offset + 8 + size));
-    offset += 8 + size;
-  }
-  if (offset === 0) return raw.toString("utf8");
-  return Buffer.concat(parts).toString("utf8");
-}
-
-/**
- * A tar of a workspace is at most its tmpfs's size plus 512 bytes of header per file: twice
- * the largest class's tmpfs and 16 MiB more leaves room for many small files, and still bounds
- * what a sandbox can make the gateway write to the host's disk.
- */
-function maxWorkspaceTarBytes(classes: ResourceClass[]): number {
-  return 2 * Math.max(0, ...classes.map((rc) => rc.tmpfsBytes)) + 16 * 1024 * 1024;
 }

@@ -18,7 +18,8 @@ import { access, mkdir } from "node:fs/promises";
 import type { SandboxClient } from "../../forward/sandbox-client.js";
 import type { Isolation } from "../../policy-schema/isolation-levels.js";
 import type { PoolSpec } from "../sandbox-runtime.js";
-import type { DockerRuntime, EngineRuntimes } from "./docker-runtime.js";
+import type { DockerRuntime } from "./docker-runtime.js";
+import type { EngineRuntimes } from "./docker-runtime-answers.js";
 import { parseDockerHost } from "./docker-runtime-options.js";
 import { SandboxStartError } from "./wait-for-sandbox-health.js";
 

@@ -69,3 +69,6 @@ export interface LeaseStore {
  * a copy (or none did), and it dropped its own as it took the lease.
  */
 export type TakenLease = Lease & { copiedElsewhere?: true };
+
+/** The reads of leases across workspaces (the reaper's, hibernation's, reconciliation's). */
+export type LeaseListings = Pick<LeaseStore, "dueLeases" | "quietLeases" | "listLeases">;

@@ -1,5 +1,10 @@
 /** The memory store's pool counts: the same semantics as exchange-pool-demand-2.lua, in a map. */
-import type { PoolDemandDelta, PoolDemandTotals, PoolStartFailure } from "./pool-demand-exchange.js";
+import type {
+  PoolDemandDelta,
+  PoolDemandExchange,
+  PoolDemandTotals,
+  PoolStartFailure,
+} from "./pool-demand-exchange.js";
 
 interface PoolCounts {
   warmLeases: number;
@@ -10,10 +15,10 @@ interface PoolCounts {
   succeededAt: number;
 }
 
-export class MemoryPoolDemand {
+export class MemoryPoolDemand implements PoolDemandExchange {
   private readonly pools = new Map<string, PoolCounts>();
 
-  exchange(pool: string, delta: PoolDemandDelta, window: number): PoolDemandTotals {
+  async exchangePoolDemand(pool: string, delta: PoolDemandDelta, window: number): Promise<PoolDemandTotals> {
     let counts = this.pools.get(pool);
     if (!counts) {
       counts = {

@@ -2,7 +2,7 @@
  * The usage backlog in memory (usage-backlog.ts), for the memory store: the same queue,
  * claimed batch and claim per workspace as on Redis, with the same rules.
  */
-import type { ClaimedUsage, UsageBacklogSize, UsageClaim } from "./usage-backlog.js";
+import type { ClaimedUsage, UsageBacklog, UsageBacklogSize, UsageClaim } from "./usage-backlog.js";
 
 interface WorkspaceBacklog {
   queued: string[];
@@ -10,7 +10,7 @@ interface WorkspaceBacklog {
   claim?: { token: string; until: number };
 }
 
-export class MemoryUsageBacklog {
+export class MemoryUsageBacklog implements Omit<UsageBacklog, "flushCallEnds"> {
   private readonly backlogs = new Map<string, WorkspaceBacklog>();
 
   append(workspace: string, record: string): void {
@@ -47,9 +47,12 @@ export class MemoryUsageBacklog {
     return true;
   }
 
-  async usageWorkspaces(): Promise<string[]> {
+  async usageWorkspaces(_now?: number): Promise<string[]> {
     return [...this.backlogs.keys()];
   }
+
+  /** Every workspace with a backlog is listed already. */
+  async markUsageWaiting(_workspace: string, _waiting: boolean): Promise<void> {}
 
   async usageBacklogSize(workspace: string): Promise<UsageBacklogSize> {
     const backlog = this.backlogs.get(workspace);

@@ -22,12 +22,12 @@ import { promisify } from "node:util";
 import Dockerode from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { codeMaxProcesses, codeUidOf } from "../../../src/runtime/docker/container-spec.js";
+import { SandboxImageMissingError } from "../../../src/runtime/docker/docker-engines.js";
+import { DockerRuntime } from "../../../src/runtime/docker/docker-runtime.js";
 import {
   DockerEnginesUnreachableError,
-  DockerRuntime,
-  SandboxImageMissingError,
   type StartTimings,
-} from "../../../src/runtime/docker/docker-runtime.js";
+} from "../../../src/runtime/docker/docker-runtime-answers.js";
 import { dockerHostsFromEnv, parseDockerHost } from "../../../src/runtime/docker/docker-runtime-options.js";
 import type { PoolSpec, StartedSandbox } from "../../../src/runtime/sandbox-runtime.js";
 import { ContractClient } from "../../support/contract-client.js";

@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Isolation } from "../../../src/policy-schema/isolation-levels.js";
 import { containerName } from "../../../src/runtime/docker/container-spec.js";
 import { CHECKPOINT_NAME } from "../../../src/runtime/docker/docker-checkpoint.js";
-import type { CheckpointKind } from "../../../src/runtime/sandbox-hibernation.js";
+import type { CheckpointKind } from "../../../src/runtime/sandbox-checkpoints.js";
 import type { PoolSpec } from "../../../src/runtime/sandbox-runtime.js";
 import { ContractClient } from "../../support/contract-client.js";
 import { type DockerSandbox, startDockerSandbox } from "../../support/docker-sandbox.js";

@@ -14,11 +14,11 @@
  * with the workspace's next script (redis-call-steps.ts). Taking a lease tells every replica
  * to drop its copy (the `leases-ended` broadcast).
  *
- * Deployments from before the per-workspace index kept one global deadline index
- * (`{leases}:deadlines`): it is still read, and emptied, until nothing is left in it.
+ * The listings across workspaces (the reaper's, hibernation's, reconciliation's) are
+ * redis-lease-listings.ts; the global index of older deployments, redis-legacy-lease-index.ts.
  */
 import { randomBytes } from "node:crypto";
-import type { LeaseStore, TakenLease } from "../lease-store.js";
+import type { LeaseListings, LeaseStore, TakenLease } from "../lease-store.js";
 import {
   type CallEnd,
   type CallMark,
@@ -29,7 +29,6 @@ import {
   type Lease,
   type LeaseKey,
   leaseDeadline,
-  type QuietQuery,
   quietSince,
   runsASandbox,
   type SessionEndUsage,
@@ -40,14 +39,13 @@ import { CALL_STEPS_SCRIPT, RedisCallSteps } from "./redis-call-steps.js";
 import type { RedisCommands } from "./redis-commands.js";
 import type { RedisHolders } from "./redis-holders.js";
 import { BUDGET_KEY_TTL_MS } from "./redis-keys.js";
+import type { LegacyLeaseIndex } from "./redis-legacy-lease-index.js";
 
 /** The broadcast channel of ended sessions: a message is `[workspace, session id]` as JSON. */
 export const LEASES_ENDED_CHANNEL = "leases-ended";
 
 /** A lease key outlives the session's own deadline by this much; the reaper ends it first. */
 const LEASE_KEY_GRACE_MS = 10 * 60_000;
-/** Commands sent at once by the listings (one per workspace). */
-const LIST_CONCURRENCY = 16;
 
 /** What the begin script's refusals mean. */
 const BEGIN_REFUSALS: Record<string, Exclude<CallStarted["outcome"], "started">> = {
@@ -59,9 +57,8 @@ const BEGIN_REFUSALS: Record<string, Exclude<CallStarted["outcome"], "started">>
 const lifetimeEnd = (lease: Lease) => lease.createdAt + lease.maxLifetimeSeconds * 1000;
 const leaseEnd = (lease: Lease) => lifetimeEnd(lease) + LEASE_KEY_GRACE_MS;
 
-export class RedisLeases implements LeaseStore {
-  /** Whether the legacy deadline index had entries when last read. */
-  private legacyIndexInUse = true;
+/** The leases but their listings across workspaces (redis-lease-listings.ts). */
+export class RedisLeases implements Omit<LeaseStore, keyof LeaseListings> {
   private readonly steps: RedisCallSteps;
   private readonly cache = new LeaseCache();
   /** This replica among those that may hold a copy of a lease (KEYS.leaseCopies). */
@@ -71,6 +68,7 @@ export class RedisLeases implements LeaseStore {
   constructor(
     private readonly commands: RedisCommands,
     private readonly holders: RedisHolders,
+    private readonly legacy: LegacyLeaseIndex,
     /** Tells every replica a session ended (LEASES_ENDED_CHANNEL). */
     private readonly announceEnded: (message: string) => Promise<void>,
   ) {
@@ -296,7 +294,7 @@ export class RedisLeases implements LeaseStore {
   }
 
   async takeLease(key: LeaseKey, ended?: SessionEndUsage): Promise<TakenLease | undefined> {
-    const { redis, keys } = this.commands;
+    const { keys } = this.commands;
     const reply = (await this.commands.script(
       "take-lease",
       [
@@ -308,9 +306,7 @@ export class RedisLeases implements LeaseStore {
       ],
       [key.sessionId, ended?.record ?? "", ended?.now ?? 0],
     )) as [string, string, ...string[]] | null;
-    if (this.legacyIndexInUse) {
-      await this.commands.call(() => redis.zrem(keys.legacyLeaseIndex(), keys.indexMember(key)));
-    }
+    await this.legacy.forget(key);
     if (!reply) return undefined;
     this.cache.forget(key, Date.now());
     // Every other replica's copy goes too. Until the message reaches it, a copy could still
@@ -320,144 +316,5 @@ export class RedisLeases implements LeaseStore {
     const lease = JSON.parse(raw) as Lease;
     const elsewhere = known !== "1" || copies.some((replica) => replica !== this.replicaId);
     return elsewhere ? { ...lease, copiedElsewhere: true } : lease;
-  }
-
-  async dueLeases(now: number, limit: number) {
-    const { redis, keys } = this.commands;
-    const due = new Map<string, LeaseKey>();
-    const add = (key: LeaseKey) => due.set(JSON.stringify([key.workspace, key.sessionId]), key);
-    for (const key of await this.legacyMembers("-inf", now, limit)) add(key);
-    const workspaces = await this.holders.workspacesWithLeases(now);
-    for (let i = 0; i < workspaces.length && due.size < limit; i += LIST_CONCURRENCY) {
-      const batch = workspaces.slice(i, i + LIST_CONCURRENCY);
-      const found = await Promise.all(
-        batch.map((workspace) =>
-          this.commands.read(() =>
-            redis.zrangebyscore(keys.deadlines(workspace), "-inf", now, "LIMIT", 0, limit),
-          ),
-        ),
-      );
-      found.forEach((sessions, j) => {
-        for (const sessionId of sessions) add({ workspace: batch[j]!, sessionId });
-      });
-    }
-    return [...due.values()].slice(0, limit);
-  }
-
-  /**
-   * Per workspace with leases: one range read of its quiet index; for a workspace with
-   * sessions quiet since `query.latest`, its cutoff, then one MGET of those quiet since it.
-   * Each lease read is checked again (an entry can lag a lease written by a replica of an
-   * earlier version, which kept no quiet index).
-   */
-  async quietLeases(query: QuietQuery) {
-    const { redis, keys } = this.commands;
-    // The calls this replica began or ended and has not written yet count, applied before the
-    // read (as for a hibernation step): a session it serves a call on right now is not quiet.
-    await this.steps.flush();
-    const workspaces = await this.holders.workspacesWithLeases(Date.now());
-    const found: Lease[] = [];
-    const ofWorkspace = async (workspace: string) => {
-      const scored = await this.commands.read(() =>
-        redis.zrangebyscore(
-          keys.quiet(workspace),
-          "-inf",
-          query.latest,
-          "WITHSCORES",
-          "LIMIT",
-          0,
-          query.limit,
-        ),
-      );
-      if (scored.length === 0) return;
-      const cutoff = await query.cutoff(workspace);
-      if (cutoff === null) return;
-      const sessions: string[] = [];
-      for (let i = 0; i < scored.length; i += 2) {
-        if (Number(scored[i + 1]) <= cutoff) sessions.push(scored[i]!);
-      }
-      if (sessions.length === 0) return;
-      const raws = await this.commands.read(() =>
-        redis.mget(sessions.map((sessionId) => keys.lease({ workspace, sessionId }))),
-      );
-      const gone: string[] = [];
-      raws.forEach((raw, j) => {
-        const lease = raw ? (JSON.parse(raw) as Lease) : undefined;
-        if (!lease) gone.push(sessions[j]!);
-        else if (runsASandbox(lease) && quietSince(lease) <= cutoff) found.push(lease);
-      });
-      // Entries whose lease aged out without being taken (a session id is never used again).
-      if (gone.length > 0) await this.commands.call(() => redis.zrem(keys.quiet(workspace), ...gone));
-    };
-    for (let i = 0; i < workspaces.length; i += LIST_CONCURRENCY) {
-      await Promise.all(workspaces.slice(i, i + LIST_CONCURRENCY).map(ofWorkspace));
-    }
-    return found;
-  }
-
-  async listLeases() {
-    const { redis, keys } = this.commands;
-    const now = Date.now();
-    const byWorkspace = new Map<string, Set<string>>();
-    const add = (key: LeaseKey) => {
-      const sessions = byWorkspace.get(key.workspace) ?? new Set<string>();
-      sessions.add(key.sessionId);
-      byWorkspace.set(key.workspace, sessions);
-    };
-    for (const key of await this.legacyMembers("-inf", "+inf")) add(key);
-    const workspaces = await this.holders.workspacesWithLeases(now);
-    for (let i = 0; i < workspaces.length; i += LIST_CONCURRENCY) {
-      const batch = workspaces.slice(i, i + LIST_CONCURRENCY);
-      const found = await Promise.all(
-        batch.map((workspace) =>
-          this.commands.read(() => redis.zrange(keys.deadlines(workspace), "0", "-1")),
-        ),
-      );
-      found.forEach((sessions, j) => {
-        for (const sessionId of sessions) add({ workspace: batch[j]!, sessionId });
-      });
-    }
-    const leases: Lease[] = [];
-    const entries = [...byWorkspace.entries()];
-    for (let i = 0; i < entries.length; i += LIST_CONCURRENCY) {
-      await Promise.all(
-        entries.slice(i, i + LIST_CONCURRENCY).map(async ([workspace, set]) => {
-          const sessions = [...set];
-          // One workspace's keys share a slot: one MGET each.
-          const raws = await this.commands.read(() =>
-            redis.mget(sessions.map((sessionId) => keys.lease({ workspace, sessionId }))),
-          );
-          const stale: string[] = [];
-          raws.forEach((raw, j) => {
-            if (raw) leases.push(JSON.parse(raw) as Lease);
-            else stale.push(sessions[j]!);
-          });
-          // Hints whose lease is gone (it aged out without being taken).
-          if (stale.length > 0) {
-            await Promise.all(
-              [keys.deadlines(workspace), keys.quiet(workspace)].map((index) =>
-                this.commands.call(() => redis.zrem(index, ...stale)),
-              ),
-            );
-          }
-        }),
-      );
-    }
-    return leases;
-  }
-
-  private async legacyMembers(min: number | string, max: number | string, limit?: number) {
-    if (!this.legacyIndexInUse) return [];
-    const { redis, keys } = this.commands;
-    const index = keys.legacyLeaseIndex();
-    const members = await this.commands.read(() =>
-      limit === undefined
-        ? redis.zrangebyscore(index, min, max)
-        : redis.zrangebyscore(index, min, max, "LIMIT", "0", String(limit)),
-    );
-    if (members.length === 0 && (await this.commands.read(() => redis.zcard(index))) === 0) {
-      this.legacyIndexInUse = false; // nothing writes it any more: it stays empty
-    }
-    return members.map((member) => keys.parseIndexMember(member));
   }
 }

@@ -8,13 +8,13 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { SandpoolError } from "../../../../src/contract/error-codes.js";
-import type { RestoreRequest } from "../../../../src/hibernate/hibernation-sandboxes.js";
+import type { SessionRestoreRequest } from "../../../../src/hibernate/hibernation-sandboxes.js";
 import type { NodeClient } from "../../../../src/roles/edge/node-client.js";
 import type { NodeDirectory } from "../../../../src/roles/edge/node-directory.js";
 import { NodeHibernationSandboxes } from "../../../../src/roles/edge/node-hibernation-sandboxes.js";
 import type { RoutedPools } from "../../../../src/roles/edge/routed-pools.js";
 import type { NodeView } from "../../../../src/roles/shared/node-registry.js";
-import { SandboxLostInCheckpointError } from "../../../../src/runtime/sandbox-hibernation.js";
+import { SandboxLostInCheckpointError } from "../../../../src/runtime/sandbox-checkpoints.js";
 import type { PoolSpec } from "../../../../src/runtime/sandbox-runtime.js";
 import type { CheckpointRecord, Lease, SandboxRecord } from "../../../../src/store/coordination/records.js";
 
@@ -113,7 +113,7 @@ function setUp(
   return { steps, calls, leasedAmong };
 }
 
-function restoreRequest(record: CheckpointRecord, named: SandboxRecord[] = []): RestoreRequest {
+function restoreRequest(record: CheckpointRecord, named: SandboxRecord[] = []): SessionRestoreRequest {
   return {
     key,
     lease: { sandbox: sandbox(record.node!) } as Lease,

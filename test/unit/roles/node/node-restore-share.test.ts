@@ -14,7 +14,7 @@ import type { SandboxClient } from "../../../../src/forward/sandbox-client.js";
 import type { CheckpointStore } from "../../../../src/hibernate/checkpoint-store.js";
 import { NodeHibernation } from "../../../../src/roles/node/node-hibernation.js";
 import { NodeSandboxes } from "../../../../src/roles/node/node-sandboxes.js";
-import type { SandboxHibernation } from "../../../../src/runtime/sandbox-hibernation.js";
+import type { SandboxCheckpoints } from "../../../../src/runtime/sandbox-checkpoints.js";
 import type { PoolSpec } from "../../../../src/runtime/sandbox-runtime.js";
 import type { LeaseStore } from "../../../../src/store/coordination/lease-store.js";
 import type { Lease } from "../../../../src/store/coordination/records.js";
@@ -47,7 +47,7 @@ function node(options: { restoreFails?: boolean } = {}) {
       if (state.restoreFails) throw new Error("the engine refused the restore");
       return run(sandboxId, "r");
     },
-  } as unknown as SandboxHibernation;
+  } as unknown as SandboxCheckpoints;
   /** The sessions being restored, as their leases say (session id -> its sandbox id). */
   const restoring = new Map<string, string>();
   const leases = {

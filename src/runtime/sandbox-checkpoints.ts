@@ -26,7 +26,7 @@ export interface SavedCheckpoint {
   bytes: number;
 }
 
-export interface RestoreRequest {
+export interface RestoreCheckpointRequest {
   /** The sandbox id it had: a memory checkpoint restores its socket directory and code uid. */
   sandboxId: string;
   pool: PoolSpec;
@@ -44,7 +44,7 @@ export interface FilesRestore {
   dir: string;
 }
 
-export interface SandboxHibernation {
+export interface SandboxCheckpoints {
   /** What hibernating a sandbox of this pool keeps; undefined: the pool's sandboxes cannot hibernate. */
   checkpointKindOf(pool: PoolSpec): CheckpointKind | undefined;
   /**
@@ -60,7 +60,7 @@ export interface SandboxHibernation {
    * interpreter and files); for `files`, a fresh sandbox (the caller makes its session and
    * calls restoreFiles). `dir` is left as it was, for a retry.
    */
-  restore(request: RestoreRequest): Promise<StartedSandbox>;
+  restore(request: RestoreCheckpointRequest): Promise<StartedSandbox>;
   /** Puts a `files` checkpoint into a session of a restored sandbox. */
   restoreFiles(request: FilesRestore): Promise<void>;
 }
@@ -81,7 +81,7 @@ export class SandboxLostInCheckpointError extends Error {
 }
 
 /** A runtime's hibernation, where it has one (the docker runtime; never the process runtime). */
-export function hibernationOf(runtime: SandboxRuntime): SandboxHibernation | undefined {
-  const candidate = (runtime as { hibernation?: SandboxHibernation }).hibernation;
+export function checkpointsOf(runtime: SandboxRuntime): SandboxCheckpoints | undefined {
+  const candidate = (runtime as { hibernation?: SandboxCheckpoints }).hibernation;
   return candidate && typeof candidate.checkpoint === "function" ? candidate : undefined;
 }
