@@ -350,6 +350,14 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   "usageBacklog.notReadyAbove": {
     comment: "Records waiting past which /readyz answers not ready (Postgres is not keeping up).",
   },
+  "usageBacklog.journalDir": {
+    comment:
+      "Where `sandpool serve` journals each call's usage record before answering, for another replica to replay if this one dies (default: <OS temp dir>/sandpool-usage-journal/<deployment>). Use a volume that outlives the container (e.g. an emptyDir); a machine crash may lose what the kernel had not yet written.",
+  },
+  "usageBacklog.journalReplayAfterMs": {
+    comment:
+      "A journal segment nobody has written to for this long is left behind: any replica replays it into the backlog.",
+  },
   policyCacheTtlMs: { comment: "How long a workspace policy is cached; edits also invalidate it at once." },
   egress: {
     comment:

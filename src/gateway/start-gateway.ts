@@ -28,6 +28,7 @@ import { GatewayMetrics } from "../metering/gateway-metrics.js";
 import { registerUsageBacklogMetrics } from "../metering/usage-backlog-metrics.js";
 import { startUsageDrain } from "../metering/usage-drain-loop.js";
 import { UsageDrainer } from "../metering/usage-drainer.js";
+import type { UsageJournal } from "../metering/usage-journal.js";
 import { UsageReports } from "../metering/usage-report.js";
 import { runRetention, USAGE_RETENTION_JOB } from "../metering/usage-retention.js";
 import { POLICY_CHANNEL, PolicyAdmin } from "../policy/policy-admin.js";
@@ -74,6 +75,8 @@ export interface GatewayBackends {
   jobs: JobRunner;
   /** The egress proxy the runtime attaches to egress sandboxes; bound here to the policy. */
   egress?: GatewayEgress;
+  /** Where usage records are journaled before answers are released (`sandpool serve`). */
+  usageJournal?: UsageJournal;
 }
 
 export interface RunningGateway extends RunningServer {
@@ -140,7 +143,16 @@ export async function startGateway(
   // Billing usage goes with the store's own writes to its backlog, drained to Postgres by
   // every replica; refusals are buffered here (src/metering/durable-usage-sink.ts).
   const usageDrainer = new UsageDrainer(store, usageRepository, log);
-  const usage = new DurableUsageSink(store, usageDrainer, new BufferedUsageSink(usageRepository, log), log);
+  const journal = backends.usageJournal;
+  const usage = new DurableUsageSink(
+    store,
+    usageDrainer,
+    new BufferedUsageSink(usageRepository, log),
+    log,
+    Date.now,
+    journal,
+  );
+  journal?.start();
   registerUsageBacklogMetrics(metrics.registry, () => usageDrainer.lastReport);
   const usageDrain = startUsageDrain(usageDrainer, config.usageBacklog.drainMs, log);
   const backlogWithinBound = () => usageDrainer.lastReport.records <= config.usageBacklog.notReadyAbove;
@@ -190,6 +202,7 @@ export async function startGateway(
     usage,
     log,
     ...(hibernation ? { hibernation } : {}),
+    ...(journal ? { journal } : {}),
   });
   edge?.bindSessions(sessions);
   await edge?.start();
@@ -374,6 +387,7 @@ export async function startGateway(
       await backends.egress?.closeAll();
       usageDrain.stop();
       await usage.close();
+      await journal?.close();
       await authentication.close();
       await sandboxes.close();
       metrics.close();
