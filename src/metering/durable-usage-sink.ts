@@ -77,7 +77,13 @@ export class DurableUsageSink implements UsageSink {
       await this.refusals.close();
     }
     const left = [...this.outbox.values()].reduce((sum, records) => sum + records.length, 0);
-    if (left > 0) this.log.error({ lost: left }, "usage records could not reach the store before shutdown");
+    if (left === 0) return;
+    if (this.journal)
+      this.log.warn(
+        { waiting: left },
+        "usage records could not reach the store before shutdown: the journal keeps them",
+      );
+    else this.log.error({ lost: left }, "usage records could not reach the store before shutdown");
   }
 
   /** Appends what waits; concurrent callers share the attempt (and wait for what it sends). */

@@ -19,6 +19,8 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { Logger } from "pino";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { BufferedUsageSink } from "../../../src/metering/buffered-usage-sink.js";
+import { DurableUsageSink } from "../../../src/metering/durable-usage-sink.js";
 import { UsageJournal } from "../../../src/metering/usage-journal.js";
 import { usageRecord } from "../../../src/metering/usage-record.js";
 import { MemoryCoordinationStore } from "../../../src/store/coordination/memory-store.js";
@@ -129,6 +131,34 @@ describe("UsageJournal", () => {
     utimesSync(path.join(directory, claimed!), old, old);
     expect(await open().replayLeftBehind()).toBe(1);
     expect(await backlogOf("ws")).toEqual([record("e-1")]);
+  });
+
+  it("keeps what the usage sink records journaled until the backlog has it", async () => {
+    const journal = open();
+    let away = true;
+    const backlog = {
+      appendUsage: (workspace: string, records: readonly string[]) =>
+        away ? Promise.reject(new Error("store away")) : store.appendUsage(workspace, records),
+      flushCallEnds: async () => {},
+    };
+    const sink = new DurableUsageSink(
+      backlog,
+      { drain: async () => ({}) as never },
+      new BufferedUsageSink({ insert: async () => 0 } as never, logger),
+      logger,
+      Date.now,
+      journal,
+    );
+    sink.record({ workspace: "ws", sessionId: "s-1", kind: "sandbox_cpu", quantity: 7, eventId: "c-1" });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await backlogOf("ws")).toEqual([]);
+    // The store away: the record is on disk, for another replica to replay if this one dies.
+    await journal.close();
+    expect(readdirSync(directory)).toHaveLength(1);
+    away = false;
+    await sink.close();
+    expect(await backlogOf("ws")).toHaveLength(1);
+    expect(readdirSync(directory)).toEqual([]);
   });
 
   it("refuses a directory it cannot write, naming the setting", () => {
