@@ -13,7 +13,7 @@
  * could not take are not answered, ends written behind that it missed are written again once
  * it is back.
  */
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { sql } from "kysely";
@@ -221,6 +221,9 @@ describe.skipIf(!available)("usage of answered calls survives a replica killed w
       one.process.kill("SIGKILL");
       return true;
     });
+    // Nothing of the killed replica's journal is left: the survivor replayed it.
+    const left = (await readdir(journal)).filter((name) => name.startsWith(`${one.process.pid}-`));
+    expect(left).toEqual([]);
   }, 180_000);
 });
 
