@@ -353,6 +353,7 @@ export const fieldDocs: Readonly<Record<string, FieldDoc>> = {
   "usageBacklog.journalDir": {
     comment:
       "Where `sandpool serve` journals each call's usage record before answering, for another replica to replay if this one dies (default: <OS temp dir>/sandpool-usage-journal/<deployment>). Use a volume that outlives the container (e.g. an emptyDir); a machine crash may lose what the kernel had not yet written.",
+    example: "/var/lib/sandpool/usage-journal",
   },
   "usageBacklog.journalReplayAfterMs": {
     comment:
