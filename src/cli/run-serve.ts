@@ -29,6 +29,7 @@ import { RedisCoordinationStore } from "../store/coordination/redis/redis-store.
 import { assertSchemaCurrent, migrateToLatest } from "../store/sql/migrate.js";
 import { openPostgres } from "../store/sql/open-database.js";
 import { onShutdown } from "./on-shutdown.js";
+import { openUsageJournal } from "./open-usage-journal.js";
 import { printGatewayReady, printReady } from "./ready-line.js";
 import { assertIsolationHolds, assertIsolationPossible, poolsThisEngineServes } from "./serve-isolation.js";
 import { noticesForServe, refusedForServe } from "./serve-refusals.js";
@@ -194,7 +195,8 @@ async function runEdgeRole(config: GatewayConfig, options: ServeOptions, log: Lo
     lostAfterMs: config.node.lostAfterMs,
   });
   const jobs = new BullmqJobRunner({ target: redis, queueName: config.deployment }, log);
-  const gateway = await startGateway(config, { store, db, jobs, nodes }, log, {
+  const usageJournal = openUsageJournal(config, store, log);
+  const gateway = await startGateway(config, { store, db, jobs, nodes, usageJournal }, log, {
     ready: () => store.ping(),
   });
   log.info({ url: gateway.url, redis: describeRedisTarget(redis) }, "sandpool edge serving");
@@ -235,7 +237,8 @@ export async function runServe(options: ServeOptions): Promise<void> {
     prefix: `sandpool:${config.deployment}:`,
   });
   const jobs = new BullmqJobRunner({ target: redis, queueName: config.deployment }, log);
-  const gateway = await startGateway(config, { store, db, runtime, jobs, egress }, log, {
+  const usageJournal = openUsageJournal(config, store, log);
+  const gateway = await startGateway(config, { store, db, runtime, jobs, egress, usageJournal }, log, {
     ready: () => store.ping(),
   });
   log.info(

@@ -239,6 +239,11 @@ const bindings: readonly EnvBinding[] = [
     envWholeNumber,
   ),
   scalar(
+    "SANDPOOL_USAGE_JOURNAL_DIR",
+    "usageBacklog.journalDir",
+    "directory of the usage journal (a volume that outlives the container)",
+  ),
+  scalar(
     "SANDPOOL_MIGRATE_ON_START",
     "migrateOnStart",
     "apply database migrations at start-up (true/false)",

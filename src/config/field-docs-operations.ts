@@ -76,6 +76,15 @@ export const operationsFieldDocs: FieldDocs = {
       "Billing usage waits in the coordination store (Redis) until a replica's drainer writes it to Postgres: nothing is lost while Postgres is away.",
   },
   "usageBacklog.drainMs": { comment: "How often each replica drains the usage backlog to Postgres." },
+  "usageBacklog.journalDir": {
+    comment:
+      "Where `sandpool serve` journals each call's usage record before answering, for another replica to replay if this one dies (default: <OS temp dir>/sandpool-usage-journal/<deployment>). Use a volume that outlives the container (e.g. an emptyDir); a machine crash may lose what the kernel had not yet written.",
+    example: "/var/lib/sandpool/usage-journal",
+  },
+  "usageBacklog.journalReplayAfterMs": {
+    comment:
+      "A journal segment nobody has written to for this long is left behind: any replica replays it into the backlog.",
+  },
   "usageBacklog.notReadyAbove": {
     comment: "Records waiting past which /readyz answers not ready (Postgres is not keeping up).",
   },

@@ -166,6 +166,14 @@ export const gatewayConfigSchema = z
         drainMs: positive.default(1_000),
         /** Past this many records waiting, /readyz answers not ready (Postgres is not keeping up). */
         notReadyAbove: positive.default(1_000_000),
+        /**
+         * Where `sandpool serve` journals each call's usage record before its answer is
+         * released (src/metering/usage-journal.ts); default: under the OS temp directory, per
+         * deployment. Must outlive the process (a volume, e.g. an emptyDir).
+         */
+        journalDir: z.string().min(1).optional(),
+        /** A journal segment nobody has written to for this long is replayed by any replica. */
+        journalReplayAfterMs: positive.default(30_000),
       })
       .prefault({}),
     policyCacheTtlMs: positive.default(1_000),

@@ -25,7 +25,7 @@ export interface ClosingGateway {
 }
 
 export async function closeGateway(
-  backends: Pick<GatewayBackends, "store" | "jobs" | "egress">,
+  backends: Pick<GatewayBackends, "store" | "jobs" | "egress" | "usageJournal">,
   parts: ClosingGateway,
   options: { destroySandboxes?: boolean },
 ): Promise<void> {
@@ -58,6 +58,7 @@ export async function closeGateway(
   await backends.egress?.closeAll();
   parts.stopUsageDrain();
   await parts.usage.close();
+  await backends.usageJournal?.close();
   await parts.authentication.close();
   await started.sandboxes.close();
   parts.metrics.close();

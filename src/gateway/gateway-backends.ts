@@ -2,6 +2,7 @@
 import type { Kysely } from "kysely";
 import type { GatewayEgress } from "../egress/gateway-egress.js";
 import type { JobRunner } from "../jobs/job-runner.js";
+import type { UsageJournal } from "../metering/usage-journal.js";
 import type { NodeRegistry } from "../roles/shared/node-registry.js";
 import type { SandboxRuntime } from "../runtime/sandbox-runtime.js";
 import type { CoordinationStore } from "../store/coordination/coordination-store.js";
@@ -17,4 +18,6 @@ export interface GatewayBackends {
   jobs: JobRunner;
   /** The egress proxy the runtime attaches to egress sandboxes; bound here to the policy. */
   egress?: GatewayEgress;
+  /** Where usage records are journaled before answers are released (`sandpool serve`). */
+  usageJournal?: UsageJournal;
 }

@@ -77,6 +77,7 @@ export async function startGateway(
     usage: usage.usage,
     log,
     ...(hibernation ? { hibernation } : {}),
+    ...(backends.usageJournal ? { journal: backends.usageJournal } : {}),
   });
   started.edge?.bindSessions(sessions);
   await started.edge?.start();

@@ -25,14 +25,23 @@ export interface StartedUsage {
 
 export function startUsage(
   config: GatewayConfig,
-  backends: Pick<GatewayBackends, "store" | "db">,
+  backends: Pick<GatewayBackends, "store" | "db" | "usageJournal">,
   deps: { metrics: GatewayMetrics; log: Logger },
 ): StartedUsage {
   const { store } = backends;
   const { log } = deps;
   const usageRepository = new UsageRepository(backends.db);
   const usageDrainer = new UsageDrainer(store, usageRepository, log);
-  const usage = new DurableUsageSink(store, usageDrainer, new BufferedUsageSink(usageRepository, log), log);
+  const journal = backends.usageJournal;
+  const usage = new DurableUsageSink(
+    store,
+    usageDrainer,
+    new BufferedUsageSink(usageRepository, log),
+    log,
+    Date.now,
+    journal,
+  );
+  journal?.start();
   registerUsageBacklogMetrics(deps.metrics.registry, () => usageDrainer.lastReport);
   const usageDrain = startUsageDrain(usageDrainer, config.usageBacklog.drainMs, log);
   return {

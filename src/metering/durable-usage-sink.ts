@@ -6,20 +6,29 @@
  * here is the rest (a sandbox's CPU and memory, a checkpoint, a call's record whose end could
  * not be written), appended to the backlog at once, and kept and retried while the store is
  * away. Refusals (`denied`) stay best-effort: buffered in memory and written in batches
- * (buffered-usage-sink.ts), as a flood of them must not fill the backlog.
+ * (buffered-usage-sink.ts), as a flood of them must not fill the backlog. With a usage journal
+ * (usage-journal.ts), each record is journaled as it is recorded, so a replica killed before
+ * its append leaves it for another replica to replay.
  */
 import type { Logger } from "pino";
 import type { UsageBacklog } from "../store/coordination/usage-backlog.js";
 import type { UsageDrainer } from "./usage-drainer.js";
+import type { JournalEntry, UsageJournal } from "./usage-journal.js";
 import { usageRecord } from "./usage-record.js";
 import type { UsageEventInput, UsageSink } from "./usage-sink.js";
+
+/** A record waiting to be appended, and its journal entry. */
+interface Outgoing {
+  record: string;
+  entry: JournalEntry | undefined;
+}
 
 /** How long an append that failed waits before it is tried again. */
 const RETRY_AFTER_MS = 1_000;
 
 export class DurableUsageSink implements UsageSink {
-  /** Records not yet appended, per workspace, oldest first. */
-  private readonly outbox = new Map<string, string[]>();
+  /** Records not yet appended, per workspace, oldest first, with their journal entries. */
+  private readonly outbox = new Map<string, Outgoing[]>();
   private sending: Promise<void> | undefined;
   private retry: NodeJS.Timeout | undefined;
   private closed = false;
@@ -31,6 +40,7 @@ export class DurableUsageSink implements UsageSink {
     private readonly refusals: UsageSink,
     private readonly log: Logger,
     private readonly now: () => number = Date.now,
+    private readonly journal?: Pick<UsageJournal, "append">,
   ) {}
 
   record(event: UsageEventInput): void {
@@ -40,8 +50,9 @@ export class DurableUsageSink implements UsageSink {
     }
     const waiting = this.outbox.get(event.workspace);
     const record = usageRecord(event, this.now());
-    if (waiting) waiting.push(record);
-    else this.outbox.set(event.workspace, [record]);
+    const outgoing: Outgoing = { record, entry: this.journal?.append(event.workspace, record) };
+    if (waiting) waiting.push(outgoing);
+    else this.outbox.set(event.workspace, [outgoing]);
     if (!this.retry) void this.send();
   }
 
@@ -66,7 +77,13 @@ export class DurableUsageSink implements UsageSink {
       await this.refusals.close();
     }
     const left = [...this.outbox.values()].reduce((sum, records) => sum + records.length, 0);
-    if (left > 0) this.log.error({ lost: left }, "usage records could not reach the store before shutdown");
+    if (left === 0) return;
+    if (this.journal)
+      this.log.warn(
+        { waiting: left },
+        "usage records could not reach the store before shutdown: the journal keeps them",
+      );
+    else this.log.error({ lost: left }, "usage records could not reach the store before shutdown");
   }
 
   /** Appends what waits; concurrent callers share the attempt (and wait for what it sends). */
@@ -83,7 +100,11 @@ export class DurableUsageSink implements UsageSink {
     for (const [workspace, records] of [...this.outbox]) {
       this.outbox.delete(workspace);
       try {
-        await this.backlog.appendUsage(workspace, records);
+        await this.backlog.appendUsage(
+          workspace,
+          records.map((outgoing) => outgoing.record),
+        );
+        for (const outgoing of records) outgoing.entry?.applied();
       } catch (error) {
         // Kept, ahead of anything recorded meanwhile. An append whose reply was lost may be
         // made twice: its records keep their ids, which count once (merge-usage.ts, the repository).

@@ -3,8 +3,10 @@
  * session, kind and tool merged into one row (quantity summed, `events` counted), so a busy
  * session writes a row per batch, not a row per call. A batch is frozen once claimed
  * (src/store/coordination/usage-backlog.ts), so the rows made from it, their ids included,
- * are the same however often it is written: a merged row takes the id of its first event.
- * An event id met twice in the batch (an append retried after a reply was lost) counts once.
+ * are the same however often it is written: a merged row takes the id of its first event,
+ * and lists every event's id and quantity (`parts`), so an event met again in a later batch
+ * (a usage journal replayed, an append retried) counts once (usage-repository.ts). An event
+ * id met twice in the batch counts once.
  */
 import type { UsageEvent, UsageKind } from "../store/sql/usage-event.js";
 import { parseUsageRecord, wholeQuantity } from "./usage-record.js";
@@ -37,10 +39,13 @@ export function mergeUsageBatch(workspace: string, records: readonly string[]): 
     if (into) {
       into.quantity = wholeQuantity(into.quantity + event.quantity);
       into.events = (into.events ?? 1) + 1;
+      into.parts!.push({ eventId: event.eventId, quantity: event.quantity });
       continue;
     }
     rows.push(event);
-    if (key !== undefined) merged.set(key, event);
+    if (key === undefined) continue;
+    event.parts = [{ eventId: event.eventId, quantity: event.quantity }];
+    merged.set(key, event);
   }
   return { rows, unreadable };
 }

@@ -25,6 +25,12 @@ export interface OpenCall {
    * milliseconds charged.
    */
   end(measuredMs?: number, usage?: CallUsage): Promise<number>;
+  /**
+   * The same end in two steps: made now (settled, and its usage record journaled, durable
+   * from here: src/metering/usage-journal.ts), sent to the store when the returned function
+   * runs. What a handler calls before it releases its answer, to send the end after it.
+   */
+  ending(measuredMs?: number, usage?: CallUsage): () => Promise<number>;
 }
 
 /** What a call used, recorded with its end: an Execute its time charged, a transfer its bytes. */

@@ -57,7 +57,7 @@ export async function streamExecution(
     if (finished) return;
     finished = true;
     const wallMs = started === undefined ? 0 : performance.now() - started;
-    const settled = meterExecution(services, call.tool, call.call, wallMs);
+    const settled = meterExecution(services, call.tool, call.call, wallMs)();
     services.pending.track(settled);
     settled.catch(couldNotClose).finally(() => releaseSlot?.());
   };

@@ -71,7 +71,10 @@ export function executeHandler(services: ExecuteDeps): OperationHandler {
       // another request (so whatever it sends the store next carries the end or goes behind
       // it): the answer waits neither for the settling nor for it being applied. It cannot
       // fail the call (a store failure leaves the reservation charged in full, and is logged).
-      services.pending.track(answersWritten().then(() => meterExecution(services, tool, call!, wallMs)));
+      // Its usage record is journaled now, before the answer is released: a replica killed
+      // before the end reaches the store leaves it for another to replay.
+      const sendEnd = meterExecution(services, tool, call!, wallMs);
+      services.pending.track(answersWritten().then(sendEnd));
     }
   };
 }

@@ -2,7 +2,8 @@
  * Ends an Execute: charges it its wall time (at most what was reserved) with the call's end
  * (written behind by the store, src/store/coordination/redis/redis-call-steps.ts), and
  * records it with that end, in the same write (the usage backlog). Runs whether the call
- * answered or failed: the time was spent either way. A store failure here leaves the
+ * answered or failed: the time was spent either way. The usage record is journaled first
+ * (src/metering/usage-journal.ts), before the answer is released. A store failure here leaves the
  * reservation charged in full, which is the safe side.
  */
 
@@ -14,12 +15,16 @@ export interface MeterDeps {
   metrics: Pick<GatewayMetrics, "execDuration">;
 }
 
-export async function meterExecution(
+/**
+ * Ends the call now (its usage record journaled before the answer is released) and returns
+ * what sends the end to the store, which the caller runs once the answer is written.
+ */
+export function meterExecution(
   services: MeterDeps,
   tool: string,
   call: OpenCall,
   wallMs: number,
-): Promise<void> {
+): () => Promise<number> {
   services.metrics.execDuration.observe({ tool }, wallMs / 1000);
-  await call.end(wallMs, { kind: "exec", tool });
+  return call.ending(wallMs, { kind: "exec", tool });
 }

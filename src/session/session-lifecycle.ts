@@ -17,6 +17,7 @@ import type { SandboxClient } from "../forward/sandbox-client.js";
 import type { Resumed, SessionHibernation } from "../hibernate/session-hibernation.js";
 import type { JobRunner } from "../jobs/job-runner.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
+import type { UsageJournal } from "../metering/usage-journal.js";
 import { stableEventId, usageRecord } from "../metering/usage-record.js";
 import type { UsageSink } from "../metering/usage-sink.js";
 import type { CallUsage, OpenCall } from "../operations/resolved-session.js";
@@ -86,6 +87,8 @@ export interface SessionLifecycleDeps {
   sandboxes: Pick<SandboxClient, "closeInnerSession">;
   metrics: GatewayMetrics;
   usage: UsageSink;
+  /** Where a call's usage record is journaled before its answer is released (`sandpool serve`). */
+  journal?: Pick<UsageJournal, "append">;
   log: Logger;
   /** Hibernation and resume, where this gateway's pools can (src/hibernate/). */
   hibernation?: SessionHibernation;
@@ -286,23 +289,25 @@ export class SessionLifecycle {
       grantedMs: started.grantedMs,
     };
     let ended = false;
-    return {
-      lease: started.lease,
-      grantedMs: started.grantedMs,
-      end: async (measuredMs = 0, used?: CallUsage) => {
-        if (ended) return 0;
-        ended = true;
-        const settled = reservation ? settlement(reservation, measuredMs) : { chargedMs: 0, refundMs: 0 };
-        const endedAt = this.now();
-        // The call's usage is written with its end, in the same step (the usage backlog).
-        const usage = used && {
-          workspace: key.workspace,
-          sessionId: key.sessionId,
-          kind: used.kind,
-          ...(used.tool === undefined ? {} : { tool: used.tool }),
-          quantity: used.quantity ?? settled.chargedMs,
-          eventId: randomUUID(),
-        };
+    const ending = (measuredMs = 0, used?: CallUsage): (() => Promise<number>) => {
+      if (ended) return async () => 0;
+      ended = true;
+      const settled = reservation ? settlement(reservation, measuredMs) : { chargedMs: 0, refundMs: 0 };
+      const endedAt = this.now();
+      // The call's usage is written with its end, in the same step (the usage backlog), and
+      // journaled first: the end is written behind, and a replica killed meanwhile leaves
+      // the record in its journal for another to replay (src/metering/usage-journal.ts).
+      const usage = used && {
+        workspace: key.workspace,
+        sessionId: key.sessionId,
+        kind: used.kind,
+        ...(used.tool === undefined ? {} : { tool: used.tool }),
+        quantity: used.quantity ?? settled.chargedMs,
+        eventId: randomUUID(),
+      };
+      const record = usage && usageRecord(usage, endedAt);
+      const journaled = record === undefined ? undefined : this.deps.journal?.append(key.workspace, record);
+      return async () => {
         try {
           await this.deps.store.endCall(key, {
             now: endedAt,
@@ -310,21 +315,28 @@ export class SessionLifecycle {
               reservation && settled.refundMs > 0
                 ? { day: reservation.day, milliseconds: settled.refundMs }
                 : undefined,
-            ...(usage ? { usage: usageRecord(usage, endedAt) } : {}),
+            ...(record === undefined ? {} : { usage: record }),
           });
           return settled.chargedMs;
         } catch (error) {
           // busyUntil still bounds how long the session counts as busy; the reservation
-          // stays charged in full, the safe side. The usage goes on its own, with its id:
-          // if the end was written after all, the record counts once.
+          // stays charged in full, the safe side. The usage goes on its own, with its id
+          // (journaled again by the sink): if the end was written after all, the record counts once.
           this.deps.log.warn({ err: error, session: key.sessionId }, "could not record the end of a call");
           if (usage) this.deps.usage.record(usage);
           return reservation?.grantedMs ?? 0;
+        } finally {
+          journaled?.applied();
         }
-      },
+      };
+    };
+    return {
+      lease: started.lease,
+      grantedMs: started.grantedMs,
+      end: (measuredMs, used) => ending(measuredMs, used)(),
+      ending,
     };
   }
-
   /** Running sessions (an operator's view): every workspace's, or one workspace's. */
   async list(workspace?: string): Promise<Lease[]> {
     const leases = await this.deps.store.listLeases();

@@ -65,6 +65,12 @@ export interface UsageEventsTable {
   sandbox_id: ColumnType<string | null, string | null | undefined, never>;
 }
 
+/** Call and transfer event ids written (merged rows carry only their first). */
+export interface UsageEventIdsTable {
+  event_id: string;
+  seen_at: ColumnType<Date, Date | undefined, never>;
+}
+
 export interface ApiKeysTable {
   key_id: string;
   workspace_id: string;
@@ -111,6 +117,7 @@ export interface Database {
   workspace_policies: WorkspacePoliciesTable;
   policy_audit: PolicyAuditTable;
   usage_events: UsageEventsTable;
+  usage_event_ids: UsageEventIdsTable;
   api_keys: ApiKeysTable;
   api_key_audit: ApiKeyAuditTable;
   pool_sizes: PoolSizesTable;

@@ -151,17 +151,24 @@ export class UsageDailyRepository {
       SELECT e.event_id FROM usage_events e
       WHERE e.occurred_at < ${cutoff} AND e.kind <> 'session_created'
       LIMIT ${batch}`;
-    return (
-      (await this.deleteInBatches(endedSessionsStarts, batch)) + (await this.deleteInBatches(others, batch))
-    );
+    // The ids of calls written (usage_event_ids) are kept as long as their rows are.
+    const seenIds = sql`SELECT event_id FROM usage_event_ids WHERE seen_at < ${cutoff} LIMIT ${batch}`;
+    const deleted =
+      (await this.deleteInBatches(endedSessionsStarts, batch)) + (await this.deleteInBatches(others, batch));
+    await this.deleteInBatches(seenIds, batch, "usage_event_ids");
+    return deleted;
   }
 
-  private async deleteInBatches(selectIds: RawBuilder<unknown>, batch: number): Promise<number> {
+  private async deleteInBatches(
+    selectIds: RawBuilder<unknown>,
+    batch: number,
+    table = "usage_events",
+  ): Promise<number> {
     let deleted = 0;
     for (;;) {
       const result = await this.db.transaction().execute(async (tx) => {
         await allowLongStatements(tx);
-        return sql`DELETE FROM usage_events WHERE event_id IN (${selectIds})`.execute(tx);
+        return sql`DELETE FROM ${sql.table(table)} WHERE event_id IN (${selectIds})`.execute(tx);
       });
       const count = Number(result.numAffectedRows ?? 0n);
       deleted += count;

@@ -37,6 +37,15 @@ export const usageEventSchema = z.strictObject({
   /** The sandbox that served the session, on session_created and session_ended. */
   sandboxId: z.string().min(1).nullish(),
   occurredAt: z.date(),
+  /**
+   * The calls or transfers a record stands for, each with its id and quantity: the
+   * repository counts each once, whatever batch it comes in (usage_event_ids).
+   */
+  parts: z
+    .array(
+      z.strictObject({ eventId: z.guid(), quantity: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER) }),
+    )
+    .optional(),
 });
 
 export type UsageEvent = z.input<typeof usageEventSchema>;

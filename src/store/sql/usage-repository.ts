@@ -4,6 +4,7 @@
  * double-counting.
  */
 import type { Kysely } from "kysely";
+import type { z } from "zod";
 import { malformed } from "../../contract/error-codes.js";
 import { issueProblems } from "../../contract/schemas.js";
 import type { Database } from "./database-types.js";
@@ -13,20 +14,61 @@ export type { UsageEvent, UsageKind, UsageSummaryRow } from "./usage-event.js";
 
 // 9 parameters a row: well under Postgres's 65,535 bind parameters a statement.
 const ROWS_PER_STATEMENT = 1_000;
+// One parameter an id.
+const IDS_PER_STATEMENT = 10_000;
+
+/** A usage event as parsed (its defaults applied). */
+type UsageEventRow = z.output<typeof usageEventSchema>;
 
 export class UsageRepository {
   constructor(private readonly db: Kysely<Database>) {}
 
   /**
-   * Stores the events not stored before; returns how many were new. Chunks are not one
-   * transaction: a failure part-way leaves a prefix stored, which the retry then skips.
+   * Stores the events not stored before; returns how many rows were new. A record with
+   * `parts` (calls or transfers merged) counts only its parts no write has counted before
+   * (usage_event_ids), in the same transaction as its row: an event met again in another
+   * batch counts once. Chunks of records without parts are not one transaction: a failure
+   * part-way leaves a prefix stored, which the retry then skips.
    */
   async insert(events: readonly UsageEvent[]): Promise<number> {
     const parsed = usageEventSchema.array().safeParse(events);
     if (!parsed.success) throw malformed(issueProblems(parsed.error));
+    if (!parsed.data.some((event) => event.parts !== undefined)) return this.insertRows(this.db, parsed.data);
+    return this.db.transaction().execute(async (trx) => {
+      const ids = parsed.data.flatMap((event) => (event.parts ?? []).map((part) => part.eventId));
+      const fresh = new Set<string>();
+      for (let start = 0; start < ids.length; start += IDS_PER_STATEMENT) {
+        const added = await trx
+          .insertInto("usage_event_ids")
+          .values(ids.slice(start, start + IDS_PER_STATEMENT).map((eventId) => ({ event_id: eventId })))
+          .onConflict((conflict) => conflict.column("event_id").doNothing())
+          .returning("event_id")
+          .execute();
+        for (const row of added) fresh.add(row.event_id);
+      }
+      const rows: typeof parsed.data = [];
+      for (const event of parsed.data) {
+        if (event.parts === undefined) {
+          rows.push(event);
+          continue;
+        }
+        const parts = event.parts.filter((part) => fresh.has(part.eventId));
+        if (parts.length === 0) continue;
+        rows.push({
+          ...event,
+          eventId: parts[0]!.eventId,
+          quantity: parts.reduce((sum, part) => sum + part.quantity, 0),
+          events: parts.length,
+        });
+      }
+      return this.insertRows(trx, rows);
+    });
+  }
+
+  private async insertRows(db: Kysely<Database>, events: readonly UsageEventRow[]): Promise<number> {
     let inserted = 0;
-    for (let start = 0; start < parsed.data.length; start += ROWS_PER_STATEMENT) {
-      const rows = parsed.data.slice(start, start + ROWS_PER_STATEMENT).map((event) => ({
+    for (let start = 0; start < events.length; start += ROWS_PER_STATEMENT) {
+      const rows = events.slice(start, start + ROWS_PER_STATEMENT).map((event) => ({
         event_id: event.eventId,
         workspace_id: event.workspaceId,
         session_id: event.sessionId,
@@ -38,7 +80,7 @@ export class UsageRepository {
         sandbox_id: event.sandboxId ?? null,
         events: event.events,
       }));
-      const result = await this.db
+      const result = await db
         .insertInto("usage_events")
         .values(rows)
         .onConflict((conflict) => conflict.column("event_id").doNothing())

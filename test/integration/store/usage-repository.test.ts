@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { sql } from "kysely";
 import { beforeAll, describe, expect, it } from "vitest";
+import { mergeUsageBatch } from "../../../src/metering/merge-usage.js";
+import { usageRecord } from "../../../src/metering/usage-record.js";
 import { type UsageEvent, UsageRepository } from "../../../src/store/sql/usage-repository.js";
 import { databaseFlavours, uniqueId, useDatabase } from "./databases.js";
 
@@ -26,6 +28,22 @@ describe.each(databaseFlavours)("UsageRepository on $name", (flavour) => {
   let usage: UsageRepository;
   beforeAll(() => {
     usage = new UsageRepository(handle.db);
+  });
+
+  it("counts a call once when it comes again in another batch, merged with others or alone", async () => {
+    const ws = uniqueId();
+    const call = (quantity: number) =>
+      usageRecord(
+        { workspace: ws, sessionId: "sess-1", kind: "exec", tool: "code_execution", quantity },
+        60_000,
+      );
+    const [one, two, three] = [call(10), call(20), call(40)];
+    // A batch, then a journal replayed into another (two again, with three), then one alone.
+    for (const batch of [[one, two], [two, three], [one], [three, two, one]])
+      await usage.insert(mergeUsageBatch(ws, batch!).rows);
+    expect(await usage.summary(ws, new Date(0), dayAfter)).toEqual([
+      { kind: "exec", tool: "code_execution", count: 3, quantity: 70 },
+    ]);
   });
 
   it("counts the calls a merged record stands for", async () => {

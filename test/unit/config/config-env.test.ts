@@ -235,6 +235,10 @@ const cases: Record<
     expect: (c) => expect(c.retention.usageEventsDays).toBe(7),
   },
   SANDPOOL_RETENTION_AUDIT_DAYS: { value: "90", expect: (c) => expect(c.retention.auditDays).toBe(90) },
+  SANDPOOL_USAGE_JOURNAL_DIR: {
+    value: "/var/lib/sandpool/usage-journal",
+    expect: (c) => expect(c.usageBacklog.journalDir).toBe("/var/lib/sandpool/usage-journal"),
+  },
   SANDPOOL_USAGE_BACKLOG_NOT_READY_ABOVE: {
     value: "5000",
     expect: (c) => expect(c.usageBacklog.notReadyAbove).toBe(5000),

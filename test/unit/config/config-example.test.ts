@@ -97,7 +97,9 @@ describe("configExample", () => {
       const { maxWarmupStarts: _w, ...limits } = config.limits;
       // Unset, a node is named after its host and advertises nothing (serve then refuses role node).
       const { advertiseUrl: _u, id: _id, ...node } = config.node;
-      return { ...rest, auth, limits, node, runtime: { kind: config.runtime.kind } };
+      // Unset, the usage journal is under the OS temp directory, per deployment.
+      const { journalDir: _j, ...usageBacklog } = config.usageBacklog;
+      return { ...rest, auth, limits, node, usageBacklog, runtime: { kind: config.runtime.kind } };
     };
     expect(strip(everything)).toEqual(strip(asIs));
   });

@@ -27,7 +27,12 @@ export function sessionSteps(options: { sessions?: string[]; row?: WorkspacePoli
     async beginCall(key: LeaseKey, callOptions: CallOptions): Promise<OpenCall> {
       counted.begins.push(callOptions);
       if (!live.has(key.sessionId)) throw new SandpoolError("session.not_found", "no such session");
-      return { lease: leaseOf(key), grantedMs: callOptions.budget?.requestedMs ?? 0, end: async () => 0 };
+      return {
+        lease: leaseOf(key),
+        grantedMs: callOptions.budget?.requestedMs ?? 0,
+        end: async () => 0,
+        ending: () => async () => 0,
+      };
     },
   };
   const calls = new SessionCalls({
