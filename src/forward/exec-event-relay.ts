@@ -57,6 +57,11 @@ export interface RelayOptions {
   onSandboxFailure(error: SandpoolError): Promise<void>;
   /** Sent as the first stderr event, and put before the result's stderr (stderr-note.ts). */
   stderrNote?: string;
+  /**
+   * Called once the result is read, before its event is written: the call's usage is
+   * journaled there, so no answered call goes unbilled if the replica dies right after.
+   */
+  onResult?: () => void;
 }
 
 export interface Relay {
@@ -189,6 +194,7 @@ async function* relayEvents(
           if (event === undefined || data === undefined) throw badAnswer("an event without data");
           if (event === "result") {
             const result = reserialized(data, "a result");
+            options.onResult?.();
             yield formatEvent("result", note === undefined ? result : (prefixStderr(result, note) ?? result));
             return;
           }

@@ -174,7 +174,7 @@ export class SandboxForwarder {
    */
   async forwardExecStream(
     lease: Lease,
-    request: { body: string; deadlineMs: number; log: Logger; stderrNote?: string },
+    request: { body: string; deadlineMs: number; log: Logger; stderrNote?: string; onResult?: () => void },
   ): Promise<ExecEventStream> {
     const key = { workspace: lease.workspace, sessionId: lease.sessionId };
     const started = performance.now();
@@ -223,6 +223,7 @@ export class SandboxForwarder {
         );
       },
       ...(request.stderrNote === undefined ? {} : { stderrNote: request.stderrNote }),
+      ...(request.onResult === undefined ? {} : { onResult: request.onResult }),
       onSandboxFailure: async (error) => {
         request.log.warn({ err: error, session: key.sessionId }, "a streamed call's sandbox failed");
         await this.deps.onSessionFailed(key).catch((endError) => {

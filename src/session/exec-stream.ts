@@ -69,6 +69,8 @@ export async function streamExecution(
       deadlineMs: call.deadlineMs,
       log: call.log,
       ...(call.call.interpreterRestarted ? { stderrNote: INTERPRETER_RESTARTED_NOTE } : {}),
+      // The result's event goes out after the call's usage is journaled (meterExecution).
+      onResult: finish,
     });
     if (stream.kind === "answer") {
       finish();

@@ -65,6 +65,23 @@ describe("relayExecEvents", () => {
     expect(h.budget()).toEqual({ reserved: 1024, released: 1024 });
   });
 
+  it("calls onResult once the result is read and before its event reaches the client (its usage is journaled there)", async () => {
+    const seen: string[] = [];
+    const h = harness({ onResult: () => seen.push("onResult") });
+    const wire = `event: stdout\ndata: {"text":"a"}\n\nevent: result\ndata: ${RESULT}\n\n`;
+    const relay = relayExecEvents(Readable.from([Buffer.from(wire)]), h.options);
+    const reader = relay.body.getReader();
+    const decoder = new TextDecoder();
+    for (;;) {
+      const next = await reader.read();
+      if (next.done) break;
+      const text = decoder.decode(next.value);
+      if (text.includes("event: result")) seen.push("result event");
+      if (text.includes("event: stdout")) seen.push("stdout event");
+    }
+    expect(seen).toEqual(["stdout event", "onResult", "result event"]);
+  });
+
   it("sends a stderr note first and puts it before the result's stderr (the interpreter restarted)", async () => {
     const h = harness({ stderrNote: "restarted\n" });
     const result = JSON.stringify({ result_block: { content: { stdout: "1\n", stderr: "warn\n" } } });
