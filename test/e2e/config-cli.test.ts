@@ -112,8 +112,8 @@ describe("sandpool config check", () => {
     expect(effective.port).toBe(9000);
     expect(effective.auth.jwtSecret).toBe("<redacted>");
     expect(effective.databaseUrl).toBe("postgres://sandpool:redacted@db:5432/sandpool");
-    expect(effective.pools[0]).toMatchObject({ name: "a", minIdle: 0, maxTotal: 20 });
-    expect(effective.policy.maxConcurrentSessions).toBe(10);
+    expect(effective.pools[0]).toMatchObject({ name: "a", minIdle: 0, maxTotal: 100 });
+    expect(effective.policy.maxConcurrentSessions).toBe(100);
   });
 
   it("loads from the environment alone without --config", async () => {

@@ -156,7 +156,7 @@ describe("sandpool policy against sandpool dev", () => {
     expect(deleted.stdout).toMatch(/removed the policy row of team-a/);
     const after = await admin(["get", "team-a"]);
     expect(after.stdout).toMatch(/^workspace team-a: no policy row; the deployment defaults apply$/m);
-    expect(after.stdout).toMatch(tableRow("sessionsPerMinute", "60", "deployment"));
+    expect(after.stdout).toMatch(tableRow("sessionsPerMinute", "600", "deployment"));
 
     const audit = await admin(["audit", "team-a"]);
     expect(audit.code, audit.stderr).toBe(0);

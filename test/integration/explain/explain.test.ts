@@ -30,7 +30,9 @@ let adminToken: string;
 
 beforeAll(async () => {
   deployment = await createRedisDeployment({
-    pools: [{ name: POOL, image: TEST_IMAGE, minIdle: MIN_IDLE, maxTotal: 4 }],
+    // Demand off: poolSettled waits for exactly MIN_IDLE idle, which the burst reserve of the
+    // tests' quick leases would raise (src/pool/pool-demand.ts).
+    pools: [{ name: POOL, image: TEST_IMAGE, minIdle: MIN_IDLE, maxTotal: 4, demand: false }],
     intervals: { warmMs: 100, reapMs: 100 },
   });
   replica = await deployment.startReplica();
