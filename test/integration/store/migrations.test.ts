@@ -66,6 +66,7 @@ describe.each(databaseFlavours)("migrations on $name", (flavour) => {
       "policy_audit",
       "pool_sizes",
       "usage_daily",
+      "usage_event_ids",
       "usage_events",
       "usage_rollup_state",
       "workspace_policies",
