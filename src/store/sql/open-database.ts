@@ -37,6 +37,13 @@ export function openPostgres(url: string, options: PostgresOptions = {}): Kysely
   // An idle client losing its server emits 'error' on the pool; unhandled, that would kill
   // the process. The next query on a fresh client reports the outage instead.
   pool.on("error", () => {});
+  // A client checked out (between the queries of a transaction, or in one) that loses its
+  // server emits 'error' on itself, and the pool listens only to idle ones: unheard, it
+  // killed the gateway when Postgres went away under load (usage-postgres-away.test.ts in
+  // CI). Its queries fail on their own, and the pool drops the broken client.
+  pool.on("connect", (client) => {
+    client.on("error", () => {});
+  });
   return new Kysely<Database>({
     dialect: new PostgresDialect({
       pool,

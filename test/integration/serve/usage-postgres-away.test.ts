@@ -82,6 +82,11 @@ describe.skipIf(!available)("usage of answered calls survives Postgres going awa
     replica = await deployment.startReplica();
   }, 180_000);
   afterAll(async () => {
+    // A replica that exited says why (its last lines), whatever the test saw of it.
+    if (replica && replica.process.exitCode !== null) {
+      const { stdout, stderr } = replica.output();
+      console.error("the replica exited", replica.process.exitCode, stdout.slice(-3000), stderr.slice(-3000));
+    }
     await relay?.start().catch(() => undefined);
     await deployment?.close();
     await relay?.close();
