@@ -32,7 +32,7 @@ import {
 } from "./sandbox-pool.js";
 import { RECYCLE_WAIT_MS, SandboxReuse } from "./sandbox-reuse.js";
 import { StartBackoff } from "./start-backoff.js";
-import { StartGate } from "./start-gate.js";
+import { StartGate, startsTooLate } from "./start-gate.js";
 import { StartRate, type StartRateView } from "./start-rate.js";
 import { WarmupLimiter } from "./warmup-limiter.js";
 
@@ -187,13 +187,7 @@ export class PoolManager implements GatewayPools {
       if (!this.starts.mayStart(pool.name)) {
         // A burst: as many starts in flight as the engine absorbs; this lease takes the
         // next sandbox that turns idle, or the next free start.
-        if (waitedMs >= pool.coldStartTimeoutMs) {
-          throw new SandpoolError(
-            "capacity.exhausted",
-            `the '${pool.name}' pool's starts did not keep up within its cold-start deadline (${pool.coldStartTimeoutMs} ms): a larger minIdle keeps more ready`,
-            { retryAfterSeconds: 2 },
-          );
-        }
+        if (waitedMs >= pool.coldStartTimeoutMs) throw startsTooLate(pool);
         await this.starts.waitForNextEnd(pool.name, LEASE_POLL_MAX_MS);
         continue;
       }
@@ -201,14 +195,12 @@ export class PoolManager implements GatewayPools {
       if (record) return { record, warm: false, reused: false };
       // At the cap: a sandbox parked for another workspace gives its place up.
       await this.evictParked(pool);
-      const waitedSoFarMs = Number(process.hrtime.bigint() - started) / 1e6;
-      const turning = waitedSoFarMs < pool.coldStartTimeoutMs ? await this.turningOver(pool) : 0;
-      if (turning === 0 && !nothingTurning && waitedSoFarMs < pool.coldStartTimeoutMs) {
-        nothingTurning = true;
-        continue;
-      }
-      nothingTurning = false;
-      if (turning === 0) {
+      const outOfTime = Number(process.hrtime.bigint() - started) / 1e6 >= pool.coldStartTimeoutMs;
+      if (outOfTime || (await this.turningOver(pool)) === 0) {
+        if (!outOfTime && !nothingTurning) {
+          nothingTurning = true;
+          continue;
+        }
         throw new SandpoolError(
           "capacity.exhausted",
           `the '${pool.name}' pool is at capacity (its maxTotal, ${this.sizeOf(pool).maxTotal}, raises it: \`sandpool pools resize\` or the pool's config)`,
@@ -217,6 +209,7 @@ export class PoolManager implements GatewayPools {
           },
         );
       }
+      nothingTurning = false;
       await sleep(Math.min(LEASE_POLL_MAX_MS, LEASE_POLL_FIRST_MS * 2 ** attempt));
     }
   }

@@ -10,6 +10,7 @@
  * all together at its end.
  */
 import { setTimeout as sleep } from "node:timers/promises";
+import { SandpoolError } from "../contract/error-codes.js";
 import type { StartRate } from "./start-rate.js";
 
 /**
@@ -74,4 +75,13 @@ export class StartGate {
     ]);
     poll.abort();
   }
+}
+
+/** The 503 of a lease that waited at the gate past its pool's cold-start deadline. */
+export function startsTooLate(pool: { name: string; coldStartTimeoutMs: number }, where = ""): SandpoolError {
+  return new SandpoolError(
+    "capacity.exhausted",
+    `the '${pool.name}' pool's starts${where} did not keep up within its cold-start deadline (${pool.coldStartTimeoutMs} ms): a larger minIdle keeps more ready`,
+    { retryAfterSeconds: 2 },
+  );
 }

@@ -18,7 +18,7 @@ import type { SandboxClient } from "../../forward/sandbox-client.js";
 import { cpuBaselineMs } from "../../pool/cpu-baseline.js";
 import { LEASE_POLL_MAX_MS } from "../../pool/sandbox-pool.js";
 import { StartBackoff } from "../../pool/start-backoff.js";
-import { StartGate } from "../../pool/start-gate.js";
+import { StartGate, startsTooLate } from "../../pool/start-gate.js";
 import { StartRate } from "../../pool/start-rate.js";
 import type { PoolSpec, SandboxRuntime } from "../../runtime/sandbox-runtime.js";
 import type { SandboxRecord } from "../../store/coordination/records.js";
@@ -193,20 +193,14 @@ export class NodeWarmPool {
   private async start(): Promise<SandboxRecord> {
     const name = this.spec.name;
     const waitUntil = Date.now() + this.spec.coldStartTimeoutMs;
-    const late = () =>
-      new SandpoolError(
-        "capacity.exhausted",
-        `the '${name}' pool's starts on this node did not keep up within its cold-start deadline`,
-        { retryAfterSeconds: 2 },
-      );
     // A failing image is tried again after the back-off, not in a loop as fast as it fails.
     const retryAt = this.backoff.lastFailure?.nextAttemptAt ?? 0;
     if (retryAt > Date.now()) {
-      if (retryAt >= waitUntil) throw late();
+      if (retryAt >= waitUntil) throw startsTooLate(this.spec, " on this node");
       await sleep(retryAt - Date.now());
     }
     while (!this.gate.mayStart(name)) {
-      if (Date.now() >= waitUntil) throw late();
+      if (Date.now() >= waitUntil) throw startsTooLate(this.spec, " on this node");
       await this.gate.waitForNextEnd(name, LEASE_POLL_MAX_MS);
     }
     const ended = this.gate.began(name);
