@@ -33,6 +33,27 @@ export interface EgressGrant {
   allowCidrs: readonly string[];
   /** When non-empty, the requested host name must match one entry (exact or `*.suffix`). */
   allowHosts: readonly string[];
+  /**
+   * Credentials the proxy adds on the way out (TLS terminated for their hosts only, with
+   * the deployment's CA): the session's secrets, their values rendered. Absent: none.
+   */
+  credentials?: readonly EgressCredential[];
+}
+
+/** One secret, ready to present: what the proxy needs to add it to a request. */
+export interface EgressCredential {
+  /** The secret's name (metrics, audit; never its value). */
+  secret: string;
+  /** Host patterns it is sent to (exact or `*.suffix`). */
+  hosts: readonly string[];
+  ports?: readonly number[];
+  /** Path prefixes; absent: every path. */
+  paths?: readonly string[];
+  /** Upper-case methods; absent: every method. */
+  methods?: readonly string[];
+  /** The header set (replacing any the sandbox sent) and its full value. */
+  header: string;
+  value: string;
 }
 
 /** The deployment's side: what no grant can open. */

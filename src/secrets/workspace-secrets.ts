@@ -1,0 +1,57 @@
+/**
+ * Workspace secrets: what the rest of the gateway knows of them. An operator stores a named
+ * secret per workspace, bound to destinations and to the way it is presented; the egress
+ * proxy adds it to a sandbox's requests to those destinations, so the sandbox's code never
+ * holds the value (docs/secrets.md).
+ *
+ * The value exists in clear only here, on its way from the store (sealed at rest) to the
+ * proxy's outgoing request: no API answer, log line or audit row carries it.
+ */
+
+/** Where a secret may be sent, and how. */
+export interface SecretBinding {
+  /** Host-name patterns it is sent to (exact or `*.suffix`, as in egressAllowHosts). */
+  hosts: string[];
+  /** When set, only to these destination ports. */
+  ports?: number[];
+  /** When set, only for request paths starting with one of these. */
+  paths?: string[];
+  /** When set, only for these request methods (upper case). */
+  methods?: string[];
+  /**
+   * How it is presented: a header whose value is `template` with `{{secret}}` replaced by
+   * the value (`Authorization`, `Bearer {{secret}}`), or HTTP basic auth with the value
+   * as the password.
+   */
+  presentation: { header: string; template: string } | { basicAuth: { username: string } };
+}
+
+/** A secret's name and binding: everything an API may show. */
+export interface SecretDescription {
+  name: string;
+  binding: SecretBinding;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** A secret with its value in clear, for the egress proxy only. */
+export interface OpenedSecret {
+  name: string;
+  binding: SecretBinding;
+  value: string;
+}
+
+/** What egress reads of a workspace's secrets (the store's reading side). */
+export interface SecretsReader {
+  /** Every secret of the workspace, opened. */
+  openedSecretsOf(workspace: string): Promise<OpenedSecret[]>;
+}
+
+/**
+ * Seals and opens small values at rest (AES-256-GCM with the deployment's key ring; the
+ * newest key seals, every key opens). Used for secret values and the egress CA's key.
+ */
+export interface Sealer {
+  seal(plain: Buffer): string;
+  open(sealed: string): Buffer;
+}
