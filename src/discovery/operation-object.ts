@@ -8,7 +8,12 @@ import type { JsonObject } from "../contract/contract-document.js";
 import type { AnswerKind, OperationSpec } from "../operations/operation.js";
 import { errorCodesOf } from "./error-codes-of.js";
 import { jsonSchemaOf, objectProperties } from "./json-schema-of.js";
-import { answerHeaders, BEARER_SCHEME, codesByStatus, errorResponse } from "./sandpool-components.js";
+import {
+  answerHeaders,
+  BEARER_SCHEME,
+  codesByStatus,
+  undeclaredErrorResponse,
+} from "./sandpool-components.js";
 
 /** The registry id of the operation, on every operation object (a contract one keeps its own operationId). */
 export const OPERATION_ID_FIELD = "x-sandpool-operation";
@@ -33,7 +38,7 @@ export function extendContractOperation(contractOperation: JsonObject, operation
   }
   for (const [status, codes] of codesByStatus(errorCodesOf(operation))) {
     const declared = responses[String(status)];
-    if (!declared) responses[String(status)] = errorResponse(status, codes);
+    if (!declared) responses[String(status)] = undeclaredErrorResponse(status, codes);
     else if (!("$ref" in declared))
       responses[String(status)] = { ...declared, "x-sandpool-error-codes": codes };
   }
@@ -78,7 +83,7 @@ export function declaredOperation(
   }
   const responses: Record<string, JsonObject> = { [String(operation.success)]: successResponse(operation) };
   for (const [status, codes] of codesByStatus(errorCodesOf(operation)))
-    responses[String(status)] = errorResponse(status, codes);
+    responses[String(status)] = undeclaredErrorResponse(status, codes);
   object.responses = responses;
   return object;
 }

@@ -7,7 +7,7 @@
 import { z } from "zod";
 import { editablePolicyFieldsSchema } from "../../store/sql/policy-row.js";
 import { flag } from "./admin-params.js";
-import { policyRowSchema } from "./policy-schemas.js";
+import { versionedPolicyRowSchema } from "./policy-schemas.js";
 
 const entrySchema = editablePolicyFieldsSchema.partial().meta({
   description: "What the workspace narrows; a field left out is the deployment's value.",
@@ -40,7 +40,7 @@ export const applyResultSchema = z.object({
     z.object({
       workspace: z.string(),
       action: z.enum(["create", "update", "delete", "unchanged"]),
-      before: policyRowSchema.nullable(),
+      before: versionedPolicyRowSchema.nullable(),
       after: editablePolicyFieldsSchema.nullable(),
     }),
   ),
