@@ -16,7 +16,7 @@ import type { Logger } from "pino";
 import type { Agent } from "undici";
 import { createSandboxAgent, unixEndpoint } from "../../forward/sandbox-agent.js";
 import type { SandboxCheckpoints } from "../sandbox-checkpoints.js";
-import type { SandboxRuntime, StartedSandbox, StartRequest } from "../sandbox-runtime.js";
+import type { RuntimeSandbox, SandboxRuntime, StartedSandbox, StartRequest } from "../sandbox-runtime.js";
 import { CgroupUsageReader } from "./cgroup-usage.js";
 import { whyNotRunning } from "./container-diagnosis.js";
 import { buildContainerSpec, containerName, LABELS } from "./container-spec.js";
@@ -274,17 +274,25 @@ export class DockerRuntime implements SandboxRuntime {
     for (const runtimeId of this.sandboxIdOf.keys()) {
       if (!listed.has(runtimeId)) this.sandboxIdOf.delete(runtimeId);
     }
+    return sandboxes;
+  }
+
+  /**
+   * After a complete listing (reconciliation's): the socket directories of gone sandboxes
+   * are removed, and running egress sandboxes whose proxy socket nobody answers (the replica
+   * that served it went) are served from here; proxies of gone sandboxes close.
+   */
+  async tidy(listed: readonly RuntimeSandbox[]): Promise<void> {
     const swept = await this.socketDirs.sweep(
-      new Set(sandboxes.map((sandbox) => sandbox.sandboxId)),
+      new Set(listed.map((sandbox) => sandbox.sandboxId)),
       Date.now() - ORPHAN_DIR_GRACE_MS,
     );
     if (swept.length > 0)
       this.log?.info({ sandboxes: swept }, "removed socket directories of gone sandboxes");
     await retakeEgress(
       { egress: this.egress, socketDirs: this.socketDirs, starting: this.starting, log: this.log },
-      sandboxes,
+      listed,
     );
-    return sandboxes;
   }
 
   /** Asks every engine now; down ones are reported with the reason. */

@@ -167,15 +167,18 @@ except Exception as e:
     expect(await fetchFromSandbox()).not.toBe("hello from the host");
     const other = replica();
     const otherEgress = egresses.at(-1)!;
+    const reconcileLook = async () => other.tidy(await other.list());
     await other.list();
+    expect(otherEgress.serves(startedId)).toBe(false); // a listing alone changes nothing
+    await reconcileLook();
     expect(otherEgress.serves(startedId)).toBe(true);
     expect(await fetchFromSandbox()).toBe("hello from the host");
     // A second look changes nothing: the socket answers.
-    await other.list();
+    await reconcileLook();
     expect(otherEgress.serves(startedId)).toBe(true);
     // Destroyed by someone else (another replica): the next look closes the proxy it served.
     await runtimes[0]!.destroy(sandbox.runtimeId);
-    await other.list();
+    await reconcileLook();
     expect(otherEgress.serves(startedId)).toBe(false);
   });
 });
