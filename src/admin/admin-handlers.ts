@@ -13,6 +13,7 @@ import { keyHandlers } from "./key-handlers.js";
 import { NO_NODES, type NodeDeps, nodeHandlers } from "./node-handlers.js";
 import { policySetHandlers } from "./policy-set-handlers.js";
 import { type PoolDeps, poolHandlers } from "./pool-handlers.js";
+import { secretHandlers } from "./secret-handlers.js";
 import { type UsageDeps, usageHandlers } from "./usage-handlers.js";
 import { type WorkspaceDeps, workspaceHandlers } from "./workspace-handlers.js";
 
@@ -27,6 +28,8 @@ export type AdminDeps = WorkspaceDeps &
     /** The node registry (role edge); absent on one host, which has no nodes. */
     nodes?: NodeDeps["nodes"];
     apiKeyAdmin: Parameters<typeof keyHandlers>[0];
+    /** Workspace secrets (names and bindings out, values in only). */
+    secretStore: Parameters<typeof secretHandlers>[0];
   };
 
 export function adminHandlers(deps: AdminDeps): OperationHandlers {
@@ -38,6 +41,7 @@ export function adminHandlers(deps: AdminDeps): OperationHandlers {
     ...nodeHandlers({ nodes: deps.nodes ?? NO_NODES, adminAudit: deps.adminAudit }),
     ...adminSessionHandlers(deps),
     ...keyHandlers(deps.apiKeyAdmin),
+    ...secretHandlers(deps.secretStore),
     ...auditHandlers(deps),
     "admin.explain": explainHandler(deps),
   };
