@@ -120,10 +120,13 @@ describe("configExample", () => {
     expect(text).toMatch(/^ {2}# jwtSecret: \S+$/m);
     expect(text).toMatch(/^ {2}# jwtPublicKey: /m);
     expect(text).toMatch(/^ {2}jwksUrl: https:\/\/issuer\.example\/\.well-known\/jwks\.json$/m);
-    const secretOnly = uncomment(text, ["jwtPublicKey", "algorithms", "redis", "tokenFile", "keysFile"]).replace(
-      /^ {2}jwksUrl: .*$/m,
-      "",
-    );
+    const secretOnly = uncomment(text, [
+      "jwtPublicKey",
+      "algorithms",
+      "redis",
+      "tokenFile",
+      "keysFile",
+    ]).replace(/^ {2}jwksUrl: .*$/m, "");
     expect(loadText(secretOnly, "secret.yaml").auth?.algorithms).toEqual(["HS256"]);
   });
 

@@ -43,7 +43,9 @@ describe("secrets settings", () => {
     const inline = `k1:${key()}`;
     expect(load(`secrets:\n  keys: "${inline}"\n`).secrets.keys).toBe(inline);
     const fromEnv = `k2:${key()},k1:${key()}`;
-    expect(load(`secrets:\n  keys: "${inline}"\n`, { SANDPOOL_SECRETS_KEYS: fromEnv }).secrets.keys).toBe(fromEnv);
+    expect(load(`secrets:\n  keys: "${inline}"\n`, { SANDPOOL_SECRETS_KEYS: fromEnv }).secrets.keys).toBe(
+      fromEnv,
+    );
     const keysFile = file(`k3:${key()}\nk2:${key()}\n`);
     // The file's variable replaces the inline keys of the file rather than clashing with them.
     const loaded = load(`secrets:\n  keys: "${inline}"\n`, { SANDPOOL_SECRETS_KEYS_FILE: keysFile });
@@ -61,7 +63,9 @@ describe("secrets settings", () => {
     expect(both).toMatch(/set keys or keysFile, not both/);
     const missing = problemsOf(() => load("secrets:\n  keysFile: /no/such/file\n")).join("\n");
     expect(missing).toMatch(/\/no\/such\/file cannot be read \(ENOENT\)/);
-    const duplicate = problemsOf(() => load("", { SANDPOOL_SECRETS_KEYS_FILE: file(`a:${key()}\na:${key()}\n`) }));
+    const duplicate = problemsOf(() =>
+      load("", { SANDPOOL_SECRETS_KEYS_FILE: file(`a:${key()}\na:${key()}\n`) }),
+    );
     expect(duplicate.join("\n")).toMatch(/the id 'a' is given twice/);
   });
 });
