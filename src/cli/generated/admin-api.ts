@@ -2993,7 +2993,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description { <workspace>: { <field>: value } }: a workspace left out loses its row; `policies: {}` removes every row. */
+                    /** @description { <workspace>: { <field>: value, secrets?: { <name>: binding } } }: a workspace left out loses its row; `policies: {}` removes every row. */
                     policies: unknown;
                 } & {
                     [key: string]: unknown;
@@ -3011,6 +3011,13 @@ export interface operations {
                     "application/json": {
                         dryRun: boolean;
                         changed: boolean;
+                        /** @description The secrets the file binds (docs/secrets.md): their bindings replaced, values kept. */
+                        secrets?: {
+                            workspace: string;
+                            name: string;
+                            /** @enum {string} */
+                            action: "rebind" | "unchanged";
+                        }[];
                         changes: {
                             workspace: string;
                             /** @enum {string} */

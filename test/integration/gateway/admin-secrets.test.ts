@@ -219,6 +219,82 @@ describe("admin API: workspace secrets", () => {
   });
 });
 
+describe("policy files: secrets' bindings without values", () => {
+  const apply = (body: unknown, dryRun = false) =>
+    call("admin.policies.apply", "PUT", `/policies${dryRun ? "?dryRun=true" : ""}`, { body });
+  /** The set in force with `extra` workspaces added: an apply replaces the whole set. */
+  const current = async () =>
+    ((await call("admin.policies.get", "GET", "/policies")).body as { policies: Record<string, unknown> })
+      .policies;
+
+  it("rebinds a stored secret keeping its value; a second apply changes nothing; a dry run nothing either", async () => {
+    const workspace = freshWorkspace("file");
+    const value = freshValue();
+    expect((await put(workspace, "github", github(value))).status).toBe(201);
+    const entry = {
+      egressAllowHosts: ["*.github.com"],
+      secrets: {
+        github: { hosts: ["api.github.com"], header: "X-Token", template: "{{secret}}", methods: ["GET"] },
+      },
+    };
+    const policies = { ...(await current()), [workspace]: entry };
+    const dry = await apply({ policies }, true);
+    expect(dry.status, dry.text).toBe(200);
+    expect(dry.body).toMatchObject({
+      dryRun: true,
+      changed: true,
+      secrets: [{ workspace, name: "github", action: "rebind" }],
+    });
+    expect(((await list(workspace)).body as { items: { header: string }[] }).items[0]!.header).toBe(
+      "Authorization",
+    );
+
+    const applied = await apply({ policies });
+    expect(applied.status, applied.text).toBe(200);
+    expect(applied.body).toMatchObject({ changed: true, secrets: [{ name: "github", action: "rebind" }] });
+    expect(((await list(workspace)).body as { items: unknown[] }).items[0]).toMatchObject({
+      header: "X-Token",
+      template: "{{secret}}",
+      methods: ["GET"],
+    });
+    const opened = await harness.gateway.services.secrets.openedSecretsOf(workspace);
+    expect(opened[0]!.value).toBe(value);
+    const again = await apply({ policies });
+    expect(again.body).toMatchObject({ changed: false, secrets: [{ name: "github", action: "unchanged" }] });
+    expect([dry.text, applied.text, again.text].join()).not.toContain(value);
+  });
+
+  it("refuses the whole file, naming the secret, for a secret without a value, a value, or a bad binding", async () => {
+    const workspace = freshWorkspace("refused");
+    expect((await put(workspace, "stored", github(freshValue()))).status).toBe(201);
+    const before = await current();
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [
+        { missing: { hosts: ["a.example"], header: "X-Key", template: "{{secret}}" } },
+        /secrets\.missing: no value stored yet/,
+      ],
+      [{ stored: { ...github("plain-in-a-file") } }, /secrets\.stored: a policy file carries no values/],
+      [
+        { stored: { hosts: ["a.example"], header: "X-Key", template: "none" } },
+        /secrets\.stored\.template: must contain/,
+      ],
+    ];
+    for (const [secrets, problem] of cases) {
+      const answer = await apply({
+        policies: { ...before, [workspace]: { maxConcurrentSessions: 2, secrets } },
+      });
+      expect(answer.status, answer.text).toBe(422);
+      expect(answer.text).toMatch(problem);
+      expect(answer.text).not.toContain("plain-in-a-file");
+    }
+    // Nothing was applied: not the policy row, not the binding.
+    expect((await current())[workspace]).toBeUndefined();
+    expect(((await list(workspace)).body as { items: { header: string }[] }).items[0]!.header).toBe(
+      "Authorization",
+    );
+  });
+});
+
 describe("admin API: workspace secrets without a key ring", () => {
   let keyless: TestGateway;
   beforeAll(async () => {
