@@ -17,6 +17,7 @@ import {
   envFlag,
   envWholeNumber,
   hasNoPools,
+  inlineOrFile,
   keySource,
   keySourceVariables,
   metricsToken,
@@ -188,6 +189,18 @@ const bindings: readonly EnvBinding[] = [
     "SANDPOOL_METRICS_TOKEN_FILE",
     "tokenFile",
     "file holding the bearer token /metrics requires; replaces the file's",
+  ),
+  inlineOrFile(
+    "SANDPOOL_SECRETS_KEYS",
+    ["secrets", "keys"],
+    "keysFile",
+    "keys workspace secrets are sealed with, id:base64key comma-separated (first seals); replaces the file's",
+  ),
+  inlineOrFile(
+    "SANDPOOL_SECRETS_KEYS_FILE",
+    ["secrets", "keysFile"],
+    "keys",
+    "file of id:base64key lines workspace secrets are sealed with; replaces the file's",
   ),
   {
     name: "SANDPOOL_DEFAULT_IMAGE",

@@ -29,6 +29,20 @@ export const operationsFieldDocs: FieldDocs = {
   "console.enabled": {
     comment: "Serve the console (false: /console is an unknown route). Env SANDPOOL_CONSOLE_ENABLED.",
   },
+  secrets: {
+    comment:
+      "The key ring workspace secrets are sealed with at rest (docs/secrets.md). Without keys the gateway serves, and the secrets API answers 503 secrets.not_configured.",
+  },
+  "secrets.keys": {
+    comment:
+      "id:base64key entries, comma-separated, 32-byte keys (replace the example: openssl rand -base64 32); the first seals, every one opens. Env SANDPOOL_SECRETS_KEYS.",
+    example: "k1:Y2hhbmdlLW1lLW9wZW5zc2wtcmFuZC1iYXNlNjQtMzI=",
+  },
+  "secrets.keysFile": {
+    comment:
+      "A file of id:base64key lines instead (a mounted secret), read at start-up. Env SANDPOOL_SECRETS_KEYS_FILE.",
+    example: "/run/secrets/sandpool-secrets-keys",
+  },
   hibernate: {
     comment: "Where hibernated sessions' checkpoints are kept (their memory and files): docs/hibernate.md.",
   },

@@ -16,6 +16,7 @@ import {
   cleartextEngineIssues,
   dockerRuntimeSettingsSchema,
 } from "../runtime/docker/docker-runtime-options.js";
+import { secretsSettingsSchema } from "../secrets/secrets-settings.js";
 import { metricsSettingsSchema } from "../service-operations/metrics-settings.js";
 import { redisSettingsIssues, redisSettingsSchema } from "../store/coordination/redis/redis-config.js";
 
@@ -190,6 +191,8 @@ export const gatewayConfigSchema = z
         idleTimeoutMs: positive.default(300_000),
       })
       .prefault({}),
+    /** The key ring workspace secrets are sealed with at rest (docs/secrets.md). */
+    secrets: secretsSettingsSchema,
     /** Where hibernated sessions' checkpoints are kept (node-local, or shared by every node). */
     hibernate: hibernateSettingsSchema,
     /** Postgres for policy, usage and audit; `sandpool serve` requires it, dev mode uses PGlite. */

@@ -58,6 +58,8 @@ export const errorStatus = {
    */
   "capacity.checkpoint_space": 503,
   "store.unavailable": 503,
+  /** Workspace secrets need the deployment's key ring (secrets.keys or secrets.keysFile), and it has none. */
+  "secrets.not_configured": 503,
   "sandbox.unreachable": 502,
   "sandbox.timeout": 504,
   /** The sandbox answered more than the gateway reads, or what it cannot make sense of. */

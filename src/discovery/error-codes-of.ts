@@ -94,6 +94,7 @@ export function errorCodesOf(operation: OperationSpec): ErrorCode[] {
         "store.unavailable",
         // Path and query parameters are checked (422) too; a body only where one is sent.
         ...(operation.body || takesBody(operation) ? jsonBody : ["request.malformed" as const]),
+        ...(operation.id.startsWith("admin.secrets.") ? ["secrets.not_configured" as const] : []),
       ]);
     case "contract":
       return unique([

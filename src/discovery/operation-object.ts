@@ -82,6 +82,8 @@ export function declaredOperation(
     };
   }
   const responses: Record<string, JsonObject> = { [String(operation.success)]: successResponse(operation) };
+  if (operation.alsoSuccess !== undefined)
+    responses[String(operation.alsoSuccess)] = successResponse(operation, operation.alsoSuccess);
   for (const [status, codes] of codesByStatus(errorCodesOf(operation)))
     responses[String(status)] = undeclaredErrorResponse(status, codes);
   object.responses = responses;
@@ -119,7 +121,7 @@ function queryParameters(operation: OperationSpec): JsonObject[] {
   });
 }
 
-function successResponse(operation: OperationSpec): JsonObject {
+function successResponse(operation: OperationSpec, status = operation.success): JsonObject {
   const content: Record<string, JsonObject> = {};
   for (const kind of operation.answers) {
     const type = contentTypeOf(operation, kind);
@@ -127,7 +129,7 @@ function successResponse(operation: OperationSpec): JsonObject {
   }
   return {
     description: operation.summary,
-    headers: answerHeaders(operation.success),
+    headers: answerHeaders(status),
     ...(Object.keys(content).length > 0 ? { content } : {}),
   };
 }

@@ -15,6 +15,7 @@ import { UsageReports } from "../metering/usage-report.js";
 import type { PolicyAdmin } from "../policy/policy-admin.js";
 import type { PolicyService } from "../policy/policy-service.js";
 import { poolStatus } from "../pool/pool-status.js";
+import type { SecretStore } from "../secrets/secret-store.js";
 import { metricsTokenOf } from "../service-operations/metrics-token.js";
 import type { SessionLifecycle } from "../session/session-lifecycle.js";
 import { AdminAuditRepository } from "../store/sql/admin-audit-repository.js";
@@ -34,6 +35,7 @@ export function assembleParts(
     authentication: { authenticator: BearerAuthenticator; apiKeyAdmin: ApiKeyAdmin };
     policies: PolicyService;
     policyAdmin: PolicyAdmin;
+    secretStore: SecretStore;
     admission: Admission;
     started: StartedPools;
     sessions: SessionLifecycle;
@@ -50,6 +52,8 @@ export function assembleParts(
     metrics: built.metrics,
     authenticator: built.authentication.authenticator,
     apiKeyAdmin: built.authentication.apiKeyAdmin,
+    secretStore: built.secretStore,
+    secrets: built.secretStore,
     authLimiter: new FailedAuthLimiter(config.authFailures),
     policies: built.policies,
     admission: built.admission,

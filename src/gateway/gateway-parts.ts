@@ -21,6 +21,8 @@ import type { RuntimePoolSizes } from "../pool/pool-sizes.js";
 import type { PoolStatus } from "../pool/pool-status.js";
 import type { GatewayPools } from "../pool/sandbox-pool.js";
 import type { NodeRegistry } from "../roles/shared/node-registry.js";
+import type { SecretStore } from "../secrets/secret-store.js";
+import type { SecretsReader } from "../secrets/workspace-secrets.js";
 import type { MetricsToken } from "../service-operations/metrics-token.js";
 import type { SessionLifecycle } from "../session/session-lifecycle.js";
 import type { AdminAuditRepository } from "../store/sql/admin-audit-repository.js";
@@ -50,6 +52,10 @@ export interface GatewayParts {
   policyAdmin: PolicyAdmin;
   /** Workspace API keys for the admin API (`/admin/v1/keys`). */
   apiKeyAdmin: ApiKeyAdmin;
+  /** Workspace secrets for the admin API (`/admin/v1/workspaces/{ws}/secrets`): values in, never out. */
+  secretStore: SecretStore;
+  /** The secrets' reading side: a workspace's credentials opened, for egress only (docs/secrets.md). */
+  secrets: SecretsReader;
   /** A workspace's durable usage with `from <= occurredAt < to`, per kind and tool (admin API). */
   usageSummary: (workspace: string, from: Date, to: Date) => Promise<UsageSummaryRow[]>;
   /** Usage reports per hour or UTC day (admin API `GET /usage`). */

@@ -25,6 +25,7 @@ import { listenGateway } from "./listen-gateway.js";
 import { registerGatewayJobs } from "./register-jobs.js";
 import { startPolicies } from "./start-policies.js";
 import { startPools } from "./start-pools.js";
+import { startSecrets } from "./start-secrets.js";
 import { startUsage } from "./start-usage.js";
 
 export type { GatewayBackends };
@@ -55,6 +56,7 @@ export async function startGateway(
   const { store, jobs } = backends;
   const metrics = new GatewayMetrics();
   const { policyRepository, policies, policyAdmin } = await startPolicies(config, backends);
+  const secretStore = startSecrets(config, backends, { policies, log });
   const admission = new Admission(store);
   const started = await startPools(config, backends, { metrics, log });
   const usage = startUsage(config, backends, { metrics, log });
@@ -110,6 +112,7 @@ export async function startGateway(
     authentication,
     policies,
     policyAdmin,
+    secretStore,
     admission,
     started,
     sessions,

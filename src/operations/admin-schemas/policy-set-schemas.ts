@@ -22,7 +22,7 @@ export const policySetBodySchema = z
     {
       policies: z.unknown().meta({
         description:
-          "{ <workspace>: { <field>: value } }: a workspace left out loses its row; `policies: {}` removes every row.",
+          "{ <workspace>: { <field>: value, secrets?: { <name>: binding } } }: a workspace left out loses its row; `policies: {}` removes every row.",
       }),
     },
     { error: "must be an object: { policies: { <workspace>: {...} } }" },
@@ -36,6 +36,12 @@ export const applyQuerySchema = z.object({
 export const applyResultSchema = z.object({
   dryRun: z.boolean(),
   changed: z.boolean(),
+  secrets: z
+    .array(z.object({ workspace: z.string(), name: z.string(), action: z.enum(["rebind", "unchanged"]) }))
+    .optional()
+    .meta({
+      description: "The secrets the file binds (docs/secrets.md): their bindings replaced, values kept.",
+    }),
   changes: z.array(
     z.object({
       workspace: z.string(),

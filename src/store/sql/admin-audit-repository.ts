@@ -6,12 +6,19 @@
 import type { Kysely, Selectable, Transaction } from "kysely";
 import type { AdminAuditTable, Database } from "./database-types.js";
 
-export type AdminAction = "session.end" | "session.hibernate" | "pool.resize" | "node.drain" | "node.undrain";
+export type AdminAction =
+  | "session.end"
+  | "session.hibernate"
+  | "pool.resize"
+  | "node.drain"
+  | "node.undrain"
+  | "secret.set"
+  | "secret.remove";
 
 export interface AdminAuditEntry {
   actor: string;
   action: AdminAction;
-  /** What was acted on: a session id, a pool name. */
+  /** What was acted on: a session id, a pool name, a secret's name. */
   target: string;
   workspace?: string;
   detail?: Record<string, unknown>;

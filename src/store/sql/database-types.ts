@@ -113,6 +113,16 @@ export interface AdminAuditTable {
   detail: JsonColumn;
 }
 
+/** A workspace's named secret: its binding (JSON) and its value, sealed (src/secrets/key-ring.ts). */
+export interface WorkspaceSecretsTable {
+  workspace_id: string;
+  name: string;
+  binding: JsonColumn;
+  sealed_value: string;
+  created_at: CreatedAt;
+  updated_at: ColumnType<Date, Date | undefined, Date>;
+}
+
 export interface Database {
   workspace_policies: WorkspacePoliciesTable;
   policy_audit: PolicyAuditTable;
@@ -122,4 +132,5 @@ export interface Database {
   api_key_audit: ApiKeyAuditTable;
   pool_sizes: PoolSizesTable;
   admin_audit: AdminAuditTable;
+  workspace_secrets: WorkspaceSecretsTable;
 }

@@ -70,6 +70,7 @@ describe.each(databaseFlavours)("migrations on $name", (flavour) => {
       "usage_events",
       "usage_rollup_state",
       "workspace_policies",
+      "workspace_secrets",
     ]);
     expect(await pendingMigrations(handle.db)).toEqual([]);
     await expect(assertSchemaCurrent(handle.db)).resolves.toBeUndefined();

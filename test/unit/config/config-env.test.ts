@@ -20,6 +20,9 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 /** A mounted secret: the metrics token in a file of its own, with the usual trailing newline. */
 const metricsTokenFile = path.join(scratch, "metrics-token");
 writeFileSync(metricsTokenFile, "a-metrics-token-read-from-its-own-file\n");
+const secretsKeys = `k1:${Buffer.alloc(32, 7).toString("base64")}`;
+const secretsKeysFile = path.join(scratch, "secrets-keys");
+writeFileSync(secretsKeysFile, `${secretsKeys}\n`);
 
 /** The smallest environment that configures a gateway on its own. */
 const baseEnv = { SANDPOOL_JWKS_URL: JWKS, SANDPOOL_DEFAULT_IMAGE: IMAGE };
@@ -213,6 +216,14 @@ const cases: Record<
         tokenFile: metricsTokenFile,
         token: "a-metrics-token-read-from-its-own-file",
       }),
+  },
+  SANDPOOL_SECRETS_KEYS: {
+    value: secretsKeys,
+    expect: (c) => expect(c.secrets.keys).toBe(secretsKeys),
+  },
+  SANDPOOL_SECRETS_KEYS_FILE: {
+    value: secretsKeysFile,
+    expect: (c) => expect(c.secrets).toEqual({ keysFile: secretsKeysFile, keys: `${secretsKeys}\n` }),
   },
   SANDPOOL_DEFAULT_IMAGE: {
     value: "registry.example/sandbox:2",
