@@ -15,6 +15,7 @@ import { UsageReports } from "../metering/usage-report.js";
 import type { PolicyAdmin } from "../policy/policy-admin.js";
 import type { PolicyService } from "../policy/policy-service.js";
 import { poolStatus } from "../pool/pool-status.js";
+import type { SecretsCache } from "../secrets/secrets-cache.js";
 import { metricsTokenOf } from "../service-operations/metrics-token.js";
 import type { SessionLifecycle } from "../session/session-lifecycle.js";
 import { AdminAuditRepository } from "../store/sql/admin-audit-repository.js";
@@ -37,6 +38,7 @@ export function assembleParts(
     admission: Admission;
     started: StartedPools;
     sessions: SessionLifecycle;
+    secrets: SecretsCache;
     usage: StartedUsage;
     usageDaily: UsageDailyRepository;
     ready: GatewayParts["ready"];
@@ -55,6 +57,7 @@ export function assembleParts(
     admission: built.admission,
     pools: started.pools,
     sessions,
+    secretNames: (workspace) => built.secrets.namesOf(workspace),
     forwarder: new SandboxForwarder({
       client: started.sandboxes,
       limits: config.limits,

@@ -36,6 +36,8 @@ export interface GatewayParts {
   admission: Admission;
   pools: GatewayPools;
   sessions: SessionLifecycle;
+  /** A workspace's secret names (briefly cached): what a session may name in `sandpool.secrets`. */
+  secretNames: (workspace: string) => Promise<string[]>;
   /** Calls on to the sandbox serving a session (one byte budget for the gateway). */
   forwarder: SandboxForwarder;
   usage: UsageSink;
