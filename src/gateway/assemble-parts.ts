@@ -58,6 +58,10 @@ export function assembleParts(
     pools: started.pools,
     sessions,
     secretNames: (workspace) => built.secrets.namesOf(workspace),
+    // Explain reads names and bindings; the values stay behind.
+    secretBindings: async (workspace) =>
+      (await built.secrets.openedSecretsOf(workspace)).map(({ name, binding }) => ({ name, binding })),
+    egressSettings: { allowPorts: config.egress.allowPorts },
     forwarder: new SandboxForwarder({
       client: started.sandboxes,
       limits: config.limits,

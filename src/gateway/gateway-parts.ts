@@ -4,6 +4,7 @@
  * (ContractDeps, AdminDeps, ServiceDeps, the pipeline's PipelineDeps), and the transport its
  * own (GatewayAppDeps). A running gateway exposes them to its owner (tests, dev mode).
  */
+import type { SecretBinding } from "../secrets/workspace-secrets.js";
 import type { Logger } from "pino";
 import type { Admission } from "../admission/admission.js";
 import type { ApiKeyAdmin } from "../auth/api-key-admin.js";
@@ -38,6 +39,9 @@ export interface GatewayParts {
   sessions: SessionLifecycle;
   /** A workspace's secret names (briefly cached): what a session may name in `sandpool.secrets`. */
   secretNames: (workspace: string) => Promise<string[]>;
+  /** A workspace's secrets without their values (explain). */
+  secretBindings: (workspace: string) => Promise<Array<{ name: string; binding: SecretBinding }>>;
+  egressSettings: { allowPorts: readonly number[] };
   /** Calls on to the sandbox serving a session (one byte budget for the gateway). */
   forwarder: SandboxForwarder;
   usage: UsageSink;
