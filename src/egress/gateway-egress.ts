@@ -26,11 +26,12 @@ import { composeGrant } from "./session-grant.js";
 /**
  * How long "no lease holds this sandbox" is believed before the leases are read again. Short:
  * the only unleased sandbox that makes connections is one whose session just ended (its
- * processes being killed by the scrub), and the same sandbox may serve the workspace's next
- * session within tens of milliseconds; this only keeps a dying session's flood from turning
- * into a flood of scans.
+ * processes being killed by the scrub, which takes tens of milliseconds), and the same sandbox
+ * may serve the workspace's next session right after; a miss believed longer would refuse that
+ * session's first connections. This only keeps a dying session's flood from turning into a
+ * flood of scans (ten a second per sandbox at most).
  */
-const MISS_MEMORY_MS = 500;
+const MISS_MEMORY_MS = 100;
 
 /** What egress reads of a workspace's effective policy. */
 export interface EgressPolicy {

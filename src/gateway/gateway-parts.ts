@@ -4,7 +4,7 @@
  * (ContractDeps, AdminDeps, ServiceDeps, the pipeline's PipelineDeps), and the transport its
  * own (GatewayAppDeps). A running gateway exposes them to its owner (tests, dev mode).
  */
-import type { SecretBinding } from "../secrets/workspace-secrets.js";
+
 import type { Logger } from "pino";
 import type { Admission } from "../admission/admission.js";
 import type { ApiKeyAdmin } from "../auth/api-key-admin.js";
@@ -22,6 +22,7 @@ import type { RuntimePoolSizes } from "../pool/pool-sizes.js";
 import type { PoolStatus } from "../pool/pool-status.js";
 import type { GatewayPools } from "../pool/sandbox-pool.js";
 import type { NodeRegistry } from "../roles/shared/node-registry.js";
+import type { SecretBinding } from "../secrets/workspace-secrets.js";
 import type { MetricsToken } from "../service-operations/metrics-token.js";
 import type { SessionLifecycle } from "../session/session-lifecycle.js";
 import type { AdminAuditRepository } from "../store/sql/admin-audit-repository.js";

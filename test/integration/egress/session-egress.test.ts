@@ -31,6 +31,8 @@ import { MemoryCoordinationStore } from "../../../src/store/coordination/memory-
 import type { Database } from "../../../src/store/sql/database-types.js";
 import { migrateToLatest } from "../../../src/store/sql/migrate.js";
 import { PgliteDialect } from "../../../src/store/sql/pglite-dialect.js";
+import { egressChecks } from "../../../src/verify/probes/egress-checks.js";
+import { VerifyHttp, WorkspaceClient } from "../../../src/verify/verify-client.js";
 import { ContractClient } from "../../support/contract-client.js";
 import { dockerSuiteAvailable, removeDeploymentContainers } from "../../support/docker-suite.js";
 import { TEST_SECRET } from "../../support/gateway-harness.js";
@@ -237,5 +239,30 @@ except Exception as e:
     expect((await client.destroy(secondId)).status).toBe(204);
     // No lease holds the sandbox now: nothing is granted.
     await waitFor(async () => (await egress.grantFor(sandbox)) === undefined, 5_000);
+    // That read left a miss, believed for 100 ms (gateway-egress.ts): past it, the sandbox's
+    // next holder is looked up afresh.
+    await new Promise((resolve) => setTimeout(resolve, 150));
+  }, 120_000);
+
+  it("passes sandpool verify's narrowing probe (the workspace's two hosts, each session narrowed to one)", async () => {
+    const http = new VerifyHttp(`${gateway.url}/`);
+    const token = await mintToken({ secret: TEST_SECRET, workspace });
+    const one = new WorkspaceClient(http, token);
+    try {
+      const probe = egressChecks.find((check) => check.name === "egress.session-narrowing")!;
+      const result = await probe.run({
+        http,
+        one,
+        other: one,
+        admin: undefined,
+        tag: "t",
+        session: () => Promise.reject(new Error("unused")),
+        sessionOn: () => Promise.reject(new Error("unused")),
+      });
+      expect(result.pass, result.evidence).toBe(true);
+      expect(result.evidence).toMatch(/refused by name/);
+    } finally {
+      await http.close();
+    }
   }, 120_000);
 });
