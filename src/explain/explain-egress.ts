@@ -19,6 +19,8 @@ import {
 } from "../egress/session-egress.js";
 import { composeGrant, sessionHosts } from "../egress/session-grant.js";
 import type { OperationSpec } from "../operations/operation.js";
+import { imageAllowed } from "../policy/decide-access.js";
+import { poolServing } from "../policy/decide-pool.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
 import { normalizeHost } from "../policy-schema/egress-patterns.js";
 import type { LeaseEgress } from "../store/coordination/records.js";
@@ -49,6 +51,9 @@ export async function explainEgress(
   const named = `${host}:${destination.port}`;
   const bindings = (await services.secretBindings?.(policy.workspace)) ?? [];
   const narrowing = await narrowingOf(services, operation, policy, args, bindings, trace);
+  const narrowingPool = onSession(operation)
+    ? (await services.sessions.find(String(args.session_id), policy.workspace))?.pool
+    : undefined;
 
   if (!policy.enabled || !policy.egressAllowed) {
     trace.deny("policy", "policy.egress_not_allowed", {
@@ -60,6 +65,7 @@ export async function explainEgress(
     return answer(named, trace, []);
   }
   trace.pass("policy", { rule: "egress.allowed", field: "egressAllowed", value: true });
+  poolStep(services, operation, policy, args, narrowingPool, trace);
 
   const workspaceGrant = { allowCidrs: policy.egressAllowCidrs, allowHosts: policy.egressAllowHosts };
   const settings = { denyCidrs: [], allowPorts: services.egressSettings?.allowPorts ?? [] };
@@ -216,4 +222,35 @@ async function narrowingOf(
   }
   trace.pass("policy", { rule: "egress.narrowing", value: verdict.egress ?? null });
   return verdict.egress;
+}
+
+/**
+ * Whether the session's sandbox has the proxy at all: only egress pools' sandboxes do. The
+ * pool a new session would get (the one CreateSession chooses), or the named session's.
+ */
+function poolStep(
+  services: ExplainDeps,
+  operation: OperationSpec,
+  policy: EffectivePolicy,
+  args: Record<string, unknown>,
+  sessionPool: string | undefined,
+  trace: Trace,
+): void {
+  const pools = services.pools.list();
+  let pool: { name: string; egress?: boolean } | undefined;
+  if (onSession(operation)) pool = pools.find((candidate) => candidate.name === sessionPool);
+  else {
+    const image = imageAllowed(policy, (args as { image?: string | null }).image);
+    pool = image.allowed ? poolServing(pools, image.image!, policy).pool : undefined;
+  }
+  if (!pool)
+    trace.skip("policy", "egress.pool", "no pool to look at (no session, or no pool serves the image)");
+  else if (!pool.egress)
+    trace.deny("policy", "policy.egress_not_allowed", {
+      rule: "egress.pool",
+      value: pool.name,
+      detail: `pool '${pool.name}' has no egress: its sandboxes have no way out at all`,
+    });
+  else
+    trace.pass("policy", { rule: "egress.pool", value: pool.name, detail: `pool '${pool.name}' has egress` });
 }

@@ -101,6 +101,24 @@ describe("explain for an egress destination", () => {
     expect(answer.egress).toMatchObject({ decision: "allow", secrets: [] });
   });
 
+  it("refuses a destination for a session whose pool has no egress (no proxy at all)", async () => {
+    const lease = { sessionId: "s2", workspace: "team-a", pool: "plain" } as unknown as Lease;
+    const services = deps(hosts, [lease]);
+    services.pools = {
+      list: () => [{ name: "plain", image: IMAGE, resourceClass: "standard" }],
+      capacity: async () => ({ outcome: "warm", members: 0, maxTotal: 2, detail: "" }),
+    } as unknown as ExplainDeps["pools"];
+    const answer = await explained(
+      {
+        operation: "sessions.get",
+        args: { session_id: "s2" },
+        egressHost: "api.github.com",
+      },
+      services,
+    );
+    expect(rules(answer.egress!.steps)).toContain("egress.pool deny");
+  });
+
   it("refuses everything for a workspace without egress", async () => {
     const answer = await explained(
       { operation: "sessions.create", egressHost: "api.github.com" },
