@@ -186,6 +186,24 @@ except Exception as e:
     });
   });
 
+  it("refuses any narrowing on a workspace whose policy withdraws egress, naming the field", async () => {
+    const closed = `closed-${randomBytes(4).toString("hex")}`;
+    await gateway.policyRepository.put(closed, { egressAllowed: false }, "session-egress-test");
+    gateway.services.policies.invalidate(closed);
+    const closedClient = new ContractClient(
+      gateway.url,
+      await mintToken({ secret: TEST_SECRET, workspace: closed }),
+    );
+    const hosts = await closedClient.createSession({ sandpool: { egress: { hosts: [ALPHA] } } });
+    expect(hosts.status, hosts.text).toBe(403);
+    expect(hosts.body).toMatchObject({
+      detail: { code: "policy.egress_not_allowed", message: expect.stringMatching(/^sandpool\.egress: /) },
+    });
+    const named = await closedClient.createSession({ sandpool: { secrets: [] } });
+    expect(named.status, named.text).toBe(403);
+    expect((named.body as { detail: { message: string } }).detail.message).toMatch(/^sandpool\.secrets: /);
+  });
+
   it("refuses a malformed narrowing as a bad body", async () => {
     const answer = await client.createSession({ sandpool: { egress: { hosts: ["127.0.0.1"] } } });
     expect(answer.status, answer.text).toBe(422);
