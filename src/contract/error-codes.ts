@@ -44,6 +44,10 @@ export const errorStatus = {
   "policy.workspace_disabled": 403,
   /** The workspace requires a stronger isolation (gVisor) than any pool serving the image has. */
   "policy.isolation_required": 403,
+  /** A session's egress narrowing reaches beyond the workspace's (or the workspace has no egress). */
+  "policy.egress_not_allowed": 403,
+  /** A session names a secret its workspace does not hold. */
+  "policy.secret_not_allowed": 403,
   "quota.concurrent_sessions": 429,
   "quota.session_rate": 429,
   "quota.exec_budget": 429,

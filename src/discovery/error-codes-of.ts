@@ -40,6 +40,8 @@ const contractOnly: Record<string, ErrorCode[]> = {
     ...jsonBody,
     "policy.image_not_allowed",
     "policy.isolation_required",
+    "policy.egress_not_allowed",
+    "policy.secret_not_allowed",
     "quota.concurrent_sessions",
     "quota.session_rate",
     "capacity.exhausted",

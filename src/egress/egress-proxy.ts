@@ -78,6 +78,14 @@ export interface EgressProxyOptions {
   hostAddresses?: () => readonly string[];
   /** Called as bytes flow, so the gateway can meter egress while a session runs. */
   onBytes?: (sandboxId: string, sentBytes: number, receivedBytes: number) => void;
+  /**
+   * Called each time a grant's credential is added to a request (the TLS-terminating proxy
+   * calls it): `secret` the credential's name, `host` the binding pattern that matched (one
+   * of the credential's `hosts`, never the name requested: metric labels stay bounded).
+   */
+  onCredentialUsed?: (sandboxId: string, secret: string, host: string) => void;
+  /** Called for each refused request (audit): the host asked for ("" when none could be read). */
+  onRefused?: (sandboxId: string, host: string, reason: string, status: number) => void;
 }
 
 export type GrantSource = () => Promise<EgressGrant | undefined>;
@@ -210,6 +218,7 @@ export class EgressProxy {
       { sandboxId: state.sandboxId, host: target?.host, port: target?.port, status, reason },
       "egress refused",
     );
+    this.options.onRefused?.(state.sandboxId, target?.host ?? "", reason, status);
     return `${PREFIX}${reason}`;
   }
 

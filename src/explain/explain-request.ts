@@ -10,11 +10,20 @@ import { workspaceIdPattern } from "../auth/workspace-claim.js";
 import { malformed } from "../contract/error-codes.js";
 import type { OperationSpec } from "../operations/operation.js";
 import { operations } from "../operations/registry.js";
+import { hostPatternProblem } from "../policy-schema/egress-patterns.js";
+
+/** A destination egress is explained for. */
+export interface EgressDestinationInput {
+  host: string;
+  port: number;
+}
 
 export interface ExplainRequest {
   workspace: string;
   operation: OperationSpec;
   args: Record<string, unknown>;
+  /** A destination to explain egress for (`egressHost`: `host` or `host:port`, port 443 by default). */
+  egress?: EgressDestinationInput;
 }
 
 /** The operations explain covers: the contract's, the ones workspace tokens call. */
@@ -26,10 +35,12 @@ export const onSession = (operation: OperationSpec): boolean => operation.path.i
 export function parseExplainRequest(body: unknown): ExplainRequest {
   if (body === null || typeof body !== "object" || Array.isArray(body))
     throw malformed(["the body must be an object: { workspace, operation, args }"]);
-  const { workspace, operation: id, args, ...rest } = body as Record<string, unknown>;
+  const { workspace, operation: id, args, egressHost, ...rest } = body as Record<string, unknown>;
   const problems: string[] = [];
   for (const key of Object.keys(rest))
-    problems.push(`${key}: unknown field (a request has workspace, operation and args)`);
+    problems.push(`${key}: unknown field (a request has workspace, operation, args and egressHost)`);
+  const egress = egressHost === undefined ? undefined : parseEgressHost(egressHost);
+  if (typeof egress === "string") problems.push(egress);
   if (typeof workspace !== "string" || !workspaceIdPattern.test(workspace))
     problems.push(
       "workspace: must be a workspace id (letters, digits, . _ : -; 128 at most, starting with a letter or digit)",
@@ -60,5 +71,20 @@ export function parseExplainRequest(body: unknown): ExplainRequest {
     workspace: workspace as string,
     operation: operation!,
     args: argsObject as Record<string, unknown>,
+    ...(egress === undefined ? {} : { egress: egress as EgressDestinationInput }),
   };
+}
+
+/** `host` or `host:port` (a host name; an address is what the proxy checks by range): the destination, or the problem. */
+function parseEgressHost(value: unknown): EgressDestinationInput | string {
+  const usage = "egressHost: a host name, optionally with :port (api.example.com, api.example.com:8443)";
+  if (typeof value !== "string") return usage;
+  const match = /^([^:]+)(?::(\d{1,5}))?$/.exec(value);
+  if (!match) return usage;
+  const port = match[2] === undefined ? 443 : Number(match[2]);
+  if (port < 1 || port > 65_535) return `egressHost: port ${match[2]} is not a valid port`;
+  const problem = hostPatternProblem(match[1]!);
+  if (problem || match[1]!.startsWith("*."))
+    return `egressHost: ${problem ?? "a destination, not a pattern"}`;
+  return { host: match[1]!, port };
 }

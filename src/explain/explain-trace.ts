@@ -30,6 +30,13 @@ export interface ExplainAnswer {
   steps: TraceStep[];
   /** The limits in force for the call: the workspace's policy, and what this call would run under. */
   effective: Record<string, unknown>;
+  /** With `egressHost`: whether a session could reach it, and which secrets would be attached (explain-egress.ts). */
+  egress?: {
+    destination: string;
+    decision: "allow" | "deny";
+    steps: TraceStep[];
+    secrets: string[];
+  };
 }
 
 export class Trace {

@@ -16,6 +16,7 @@ import type { PolicyAdmin } from "../policy/policy-admin.js";
 import type { PolicyService } from "../policy/policy-service.js";
 import { poolStatus } from "../pool/pool-status.js";
 import type { SecretStore } from "../secrets/secret-store.js";
+import type { SecretsCache } from "../secrets/secrets-cache.js";
 import { metricsTokenOf } from "../service-operations/metrics-token.js";
 import type { SessionLifecycle } from "../session/session-lifecycle.js";
 import { AdminAuditRepository } from "../store/sql/admin-audit-repository.js";
@@ -39,6 +40,7 @@ export function assembleParts(
     admission: Admission;
     started: StartedPools;
     sessions: SessionLifecycle;
+    secrets: SecretsCache;
     usage: StartedUsage;
     usageDaily: UsageDailyRepository;
     ready: GatewayParts["ready"];
@@ -59,6 +61,11 @@ export function assembleParts(
     admission: built.admission,
     pools: started.pools,
     sessions,
+    secretNames: (workspace) => built.secrets.namesOf(workspace),
+    // Explain reads names and bindings; the values stay behind.
+    secretBindings: async (workspace) =>
+      (await built.secrets.openedSecretsOf(workspace)).map(({ name, binding }) => ({ name, binding })),
+    egressSettings: { allowPorts: config.egress.allowPorts },
     forwarder: new SandboxForwarder({
       client: started.sandboxes,
       limits: config.limits,

@@ -4,6 +4,7 @@
  * (ContractDeps, AdminDeps, ServiceDeps, the pipeline's PipelineDeps), and the transport its
  * own (GatewayAppDeps). A running gateway exposes them to its owner (tests, dev mode).
  */
+
 import type { Logger } from "pino";
 import type { Admission } from "../admission/admission.js";
 import type { ApiKeyAdmin } from "../auth/api-key-admin.js";
@@ -22,7 +23,7 @@ import type { PoolStatus } from "../pool/pool-status.js";
 import type { GatewayPools } from "../pool/sandbox-pool.js";
 import type { NodeRegistry } from "../roles/shared/node-registry.js";
 import type { SecretStore } from "../secrets/secret-store.js";
-import type { SecretsReader } from "../secrets/workspace-secrets.js";
+import type { SecretBinding, SecretsReader } from "../secrets/workspace-secrets.js";
 import type { MetricsToken } from "../service-operations/metrics-token.js";
 import type { SessionLifecycle } from "../session/session-lifecycle.js";
 import type { AdminAuditRepository } from "../store/sql/admin-audit-repository.js";
@@ -38,6 +39,11 @@ export interface GatewayParts {
   admission: Admission;
   pools: GatewayPools;
   sessions: SessionLifecycle;
+  /** A workspace's secret names (briefly cached): what a session may name in `sandpool.secrets`. */
+  secretNames: (workspace: string) => Promise<string[]>;
+  /** A workspace's secrets without their values (explain). */
+  secretBindings: (workspace: string) => Promise<Array<{ name: string; binding: SecretBinding }>>;
+  egressSettings: { allowPorts: readonly number[] };
   /** Calls on to the sandbox serving a session (one byte budget for the gateway). */
   forwarder: SandboxForwarder;
   usage: UsageSink;

@@ -13,6 +13,7 @@ import type { GatewayConfig } from "../config/gateway-config.js";
 import type { RunningServer } from "../http/common/listen.js";
 import { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { ReconcileReport } from "../pool/reconcile.js";
+import { SecretsCache } from "../secrets/secrets-cache.js";
 import { SessionLifecycle } from "../session/session-lifecycle.js";
 import type { PolicyRepository } from "../store/sql/policy-repository.js";
 import { UsageDailyRepository } from "../store/sql/usage-daily-repository.js";
@@ -23,6 +24,7 @@ import type { GatewayBackends } from "./gateway-backends.js";
 import type { GatewayParts } from "./gateway-parts.js";
 import { listenGateway } from "./listen-gateway.js";
 import { registerGatewayJobs } from "./register-jobs.js";
+import { startEgressGrants } from "./start-egress-grants.js";
 import { startPolicies } from "./start-policies.js";
 import { startPools } from "./start-pools.js";
 import { startSecrets } from "./start-secrets.js";
@@ -60,6 +62,9 @@ export async function startGateway(
   const admission = new Admission(store);
   const started = await startPools(config, backends, { metrics, log });
   const usage = startUsage(config, backends, { metrics, log });
+  // The workspaces' secrets, opened for seconds at most: grants and CreateSession read them here.
+  const secrets = new SecretsCache(backends.secrets);
+  startEgressGrants(backends, { policies, secrets, metrics, usage: usage.usage });
   const hibernation = buildHibernation(config, backends, {
     started,
     policies,
@@ -116,6 +121,7 @@ export async function startGateway(
     admission,
     started,
     sessions,
+    secrets,
     usage,
     usageDaily,
     ready: async () => accepting && usage.backlogWithinBound() && ((await options.ready?.()) ?? true),

@@ -32,6 +32,7 @@ import type { LeaseStore } from "../store/coordination/lease-store.js";
 import {
   HOLD_GRACE_MS,
   type Lease,
+  type LeaseEgress,
   type LeaseKey,
   leaseDeadline,
   type SandboxRecord,
@@ -109,6 +110,7 @@ export class SessionLifecycle {
     workspace: string,
     request: CreateSessionRequest,
     policy: EffectivePolicy,
+    egress?: LeaseEgress,
   ): Promise<CreatedSession> {
     const image = enforce(imageAllowed(policy, request.image)).image!;
     const pool = enforce(poolServing(this.deps.pools.list(), image, policy)).pool!;
@@ -144,6 +146,8 @@ export class SessionLifecycle {
         lastActivityAt: createdAt,
         idleTimeoutSeconds,
         maxLifetimeSeconds,
+        // The session's own egress narrowing (checked by its handler): every proxy reads it here.
+        ...(egress ? { egress } : {}),
       };
       if (!leased.warm) {
         await this.deps.pools.holdMembership(leased.record, { workspace, until: holdUntil, now: this.now() });

@@ -1,6 +1,7 @@
 /** Every probe of `sandpool verify`, in the order they run and are reported. */
 import type { Probe } from "./probe.js";
 import { configLeakProbes } from "./probes/config-leaks.js";
+import { egressChecks } from "./probes/egress-checks.js";
 import { fileLeakProbes } from "./probes/file-leaks.js";
 import { gatewayChecks } from "./probes/gateway-checks.js";
 import { interpreterLeakProbes } from "./probes/interpreter-leaks.js";
@@ -17,6 +18,7 @@ export const PROBES: readonly Probe[] = [
   ...interpreterLeakProbes,
   ...configLeakProbes,
   ...reachChecks,
+  ...egressChecks,
   ...resourceChecks,
   ...gatewayChecks,
   ...usageChecks,

@@ -1,5 +1,5 @@
 /**
- * `sandpool explain --workspace W --operation OPERATION [--session ID] [--image I] [--args JSON]`:
+ * `sandpool explain --workspace W --operation OPERATION [--session ID] [--image I] [--args JSON] [--egress-host H[:P]]`:
  * the decision trace of a would-be contract call through the admin API
  * (`POST /admin/v1/explain`): every check the gateway would make, its verdict and what
  * decided it, and the limits in force. Nothing runs: no sandbox is started or touched and
@@ -28,6 +28,7 @@ type ExplainOptions = ConnectionOptions & {
   session?: string;
   image?: string;
   args?: Record<string, unknown>;
+  egressHost?: string;
 };
 
 function argsOption(value: string): Record<string, unknown> {
@@ -86,11 +87,16 @@ export function explainCommand(): Command {
       .option("--session <id>", "the session a call on a session is made on (args.session_id)")
       .option("--image <image>", "the image sessions.create asks for (args.image)")
       .option("--args <json>", "the operation's request as a JSON object", argsOption)
+      .option(
+        "--egress-host <host[:port]>",
+        "also explain whether a session of this call could reach this destination, and which secrets (names) would be attached",
+      )
       .addHelpText(
         "after",
         examples(
           "sandpool explain --workspace team-a --operation sessions.create",
           "sandpool explain --workspace team-a --operation sessions.create --image python:3.12 --json",
+          `sandpool explain --workspace team-a --operation sessions.create --egress-host api.github.com \\\n      --args '{"sandpool":{"egress":{"hosts":["api.github.com"]},"secrets":["github"]}}'`,
           `sandpool explain --workspace team-a --operation sessions.exec --session S \\\n      --args '{"tool":"bash_code_execution","input":{"command":"ls"},"timeout_seconds":600}'`,
         ),
       ),
@@ -103,7 +109,12 @@ export function explainCommand(): Command {
         );
       const conn = adminConnection(options);
       const { body } = await adminCall(conn, "post", "/admin/v1/explain", {
-        body: { workspace: options.workspace, operation, args: explainArgs(options) },
+        body: {
+          workspace: options.workspace,
+          operation,
+          args: explainArgs(options),
+          ...(options.egressHost === undefined ? {} : { egressHost: options.egressHost }),
+        },
       });
       if (conn.json) return printJson(body);
       out(renderExplain(body as ExplainAnswer));

@@ -911,7 +911,7 @@ export interface components {
          * @description sandpool's stable error codes; each always answers with the same HTTP status.
          * @enum {string}
          */
-        SandpoolErrorCode: "request.bad_target" | "request.malformed" | "request.bad_json" | "request.bad_content_type" | "request.too_large" | "request.not_found" | "request.method_not_allowed" | "request.busy" | "request.host_denied" | "request.origin_denied" | "tool.unknown" | "session.not_found" | "session.busy" | "session.not_hibernatable" | "session.resume_failed" | "file.not_found" | "file.is_directory" | "file.too_large" | "path.outside_workspace" | "path.invalid" | "auth.missing" | "auth.invalid" | "auth.expired" | "auth.rate_limited" | "auth.forbidden" | "auth.introspection_unavailable" | "policy.image_not_allowed" | "policy.tool_not_allowed" | "policy.workspace_disabled" | "policy.isolation_required" | "quota.concurrent_sessions" | "quota.session_rate" | "quota.exec_budget" | "quota.hibernated_sessions" | "quota.calls_in_flight" | "capacity.exhausted" | "capacity.checkpoint_space" | "store.unavailable" | "secrets.not_configured" | "sandbox.unreachable" | "sandbox.timeout" | "sandbox.bad_answer" | "server.internal";
+        SandpoolErrorCode: "request.bad_target" | "request.malformed" | "request.bad_json" | "request.bad_content_type" | "request.too_large" | "request.not_found" | "request.method_not_allowed" | "request.busy" | "request.host_denied" | "request.origin_denied" | "tool.unknown" | "session.not_found" | "session.busy" | "session.not_hibernatable" | "session.resume_failed" | "file.not_found" | "file.is_directory" | "file.too_large" | "path.outside_workspace" | "path.invalid" | "auth.missing" | "auth.invalid" | "auth.expired" | "auth.rate_limited" | "auth.forbidden" | "auth.introspection_unavailable" | "policy.image_not_allowed" | "policy.tool_not_allowed" | "policy.workspace_disabled" | "policy.isolation_required" | "policy.egress_not_allowed" | "policy.secret_not_allowed" | "quota.concurrent_sessions" | "quota.session_rate" | "quota.exec_budget" | "quota.hibernated_sessions" | "quota.calls_in_flight" | "capacity.exhausted" | "capacity.checkpoint_space" | "store.unavailable" | "secrets.not_configured" | "sandbox.unreachable" | "sandbox.timeout" | "sandbox.bad_answer" | "server.internal";
         /** @description sandpool's shape of the contract's `Error`: `detail` carries a stable code, a message safe to show, and for a refused input every problem. */
         SandpoolError: {
             detail: {
@@ -983,7 +983,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
-            /** @description sandpool: `request.host_denied`, `request.origin_denied`, `policy.workspace_disabled`, `policy.image_not_allowed`, `policy.isolation_required`. */
+            /** @description sandpool: `request.host_denied`, `request.origin_denied`, `policy.workspace_disabled`, `policy.image_not_allowed`, `policy.isolation_required`, `policy.egress_not_allowed`, `policy.secret_not_allowed`. */
             403: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -5360,6 +5360,8 @@ export interface operations {
                     args?: {
                         [key: string]: unknown;
                     };
+                    /** @description A destination (host or host:port, port 443 by default): whether a session of the call (its sandpool narrowing, or the named session's) could reach it, by which rule not, and which secrets (names) the egress proxy would attach. Answered in `egress`; it does not change the call's decision. */
+                    egressHost?: string;
                 } & {
                     [key: string]: unknown;
                 };
@@ -5395,6 +5397,26 @@ export interface operations {
                         /** @description The limits in force, and what the call would run under. */
                         effective: {
                             [key: string]: unknown;
+                        };
+                        /** @description With egressHost: the destination's own trace. */
+                        egress?: {
+                            destination: string;
+                            /** @enum {string} */
+                            decision: "allow" | "deny";
+                            steps: {
+                                /** @enum {string} */
+                                step: "mounted" | "args" | "resolve" | "policy" | "admit";
+                                /** @enum {string} */
+                                verdict: "pass" | "deny" | "skip";
+                                rule?: string;
+                                field?: string;
+                                value?: unknown;
+                                limit?: unknown;
+                                detail?: string;
+                                code?: string;
+                            }[];
+                            /** @description The secrets the proxy would attach there (names only). */
+                            secrets: string[];
                         };
                     };
                 };

@@ -20,8 +20,16 @@ export const explainBodySchema = z
         "The operation's own request: the CreateSession body; for a call on a session its session_id " +
           "and, for sessions.exec, the Execute body; for files.put an optional content_length.",
       ),
+    egressHost: z
+      .string()
+      .optional()
+      .describe(
+        "A destination (host or host:port, port 443 by default): whether a session of the call (its sandpool " +
+          "narrowing, or the named session's) could reach it, by which rule not, and which secrets (names) " +
+          "the egress proxy would attach. Answered in `egress`; it does not change the call's decision.",
+      ),
   })
-  .describe("A would-be contract call: { workspace, operation, args }.");
+  .describe("A would-be contract call: { workspace, operation, args, egressHost }.");
 
 const stepSchema = z.object({
   step: z.enum(["mounted", "args", "resolve", "policy", "admit"]),
@@ -43,4 +51,13 @@ export const explainResultSchema = z.object({
   effective: z
     .record(z.string(), z.unknown())
     .describe("The limits in force, and what the call would run under."),
+  egress: z
+    .object({
+      destination: z.string(),
+      decision: z.enum(["allow", "deny"]),
+      steps: z.array(stepSchema),
+      secrets: z.array(z.string()).describe("The secrets the proxy would attach there (names only)."),
+    })
+    .optional()
+    .describe("With egressHost: the destination's own trace."),
 });
