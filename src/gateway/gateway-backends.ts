@@ -20,8 +20,8 @@ export interface GatewayBackends {
   /** The egress proxy the runtime attaches to egress sandboxes; bound here to the policy. */
   egress?: GatewayEgress;
   /**
-   * The workspace secrets store's reading side (part A of issue 42); absent: no workspace
-   * holds a secret (sessions naming one are refused, grants carry no credentials).
+   * Where egress and CreateSession read a workspace's secrets, in place of the gateway's own
+   * store over the database (a test's fixed secrets); absent: that store.
    */
   secrets?: SecretsReader;
   /** Where usage records are journaled before answers are released (`sandpool serve`). */

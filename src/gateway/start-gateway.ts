@@ -58,12 +58,17 @@ export async function startGateway(
   const { store, jobs } = backends;
   const metrics = new GatewayMetrics();
   const { policyRepository, policies, policyAdmin } = await startPolicies(config, backends);
-  const secretStore = startSecrets(config, backends, { policies, log });
+  const secretStore = startSecrets(config, backends, {
+    policies,
+    changed: (workspace) => secrets.forget(workspace),
+    log,
+  });
   const admission = new Admission(store);
   const started = await startPools(config, backends, { metrics, log });
   const usage = startUsage(config, backends, { metrics, log });
-  // The workspaces' secrets, opened for seconds at most: grants and CreateSession read them here.
-  const secrets = new SecretsCache(backends.secrets);
+  // The workspaces' secrets, opened for seconds at most: grants and CreateSession read them
+  // here (other replicas see a change within the cache's lifetime; this one at once).
+  const secrets = new SecretsCache(backends.secrets ?? secretStore);
   startEgressGrants(backends, { policies, secrets, metrics, usage: usage.usage });
   const hibernation = buildHibernation(config, backends, {
     started,

@@ -15,7 +15,12 @@ import type { GatewayBackends } from "./gateway-backends.js";
 export function startSecrets(
   config: GatewayConfig,
   backends: Pick<GatewayBackends, "db">,
-  built: { policies: Pick<PolicyService, "forWorkspace">; log: Logger },
+  built: {
+    policies: Pick<PolicyService, "forWorkspace">;
+    /** Told after each change (this replica's cache of opened secrets forgets the workspace). */
+    changed: (workspace: string) => void;
+    log: Logger;
+  },
 ): SecretStore {
   const keys = config.secrets.keys;
   if (keys === undefined)
@@ -26,6 +31,7 @@ export function startSecrets(
     repository: new SecretRepository(backends.db),
     sealer: keys === undefined ? undefined : KeyRing.parse(keys),
     allowedHostsOf: async (workspace) => (await built.policies.forWorkspace(workspace)).egressAllowHosts,
+    changed: built.changed,
     log: built.log.child({ part: "secrets" }),
   });
 }

@@ -32,6 +32,8 @@ export interface SecretStoreDeps {
   sealer: Sealer | undefined;
   /** The workspace's egressAllowHosts in force (empty: no host narrowing). */
   allowedHostsOf(workspace: string): Promise<readonly string[]>;
+  /** Told after each change of a workspace's secrets (this replica's caches drop it at once). */
+  changed?: (workspace: string) => void;
   log: Logger;
 }
 
@@ -63,6 +65,7 @@ export class SecretStore implements SecretsReader {
       { workspace, name, binding: secret.binding, sealedValue },
       actor,
     );
+    this.deps.changed?.(workspace);
     return { description: describe(row), created };
   }
 
@@ -81,6 +84,7 @@ export class SecretStore implements SecretsReader {
     // A policy file judges hosts against the policy it applies itself (the cache may be older).
     if (options.checkHosts !== false) await this.checkHostsReachable(workspace, binding);
     const row = await this.deps.repository.rebind({ workspace, name, binding }, actor);
+    this.deps.changed?.(workspace);
     return row && describe(row);
   }
 
@@ -98,6 +102,7 @@ export class SecretStore implements SecretsReader {
     checkName(name);
     if (!(await this.deps.repository.remove(workspace, name, actor)))
       throw new SandpoolError("request.not_found", `workspace ${workspace} has no secret named ${name}`);
+    this.deps.changed?.(workspace);
   }
 
   /**
