@@ -9,6 +9,7 @@ import { ipcLeakProbes } from "./probes/ipc-leaks.js";
 import { processLeakProbes } from "./probes/process-leaks.js";
 import { reachChecks } from "./probes/reach-checks.js";
 import { resourceChecks } from "./probes/resource-checks.js";
+import { secretChecks } from "./probes/secret-checks.js";
 import { usageChecks } from "./probes/usage-checks.js";
 
 export const PROBES: readonly Probe[] = [
@@ -19,10 +20,13 @@ export const PROBES: readonly Probe[] = [
   ...configLeakProbes,
   ...reachChecks,
   ...egressChecks,
+  ...secretChecks,
   ...resourceChecks,
   ...gatewayChecks,
   ...usageChecks,
 ];
 
 /** Probes that read what only an operator may (the admin API): run only with --admin-token. */
-export const ADMIN_PROBES: ReadonlySet<string> = new Set(usageChecks.map((probe) => probe.name));
+export const ADMIN_PROBES: ReadonlySet<string> = new Set(
+  [...usageChecks, ...secretChecks].map((probe) => probe.name),
+);
