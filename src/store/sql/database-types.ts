@@ -113,6 +113,14 @@ export interface AdminAuditTable {
   detail: JsonColumn;
 }
 
+/** The deployment's egress CA: one row, its key sealed (migration 0017). */
+export interface EgressCaTable {
+  id: ColumnType<number, number | undefined, never>;
+  cert_pem: string;
+  sealed_key: string;
+  created_at: CreatedAt;
+}
+
 export interface Database {
   workspace_policies: WorkspacePoliciesTable;
   policy_audit: PolicyAuditTable;
@@ -122,4 +130,5 @@ export interface Database {
   api_key_audit: ApiKeyAuditTable;
   pool_sizes: PoolSizesTable;
   admin_audit: AdminAuditTable;
+  egress_ca: EgressCaTable;
 }
