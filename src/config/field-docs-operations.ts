@@ -110,7 +110,8 @@ export const operationsFieldDocs: FieldDocs = {
     example: "/etc/sandpool/egress-ca/tls.key",
   },
   "egress.upstreamCaFiles": {
-    comment: "Extra PEM CA files the proxy verifies upstream servers against (besides Node's roots), where it adds credentials.",
+    comment:
+      "Extra PEM CA files the proxy verifies upstream servers against (besides Node's roots), where it adds credentials.",
   },
   databaseUrl: {
     comment: "Postgres URL for policy, usage and audit; required by sandpool serve (dev mode uses PGlite).",
