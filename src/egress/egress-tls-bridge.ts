@@ -33,6 +33,8 @@ import { answerSocket, endToEndHeaders, type Target } from "./egress-wire.js";
 /** The signing side: a TLS context for a host's leaf certificate. */
 export interface LeafSource {
   contextFor(host: string): Promise<SecureContext>;
+  /** The CA certificate (PEM) the leaves chain to: what sandboxes trust. */
+  readonly caPem: string;
 }
 
 export interface TlsBridgeOptions {

@@ -13,7 +13,12 @@ import type { Logger } from "pino";
 import type { SandboxEgress } from "../runtime/docker/sandbox-egress.js";
 import type { Lease } from "../store/coordination/records.js";
 
-import { EgressProxy, type EgressProxySettings, type EgressResolver } from "./egress-proxy.js";
+import {
+  EgressProxy,
+  type EgressProxyOptions,
+  type EgressProxySettings,
+  type EgressResolver,
+} from "./egress-proxy.js";
 import type { EgressGrant } from "./egress-rules.js";
 
 /** How long "no lease holds this sandbox" is believed before the leases are read again. */
@@ -41,8 +46,19 @@ export class GatewayEgress implements SandboxEgress {
   private readonly misses = new Map<string, number>();
   private ownership: EgressOwnership | undefined;
 
-  constructor(settings: EgressProxySettings, log: Logger, resolve?: EgressResolver) {
-    this.proxy = new EgressProxy({ settings, log, resolve });
+  /** `injection`: credentials added on the way out (TLS terminated with the deployment CA). */
+  constructor(
+    settings: EgressProxySettings,
+    log: Logger,
+    resolve?: EgressResolver,
+    private readonly injection: Pick<EgressProxyOptions, "injection" | "onCredentialUsed" | "onRefused"> = {},
+  ) {
+    this.proxy = new EgressProxy({ settings, log, resolve, ...injection });
+  }
+
+  /** What egress sandboxes trust besides the system roots (written in their directory). */
+  trustedCaPem(): string | undefined {
+    return this.injection.injection?.leaves.caPem;
   }
 
   bind(ownership: EgressOwnership): void {

@@ -28,6 +28,12 @@ const SANDBOX_SESSION_SECONDS = "31536000";
 
 /** Where an egress sandbox's proxy socket sits in its directory, and the port it is offered on inside. */
 export const EGRESS_SOCKET_NAME = "egress.sock";
+/**
+ * The deployment's egress CA, and the system roots with it, written by the gateway in the
+ * sandbox's directory (sandbox-trust-files.ts): the gateway's files, read-only to the box.
+ */
+export const EGRESS_CA_NAME = "ca.pem";
+export const EGRESS_CA_BUNDLE_NAME = "ca-bundle.pem";
 const EGRESS_PROXY_URL = "http://127.0.0.1:3128";
 
 export const LABELS = {
@@ -53,6 +59,8 @@ export interface ContainerSpecInput {
   socketDir: string;
   /** Its only way out: the gateway's filtering proxy, offered as an HTTP proxy on its loopback. */
   egress: boolean;
+  /** The egress CA files are in its directory: programs are told to trust them. */
+  egressTrust?: boolean;
   /** `gvisor`: the container runs on runtime.docker.gvisorRuntime, else on runtime.docker.runtime. */
   isolation?: Isolation;
 }
@@ -129,7 +137,11 @@ export function buildContainerSpec(
       ...(options.preloadModules.length > 0 ? ["--preload-modules", options.preloadModules.join(",")] : []),
       ...(input.egress ? ["--egress-proxy-socket", `${SOCKET_MOUNT}/${EGRESS_SOCKET_NAME}`] : []),
     ],
-    Env: ["SANDPOOL_LOG_LEVEL=warn", ...(input.egress ? proxyEnvironment() : [])],
+    Env: [
+      "SANDPOOL_LOG_LEVEL=warn",
+      ...(input.egress ? proxyEnvironment() : []),
+      ...(input.egress && input.egressTrust ? trustEnvironment() : []),
+    ],
     // Root only to start: the server drops to the code's uid at once (see the file's comment).
     User: "0:0",
     Hostname: "sandbox",
@@ -213,4 +225,19 @@ function proxyEnvironment(): string[] {
   return ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"]
     .map((name) => `${name}=${EGRESS_PROXY_URL}`)
     .concat(["NO_PROXY=localhost,127.0.0.1", "no_proxy=localhost,127.0.0.1"]);
+}
+
+/**
+ * The bundle (system roots + the deployment's egress CA) for OpenSSL-based clients: Python's
+ * ssl default paths, urllib, pip and curl honour SSL_CERT_FILE, requests REQUESTS_CA_BUNDLE,
+ * curl CURL_CA_BUNDLE; node adds NODE_EXTRA_CA_CERTS to its own roots.
+ */
+function trustEnvironment(): string[] {
+  const bundle = `${SOCKET_MOUNT}/${EGRESS_CA_BUNDLE_NAME}`;
+  return [
+    `SSL_CERT_FILE=${bundle}`,
+    `REQUESTS_CA_BUNDLE=${bundle}`,
+    `CURL_CA_BUNDLE=${bundle}`,
+    `NODE_EXTRA_CA_CERTS=${SOCKET_MOUNT}/${EGRESS_CA_NAME}`,
+  ];
 }
