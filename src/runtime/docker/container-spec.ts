@@ -5,7 +5,9 @@
  * the Docker socket), a read-only root with size-capped tmpfs for the workspace and /tmp,
  * memory without swap, a pids cap, CPU quota, capped container logs, and no network at all:
  * the one mount is the sandbox's own socket directory, where its server listens on a Unix
- * socket for the gateway. Nothing in the box can open a connection to anything outside it.
+ * socket for the gateway (and, for an egress sandbox whose proxy adds credentials, one file
+ * of it again, read-only, as OpenSSL's default CA file). Nothing in the box can open a
+ * connection to anything outside it.
  *
  * User code runs under a uid of its own, one per sandbox (codeUidOf), never as the server:
  * the container starts as root with CAP_SETUID and CAP_SETGID alone (and no-new-privileges),
@@ -179,7 +181,10 @@ function buildHostConfig(options: DockerRuntimeOptions, input: ContainerSpecInpu
       "/tmp": `rw,nosuid,nodev,noexec,size=${rc.tmpBytes},${ownedTmpfs},mode=1777`,
     },
     Binds: [],
-    Mounts: [{ Type: "bind", Source: input.socketDir, Target: SOCKET_MOUNT, ReadOnly: false }],
+    Mounts: [
+      { Type: "bind", Source: input.socketDir, Target: SOCKET_MOUNT, ReadOnly: false },
+      ...(input.egress && input.egressTrust ? [systemStoreMount(input.socketDir)] : []),
+    ],
     Init: false,
     Memory: rc.memoryBytes,
     MemorySwap: rc.memoryBytes,
@@ -225,6 +230,25 @@ function proxyEnvironment(): string[] {
   return ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"]
     .map((name) => `${name}=${EGRESS_PROXY_URL}`)
     .concat(["NO_PROXY=localhost,127.0.0.1", "no_proxy=localhost,127.0.0.1"]);
+}
+
+/**
+ * OpenSSL's default CA file (OPENSSLDIR/cert.pem; Debian links it to ca-certificates.crt,
+ * which the mount then covers) becomes the bundle, read-only. The variables below are not
+ * enough: user code runs with AT_SECURE set (started by a server whose real uid is root),
+ * where OpenSSL's secure_getenv ignores SSL_CERT_FILE, so Python's default context
+ * (urllib, ssl) would never see the CA. Not a new way in: a file of the sandbox's own
+ * gateway-owned directory, mounted again read-only.
+ */
+export const OPENSSL_DEFAULT_CA_FILE = "/usr/lib/ssl/cert.pem";
+
+function systemStoreMount(socketDir: string) {
+  return {
+    Type: "bind" as const,
+    Source: `${socketDir}/${EGRESS_CA_BUNDLE_NAME}`,
+    Target: OPENSSL_DEFAULT_CA_FILE,
+    ReadOnly: true,
+  };
 }
 
 /**

@@ -25,6 +25,21 @@ describe("an egress sandbox's trust", () => {
     );
   });
 
+  it("puts the bundle, read-only, where OpenSSL looks by default (env is ignored under AT_SECURE)", () => {
+    const spec = buildContainerSpec(options, specInput(options, { egress: true, egressTrust: true }));
+    expect(spec.HostConfig!.Mounts).toEqual([
+      { Type: "bind", Source: "/run/sandpool/test/sbx1", Target: "/run/sandpool", ReadOnly: false },
+      {
+        Type: "bind",
+        Source: "/run/sandpool/test/sbx1/ca-bundle.pem",
+        Target: "/usr/lib/ssl/cert.pem",
+        ReadOnly: true,
+      },
+    ]);
+    const plain = buildContainerSpec(options, specInput(options, { egress: true }));
+    expect(plain.HostConfig!.Mounts).toHaveLength(1);
+  });
+
   it("names nothing without a CA, or without egress", () => {
     for (const env of [envOf({ egress: true }), envOf({ egress: false, egressTrust: true })])
       expect(env.filter((line) => /CA_|CERT/.test(line))).toEqual([]);
