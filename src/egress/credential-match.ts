@@ -3,6 +3,7 @@
  * the proxy terminates TLS at all), then to each request inside it (its method and path
  * decide whether the header is added). Pure data in, a decision out.
  */
+import { validateHeaderName, validateHeaderValue } from "node:http";
 import { hostMatchesPattern, normalizeHost } from "../policy-schema/egress-patterns.js";
 import type { EgressCredential, EgressGrant } from "./egress-rules.js";
 
@@ -60,4 +61,35 @@ export function hostHeaderMatches(hostHeader: string | undefined, host: string, 
   return (
     value === name || value === `${name}:${port}` || value === `${name}.` || value === `${name}.:${port}`
   );
+}
+
+/** Names a credential may never set: they frame the request or address another hop. */
+const FRAMING_HEADERS = new Set([
+  "host",
+  "connection",
+  "content-length",
+  "transfer-encoding",
+  "te",
+  "trailer",
+  "upgrade",
+  "keep-alive",
+  "expect",
+]);
+
+/**
+ * Why a credential cannot be sent as it is (undefined: it can). Part of the store's checks
+ * too, but the proxy never trusts that: a value with CR or LF would split the request.
+ * The answer names the secret, never its value.
+ */
+export function credentialHeaderProblem(credential: EgressCredential): string | undefined {
+  const name = credential.header.toLowerCase();
+  if (FRAMING_HEADERS.has(name) || name.startsWith("proxy-"))
+    return `secret '${credential.secret}' is bound to header '${credential.header}', which a credential may not set`;
+  try {
+    validateHeaderName(credential.header);
+    validateHeaderValue(credential.header, credential.value);
+  } catch {
+    return `secret '${credential.secret}' cannot be sent as a header: its name or value holds characters HTTP forbids`;
+  }
+  return undefined;
 }

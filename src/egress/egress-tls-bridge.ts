@@ -26,7 +26,7 @@ import { isIP, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { type SecureContext, TLSSocket, connect as tlsConnect } from "node:tls";
 import type { Logger } from "pino";
-import { credentialForRequest, hostHeaderMatches } from "./credential-match.js";
+import { credentialForRequest, credentialHeaderProblem, hostHeaderMatches } from "./credential-match.js";
 import type { EgressCredential } from "./egress-rules.js";
 import { answerSocket, endToEndHeaders, type Target } from "./egress-wire.js";
 
@@ -130,6 +130,11 @@ export class EgressTlsBridge {
     }
     const credential = credentialForRequest(connect.credentials, req.method ?? "GET", path);
     const headers: OutgoingHttpHeaders = { ...endToEndHeaders(req.headers), connection: "close" };
+    const problem = credential && credentialHeaderProblem(credential);
+    if (problem) {
+      answer(502, connect.refuse(502, problem));
+      return done;
+    }
     if (credential) {
       // endToEndHeaders lower-cases names: one delete drops every spelling the sandbox sent.
       delete headers[credential.header.toLowerCase()];
@@ -162,12 +167,20 @@ export class EgressTlsBridge {
     }
     if (res.destroyed) return void upstream.destroy();
     res.once("close", () => upstream.destroy());
-    const outgoing = httpRequest({
-      createConnection: () => upstream,
-      method: req.method,
-      path: req.url,
-      headers,
-    });
+    let outgoing: ReturnType<typeof httpRequest>;
+    try {
+      outgoing = httpRequest({
+        createConnection: () => upstream,
+        method: req.method,
+        path: req.url,
+        headers,
+      });
+    } catch (error) {
+      // A header or method Node refuses throws here; its message may quote a header value.
+      upstream.destroy();
+      const code = (error as NodeJS.ErrnoException).code ?? "ERROR";
+      return answer(502, connect.refuse(502, `the request could not be sent to ${host}:${port} (${code})`));
+    }
     if (credential) connect.onCredentialUsed(credential.secret);
     outgoing.on("response", (response) => {
       tally();

@@ -312,6 +312,29 @@ describe("a CONNECT to a host a credential is bound to", () => {
   });
 });
 
+describe("a credential that cannot be sent safely", () => {
+  it("is never sent: a value that would split the request, or a framing header, is a 502", async () => {
+    for (const bad of [
+      { ...credential, value: `${VALUE}\r\nX-Injected: 1` },
+      { ...credential, header: "Host" },
+      { ...credential, header: "Content-Length" },
+    ]) {
+      await openProxy({ grant: { ...grant, credentials: [bad] } });
+      const answer = await httpsThrough(
+        socketPath,
+        { host: "bound.test", port, ca: trustDeployment() },
+        { path: "/" },
+      );
+      expect(answer.status).toBe(502);
+      expect(answer.body).toContain("secret 'api-token'");
+      expect(answer.body).not.toContain(VALUE);
+      expect(seen).toEqual([]);
+      expect(logText).not.toContain("sk-live");
+      await proxy.closeAll();
+    }
+  });
+});
+
 describe("what gets no credential", () => {
   it("an unbound host: a plain tunnel, the upstream's own certificate, no header", async () => {
     await openProxy();
