@@ -72,6 +72,18 @@ function tlsServer(ca: DeploymentCa, into: () => Seen[]): Server {
         headers: req.headers,
         rawHeaders: req.rawHeaders,
       });
+      if (req.url === "/slow") {
+        // Busy longer than the proxy's idle timeout, never idle that long.
+        let left = 8;
+        const tick = setInterval(() => {
+          res.write(`chunk${left} `);
+          if (--left === 0) {
+            clearInterval(tick);
+            res.end("done");
+          }
+        }, 150);
+        return;
+      }
       if (req.url === "/redirect") {
         res.writeHead(302, { location: `https://other.test:${port}/landed` });
         return res.end();
@@ -138,7 +150,7 @@ let used: [string, string, string][];
 let refusals: [string, string | undefined, string][];
 let sequence = 0;
 
-async function openProxy(options: { grant?: EgressGrant; injection?: boolean } = {}) {
+async function openProxy(options: { grant?: EgressGrant; injection?: boolean; idleTimeoutMs?: number } = {}) {
   seen = [];
   rogueSeen = [];
   logText = "";
@@ -151,7 +163,12 @@ async function openProxy(options: { grant?: EgressGrant; injection?: boolean } =
     },
   });
   proxy = new EgressProxy({
-    settings: { denyCidrs: [], maxTunnelsPerSandbox: 4, connectTimeoutMs: 2_000, idleTimeoutMs: 5_000 },
+    settings: {
+      denyCidrs: [],
+      maxTunnelsPerSandbox: 4,
+      connectTimeoutMs: 2_000,
+      idleTimeoutMs: options.idleTimeoutMs ?? 5_000,
+    },
     log: pino({ level: "trace" }, sink),
     resolve,
     ...(options.injection === false
@@ -386,6 +403,17 @@ describe("what gets no credential", () => {
 });
 
 describe("a terminated connection carries", () => {
+  it("a response busier than the idle timeout to its end: idleness is measured, not age", async () => {
+    await openProxy({ idleTimeoutMs: 400 });
+    const answer = await httpsThrough(
+      socketPath,
+      { host: "bound.test", port, ca: trustDeployment() },
+      { path: "/slow" },
+    );
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatch(/chunk1 done$/);
+  });
+
   it("several requests, pipelined, each checked and sent in order", async () => {
     await openProxy();
     const tunnel = await connectThrough(socketPath, `bound.test:${port}`);
