@@ -30,6 +30,7 @@ import {
 import { isIP, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
+import { normalizeHost } from "../policy-schema/egress-patterns.js";
 import { ConnectFailure, connectCheckedAddress } from "./connect-checked-address.js";
 import { credentialsForDestination } from "./credential-match.js";
 import { type EgressResolver, interfaceAddresses, resolveWithin, systemResolver } from "./egress-resolve.js";
@@ -351,15 +352,17 @@ export class EgressProxy {
       return answerSocket(client, 503, this.refused(state, target, 503, reason));
     }
     (client as Socket).setTimeout?.(this.options.settings.idleTimeoutMs, () => client.destroy());
+    // `bound.test.` and `bound.test` are one host: its leaf, SNI and Host checks use one form.
+    const named: Target = { ...target, host: normalizeHost(target.host) };
     await this.bridge.serve(
       {
         sandboxId: state.sandboxId,
-        target,
+        target: named,
         credentials,
         connect: () => this.connect(state, target, addresses),
         count: (sent, received) => this.count(state, sent, received),
-        onCredentialUsed: (secret) => this.options.onCredentialUsed?.(state.sandboxId, secret, target.host),
-        refuse: (status, reason) => this.refused(state, target, status, reason),
+        onCredentialUsed: (secret) => this.options.onCredentialUsed?.(state.sandboxId, secret, named.host),
+        refuse: (status, reason) => this.refused(state, named, status, reason),
       },
       client,
       head,

@@ -24,7 +24,8 @@ import { connectThrough, httpsThrough, tlsOverTunnel } from "../../support/egres
 const VALUE = "Bearer sk-live-DO-NOT-LEAK-7f3a9c";
 const NAMES = ["bound.test", "other.test", "rogue.test", "paths.test", "plain.test"];
 const resolve = async (host: string) => {
-  if (NAMES.includes(host)) return ["127.0.0.1"];
+  // As DNS does, a fully qualified name (trailing dot) is the same name.
+  if (NAMES.includes(host.replace(/\.$/, ""))) return ["127.0.0.1"];
   throw Object.assign(new Error(`no such name ${host}`), { code: "ENOTFOUND" });
 };
 
@@ -215,6 +216,17 @@ describe("a CONNECT to a host a credential is bound to", () => {
     expect(usage.connections).toBe(1);
     expect(usage.sentBytes).toBeGreaterThan(0);
     expect(usage.receivedBytes).toBeGreaterThan(0);
+  });
+
+  it("takes a fully qualified name (trailing dot) as the same host", async () => {
+    await openProxy();
+    const answer = await httpsThrough(
+      socketPath,
+      { host: "bound.test.", port, ca: trustDeployment() },
+      { path: "/dot", headers: [["Host", "bound.test."]] },
+    );
+    expect(answer.status).toBe(200);
+    expect(seen[0]!.headers.authorization).toBe(VALUE);
   });
 
   it("replaces a header of the same name the sandbox sent, never adds a second", async () => {
