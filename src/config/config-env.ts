@@ -244,6 +244,18 @@ const bindings: readonly EnvBinding[] = [
     "days raw usage events are kept once rolled up per day",
     envWholeNumber,
   ),
+  scalar(
+    "SANDPOOL_EGRESS_CA_CERT_FILE",
+    "egress.caCertFile",
+    "PEM certificate of the egress CA sandboxes trust (with SANDPOOL_EGRESS_CA_KEY_FILE)",
+  ),
+  scalar("SANDPOOL_EGRESS_CA_KEY_FILE", "egress.caKeyFile", "PEM private key of the egress CA"),
+  scalar(
+    "SANDPOOL_EGRESS_UPSTREAM_CA_FILES",
+    "egress.upstreamCaFiles",
+    "extra PEM CA files the egress proxy trusts for upstream servers, comma-separated",
+    commaList,
+  ),
   scalar("SANDPOOL_RETENTION_AUDIT_DAYS", "retention.auditDays", "days audit rows are kept", envWholeNumber),
   scalar(
     "SANDPOOL_USAGE_BACKLOG_NOT_READY_ABOVE",

@@ -114,6 +114,19 @@ export const operationsFieldDocs: FieldDocs = {
   "egress.maxTunnelsPerSandbox": { comment: "Connections through the proxy one sandbox may hold open." },
   "egress.connectTimeoutMs": { comment: "Deadline of resolving and connecting to a destination." },
   "egress.idleTimeoutMs": { comment: "A connection idle this long in both directions is closed." },
+  "egress.caCertFile": {
+    comment:
+      "PEM certificate of the CA egress sandboxes trust, for hosts a credential is bound to; with caKeyFile, else one is made and kept in Postgres.",
+    example: "/etc/sandpool/egress-ca/tls.crt",
+  },
+  "egress.caKeyFile": {
+    comment: "PEM private key of egress.caCertFile (EC P-256/P-384 or RSA); it never leaves the gateway.",
+    example: "/etc/sandpool/egress-ca/tls.key",
+  },
+  "egress.upstreamCaFiles": {
+    comment:
+      "Extra PEM CA files the proxy verifies upstream servers against (besides Node's roots), where it adds credentials.",
+  },
   databaseUrl: {
     comment: "Postgres URL for policy, usage and audit; required by sandpool serve (dev mode uses PGlite).",
     example: "postgres://sandpool:change-me@postgres:5432/sandpool",

@@ -189,6 +189,17 @@ export const gatewayConfigSchema = z
         maxTunnelsPerSandbox: positive.default(64),
         connectTimeoutMs: positive.default(10_000),
         idleTimeoutMs: positive.default(300_000),
+        /**
+         * The CA the proxy signs leaf certificates with for hosts a credential is bound to
+         * (src/egress/tls): both files, or neither (then one is made and kept in Postgres).
+         */
+        caCertFile: z.string().min(1).optional(),
+        caKeyFile: z.string().min(1).optional(),
+        /** Extra CAs (PEM files) the proxy trusts for upstream servers, besides Node's roots. */
+        upstreamCaFiles: z.array(z.string().min(1)).default([]),
+      })
+      .refine((egress) => (egress.caCertFile === undefined) === (egress.caKeyFile === undefined), {
+        message: "egress.caCertFile and egress.caKeyFile go together: set both, or neither",
       })
       .prefault({}),
     /** The key ring workspace secrets are sealed with at rest (docs/secrets.md). */

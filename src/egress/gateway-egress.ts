@@ -18,7 +18,9 @@ import type { SandboxEgress } from "../runtime/docker/sandbox-egress.js";
 import type { OpenedSecret } from "../secrets/workspace-secrets.js";
 import type { Lease, LeaseKey } from "../store/coordination/records.js";
 
-import { EgressProxy, type EgressProxySettings, type EgressResolver } from "./egress-proxy.js";
+import { EgressProxy } from "./egress-proxy.js";
+import type { EgressProxyOptions, EgressProxySettings } from "./egress-proxy-options.js";
+import type { EgressResolver } from "./egress-resolve.js";
 import type { EgressGrant } from "./egress-rules.js";
 import { leaseEgressOf } from "./session-egress.js";
 import { composeGrant } from "./session-grant.js";
@@ -84,14 +86,26 @@ export class GatewayEgress implements SandboxEgress {
   private ownership: EgressOwnership | undefined;
   private hooks: EgressHooks = {};
 
-  constructor(settings: EgressProxySettings, log: Logger, resolve?: EgressResolver) {
+  /** `options.injection`: credentials added on the way out (TLS terminated with the deployment CA). */
+  constructor(
+    settings: EgressProxySettings,
+    log: Logger,
+    resolve?: EgressResolver,
+    private readonly options: Partial<Pick<EgressProxyOptions, "injection">> = {},
+  ) {
     this.proxy = new EgressProxy({
       settings,
       log,
       resolve,
+      ...options,
       onCredentialUsed: (sandboxId, secret, host) => this.credentialUsed(sandboxId, secret, host),
       onRefused: (sandboxId, host, reason, status) => this.refused(sandboxId, host, reason, status),
     });
+  }
+
+  /** What egress sandboxes trust besides the system roots (written in their directory). */
+  trustedCaPem(): string | undefined {
+    return this.options.injection?.leaves.caPem;
   }
 
   bind(ownership: EgressOwnership, hooks: EgressHooks = {}): void {

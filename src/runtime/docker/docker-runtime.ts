@@ -49,6 +49,7 @@ import {
 } from "./docker-runtime-options.js";
 import { retakeEgress } from "./egress-takeover.js";
 import { attachEgressSocket, type SandboxEgress } from "./sandbox-egress.js";
+import { writeSandboxTrustFiles } from "./sandbox-trust-files.js";
 import { SocketDirs } from "./socket-dirs.js";
 import { SandboxStartError, waitForSandboxHealth } from "./wait-for-sandbox-health.js";
 
@@ -364,6 +365,8 @@ export class DockerRuntime implements SandboxRuntime {
   ): Promise<Dockerode.Container> {
     const { sandboxId, pool } = request;
     const socketDir = await this.socketDirs.prepare(sandboxId);
+    const caPem = egress ? this.egress?.trustedCaPem?.() : undefined;
+    if (caPem) await writeSandboxTrustFiles(socketDir, caPem);
     if (egress) await attachEgressSocket(this.egress!, sandboxId, this.socketDirs.egressSocketOf(sandboxId));
     assertBeforeDeadline(request.deadline, "creating its container");
     const spec = buildContainerSpec(this.options, {
@@ -375,6 +378,7 @@ export class DockerRuntime implements SandboxRuntime {
       engineHost: engine.host,
       socketDir,
       egress,
+      egressTrust: caPem !== undefined,
       isolation: pool.isolation ?? "container",
     });
     return engine.call((docker) => docker.createContainer(spec));

@@ -123,6 +123,14 @@ export interface WorkspaceSecretsTable {
   updated_at: ColumnType<Date, Date | undefined, Date>;
 }
 
+/** The deployment's egress CA: one row, its key sealed (migration 0017). */
+export interface EgressCaTable {
+  id: ColumnType<number, number | undefined, never>;
+  cert_pem: string;
+  sealed_key: string;
+  created_at: CreatedAt;
+}
+
 export interface Database {
   workspace_policies: WorkspacePoliciesTable;
   policy_audit: PolicyAuditTable;
@@ -133,4 +141,5 @@ export interface Database {
   pool_sizes: PoolSizesTable;
   admin_audit: AdminAuditTable;
   workspace_secrets: WorkspaceSecretsTable;
+  egress_ca: EgressCaTable;
 }

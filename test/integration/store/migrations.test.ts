@@ -63,6 +63,7 @@ describe.each(databaseFlavours)("migrations on $name", (flavour) => {
       "admin_audit",
       "api_key_audit",
       "api_keys",
+      "egress_ca",
       "policy_audit",
       "pool_sizes",
       "usage_daily",

@@ -245,6 +245,20 @@ const cases: Record<
     value: "7",
     expect: (c) => expect(c.retention.usageEventsDays).toBe(7),
   },
+  SANDPOOL_EGRESS_CA_CERT_FILE: {
+    value: "/run/ca/tls.crt",
+    with: { SANDPOOL_EGRESS_CA_KEY_FILE: "/run/ca/tls.key" },
+    expect: (c) => expect(c.egress.caCertFile).toBe("/run/ca/tls.crt"),
+  },
+  SANDPOOL_EGRESS_CA_KEY_FILE: {
+    value: "/run/ca/tls.key",
+    with: { SANDPOOL_EGRESS_CA_CERT_FILE: "/run/ca/tls.crt" },
+    expect: (c) => expect(c.egress.caKeyFile).toBe("/run/ca/tls.key"),
+  },
+  SANDPOOL_EGRESS_UPSTREAM_CA_FILES: {
+    value: "/etc/ca/a.pem, /etc/ca/b.pem",
+    expect: (c) => expect(c.egress.upstreamCaFiles).toEqual(["/etc/ca/a.pem", "/etc/ca/b.pem"]),
+  },
   SANDPOOL_RETENTION_AUDIT_DAYS: { value: "90", expect: (c) => expect(c.retention.auditDays).toBe(90) },
   SANDPOOL_USAGE_JOURNAL_DIR: {
     value: "/var/lib/sandpool/usage-journal",
