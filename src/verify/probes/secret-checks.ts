@@ -14,11 +14,11 @@ import { py, runJson } from "../probe.js";
 import type { AdminView } from "../verify-client.js";
 
 /** What the session's code searches, bounded so a large image cannot stall the run. */
-const SEARCH = (value: string) => `
+export const secretSearchProgram = (value: string) => `
 import json, os
 # Sent reversed: the value itself is never in the code, nor wherever the code is kept.
 needle = ${py([...value].reverse().join(""))}[::-1].encode()
-found, files = [], 0
+found = []
 def look(label, blob):
     if needle in blob:
         found.append(label)
@@ -30,24 +30,31 @@ for pid in os.listdir('/proc'):
             except OSError:
                 pass
 look('os.environ', json.dumps(dict(os.environ)).encode())
-roots = {'/etc', '/tmp', '/run', '/var/tmp', '/dev/shm', os.path.expanduser('~'),
-         os.path.dirname(os.path.dirname(os.getcwd()))}
+# Where code writes and programs read first, then every mount the container was given.
+roots = ['/tmp', '/dev/shm', '/var/tmp', '/run', os.path.dirname(os.path.dirname(os.getcwd())),
+         os.path.expanduser('~'), '/etc']
 for line in open('/proc/self/mountinfo'):
     point = line.split()[4]
-    if point != '/' and not point.startswith(('/proc', '/sys', '/dev')):
-        roots.add(point)
-for root in sorted(roots):
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in filenames:
-            path = os.path.join(dirpath, name)
-            files += 1
-            if files > 20000:
-                break
-            try:
-                if os.path.isfile(path) and os.path.getsize(path) <= 1 << 20:
-                    look(path, open(path, 'rb').read())
-            except OSError:
-                pass
+    if point not in roots and point != '/' and not point.startswith(('/proc', '/sys', '/dev')):
+        roots.append(point)
+def search_files():
+    files, budget = 0, 64 << 20
+    for root in roots:
+        for dirpath, dirnames, filenames in os.walk(root):
+            for name in filenames:
+                path = os.path.join(dirpath, name)
+                try:
+                    if not os.path.isfile(path) or os.path.getsize(path) > 1 << 20:
+                        continue
+                    blob = open(path, 'rb').read()
+                except OSError:
+                    continue
+                files, budget = files + 1, budget - len(blob)
+                look(path, blob)
+                if files >= 20000 or budget <= 0:
+                    return files
+    return files
+files = search_files()
 print(json.dumps({'found': found, 'files': files}))
 `;
 
@@ -106,7 +113,11 @@ export const secretChecks: CheckProbe[] = [
       try {
         // A session begun after the secret was stored: its grant carries it, if any does.
         const session = await context.session();
-        const seen = await runJson<{ found: string[]; files: number }>(session, SEARCH(value), 120);
+        const seen = await runJson<{ found: string[]; files: number }>(
+          session,
+          secretSearchProgram(value),
+          120,
+        );
         return {
           pass: seen.found.length === 0,
           evidence:
