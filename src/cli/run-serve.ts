@@ -31,7 +31,7 @@ import { openPostgres } from "../store/sql/open-database.js";
 import { onShutdown } from "./on-shutdown.js";
 import { openUsageJournal } from "./open-usage-journal.js";
 import { printGatewayReady, printReady } from "./ready-line.js";
-import { serveEgress } from "./serve-egress.js";
+import { enableEgressInjection, serveEgress } from "./serve-egress.js";
 import { assertIsolationHolds, assertIsolationPossible, poolsThisEngineServes } from "./serve-isolation.js";
 import { noticesForServe, refusedForServe } from "./serve-refusals.js";
 
@@ -220,6 +220,11 @@ export async function runServe(options: ServeOptions): Promise<void> {
   for (const notice of noticesForServe(config)) log.warn(notice);
   if (config.role === "node") return runNodeRole(config, options, log);
   if (config.role === "edge") return runEdgeRole(config, options, log);
+  // Egress pools' only way out: the filtering proxy, served by this process.
+  const egress = serveEgress(config, log);
+  const runtime = createRuntime(config, log, egress);
+  await refuseUnlessIsolated(runtime, config, options, log);
+
   const db = openPostgres(config.databaseUrl!);
   if (options.migrate || config.migrateOnStart) {
     const { applied } = await migrateToLatest(db);
@@ -227,10 +232,8 @@ export async function runServe(options: ServeOptions): Promise<void> {
   } else {
     await assertSchemaCurrent(db);
   }
-  // Egress pools' only way out: the filtering proxy, served by this process (its CA may be in Postgres).
-  const egress = await serveEgress(config, db, log);
-  const runtime = createRuntime(config, log, egress);
-  await refuseUnlessIsolated(runtime, config, options, log);
+  // Before any sandbox starts: each trusts the CA it finds then (it may be kept in Postgres).
+  await enableEgressInjection(egress, config, db, log);
   const redis = redisTargetFrom(config)!; // missingForServe made sure there is one
   const store = await RedisCoordinationStore.connect({
     target: redis,

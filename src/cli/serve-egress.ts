@@ -14,26 +14,31 @@ import { KeyRing } from "../secrets/key-ring.js";
 import type { Database } from "../store/sql/database-types.js";
 import { EgressCaRepository } from "../store/sql/egress-ca-repository.js";
 
-export async function serveEgress(
+/** The proxy, before anything is read from Postgres (serve checks its runtime first). */
+export function serveEgress(config: GatewayConfig, log: Logger): GatewayEgress | undefined {
+  return config.pools.some((pool) => pool.egress) ? new GatewayEgress(config.egress, log) : undefined;
+}
+
+/** Credential injection for the proxy, once the database is there (the CA may be kept in it). */
+export async function enableEgressInjection(
+  egress: GatewayEgress | undefined,
   config: GatewayConfig,
-  db: Kysely<Database> | undefined,
+  db: Kysely<Database>,
   log: Logger,
-): Promise<GatewayEgress | undefined> {
-  if (!config.pools.some((pool) => pool.egress)) return undefined;
+): Promise<void> {
+  if (!egress) return;
   try {
     const ca = await loadEgressCa({
       settings: config.egress,
       deployment: config.deployment,
-      ...(db ? { store: new EgressCaRepository(db) } : {}),
+      store: new EgressCaRepository(db),
       ...(config.secrets.keys === undefined ? {} : { sealer: KeyRing.parse(config.secrets.keys) }),
     });
-    const injection = await egressInjectionOf(ca, config.egress);
-    return new GatewayEgress(config.egress, log, undefined, { injection });
+    egress.useInjection(await egressInjectionOf(ca, config.egress));
   } catch (error) {
     log.warn(
       { err: error },
       "egress without credential injection: no egress CA (egress.caCertFile and egress.caKeyFile, or a secrets key ring)",
     );
-    return new GatewayEgress(config.egress, log);
   }
 }

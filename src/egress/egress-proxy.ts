@@ -72,13 +72,18 @@ export class EgressProxy {
   private readonly sandboxes = new Map<string, SandboxProxy>();
   private readonly resolve: EgressResolver;
   private readonly hostAddresses: () => readonly string[];
-  private readonly bridge: EgressTlsBridge | undefined;
+  private bridge: EgressTlsBridge | undefined;
 
   constructor(private readonly options: EgressProxyOptions) {
     this.resolve = options.resolve ?? systemResolver;
     this.hostAddresses = options.hostAddresses ?? interfaceAddresses;
     const { injection, settings, log } = options;
     this.bridge = injection && new EgressTlsBridge({ ...injection, ...settings, log });
+  }
+
+  /** Injects credentials from now on (serve loads its CA once the proxy exists: it may live in Postgres). */
+  useInjection(injection: NonNullable<EgressProxyOptions["injection"]>): void {
+    this.bridge = new EgressTlsBridge({ ...injection, ...this.options.settings, log: this.options.log });
   }
 
   /** Serves a sandbox's proxy socket at `socketPath` (a stale file there is replaced). */

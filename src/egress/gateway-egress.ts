@@ -103,6 +103,12 @@ export class GatewayEgress implements SandboxEgress {
     });
   }
 
+  /** Injects credentials from now on: sandboxes started after this trust its CA. */
+  useInjection(injection: NonNullable<EgressProxyOptions["injection"]>): void {
+    this.options.injection = injection;
+    this.proxy.useInjection(injection);
+  }
+
   /** What egress sandboxes trust besides the system roots (written in their directory). */
   trustedCaPem(): string | undefined {
     return this.options.injection?.leaves.caPem;
