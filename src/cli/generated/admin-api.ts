@@ -365,6 +365,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/sessions/{id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Resume a hibernated session now (its next call would): restored from its checkpoint into a sandbox; a running one is left as it is; audited. */
+        post: operations["admin.sessions.resume"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/sessions/{id}": {
         parameters: {
             query?: never;
@@ -4108,6 +4125,175 @@ export interface operations {
                             maxLifetimeSeconds: number;
                             activeCalls: number;
                         };
+                    };
+                };
+            };
+            /** @description sandpool: `request.bad_target`, `request.bad_json`. */
+            400: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
+            401: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.host_denied`, `request.origin_denied`, `auth.forbidden`. */
+            403: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.not_found`. */
+            404: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.too_large`. */
+            413: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.bad_content_type`. */
+            415: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.malformed`. */
+            422: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `auth.rate_limited`. */
+            429: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `server.internal`. */
+            500: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.busy`, `auth.introspection_unavailable`, `store.unavailable`. */
+            503: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+        };
+    };
+    "admin.sessions.resume": {
+        parameters: {
+            query?: {
+                /** @description Only this workspace's. */
+                workspace?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Resume a hibernated session now (its next call would): restored from its checkpoint into a sandbox; a running one is left as it is; audited. */
+            200: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        resumed: {
+                            id: string;
+                            workspace: string;
+                            image: string;
+                            pool: string;
+                            sandboxId: string;
+                            /** @description Where the sandbox runs: with docker `<engine index>:<container id>`, with the process runtime its process. For a hibernated session, the container it ran in last (removed). */
+                            runtimeId: string;
+                            /**
+                             * @description running: its sandbox serves it; hibernated: saved to a checkpoint, its container removed (any call resumes it); hibernating and resuming: on the way.
+                             * @enum {string}
+                             */
+                            state: "running" | "hibernating" | "hibernated" | "resuming";
+                            /** @description What a hibernated session's checkpoint keeps. */
+                            checkpoint?: {
+                                /**
+                                 * @description memory: the interpreter's variables and every file (gVisor); files: the workspace's files.
+                                 * @enum {string}
+                                 */
+                                kind: "memory" | "files";
+                                bytes: number;
+                                hibernated: string;
+                            };
+                            /** @description Its last hibernation, refused at a bound since it last hibernated: it kept running. Gone once a save is committed. */
+                            hibernationRefused?: {
+                                /** @description quota.hibernated_sessions (the workspace's maxHibernatedSessions) or capacity.checkpoint_space (the checkpoint store's hibernate.maxStoreBytes or hibernate.minFreeBytes). */
+                                code: string;
+                                message: string;
+                                at: string;
+                            };
+                            created: string;
+                            lastActivity: string;
+                            /** @description When it ends unless something touches it first. */
+                            expires: string;
+                            idleTimeoutSeconds: number;
+                            maxLifetimeSeconds: number;
+                            activeCalls: number;
+                        };
+                        /** @description Whether this call restored it from its checkpoint; false: it was running already (or another call resumed it first), nothing was done. */
+                        restored: boolean;
                     };
                 };
             };

@@ -6,7 +6,13 @@
 import type { Kysely, Selectable, Transaction } from "kysely";
 import type { AdminAuditTable, Database } from "./database-types.js";
 
-export type AdminAction = "session.end" | "session.hibernate" | "pool.resize" | "node.drain" | "node.undrain";
+export type AdminAction =
+  | "session.end"
+  | "session.hibernate"
+  | "session.resume"
+  | "pool.resize"
+  | "node.drain"
+  | "node.undrain";
 
 export interface AdminAuditEntry {
   actor: string;

@@ -156,6 +156,12 @@ export class AdminApi {
     ).hibernated;
   }
 
+  /** Restores a hibernated session now; a running one is answered as it is. */
+  async resumeSession(id: string): Promise<SessionInfo> {
+    return (await reached(this.#client.POST("/admin/v1/sessions/{id}/resume", { params: { path: { id } } })))
+      .resumed;
+  }
+
   async keys(workspace?: string): Promise<KeyInfo[]> {
     const query = workspace === undefined ? {} : { workspace };
     return (await reached(this.#client.GET("/admin/v1/keys", { params: { query } }))).items;
