@@ -1,6 +1,10 @@
-/** What explain reads: the policy, the admission and pool previews, and the leases (read only). */
+/**
+ * What explain reads: the policy, the admission and pool previews, the leases (read only), and
+ * the gateway's authenticator for a token to check.
+ */
 
 import type { Admission } from "../admission/admission.js";
+import type { BearerAuthenticator } from "../auth/principal.js";
 import type { PolicyService } from "../policy/policy-service.js";
 import type { PoolManager } from "../pool/pool-manager.js";
 import type { SessionLifecycle } from "../session/session-lifecycle.js";
@@ -10,4 +14,5 @@ export interface ExplainDeps {
   admission: Pick<Admission, "previewSession" | "previewExec">;
   pools: Pick<PoolManager, "list" | "capacity">;
   sessions: Pick<SessionLifecycle, "find">;
+  authenticator: BearerAuthenticator;
 }

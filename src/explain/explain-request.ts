@@ -1,10 +1,11 @@
 /**
- * The body of `POST /admin/v1/explain`: `{ workspace, operation, args }`, where `args` is the
+ * The body of `POST /admin/v1/explain`: `{ workspace, operation, args, token? }`, where `args` is the
  * operation's own request (for sessions.create the CreateSession body; for an operation on a
  * session, its `session_id` and, for sessions.exec, the Execute body's fields; for files.put
  * an optional `content_length`). Every problem of a bad request is listed in one 422;
  * arguments that are an object but not what the operation takes are no problem here: they
- * are what explain reports (the `args` step), as the real call would refuse them.
+ * are what explain reports (the `args` step), as the real call would refuse them. `token`
+ * is a bearer token to check (its problems never quote it).
  */
 import { workspaceIdPattern } from "../auth/workspace-claim.js";
 import { malformed } from "../contract/error-codes.js";
@@ -15,7 +16,12 @@ export interface ExplainRequest {
   workspace: string;
   operation: OperationSpec;
   args: Record<string, unknown>;
+  /** A bearer token whose call this is (src/explain/explain-token.ts). */
+  token?: string;
 }
+
+/** Longer than any credential the gateway accepts (the authenticator refuses it as malformed anyway). */
+const MAX_TOKEN_LENGTH = 16_384;
 
 /** The operations explain covers: the contract's, the ones workspace tokens call. */
 export const explainable = (): OperationSpec[] => operations.all("contract");
@@ -26,10 +32,12 @@ export const onSession = (operation: OperationSpec): boolean => operation.path.i
 export function parseExplainRequest(body: unknown): ExplainRequest {
   if (body === null || typeof body !== "object" || Array.isArray(body))
     throw malformed(["the body must be an object: { workspace, operation, args }"]);
-  const { workspace, operation: id, args, ...rest } = body as Record<string, unknown>;
+  const { workspace, operation: id, args, token, ...rest } = body as Record<string, unknown>;
   const problems: string[] = [];
   for (const key of Object.keys(rest))
-    problems.push(`${key}: unknown field (a request has workspace, operation and args)`);
+    problems.push(`${key}: unknown field (a request has workspace, operation, args and token)`);
+  if (token !== undefined && (typeof token !== "string" || token === "" || token.length > MAX_TOKEN_LENGTH))
+    problems.push(`token: a bearer token, 1 to ${MAX_TOKEN_LENGTH} characters`);
   if (typeof workspace !== "string" || !workspaceIdPattern.test(workspace))
     problems.push(
       "workspace: must be a workspace id (letters, digits, . _ : -; 128 at most, starting with a letter or digit)",
@@ -60,5 +68,6 @@ export function parseExplainRequest(body: unknown): ExplainRequest {
     workspace: workspace as string,
     operation: operation!,
     args: argsObject as Record<string, unknown>,
+    ...(token === undefined ? {} : { token: (token as string).replace(/^Bearer\s+/i, "") }),
   };
 }

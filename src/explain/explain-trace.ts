@@ -5,8 +5,9 @@
  * an operator sees every check that would refuse).
  */
 import type { ErrorCode } from "../contract/error-codes.js";
+import type { TokenVerdict } from "./explain-token.js";
 
-export type StepName = "mounted" | "args" | "resolve" | "policy" | "admit";
+export type StepName = "token" | "mounted" | "args" | "resolve" | "policy" | "admit";
 
 export interface TraceStep {
   step: StepName;
@@ -30,6 +31,8 @@ export interface ExplainAnswer {
   steps: TraceStep[];
   /** The limits in force for the call: the workspace's policy, and what this call would run under. */
   effective: Record<string, unknown>;
+  /** What the token the request carried is, when it carried one (never the token). */
+  token?: TokenVerdict;
 }
 
 export class Trace {

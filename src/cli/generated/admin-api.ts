@@ -4158,8 +4158,18 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `request.not_found`. */
+            /** @description sandpool: `request.not_found`, `session.not_found`. */
             404: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `session.busy`, `session.not_hibernatable`. */
+            409: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
                     [name: string]: unknown;
@@ -4198,7 +4208,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `auth.rate_limited`. */
+            /** @description sandpool: `auth.rate_limited`, `quota.hibernated_sessions`. */
             429: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -4219,7 +4229,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `request.busy`, `auth.introspection_unavailable`, `store.unavailable`. */
+            /** @description sandpool: `request.busy`, `auth.introspection_unavailable`, `store.unavailable`, `capacity.checkpoint_space`. */
             503: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -4327,7 +4337,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `request.not_found`. */
+            /** @description sandpool: `request.not_found`, `session.not_found`. */
             404: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -4388,7 +4398,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `request.busy`, `auth.introspection_unavailable`, `store.unavailable`. */
+            /** @description sandpool: `request.busy`, `auth.introspection_unavailable`, `store.unavailable`, `session.resume_failed`. */
             503: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -4494,7 +4504,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `request.not_found`. */
+            /** @description sandpool: `request.not_found`, `session.not_found`. */
             404: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -5092,6 +5102,8 @@ export interface operations {
                     args?: {
                         [key: string]: unknown;
                     };
+                    /** @description A bearer token to check with the gateway's authenticator: the trace's first step says whether it is valid (and why not) and its workspace, and the rest is evaluated for that workspace. Never echoed. */
+                    token?: string;
                 } & {
                     [key: string]: unknown;
                 };
@@ -5114,7 +5126,7 @@ export interface operations {
                         code: string | null;
                         steps: {
                             /** @enum {string} */
-                            step: "mounted" | "args" | "resolve" | "policy" | "admit";
+                            step: "token" | "mounted" | "args" | "resolve" | "policy" | "admit";
                             /** @enum {string} */
                             verdict: "pass" | "deny" | "skip";
                             rule?: string;
@@ -5127,6 +5139,17 @@ export interface operations {
                         /** @description The limits in force, and what the call would run under. */
                         effective: {
                             [key: string]: unknown;
+                        };
+                        /** @description The token the request carried, when it carried one (never the token itself). */
+                        token?: {
+                            valid: boolean;
+                            /** @description Why it is refused (a sandpool_auth_failures_total reason: expired, bad_signature, unknown_key...). */
+                            reason: string | null;
+                            /** @description The workspace its calls go to; null when refused or naming none. */
+                            workspace: string | null;
+                            admin: boolean;
+                            /** @description When it stops being accepted; null when refused. */
+                            expires: string | null;
                         };
                     };
                 };
