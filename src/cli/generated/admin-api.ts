@@ -3179,6 +3179,8 @@ export interface operations {
                             coldStartTimeoutMs: number;
                             egress?: boolean;
                             demand?: boolean;
+                            /** @enum {string} */
+                            isolation?: "container" | "gvisor";
                             /** @description The configuration's sizes (minIdle, maxTotal are those in force). */
                             configured: {
                                 minIdle: number;
@@ -3228,6 +3230,21 @@ export interface operations {
                                 consecutiveFailures: number;
                             } | null;
                         }[];
+                        /** @description The contract calls the answering replica served per minute over the last hour (60 whole minutes and the one under way, oldest first) and its server errors among them. One replica's view, kept in memory: behind a load balancer each replica answers with its own; the deployment's is sandpool_http_requests_total in Prometheus. */
+                        serverErrors: {
+                            /** @constant */
+                            scope: "replica";
+                            minutes: {
+                                /** @description The minute's start. */
+                                start: string;
+                                /** @description Contract calls answered in that minute. */
+                                calls: number;
+                                /** @description Of those, 5xx answers: server.internal, the 503s (capacity.exhausted, store.unavailable, session.resume_failed...) and the sandbox failures. */
+                                serverErrors: number;
+                                /** @description Of those, sandbox failures: 502 sandbox.unreachable or sandbox.bad_answer, 504 sandbox.timeout. */
+                                sandboxErrors: number;
+                            }[];
+                        };
                     };
                 };
             };
@@ -3350,6 +3367,8 @@ export interface operations {
                         coldStartTimeoutMs: number;
                         egress?: boolean;
                         demand?: boolean;
+                        /** @enum {string} */
+                        isolation?: "container" | "gvisor";
                         /** @description The configuration's sizes (minIdle, maxTotal are those in force). */
                         configured: {
                             minIdle: number;
