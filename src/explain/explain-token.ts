@@ -13,19 +13,7 @@ import type { AuthFailureReason } from "../auth/auth-refusal.js";
 import { authFailureReason } from "../auth/auth-refusal.js";
 import type { BearerAuthenticator } from "../auth/principal.js";
 import { SandpoolError } from "../contract/error-codes.js";
-import type { Trace } from "./explain-trace.js";
-
-/** What the answer says of the token (never the token itself). */
-export interface TokenVerdict {
-  valid: boolean;
-  /** Why it is refused: a `sandpool_auth_failures_total` reason; null when valid. */
-  reason: AuthFailureReason | null;
-  /** The workspace it speaks for; null when refused or naming none. */
-  workspace: string | null;
-  admin: boolean;
-  /** When it stops being accepted (ISO 8601); null when refused. */
-  expires: string | null;
-}
+import type { TokenVerdict, Trace } from "./explain-trace.js";
 
 const REASONS: Partial<Record<AuthFailureReason, string>> = {
   missing: "it is empty",

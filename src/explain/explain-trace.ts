@@ -4,8 +4,9 @@
  * first refusal's, which is what the real call answers (it stops there; explain goes on, so
  * an operator sees every check that would refuse).
  */
+
+import type { AuthFailureReason } from "../auth/auth-refusal.js";
 import type { ErrorCode } from "../contract/error-codes.js";
-import type { TokenVerdict } from "./explain-token.js";
 
 export type StepName = "token" | "mounted" | "args" | "resolve" | "policy" | "admit";
 
@@ -20,6 +21,18 @@ export interface TraceStep {
   detail?: string;
   /** The error code a refused step answers with. */
   code?: ErrorCode;
+}
+
+/** What the answer says of a token explain was given (src/explain/explain-token.ts), never the token. */
+export interface TokenVerdict {
+  valid: boolean;
+  /** Why it is refused: a `sandpool_auth_failures_total` reason; null when valid. */
+  reason: AuthFailureReason | null;
+  /** The workspace it speaks for; null when refused or naming none. */
+  workspace: string | null;
+  admin: boolean;
+  /** When it stops being accepted (ISO 8601); null when refused. */
+  expires: string | null;
 }
 
 export interface ExplainAnswer {
