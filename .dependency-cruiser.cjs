@@ -23,6 +23,7 @@ const LOWER = [
   "auth",
   "admission",
   "egress",
+  "secrets",
 ];
 const UPPER = [
   "http",

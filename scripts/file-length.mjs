@@ -12,8 +12,8 @@ import path from "node:path";
 
 export const MAX_LINES = 450;
 const GENERATED = ["src/cli/generated/"];
-/** To split (issue 44, item 7): each is being reworked on a branch of its own. */
-export const TO_SPLIT = new Set(["src/pool/pool-manager.ts", "src/session/session-lifecycle.ts"]);
+/** Files known to be too long, still to split: none now; a new entry needs a reason. */
+export const TO_SPLIT = new Set([]);
 
 /** Every .ts/.mts/.mjs file under `dir`, as a path relative to the repository root. */
 function sourceFiles(root, dir) {

@@ -11,8 +11,9 @@ import { type AdminSessionDeps, adminSessionHandlers } from "./admin-session-han
 import { type AuditDeps, auditHandlers } from "./audit-handlers.js";
 import { keyHandlers } from "./key-handlers.js";
 import { NO_NODES, type NodeDeps, nodeHandlers } from "./node-handlers.js";
-import { policySetHandlers } from "./policy-set-handlers.js";
+import { type PolicySetDeps, policySetHandlers } from "./policy-set-handlers.js";
 import { type PoolDeps, poolHandlers } from "./pool-handlers.js";
+import { secretHandlers } from "./secret-handlers.js";
 import { type UsageDeps, usageHandlers } from "./usage-handlers.js";
 import { type WorkspaceDeps, workspaceHandlers } from "./workspace-handlers.js";
 
@@ -27,17 +28,20 @@ export type AdminDeps = WorkspaceDeps &
     /** The node registry (role edge); absent on one host, which has no nodes. */
     nodes?: NodeDeps["nodes"];
     apiKeyAdmin: Parameters<typeof keyHandlers>[0];
+    /** Workspace secrets (names and bindings out, values in only); policy files rebind them. */
+    secretStore: Parameters<typeof secretHandlers>[0] & PolicySetDeps["secretStore"];
   };
 
 export function adminHandlers(deps: AdminDeps): OperationHandlers {
   return {
     ...workspaceHandlers(deps),
-    ...policySetHandlers(deps.policyAdmin),
+    ...policySetHandlers(deps),
     ...usageHandlers(deps),
     ...poolHandlers(deps),
     ...nodeHandlers({ nodes: deps.nodes ?? NO_NODES, adminAudit: deps.adminAudit }),
     ...adminSessionHandlers(deps),
     ...keyHandlers(deps.apiKeyAdmin),
+    ...secretHandlers(deps.secretStore),
     ...auditHandlers(deps),
     "admin.explain": explainHandler(deps),
   };

@@ -11,7 +11,7 @@ import type { AdmissionStore } from "../store/coordination/admission-store.js";
 import {
   budgetDay,
   budgetSpent,
-  type ExecRequest,
+  type ExecBudgetRequest,
   MINUTE_MS,
   rateReached,
   slotsTaken,
@@ -110,7 +110,7 @@ export async function previewSession(
 export async function previewExec(
   store: AdmissionStore,
   policy: EffectivePolicy,
-  request: ExecRequest,
+  request: ExecBudgetRequest,
   now: number,
 ): Promise<ExecAdmissionPreview> {
   const { remainingMs, ...check } = await budgetCheck(store, policy, now, request.requestedMs);

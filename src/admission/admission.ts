@@ -18,13 +18,13 @@ import {
 import {
   budgetDay,
   budgetSpent,
-  type ExecRequest,
+  type ExecBudgetRequest,
   MINUTE_MS,
   rateReached,
   slotsTaken,
 } from "./quota-refusals.js";
 
-export { budgetDay, type ExecRequest, MINUTE_MS } from "./quota-refusals.js";
+export { budgetDay, type ExecBudgetRequest, MINUTE_MS } from "./quota-refusals.js";
 
 export class Admission {
   constructor(
@@ -87,7 +87,7 @@ export class Admission {
    * (`reserveBudget`, or with the call's begin, `beginCall`), so parallel calls together
    * cannot be granted more than the budget.
    */
-  execRequest(policy: EffectivePolicy, requestedMs: number, now = this.now()): ExecRequest {
+  execRequest(policy: EffectivePolicy, requestedMs: number, now = this.now()): ExecBudgetRequest {
     return {
       day: budgetDay(now),
       requestedMs: Math.max(1, Math.ceil(requestedMs)),

@@ -37,7 +37,7 @@ function secondsUntilNextDay(now: number): number {
 }
 
 /** What a call asks to reserve against its workspace's budget of `day`. */
-export interface ExecRequest {
+export interface ExecBudgetRequest {
   day: string;
   requestedMs: number;
   limitMs: number;

@@ -17,6 +17,7 @@ import { openapiCommand } from "./commands/openapi-command.js";
 import { policyCommand } from "./commands/policy-command.js";
 import { poolsCommand } from "./commands/pools-command.js";
 import { sandboxCommand } from "./commands/sandbox-command.js";
+import { secretsCommand } from "./commands/secrets-command.js";
 import { serveCommand } from "./commands/serve-command.js";
 import { sessionsCommand } from "./commands/sessions-command.js";
 import { tokenCommand } from "./commands/token-command.js";
@@ -36,6 +37,7 @@ const program = new Command("sandpool")
   .addCommand(poolsCommand())
   .addCommand(nodesCommand())
   .addCommand(keysCommand())
+  .addCommand(secretsCommand())
   .addCommand(auditCommand())
   .addCommand(explainCommand())
   .addCommand(verifyCommand())

@@ -11,6 +11,7 @@ import { gatewayConfigSchema } from "../config/gateway-config.js";
 import { startDevGateway } from "../gateway/start-dev-gateway.js";
 import { normalizeBasePath } from "../http/gateway-app.js";
 import { createLogger } from "../logging/create-logger.js";
+import { loadOrCreateDevSecretsKeys } from "../secrets/dev-secrets-key.js";
 import { openPglite } from "../store/sql/open-database.js";
 import { chooseDevRuntime, type DevRuntimeChoice } from "./choose-dev-runtime.js";
 import { onShutdown } from "./on-shutdown.js";
@@ -41,6 +42,8 @@ export async function runDev(options: Record<string, unknown>): Promise<void> {
   const dataDir = path.resolve(options.dataDir as string);
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const { secret } = await loadOrCreateDevKey(dataDir);
+  // Workspace secrets are sealed with a key kept beside the rest of dev's state, unless given.
+  const secretsKeys = process.env.SANDPOOL_SECRETS_KEYS || (await loadOrCreateDevSecretsKeys(dataDir));
   const minIdle = (options.minIdle as number | undefined) ?? envInteger("SANDPOOL_MIN_IDLE") ?? 2;
   const maxTotal = Math.max(
     minIdle,
@@ -57,6 +60,7 @@ export async function runDev(options: Record<string, unknown>): Promise<void> {
       port: (options.port as number | undefined) ?? envInteger("SANDPOOL_PORT") ?? 8080,
       basePath: (options.basePath as string | undefined) ?? process.env.SANDPOOL_BASE_PATH ?? "",
       auth: { jwtSecret: secret },
+      secrets: { keys: secretsKeys },
       limits: maxWarmupStarts === undefined ? {} : { maxWarmupStarts },
       policy: {
         allowedImages: dataScience ? [DEV_IMAGE, DEV_DATASCIENCE_IMAGE] : [DEV_IMAGE],

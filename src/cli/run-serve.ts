@@ -8,7 +8,7 @@
 import type { Logger } from "pino";
 import type { GatewayConfig } from "../config/gateway-config.js";
 import { ConfigError, loadGatewayConfig } from "../config/load-config.js";
-import { GatewayEgress } from "../egress/gateway-egress.js";
+import type { GatewayEgress } from "../egress/gateway-egress.js";
 import { SandboxClient } from "../forward/sandbox-client.js";
 import { startGateway } from "../gateway/start-gateway.js";
 import { BullmqJobRunner } from "../jobs/bullmq-job-runner.js";
@@ -31,6 +31,7 @@ import { openPostgres } from "../store/sql/open-database.js";
 import { onShutdown } from "./on-shutdown.js";
 import { openUsageJournal } from "./open-usage-journal.js";
 import { printGatewayReady, printReady } from "./ready-line.js";
+import { serveEgress } from "./serve-egress.js";
 import { assertIsolationHolds, assertIsolationPossible, poolsThisEngineServes } from "./serve-isolation.js";
 import { noticesForServe, refusedForServe } from "./serve-refusals.js";
 
@@ -219,11 +220,6 @@ export async function runServe(options: ServeOptions): Promise<void> {
   for (const notice of noticesForServe(config)) log.warn(notice);
   if (config.role === "node") return runNodeRole(config, options, log);
   if (config.role === "edge") return runEdgeRole(config, options, log);
-  // Egress pools' only way out: the filtering proxy, served by this process.
-  const egress = config.pools.some((pool) => pool.egress) ? new GatewayEgress(config.egress, log) : undefined;
-  const runtime = createRuntime(config, log, egress);
-  await refuseUnlessIsolated(runtime, config, options, log);
-
   const db = openPostgres(config.databaseUrl!);
   if (options.migrate || config.migrateOnStart) {
     const { applied } = await migrateToLatest(db);
@@ -231,6 +227,10 @@ export async function runServe(options: ServeOptions): Promise<void> {
   } else {
     await assertSchemaCurrent(db);
   }
+  // Egress pools' only way out: the filtering proxy, served by this process (its CA may be in Postgres).
+  const egress = await serveEgress(config, db, log);
+  const runtime = createRuntime(config, log, egress);
+  await refuseUnlessIsolated(runtime, config, options, log);
   const redis = redisTargetFrom(config)!; // missingForServe made sure there is one
   const store = await RedisCoordinationStore.connect({
     target: redis,

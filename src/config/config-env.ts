@@ -17,6 +17,7 @@ import {
   envFlag,
   envWholeNumber,
   hasNoPools,
+  inlineOrFile,
   keySource,
   keySourceVariables,
   metricsToken,
@@ -189,6 +190,18 @@ const bindings: readonly EnvBinding[] = [
     "tokenFile",
     "file holding the bearer token /metrics requires; replaces the file's",
   ),
+  inlineOrFile(
+    "SANDPOOL_SECRETS_KEYS",
+    ["secrets", "keys"],
+    "keysFile",
+    "keys workspace secrets are sealed with, id:base64key comma-separated (first seals); replaces the file's",
+  ),
+  inlineOrFile(
+    "SANDPOOL_SECRETS_KEYS_FILE",
+    ["secrets", "keysFile"],
+    "keys",
+    "file of id:base64key lines workspace secrets are sealed with; replaces the file's",
+  ),
   {
     name: "SANDPOOL_DEFAULT_IMAGE",
     path: "policy.defaultImage",
@@ -230,6 +243,18 @@ const bindings: readonly EnvBinding[] = [
     "retention.usageEventsDays",
     "days raw usage events are kept once rolled up per day",
     envWholeNumber,
+  ),
+  scalar(
+    "SANDPOOL_EGRESS_CA_CERT_FILE",
+    "egress.caCertFile",
+    "PEM certificate of the egress CA sandboxes trust (with SANDPOOL_EGRESS_CA_KEY_FILE)",
+  ),
+  scalar("SANDPOOL_EGRESS_CA_KEY_FILE", "egress.caKeyFile", "PEM private key of the egress CA"),
+  scalar(
+    "SANDPOOL_EGRESS_UPSTREAM_CA_FILES",
+    "egress.upstreamCaFiles",
+    "extra PEM CA files the egress proxy trusts for upstream servers, comma-separated",
+    commaList,
   ),
   scalar("SANDPOOL_RETENTION_AUDIT_DAYS", "retention.auditDays", "days audit rows are kept", envWholeNumber),
   scalar(

@@ -110,13 +110,26 @@ export function keySource(
 
 /** Sets the metrics token or its file and drops the other, so env wins over whichever the file has. */
 export function metricsToken(name: string, key: "token" | "tokenFile", description: string): EnvBinding {
+  return inlineOrFile(name, ["metrics", key], key === "token" ? "tokenFile" : "token", description);
+}
+
+/**
+ * A setting given inline or as a file (`metrics.token`/`tokenFile`, `secrets.keys`/`keysFile`):
+ * the variable replaces the file's value and drops its alternative, so the two never clash.
+ */
+export function inlineOrFile(
+  name: string,
+  path: readonly [string, string],
+  alternative: string,
+  description: string,
+): EnvBinding {
   return {
     name,
-    path: `metrics.${key}`,
+    path: path.join("."),
     description,
     apply: (config, value, sources) => {
-      delete objectAt(config, ["metrics"])[key === "token" ? "tokenFile" : "token"];
-      setAt(config, ["metrics", key], value, sources, name);
+      delete objectAt(config, [path[0]])[alternative];
+      setAt(config, path, value, sources, name);
     },
   };
 }

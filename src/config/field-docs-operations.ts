@@ -29,6 +29,20 @@ export const operationsFieldDocs: FieldDocs = {
   "console.enabled": {
     comment: "Serve the console (false: /console is an unknown route). Env SANDPOOL_CONSOLE_ENABLED.",
   },
+  secrets: {
+    comment:
+      "The key ring workspace secrets are sealed with at rest (docs/secrets.md). Without keys the gateway serves, and the secrets API answers 503 secrets.not_configured.",
+  },
+  "secrets.keys": {
+    comment:
+      "id:base64key entries, comma-separated, 32-byte keys (replace the example: openssl rand -base64 32); the first seals, every one opens. Env SANDPOOL_SECRETS_KEYS.",
+    example: "k1:Y2hhbmdlLW1lLW9wZW5zc2wtcmFuZC1iYXNlNjQtMzI=",
+  },
+  "secrets.keysFile": {
+    comment:
+      "A file of id:base64key lines instead (a mounted secret), read at start-up. Env SANDPOOL_SECRETS_KEYS_FILE.",
+    example: "/run/secrets/sandpool-secrets-keys",
+  },
   hibernate: {
     comment: "Where hibernated sessions' checkpoints are kept (their memory and files): docs/hibernate.md.",
   },
@@ -100,6 +114,19 @@ export const operationsFieldDocs: FieldDocs = {
   "egress.maxTunnelsPerSandbox": { comment: "Connections through the proxy one sandbox may hold open." },
   "egress.connectTimeoutMs": { comment: "Deadline of resolving and connecting to a destination." },
   "egress.idleTimeoutMs": { comment: "A connection idle this long in both directions is closed." },
+  "egress.caCertFile": {
+    comment:
+      "PEM certificate of the CA egress sandboxes trust, for hosts a credential is bound to; with caKeyFile, else one is made and kept in Postgres.",
+    example: "/etc/sandpool/egress-ca/tls.crt",
+  },
+  "egress.caKeyFile": {
+    comment: "PEM private key of egress.caCertFile (EC P-256/P-384 or RSA); it never leaves the gateway.",
+    example: "/etc/sandpool/egress-ca/tls.key",
+  },
+  "egress.upstreamCaFiles": {
+    comment:
+      "Extra PEM CA files the proxy verifies upstream servers against (besides Node's roots), where it adds credentials.",
+  },
   databaseUrl: {
     comment: "Postgres URL for policy, usage and audit; required by sandpool serve (dev mode uses PGlite).",
     example: "postgres://sandpool:change-me@postgres:5432/sandpool",

@@ -16,6 +16,7 @@ import {
   cleartextEngineIssues,
   dockerRuntimeSettingsSchema,
 } from "../runtime/docker/docker-runtime-options.js";
+import { secretsSettingsSchema } from "../secrets/secrets-settings.js";
 import { metricsSettingsSchema } from "../service-operations/metrics-settings.js";
 import { redisSettingsIssues, redisSettingsSchema } from "../store/coordination/redis/redis-config.js";
 
@@ -188,8 +189,21 @@ export const gatewayConfigSchema = z
         maxTunnelsPerSandbox: positive.default(64),
         connectTimeoutMs: positive.default(10_000),
         idleTimeoutMs: positive.default(300_000),
+        /**
+         * The CA the proxy signs leaf certificates with for hosts a credential is bound to
+         * (src/egress/tls): both files, or neither (then one is made and kept in Postgres).
+         */
+        caCertFile: z.string().min(1).optional(),
+        caKeyFile: z.string().min(1).optional(),
+        /** Extra CAs (PEM files) the proxy trusts for upstream servers, besides Node's roots. */
+        upstreamCaFiles: z.array(z.string().min(1)).default([]),
+      })
+      .refine((egress) => (egress.caCertFile === undefined) === (egress.caKeyFile === undefined), {
+        message: "egress.caCertFile and egress.caKeyFile go together: set both, or neither",
       })
       .prefault({}),
+    /** The key ring workspace secrets are sealed with at rest (docs/secrets.md). */
+    secrets: secretsSettingsSchema,
     /** Where hibernated sessions' checkpoints are kept (node-local, or shared by every node). */
     hibernate: hibernateSettingsSchema,
     /** Postgres for policy, usage and audit; `sandpool serve` requires it, dev mode uses PGlite. */

@@ -44,6 +44,10 @@ export const errorStatus = {
   "policy.workspace_disabled": 403,
   /** The workspace requires a stronger isolation (gVisor) than any pool serving the image has. */
   "policy.isolation_required": 403,
+  /** A session's egress narrowing reaches beyond the workspace's (or the workspace has no egress). */
+  "policy.egress_not_allowed": 403,
+  /** A session names a secret its workspace does not hold. */
+  "policy.secret_not_allowed": 403,
   "quota.concurrent_sessions": 429,
   "quota.session_rate": 429,
   "quota.exec_budget": 429,
@@ -58,6 +62,8 @@ export const errorStatus = {
    */
   "capacity.checkpoint_space": 503,
   "store.unavailable": 503,
+  /** Workspace secrets need the deployment's key ring (secrets.keys or secrets.keysFile), and it has none. */
+  "secrets.not_configured": 503,
   "sandbox.unreachable": 502,
   "sandbox.timeout": 504,
   /** The sandbox answered more than the gateway reads, or what it cannot make sense of. */

@@ -40,6 +40,8 @@ const contractOnly: Record<string, ErrorCode[]> = {
     ...jsonBody,
     "policy.image_not_allowed",
     "policy.isolation_required",
+    "policy.egress_not_allowed",
+    "policy.secret_not_allowed",
     "quota.concurrent_sessions",
     "quota.session_rate",
     "capacity.exhausted",
@@ -110,6 +112,7 @@ export function errorCodesOf(operation: OperationSpec): ErrorCode[] {
         // Path and query parameters are checked (422) too; a body only where one is sent.
         ...(operation.body || takesBody(operation) ? jsonBody : ["request.malformed" as const]),
         ...(adminOnly[operation.id] ?? []),
+        ...(operation.id.startsWith("admin.secrets.") ? ["secrets.not_configured" as const] : []),
       ]);
     case "contract":
       return unique([

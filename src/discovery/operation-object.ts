@@ -8,7 +8,12 @@ import type { JsonObject } from "../contract/contract-document.js";
 import type { AnswerKind, OperationSpec } from "../operations/operation.js";
 import { errorCodesOf } from "./error-codes-of.js";
 import { jsonSchemaOf, objectProperties } from "./json-schema-of.js";
-import { answerHeaders, BEARER_SCHEME, codesByStatus, errorResponse } from "./sandpool-components.js";
+import {
+  answerHeaders,
+  BEARER_SCHEME,
+  codesByStatus,
+  undeclaredErrorResponse,
+} from "./sandpool-components.js";
 
 /** The registry id of the operation, on every operation object (a contract one keeps its own operationId). */
 export const OPERATION_ID_FIELD = "x-sandpool-operation";
@@ -33,7 +38,7 @@ export function extendContractOperation(contractOperation: JsonObject, operation
   }
   for (const [status, codes] of codesByStatus(errorCodesOf(operation))) {
     const declared = responses[String(status)];
-    if (!declared) responses[String(status)] = errorResponse(status, codes);
+    if (!declared) responses[String(status)] = undeclaredErrorResponse(status, codes);
     else if (!("$ref" in declared))
       responses[String(status)] = { ...declared, "x-sandpool-error-codes": codes };
   }
@@ -77,8 +82,10 @@ export function declaredOperation(
     };
   }
   const responses: Record<string, JsonObject> = { [String(operation.success)]: successResponse(operation) };
+  if (operation.alsoSuccess !== undefined)
+    responses[String(operation.alsoSuccess)] = successResponse(operation, operation.alsoSuccess);
   for (const [status, codes] of codesByStatus(errorCodesOf(operation)))
-    responses[String(status)] = errorResponse(status, codes);
+    responses[String(status)] = undeclaredErrorResponse(status, codes);
   object.responses = responses;
   return object;
 }
@@ -114,7 +121,7 @@ function queryParameters(operation: OperationSpec): JsonObject[] {
   });
 }
 
-function successResponse(operation: OperationSpec): JsonObject {
+function successResponse(operation: OperationSpec, status = operation.success): JsonObject {
   const content: Record<string, JsonObject> = {};
   for (const kind of operation.answers) {
     const type = contentTypeOf(operation, kind);
@@ -122,7 +129,7 @@ function successResponse(operation: OperationSpec): JsonObject {
   }
   return {
     description: operation.summary,
-    headers: answerHeaders(operation.success),
+    headers: answerHeaders(status),
     ...(Object.keys(content).length > 0 ? { content } : {}),
   };
 }

@@ -66,7 +66,7 @@ export function codesByStatus(codes: readonly ErrorCode[]): Map<number, ErrorCod
 }
 
 /** A sandpool error answer the contract does not declare for the operation. */
-export function errorResponse(status: number, codes: readonly ErrorCode[]): JsonObject {
+export function undeclaredErrorResponse(status: number, codes: readonly ErrorCode[]): JsonObject {
   return {
     description: `sandpool: ${codes.map((code) => `\`${code}\``).join(", ")}.`,
     headers: answerHeaders(status),

@@ -14,8 +14,11 @@
  * Refusals answer 403 with a one-line text reason. Bounds per sandbox: connections open at
  * once (tunnels and forwarded requests alike), a connect deadline (resolution included),
  * an idle timeout; bytes are counted per sandbox for metering.
+ *
+ * A CONNECT to a host one of the grant's credentials is bound to (host and port) is not
+ * tunnelled but terminated, after the same checks, by egress-tls-bridge.ts, which adds the
+ * credential to the requests inside. Plain-HTTP requests never get a credential.
  */
-import { lookup } from "node:dns/promises";
 import { chmod, rm } from "node:fs/promises";
 import {
   createServer,
@@ -25,16 +28,21 @@ import {
   type ServerResponse,
 } from "node:http";
 import { isIP, type Socket } from "node:net";
-import { networkInterfaces } from "node:os";
 import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
+import { normalizeHost } from "../policy-schema/egress-patterns.js";
 import { ConnectFailure, connectCheckedAddress } from "./connect-checked-address.js";
+import { boundPattern, credentialsForDestination } from "./credential-match.js";
+import type { EgressProxyOptions, EgressUsage, GrantSource } from "./egress-proxy-options.js";
+import { type EgressResolver, interfaceAddresses, resolveWithin, systemResolver } from "./egress-resolve.js";
 import {
   checkAddresses,
   checkDestination,
+  type EgressCredential,
   type EgressDenySettings,
   type EgressGrant,
 } from "./egress-rules.js";
+import { EgressTlsBridge, type LeafSource } from "./egress-tls-bridge.js";
 import {
   answerSocket,
   endToEndHeaders,
@@ -42,45 +50,6 @@ import {
   parseAuthority,
   type Target,
 } from "./egress-wire.js";
-
-export interface EgressProxySettings {
-  /** Ranges refused whatever a grant says (cluster ranges, ...). */
-  denyCidrs: readonly string[];
-  /** When non-empty, the only destination ports allowed. */
-  allowPorts?: readonly number[];
-  /** Connections (tunnels and forwarded requests) one sandbox may have open at once. */
-  maxTunnelsPerSandbox: number;
-  /** Resolving and connecting, together. */
-  connectTimeoutMs: number;
-  /** A connection with no traffic either way for this long is closed. */
-  idleTimeoutMs: number;
-}
-
-/** Every address a name resolves to (IPv4 and IPv6). */
-export type EgressResolver = (host: string) => Promise<string[]>;
-
-export interface EgressUsage {
-  /** Bytes the sandbox sent out (request bodies and tunnelled data; HTTP headers included for plain HTTP). */
-  sentBytes: number;
-  receivedBytes: number;
-  /** Connections made on the sandbox's behalf. */
-  connections: number;
-  /** Requests refused (policy, bounds, unreachable). */
-  refused: number;
-}
-
-export interface EgressProxyOptions {
-  settings: EgressProxySettings;
-  log: Logger;
-  /** Defaults to the system resolver (getaddrinfo through dns.lookup, every address). */
-  resolve?: EgressResolver;
-  /** The gateway host's own addresses, refused unless a grant allows them; defaults to every interface's. */
-  hostAddresses?: () => readonly string[];
-  /** Called as bytes flow, so the gateway can meter egress while a session runs. */
-  onBytes?: (sandboxId: string, sentBytes: number, receivedBytes: number) => void;
-}
-
-export type GrantSource = () => Promise<EgressGrant | undefined>;
 
 interface SandboxProxy {
   sandboxId: string;
@@ -93,27 +62,23 @@ interface SandboxProxy {
   active: number;
 }
 
-type Admission = { ok: true; addresses: string[] } | { ok: false; status: number; reason: string };
+type Admission =
+  | { ok: true; addresses: string[]; grant: EgressGrant }
+  | { ok: false; status: number; reason: string };
 
 const PREFIX = "sandpool egress: ";
-
-export const systemResolver: EgressResolver = async (host) =>
-  (await lookup(host, { all: true, verbatim: true })).map((entry) => entry.address);
-
-function interfaceAddresses(): string[] {
-  return Object.values(networkInterfaces())
-    .flat()
-    .flatMap((entry) => (entry ? [entry.address] : []));
-}
 
 export class EgressProxy {
   private readonly sandboxes = new Map<string, SandboxProxy>();
   private readonly resolve: EgressResolver;
   private readonly hostAddresses: () => readonly string[];
+  private readonly bridge: EgressTlsBridge | undefined;
 
   constructor(private readonly options: EgressProxyOptions) {
     this.resolve = options.resolve ?? systemResolver;
     this.hostAddresses = options.hostAddresses ?? interfaceAddresses;
+    const { injection, settings, log } = options;
+    this.bridge = injection && new EgressTlsBridge({ ...injection, ...settings, log });
   }
 
   /** Serves a sandbox's proxy socket at `socketPath` (a stale file there is replaced). */
@@ -210,6 +175,7 @@ export class EgressProxy {
       { sandboxId: state.sandboxId, host: target?.host, port: target?.port, status, reason },
       "egress refused",
     );
+    this.options.onRefused?.(state.sandboxId, target?.host ?? "", reason, status);
     return `${PREFIX}${reason}`;
   }
 
@@ -244,26 +210,17 @@ export class EgressProxy {
     if (!destination.allowed) return { ok: false, status: 403, reason: destination.reason };
     let addresses: string[];
     try {
-      addresses = isIP(target.host) !== 0 ? [target.host] : await this.resolveWithin(target.host);
+      addresses =
+        isIP(target.host) !== 0
+          ? [target.host]
+          : await resolveWithin(this.resolve, target.host, this.options.settings.connectTimeoutMs);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code ?? "ERESOLVE";
       return { ok: false, status: 502, reason: `cannot resolve '${target.host}' (${code})` };
     }
     const checked = checkAddresses(addresses, grant, settings);
     if (!checked.allowed) return { ok: false, status: 403, reason: checked.reason };
-    return { ok: true, addresses };
-  }
-
-  private resolveWithin(host: string): Promise<string[]> {
-    const timeoutMs = this.options.settings.connectTimeoutMs;
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(Object.assign(new Error("timed out"), { code: "ETIMEDOUT" })),
-        timeoutMs,
-      );
-    });
-    return Promise.race([this.resolve(host), timeout]).finally(() => clearTimeout(timer));
+    return { ok: true, addresses, grant };
   }
 
   private async connect(state: SandboxProxy, target: Target, addresses: string[]): Promise<Socket> {
@@ -301,6 +258,9 @@ export class EgressProxy {
         this.refused(state, target, admission.status, admission.reason),
       );
     if (client.destroyed) return release();
+    const credentials = credentialsForDestination(admission.grant, target.host, target.port);
+    if (credentials.length > 0)
+      return this.terminate(state, target, admission.addresses, credentials, client, head);
     let upstream: Socket;
     try {
       upstream = await this.connect(state, target, admission.addresses);
@@ -328,6 +288,42 @@ export class EgressProxy {
     }
     upstream.pipe(client);
     client.pipe(upstream);
+  }
+
+  /** A CONNECT to a host with credentials: TLS ends here (egress-tls-bridge.ts). */
+  private async terminate(
+    state: SandboxProxy,
+    target: Target,
+    addresses: string[],
+    credentials: EgressCredential[],
+    client: Duplex,
+    head: Buffer,
+  ): Promise<void> {
+    if (!this.bridge) {
+      const reason = `credentials are bound to ${target.host} but this gateway has no egress CA to add them with`;
+      return answerSocket(client, 503, this.refused(state, target, 503, reason));
+    }
+    (client as Socket).setTimeout?.(this.options.settings.idleTimeoutMs, () => client.destroy());
+    // `bound.test.` and `bound.test` are one host: its leaf, SNI and Host checks use one form.
+    const named: Target = { ...target, host: normalizeHost(target.host) };
+    await this.bridge.serve(
+      {
+        sandboxId: state.sandboxId,
+        target: named,
+        credentials,
+        connect: () => this.connect(state, target, addresses),
+        count: (sent, received) => this.count(state, sent, received),
+        onCredentialUsed: (secret) =>
+          this.options.onCredentialUsed?.(
+            state.sandboxId,
+            secret,
+            boundPattern(credentials, secret, named.host),
+          ),
+        refuse: (status, reason) => this.refused(state, named, status, reason),
+      },
+      client,
+      head,
+    );
   }
 
   private async forward(state: SandboxProxy, req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -5,7 +5,9 @@
  * image, the timeouts clamped, admission: the day's budget, a slot, the rate, and the pool's
  * capacity: warm lease, cold start, or 503), all read and none taken.
  */
+import { SandpoolError } from "../contract/error-codes.js";
 import type { CreateSessionRequest } from "../contract/schemas.js";
+import { judgeNarrowing, parseSessionEgress } from "../egress/session-egress.js";
 import type { OperationSpec } from "../operations/operation.js";
 import { imageAllowed, workspaceEnabled } from "../policy/decide-access.js";
 import { sessionTimeouts } from "../policy/decide-limits.js";
@@ -28,6 +30,7 @@ export async function explainCreateSession(
   verdictStep(trace, workspaceEnabled(policy));
   for (const rule of operation.session?.rules ?? [])
     verdictStep(trace, rule.decide(policy, { body: request }));
+  await narrowingStep(services, policy, args, trace);
   // The image the gate allowed, as the lifecycle takes it to choose the pool.
   const image = imageAllowed(policy, request.image);
   const chosen = image.allowed ? poolServing(services.pools.list(), image.image!, policy) : undefined;
@@ -72,4 +75,43 @@ export async function explainCreateSession(
     idleTimeoutSeconds: timeouts.idle.value,
     maxLifetimeSeconds: timeouts.lifetime.value,
   };
+}
+
+/**
+ * CreateSession's `sandpool` member (per-session egress), judged as its handler judges it
+ * (src/egress/session-egress.ts): a widening is the call's 403, a bad shape its 422.
+ */
+async function narrowingStep(
+  services: ExplainDeps,
+  policy: EffectivePolicy,
+  args: Record<string, unknown>,
+  trace: Trace,
+): Promise<void> {
+  if (args.sandpool === undefined) return;
+  let asked: ReturnType<typeof parseSessionEgress>;
+  try {
+    asked = parseSessionEgress(args);
+  } catch (error) {
+    if (!(error instanceof SandpoolError)) throw error;
+    trace.deny("args", error.code, { rule: "args.sandpool", detail: error.message });
+    return;
+  }
+  const names = asked?.secrets?.length
+    ? ((await services.secretBindings?.(policy.workspace)) ?? []).map((secret) => secret.name)
+    : [];
+  const verdict = judgeNarrowing(asked, policy, names);
+  if (verdict.allowed)
+    trace.pass("policy", {
+      rule: "egress.narrowing",
+      field: "egressAllowHosts",
+      value: policy.egressAllowHosts,
+      detail: "the session's sandpool member narrows its workspace's egress",
+    });
+  else
+    trace.deny("policy", verdict.code, {
+      rule: "egress.narrowing",
+      field: verdict.code === "policy.secret_not_allowed" ? verdict.field : "egressAllowHosts",
+      value: verdict.code === "policy.secret_not_allowed" ? null : policy.egressAllowHosts,
+      detail: verdict.message,
+    });
 }

@@ -7,6 +7,7 @@ import type { Admission } from "../admission/admission.js";
 import type { BearerAuthenticator } from "../auth/principal.js";
 import type { PolicyService } from "../policy/policy-service.js";
 import type { PoolManager } from "../pool/pool-manager.js";
+import type { SecretBinding } from "../secrets/workspace-secrets.js";
 import type { SessionLifecycle } from "../session/session-lifecycle.js";
 
 export interface ExplainDeps {
@@ -15,4 +16,8 @@ export interface ExplainDeps {
   pools: Pick<PoolManager, "list" | "capacity">;
   sessions: Pick<SessionLifecycle, "find">;
   authenticator: BearerAuthenticator;
+  /** A workspace's secrets, names and bindings only (never values); absent: it holds none. */
+  secretBindings?: (workspace: string) => Promise<Array<{ name: string; binding: SecretBinding }>>;
+  /** The deployment's egress proxy settings explain reports (the ports it allows). */
+  egressSettings?: { allowPorts?: readonly number[] };
 }

@@ -46,6 +46,13 @@ export interface ExplainAnswer {
   effective: Record<string, unknown>;
   /** What the token the request carried is, when it carried one (never the token). */
   token?: TokenVerdict;
+  /** With `egressHost`: whether a session could reach it, and which secrets would be attached (explain-egress.ts). */
+  egress?: {
+    destination: string;
+    decision: "allow" | "deny";
+    steps: TraceStep[];
+    secrets: string[];
+  };
 }
 
 export class Trace {

@@ -8,6 +8,7 @@
  */
 import { explainCreateSession } from "./explain-create-session.js";
 import type { ExplainDeps } from "./explain-deps.js";
+import { explainEgress } from "./explain-egress.js";
 import { type ExplainRequest, onSession } from "./explain-request.js";
 import { explainSessionCall } from "./explain-session-call.js";
 import { limitsInForce, mountedStep } from "./explain-steps.js";
@@ -32,6 +33,8 @@ export async function explain(services: ExplainDeps, request: ExplainRequest): P
     ? await explainSessionCall(services, operation, policy, args, trace)
     : await explainCreateSession(services, operation, policy, args, trace);
   const code = trace.code();
+  // A destination's verdict is a trace of its own: a refused destination is not a refused call.
+  const egress = request.egress && (await explainEgress(services, operation, policy, args, request.egress));
   return {
     workspace,
     operation: operation.id,
@@ -40,5 +43,6 @@ export async function explain(services: ExplainDeps, request: ExplainRequest): P
     steps: trace.steps,
     effective: { ...limitsInForce(policy), ...call },
     ...(checked ? { token: checked.verdict } : {}),
+    ...(egress ? { egress } : {}),
   };
 }

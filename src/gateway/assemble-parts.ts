@@ -15,6 +15,8 @@ import { UsageReports } from "../metering/usage-report.js";
 import type { PolicyAdmin } from "../policy/policy-admin.js";
 import type { PolicyService } from "../policy/policy-service.js";
 import { poolStatus } from "../pool/pool-status.js";
+import type { SecretStore } from "../secrets/secret-store.js";
+import type { SecretsCache } from "../secrets/secrets-cache.js";
 import { metricsTokenOf } from "../service-operations/metrics-token.js";
 import type { SessionLifecycle } from "../session/session-lifecycle.js";
 import { AdminAuditRepository } from "../store/sql/admin-audit-repository.js";
@@ -34,9 +36,11 @@ export function assembleParts(
     authentication: { authenticator: BearerAuthenticator; apiKeyAdmin: ApiKeyAdmin };
     policies: PolicyService;
     policyAdmin: PolicyAdmin;
+    secretStore: SecretStore;
     admission: Admission;
     started: StartedPools;
     sessions: SessionLifecycle;
+    secrets: SecretsCache;
     usage: StartedUsage;
     usageDaily: UsageDailyRepository;
     ready: GatewayParts["ready"];
@@ -50,11 +54,18 @@ export function assembleParts(
     metrics: built.metrics,
     authenticator: built.authentication.authenticator,
     apiKeyAdmin: built.authentication.apiKeyAdmin,
+    secretStore: built.secretStore,
+    secrets: built.secretStore,
     authLimiter: new FailedAuthLimiter(config.authFailures),
     policies: built.policies,
     admission: built.admission,
     pools: started.pools,
     sessions,
+    secretNames: (workspace) => built.secrets.namesOf(workspace),
+    // Explain reads names and bindings; the values stay behind.
+    secretBindings: async (workspace) =>
+      (await built.secrets.openedSecretsOf(workspace)).map(({ name, binding }) => ({ name, binding })),
+    egressSettings: { allowPorts: config.egress.allowPorts },
     forwarder: new SandboxForwarder({
       client: started.sandboxes,
       limits: config.limits,

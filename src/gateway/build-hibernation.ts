@@ -59,7 +59,7 @@ export function buildHibernation(
     leases: store,
     sandboxes: hibernationSandboxes,
     boundsOf: async (workspace) => hibernationBounds(await deps.policies.forWorkspace(workspace)),
-    settleSandbox: (lease) => deps.sessions().settleSandbox(lease),
+    settleSandbox: (lease) => deps.sessions().settlement.settleSandbox(lease),
     sandboxLost: async (key) => {
       await deps.sessions().end(key, "sandbox_failed");
     },

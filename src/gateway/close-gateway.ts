@@ -7,7 +7,8 @@
 import type { PendingWork } from "../deferred/pending-work.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { UsageSink } from "../metering/usage-sink.js";
-import { DESTROY_SANDBOX_JOB, type SessionLifecycle } from "../session/session-lifecycle.js";
+import { DESTROY_SANDBOX_JOB } from "../session/sandbox-settlement.js";
+import type { SessionLifecycle } from "../session/session-lifecycle.js";
 import type { GatewayBackends } from "./gateway-backends.js";
 import type { GatewayListeners } from "./listen-gateway.js";
 import type { StartedPools } from "./start-pools.js";
@@ -33,7 +34,7 @@ export async function closeGateway(
   const { started, sessions, listeners } = parts;
   const closing = Promise.all([listeners.server.close(), listeners.admin?.close()]);
   if (options.destroySandboxes) {
-    sessions.stopReuse();
+    sessions.settlement.stopReuse();
     for (const lease of await store.listLeases()) {
       await sessions.end({ workspace: lease.workspace, sessionId: lease.sessionId }, "drained");
     }

@@ -5,6 +5,7 @@ import type { JobRunner } from "../jobs/job-runner.js";
 import type { UsageJournal } from "../metering/usage-journal.js";
 import type { NodeRegistry } from "../roles/shared/node-registry.js";
 import type { SandboxRuntime } from "../runtime/sandbox-runtime.js";
+import type { SecretsReader } from "../secrets/workspace-secrets.js";
 import type { CoordinationStore } from "../store/coordination/coordination-store.js";
 import type { Database } from "../store/sql/database-types.js";
 
@@ -18,6 +19,11 @@ export interface GatewayBackends {
   jobs: JobRunner;
   /** The egress proxy the runtime attaches to egress sandboxes; bound here to the policy. */
   egress?: GatewayEgress;
+  /**
+   * Where egress and CreateSession read a workspace's secrets, in place of the gateway's own
+   * store over the database (a test's fixed secrets); absent: that store.
+   */
+  secrets?: SecretsReader;
   /** Where usage records are journaled before answers are released (`sandpool serve`). */
   usageJournal?: UsageJournal;
 }

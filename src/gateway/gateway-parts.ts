@@ -4,6 +4,7 @@
  * (ContractDeps, AdminDeps, ServiceDeps, the pipeline's PipelineDeps), and the transport its
  * own (GatewayAppDeps). A running gateway exposes them to its owner (tests, dev mode).
  */
+
 import type { Logger } from "pino";
 import type { Admission } from "../admission/admission.js";
 import type { ApiKeyAdmin } from "../auth/api-key-admin.js";
@@ -21,6 +22,8 @@ import type { RuntimePoolSizes } from "../pool/pool-sizes.js";
 import type { PoolStatus } from "../pool/pool-status.js";
 import type { GatewayPools } from "../pool/sandbox-pool.js";
 import type { NodeRegistry } from "../roles/shared/node-registry.js";
+import type { SecretStore } from "../secrets/secret-store.js";
+import type { SecretBinding, SecretsReader } from "../secrets/workspace-secrets.js";
 import type { MetricsToken } from "../service-operations/metrics-token.js";
 import type { SessionLifecycle } from "../session/session-lifecycle.js";
 import type { AdminAuditRepository } from "../store/sql/admin-audit-repository.js";
@@ -36,6 +39,11 @@ export interface GatewayParts {
   admission: Admission;
   pools: GatewayPools;
   sessions: SessionLifecycle;
+  /** A workspace's secret names (briefly cached): what a session may name in `sandpool.secrets`. */
+  secretNames: (workspace: string) => Promise<string[]>;
+  /** A workspace's secrets without their values (explain). */
+  secretBindings: (workspace: string) => Promise<Array<{ name: string; binding: SecretBinding }>>;
+  egressSettings: { allowPorts: readonly number[] };
   /** Calls on to the sandbox serving a session (one byte budget for the gateway). */
   forwarder: SandboxForwarder;
   usage: UsageSink;
@@ -50,6 +58,10 @@ export interface GatewayParts {
   policyAdmin: PolicyAdmin;
   /** Workspace API keys for the admin API (`/admin/v1/keys`). */
   apiKeyAdmin: ApiKeyAdmin;
+  /** Workspace secrets for the admin API (`/admin/v1/workspaces/{ws}/secrets`): values in, never out. */
+  secretStore: SecretStore;
+  /** The secrets' reading side: a workspace's credentials opened, for egress only (docs/secrets.md). */
+  secrets: SecretsReader;
   /** A workspace's durable usage with `from <= occurredAt < to`, per kind and tool (admin API). */
   usageSummary: (workspace: string, from: Date, to: Date) => Promise<UsageSummaryRow[]>;
   /** Usage reports per hour or UTC day (admin API `GET /usage`). */

@@ -20,8 +20,8 @@ import {
   DESTROY_SANDBOX_JOB,
   type EndedSession,
   SETTLE_ENDED_SESSION_JOB,
-  type SessionLifecycle,
-} from "../session/session-lifecycle.js";
+} from "../session/sandbox-settlement.js";
+import type { SessionLifecycle } from "../session/session-lifecycle.js";
 import type { SandboxRecord } from "../store/coordination/records.js";
 import type { UsageDailyRepository } from "../store/sql/usage-daily-repository.js";
 import type { UsageRepository } from "../store/sql/usage-repository.js";
@@ -51,7 +51,7 @@ export function registerGatewayJobs(
   const { edge, pools } = deps.started;
   const { sessions, hibernation, usage, log } = deps;
   jobs.register<SandboxRecord>(DESTROY_SANDBOX_JOB, (record) => pools.retire(record));
-  jobs.register<EndedSession>(SETTLE_ENDED_SESSION_JOB, (ended) => sessions.settleEnded(ended));
+  jobs.register<EndedSession>(SETTLE_ENDED_SESSION_JOB, (ended) => sessions.settlement.settleEnded(ended));
   jobs.register("warm-pools", () => pools.warmAll());
   jobs.register("reap-sessions", async () => {
     await sessions.reap();

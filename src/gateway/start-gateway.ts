@@ -15,6 +15,7 @@ import type { ConsoleAssets } from "../console/console-assets.js";
 import type { RunningServer } from "../http/common/listen.js";
 import { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { ReconcileReport } from "../pool/reconcile.js";
+import { SecretsCache } from "../secrets/secrets-cache.js";
 import { SessionLifecycle } from "../session/session-lifecycle.js";
 import type { PolicyRepository } from "../store/sql/policy-repository.js";
 import { UsageDailyRepository } from "../store/sql/usage-daily-repository.js";
@@ -25,8 +26,10 @@ import type { GatewayBackends } from "./gateway-backends.js";
 import type { GatewayParts } from "./gateway-parts.js";
 import { listenGateway } from "./listen-gateway.js";
 import { registerGatewayJobs } from "./register-jobs.js";
+import { startEgressGrants } from "./start-egress-grants.js";
 import { startPolicies } from "./start-policies.js";
 import { startPools } from "./start-pools.js";
+import { startSecrets } from "./start-secrets.js";
 import { startUsage } from "./start-usage.js";
 
 export type { GatewayBackends };
@@ -62,9 +65,18 @@ export async function startGateway(
   const { store, jobs } = backends;
   const metrics = new GatewayMetrics();
   const { policyRepository, policies, policyAdmin } = await startPolicies(config, backends);
+  const secretStore = startSecrets(config, backends, {
+    policies,
+    changed: (workspace) => secrets.forget(workspace),
+    log,
+  });
   const admission = new Admission(store);
   const started = await startPools(config, backends, { metrics, log });
   const usage = startUsage(config, backends, { metrics, log });
+  // The workspaces' secrets, opened for seconds at most: grants and CreateSession read them
+  // here (other replicas see a change within the cache's lifetime; this one at once).
+  const secrets = new SecretsCache(backends.secrets ?? secretStore);
+  startEgressGrants(backends, { policies, secrets, metrics, usage: usage.usage });
   const hibernation = buildHibernation(config, backends, {
     started,
     policies,
@@ -117,9 +129,11 @@ export async function startGateway(
     authentication,
     policies,
     policyAdmin,
+    secretStore,
     admission,
     started,
     sessions,
+    secrets,
     usage,
     usageDaily,
     ready: async () => accepting && usage.backlogWithinBound() && ((await options.ready?.()) ?? true),

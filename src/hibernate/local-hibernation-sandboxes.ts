@@ -6,8 +6,8 @@
  * session's own sandbox id (PoolManager.startFor with a restore bring-up).
  */
 import { SandpoolError } from "../contract/error-codes.js";
-import type { SandboxBringUp } from "../pool/pool-manager.js";
 import type { LeasedSandbox } from "../pool/sandbox-pool.js";
+import type { SandboxBringUp } from "../pool/sandbox-starter.js";
 import type { SandboxCheckpoints } from "../runtime/sandbox-checkpoints.js";
 import type { PoolSpec } from "../runtime/sandbox-runtime.js";
 import type { LeaseStore } from "../store/coordination/lease-store.js";

@@ -44,7 +44,7 @@ export interface SessionHibernationDeps {
   sandboxes: HibernationSandboxes;
   /** The workspace's bounds on what it keeps hibernated (policy maxHibernatedSessions). */
   boundsOf(workspace: string): Promise<CheckpointBounds>;
-  /** The sandbox's usage recorded and its last CPU charged, before the save (SessionLifecycle.settleSandbox). */
+  /** The sandbox's usage recorded and its last CPU charged, before the save (SandboxSettlement.settleSandbox). */
   settleSandbox(lease: Lease): Promise<void>;
   /** Called when the session's sandbox was lost in a failed save: the session ends. */
   sandboxLost(key: LeaseKey): Promise<void>;

@@ -37,6 +37,12 @@ import {
   poolsResultSchema,
 } from "./admin-schemas/pool-schemas.js";
 import {
+  secretBodySchema,
+  secretParams,
+  secretsResultSchema,
+  secretViewSchema,
+} from "./admin-schemas/secret-schemas.js";
+import {
   endedResultSchema,
   hibernatedResultSchema,
   resumedResultSchema,
@@ -60,6 +66,7 @@ interface AdminOptions {
   effects?: readonly Effect[];
   answers?: readonly AnswerKind[];
   success?: number;
+  alsoSuccess?: number;
 }
 
 function admin(
@@ -70,7 +77,7 @@ function admin(
   summary: string,
   options: AdminOptions = {},
 ): OperationSpec {
-  const { effects, answers, success, ...shapes } = options;
+  const { effects, answers, success, alsoSuccess, ...shapes } = options;
   return {
     id: `admin.${id}`,
     group: "admin",
@@ -82,6 +89,7 @@ function admin(
     effects: effects ?? (method === "GET" ? ["read"] : ["admin"]),
     answers: answers ?? ["json"],
     success: success ?? 200,
+    ...(alsoSuccess === undefined ? {} : { alsoSuccess }),
     ...shapes,
   };
 }
@@ -238,6 +246,30 @@ export const adminOperations: readonly OperationSpec[] = [
     params: keyParams,
     result: revokedResultSchema,
   }),
+  admin(
+    "secrets.list",
+    "GET",
+    "/workspaces/{ws}/secrets",
+    "AdminListSecrets",
+    "A workspace's secrets: names and bindings, never values.",
+    { ...ofWorkspace, result: secretsResultSchema },
+  ),
+  admin(
+    "secrets.put",
+    "PUT",
+    "/workspaces/{ws}/secrets/{name}",
+    "AdminPutSecret",
+    "Store a workspace secret and its binding (201 created, 200 replaced); the value is never answered; audited.",
+    { params: secretParams, body: secretBodySchema, result: secretViewSchema, alsoSuccess: 201 },
+  ),
+  admin(
+    "secrets.delete",
+    "DELETE",
+    "/workspaces/{ws}/secrets/{name}",
+    "AdminDeleteSecret",
+    "Remove a workspace secret; audited.",
+    { params: secretParams, answers: ["empty"], success: 204 },
+  ),
   admin(
     "audit.list",
     "GET",

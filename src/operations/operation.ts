@@ -54,6 +54,8 @@ export interface OperationSpec {
   answers: readonly AnswerKind[];
   /** The status of a successful answer. */
   success: number;
+  /** Another status a successful answer may have, with the same body (a PUT that creates: 201). */
+  alsoSuccess?: number;
   /** Schema of the path parameters, when the path has any. */
   params?: $ZodType;
   /** Schema of the query string, when the operation reads one. */

@@ -10,7 +10,7 @@ import type { DeploymentPolicy } from "../policy-schema/deployment-policy.js";
 import { type EffectivePolicy, effectivePolicy } from "./effective-policy.js";
 import type { WorkspacePolicyFields } from "./workspace-policy-fields.js";
 
-export interface PolicySource {
+export interface WorkspacePolicyStore {
   get(workspace: string): Promise<WorkspacePolicyFields | undefined>;
 }
 
@@ -27,7 +27,7 @@ export class PolicyService {
 
   constructor(
     readonly deployment: DeploymentPolicy,
-    private readonly source: PolicySource,
+    private readonly source: WorkspacePolicyStore,
     private readonly ttlMs = 1_000,
     private readonly now: () => number = Date.now,
   ) {}

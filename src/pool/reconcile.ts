@@ -67,7 +67,10 @@ export const NOTHING_RECONCILED: ReconcileReport = Object.freeze({
 /** What the runtime reports; engines that are away count as holding nothing. */
 async function listReachable(deps: ReconcileDeps): Promise<RuntimeSandbox[]> {
   try {
-    return await deps.runtime.list();
+    const listed = await deps.runtime.list();
+    // Only a complete listing says what is gone from the host.
+    await deps.runtime.tidy?.(listed);
+    return listed;
   } catch (error) {
     if (!(error instanceof PartialListError)) throw error;
     deps.log.warn({ err: error }, "reconciling without the engines that do not answer: their sessions end");

@@ -44,6 +44,8 @@ export interface RuntimeSandbox {
   createdAt?: number;
   /** False for one that exited (crashed, killed, out of memory): its sandbox is gone. */
   running?: boolean;
+  /** Its pool allows egress: it has a proxy socket to serve. */
+  egress?: boolean;
 }
 
 /**
@@ -83,7 +85,13 @@ export interface SandboxRuntime {
   start(request: StartRequest): Promise<StartedSandbox>;
   /** Stops and removes the sandbox; an unknown or already removed one is not an error. */
   destroy(runtimeId: string): Promise<void>;
+  /** What the runtime holds now; no side effect (reconciliation `tidy`s after it). */
   list(): Promise<RuntimeSandbox[]>;
+  /**
+   * After a complete listing: what the host keeps beside its sandboxes brought in line with
+   * them (the docker runtime: socket directories, egress proxies). Absent: nothing to do.
+   */
+  tidy?(listed: readonly RuntimeSandbox[]): Promise<void>;
   /**
    * What the sandbox used so far, from outside it; undefined when it is gone or stopped.
    * Absent where nothing outside the sandbox measures it (the process runtime).

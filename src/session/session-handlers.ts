@@ -1,8 +1,10 @@
 /** CreateSession, GetSession (the handle with the values in force) and DestroySession. */
 import type { Principal } from "../auth/principal.js";
 import type { CreateSessionRequest, SessionHandle } from "../contract/schemas.js";
+import { judgeNarrowing, narrowingRefusal, parseSessionEgress } from "../egress/session-egress.js";
 import type { OperationHandler } from "../operations/handler.js";
-import type { Lease } from "../store/coordination/records.js";
+import type { EffectivePolicy } from "../policy/effective-policy.js";
+import type { Lease, LeaseEgress } from "../store/coordination/records.js";
 import type { SessionLifecycle } from "./session-lifecycle.js";
 
 export function handleOf(lease: Lease): SessionHandle {
@@ -19,6 +21,28 @@ export function handleOf(lease: Lease): SessionHandle {
 /** What CreateSession and DestroySession need: the session lifecycle's lease and end. */
 export interface SessionHandlerDeps {
   sessions: Pick<SessionLifecycle, "create" | "end">;
+  /** The names of a workspace's secrets (CreateSession's `sandpool.secrets`); absent: it holds none. */
+  secretNames?: (workspace: string) => Promise<string[]>;
+}
+
+/**
+ * The session's egress narrowing (`sandpool.egress.hosts`, `sandpool.secrets`), checked
+ * before admission: 422 for a bad shape, 403 naming the field that would widen the
+ * workspace's egress (src/egress/session-egress.ts).
+ */
+async function sessionEgressOf(
+  services: SessionHandlerDeps,
+  workspace: string,
+  request: CreateSessionRequest,
+  policy: EffectivePolicy,
+): Promise<LeaseEgress | undefined> {
+  const asked = parseSessionEgress(request);
+  if (!asked) return undefined;
+  // The secrets store is read only when the session names secrets.
+  const names = asked.secrets?.length ? ((await services.secretNames?.(workspace)) ?? []) : [];
+  const verdict = judgeNarrowing(asked, policy, names);
+  if (!verdict.allowed) throw narrowingRefusal(verdict);
+  return verdict.egress;
 }
 
 export function sessionHandlers(services: SessionHandlerDeps): Record<string, OperationHandler> {
@@ -28,7 +52,8 @@ export function sessionHandlers(services: SessionHandlerDeps): Record<string, Op
     "sessions.create": async (call) => {
       const workspace = (call.caller as Principal).workspace;
       const request = call.args.body as CreateSessionRequest;
-      const { lease } = await services.sessions.create(workspace, request, call.policy!);
+      const egress = await sessionEgressOf(services, workspace, request, call.policy!);
+      const { lease } = await services.sessions.create(workspace, request, call.policy!, egress);
       return { kind: "json", status: 201, body: handleOf(lease) };
     },
 

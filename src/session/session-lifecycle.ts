@@ -18,7 +18,7 @@ import type { Resumed, SessionHibernation } from "../hibernate/session-hibernati
 import type { JobRunner } from "../jobs/job-runner.js";
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { UsageJournal } from "../metering/usage-journal.js";
-import { stableEventId, usageRecord } from "../metering/usage-record.js";
+import { usageRecord } from "../metering/usage-record.js";
 import type { UsageSink } from "../metering/usage-sink.js";
 import type { CallUsage, OpenCall } from "../operations/resolved-session.js";
 import { imageAllowed } from "../policy/decide-access.js";
@@ -27,47 +27,30 @@ import { poolServing } from "../policy/decide-pool.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
 import type { PolicyService } from "../policy/policy-service.js";
 import { enforce } from "../policy/verdict.js";
-import { MIN_IDLE_SECONDS } from "../policy-schema/policy-fields.js";
 import type { LeasedSandbox, SandboxPool } from "../pool/sandbox-pool.js";
-import type { SandboxUsage } from "../runtime/sandbox-runtime.js";
 import type { LeaseStore } from "../store/coordination/lease-store.js";
 import {
   HOLD_GRACE_MS,
   type Lease,
+  type LeaseEgress,
   type LeaseKey,
   leaseDeadline,
   type SandboxRecord,
 } from "../store/coordination/records.js";
+import { hibernateIdleSessions } from "./idle-hibernation.js";
+import {
+  DESTROY_SANDBOX_JOB,
+  type EndedSession,
+  type EndReason,
+  REUSABLE_ENDS,
+  SandboxSettlement,
+  SETTLE_ENDED_SESSION_JOB,
+} from "./sandbox-settlement.js";
 
-export const DESTROY_SANDBOX_JOB = "destroy-sandbox";
-/** After a session's end is answered: its sandbox's usage settled, then the sandbox reused or destroyed. */
-export const SETTLE_ENDED_SESSION_JOB = "settle-ended-session";
 /** How long an end waits for the sandbox to close the session inside it. */
 const CLOSE_INNER_TIMEOUT_MS = 1_000;
 const REAP_BATCH = 100;
 const REAP_CONCURRENCY = 8;
-/** Quiet sessions of one workspace hibernated in one round at most. */
-const QUIET_BATCH = 100;
-
-export type EndReason =
-  | "destroyed"
-  | "expired"
-  | "sandbox_failed"
-  | "drained"
-  | "ended_by_operator"
-  /** The node holding the sandbox stopped heart-beating (roles edge and node). */
-  | "node_lost"
-  /** Its sandbox ran code after its workspace's day was spent (src/admission/cpu-meter.ts). */
-  | "budget_spent";
-
-/** Ends after which the sandbox is sound and may serve its workspace's next session. */
-const REUSABLE_ENDS: ReadonlySet<EndReason> = new Set(["destroyed", "expired"]);
-
-/** What the settle job needs of an ended session (`SessionLifecycle.settleEnded`). */
-export interface EndedSession {
-  lease: Lease;
-  reason: EndReason;
-}
 
 /** Ends of a session that may still be served from a lease cache: its sandbox session is closed first. */
 const CLOSED_BEFORE_THE_END: ReadonlySet<EndReason> = new Set([
@@ -110,11 +93,12 @@ export interface CreatedSession {
 
 export class SessionLifecycle {
   private readonly now: () => number;
-  /** Set as the gateway shuts down destroying its sandboxes: none is parked after that. */
-  private reuseStopped = false;
+  /** What follows an end, off its answer: usage, then reuse or destruction (the settle job). */
+  readonly settlement: SandboxSettlement;
 
   constructor(private readonly deps: SessionLifecycleDeps) {
     this.now = deps.now ?? Date.now;
+    this.settlement = new SandboxSettlement(deps);
   }
 
   /**
@@ -126,6 +110,7 @@ export class SessionLifecycle {
     workspace: string,
     request: CreateSessionRequest,
     policy: EffectivePolicy,
+    egress?: LeaseEgress,
   ): Promise<CreatedSession> {
     const image = enforce(imageAllowed(policy, request.image)).image!;
     const pool = enforce(poolServing(this.deps.pools.list(), image, policy)).pool!;
@@ -161,6 +146,8 @@ export class SessionLifecycle {
         lastActivityAt: createdAt,
         idleTimeoutSeconds,
         maxLifetimeSeconds,
+        // The session's own egress narrowing (checked by its handler): every proxy reads it here.
+        ...(egress ? { egress } : {}),
       };
       if (!leased.warm) {
         await this.deps.pools.holdMembership(leased.record, { workspace, until: holdUntil, now: this.now() });
@@ -400,56 +387,6 @@ export class SessionLifecycle {
   }
 
   /**
-   * The rest of a session's end, off the answer (a job, retried): the sandbox's usage read
-   * (before anything removes its cgroup) and recorded, the CPU burned since the meter's last
-   * reading charged (the meter forgets the session), then the sandbox scrubbed and parked for
-   * its workspace's next session when the end allows it and the policy wants it
-   * (src/pool/sandbox-reuse.ts), else queued for destruction.
-   */
-  async settleEnded({ lease, reason }: EndedSession): Promise<void> {
-    if (lease.hibernation) {
-      await this.deps.hibernation?.forget(lease);
-      // A save under way when it ended may have left the container (the saver's next step
-      // finds no lease and stops): destroying an absent one is harmless.
-      if (lease.hibernation.phase === "saving")
-        await this.deps.jobs.enqueue(DESTROY_SANDBOX_JOB, lease.sandbox);
-      return;
-    }
-    await this.settleSandbox(lease);
-    if (REUSABLE_ENDS.has(reason) && (await this.reuseWanted(lease.workspace))) {
-      if (await this.deps.pools.recycle(lease.sandbox, lease.workspace)) return;
-    }
-    await this.deps.jobs.enqueue(DESTROY_SANDBOX_JOB, lease.sandbox);
-  }
-
-  /**
-   * The session's sandbox as it stops serving it (its session ended, or it hibernates):
-   * its usage read (before anything removes its cgroup) and recorded, and the CPU burned
-   * since the meter's last reading charged (the meter forgets the session).
-   */
-  async settleSandbox(lease: Lease): Promise<void> {
-    const used = await this.deps.pools.usageOf(lease.sandbox);
-    if (used) this.recordSandboxUsage(lease, used);
-    await this.deps.admission.chargeCpu(lease, used?.cpuSeconds, true).catch((error: unknown) => {
-      this.deps.log.warn({ err: error, session: lease.sessionId }, "could not charge a sandbox's last CPU");
-    });
-  }
-
-  /** From now on, ended sessions' sandboxes are destroyed, never parked (a shutdown that destroys them all). */
-  stopReuse(): void {
-    this.reuseStopped = true;
-  }
-
-  private async reuseWanted(workspace: string): Promise<boolean> {
-    if (this.reuseStopped) return false;
-    try {
-      return (await this.deps.policies.forWorkspace(workspace)).sandboxReuse;
-    } catch {
-      return false;
-    }
-  }
-
-  /**
    * Marks a sandbox about to be destroyed as freeing its place. The mark only spares a
    * waiting lease a 503: failing to set it must not keep the sandbox alive.
    */
@@ -459,86 +396,11 @@ export class SessionLifecycle {
     });
   }
 
-  /**
-   * The sandbox's own account of the session, from its cgroup: CPU time since it became
-   * ready (its server's start-up is nobody's) or was parked for this session (reuse), and
-   * peak memory where the engine reports one that is the session's own (the memory held at
-   * the end rides along as detail). A reused sandbox's counters carry its earlier sessions'
-   * too: without the baseline taken at its park, its CPU is not recorded, and a peak the
-   * kernel could not start anew is not either.
-   */
-  private recordSandboxUsage(lease: Lease, used: SandboxUsage): void {
-    const { sandbox } = lease;
-    const common = {
-      workspace: lease.workspace,
-      sessionId: lease.sessionId,
-      sandboxId: sandbox.sandboxId,
-    };
-    // The settling job may run again after a crash: the same ids, counted once.
-    const idOf = (kind: string) => stableEventId(lease.workspace, lease.sessionId, sandbox.sandboxId, kind);
-    const reused = (sandbox.uses ?? 0) > 0;
-    if (!reused || sandbox.cpuBaseMs !== undefined) {
-      this.deps.usage.record({
-        ...common,
-        eventId: idOf("sandbox_cpu"),
-        kind: "sandbox_cpu",
-        quantity: Math.max(0, Math.round(used.cpuSeconds * 1000 - (sandbox.cpuBaseMs ?? 0))),
-        ...(used.memoryBytes === undefined ? {} : { detail: { memoryBytes: used.memoryBytes } }),
-      });
-    }
-    if (used.memoryPeakBytes !== undefined && sandbox.memoryPeakCarried !== true) {
-      this.deps.usage.record({
-        ...common,
-        eventId: idOf("sandbox_memory_peak"),
-        kind: "sandbox_memory_peak",
-        quantity: used.memoryPeakBytes,
-      });
-    }
-  }
-
-  /**
-   * Hibernates every running session idle for its workspace's `hibernateAfterIdleSeconds`
-   * (policy; absent: never), a few at a time. Only the sessions quiet that long are read
-   * (LeaseStore.quietLeases: an index, not every lease), at most QUIET_BATCH per workspace a
-   * round; the rest follow next round. Every replica may run it: of several, one claims each
-   * session (src/hibernate/session-hibernation.ts), and a call that began since it was read
-   * refuses the claim. Returns how many it saved.
-   */
-  async hibernateIdle(): Promise<number> {
-    const hibernation = this.deps.hibernation;
-    if (!hibernation) return 0;
-    const now = this.now();
-    const quiet = await this.deps.store.quietLeases({
-      latest: now - MIN_IDLE_SECONDS * 1000,
-      cutoff: (workspace) =>
-        this.deps.policies.forWorkspace(workspace).then(
-          ({ hibernateAfterIdleSeconds: after }) => (after === null ? null : now - after * 1000),
-          () => null,
-        ),
-      limit: QUIET_BATCH,
-    });
-    const due = quiet.filter((lease) => hibernation.hibernatesIdle(lease));
-    let saved = 0;
-    for (let i = 0; i < due.length; i += REAP_CONCURRENCY) {
-      const results = await Promise.all(
-        due.slice(i, i + REAP_CONCURRENCY).map((lease) =>
-          hibernation.hibernate({ workspace: lease.workspace, sessionId: lease.sessionId }).then(
-            () => 1,
-            (error: unknown) => {
-              // A call began meanwhile, the workspace is at its bound, or the save failed
-              // (the session runs on): it is tried again on a later round.
-              this.deps.log.debug(
-                { err: error, session: lease.sessionId },
-                "an idle session did not hibernate",
-              );
-              return 0;
-            },
-          ),
-        ),
-      );
-      saved += results.reduce<number>((sum, one) => sum + one, 0);
-    }
-    return saved;
+  /** Hibernates the sessions idle for their workspace's policy (src/session/idle-hibernation.ts). */
+  hibernateIdle(): Promise<number> {
+    const { hibernation } = this.deps;
+    if (!hibernation) return Promise.resolve(0);
+    return hibernateIdleSessions({ ...this.deps, hibernation, now: this.now() });
   }
 
   /** Ends every session past its idle timeout or maximum lifetime. */

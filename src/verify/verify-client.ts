@@ -143,6 +143,21 @@ export class AdminView {
     return items.find((item) => item.id === sessionId);
   }
 
+  /** Stores a workspace secret (`PUT .../secrets/{name}`): the answer's status and text, as they are. */
+  putSecret(workspace: string, name: string, body: unknown): Promise<{ status: number; text: string }> {
+    return this.http.send("PUT", `admin/v1/workspaces/${encodeURIComponent(workspace)}/secrets/${name}`, {
+      token: this.token,
+      body: JSON.stringify(body),
+      headers: { "content-type": "application/json" },
+    });
+  }
+
+  async removeSecret(workspace: string, name: string): Promise<void> {
+    await this.http.send("DELETE", `admin/v1/workspaces/${encodeURIComponent(workspace)}/secrets/${name}`, {
+      token: this.token,
+    });
+  }
+
   /** A workspace's usage since `from`: quantity and count per kind (summed over tools). */
   async usage(workspace: string, from: Date): Promise<Map<string, { count: number; quantity: number }>> {
     const query = new URLSearchParams({ from: from.toISOString(), to: new Date().toISOString() });

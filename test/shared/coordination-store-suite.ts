@@ -12,6 +12,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { leaseEgressOf } from "../../src/egress/session-egress.js";
 import type { CoordinationStore } from "../../src/store/coordination/coordination-store.js";
 import type { Lease, LeaseKey, SandboxRecord } from "../../src/store/coordination/records.js";
 
@@ -1028,6 +1029,32 @@ export function describeCoordinationStore(name: string, open: () => Promise<Open
           expect(
             (await store.beginCall(keyOf(l), { now: t0 + SECOND, busyUntil: t0 + MINUTE })).outcome,
           ).toBe("started");
+        });
+
+        it("keeps a session's egress narrowing through calls, a save and a resume (an empty list stays a list)", async () => {
+          const l = { ...lease(freshName("ws")), egress: { hosts: ["api.example.com"], secrets: [] } };
+          await store.putLease(l);
+          const read = async () => leaseEgressOf((await store.getLease(keyOf(l)))!);
+          const started = await store.beginCall(keyOf(l), { now: t0 + SECOND, busyUntil: t0 + MINUTE });
+          expect(started.outcome).toBe("started");
+          await store.endCall(keyOf(l), { now: t0 + 2 * SECOND });
+          await store.touchLease(keyOf(l), t0 + 3 * SECOND);
+          expect(await read()).toEqual(l.egress);
+          const saved = { phase: "saved" as const, checkpoint: checkpoint(l) };
+          expect(
+            (await store.stepHibernation(keyOf(l), { now: t0, from: ["running"], to: saved })).outcome,
+          ).toBe("stepped");
+          expect(await read()).toEqual(l.egress);
+          const resumed = await store.stepHibernation(keyOf(l), {
+            now: t0 + 4 * SECOND,
+            from: ["saved"],
+            to: undefined,
+            sandbox: record("default"),
+          });
+          expect(resumed.outcome).toBe("stepped");
+          if (resumed.outcome === "stepped") expect(leaseEgressOf(resumed.lease)).toEqual(l.egress);
+          // Never "not narrowed": a session that asked for no secrets has none after a resume too.
+          expect(await read()).toEqual({ hosts: ["api.example.com"], secrets: [] });
         });
 
         it("counts a resume as activity: its idle deadline starts anew, a failed save's return does not", async () => {

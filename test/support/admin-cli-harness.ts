@@ -15,19 +15,20 @@ export const HERMETIC_CLI_ENV = { SANDPOOL_URL: "", SANDPOOL_ADMIN_TOKEN: "" };
 export interface AdminCliHarness {
   readonly harness: TestGateway;
   readonly adminToken: string;
-  /** `sandpool <command...> <args> --url U --token T`. */
-  sandpool(args: string[], token?: string): Promise<CliResult>;
+  /** `sandpool <command...> <args> --url U --token T`, `stdin` written to its stdin. */
+  sandpool(args: string[], token?: string, stdin?: string): Promise<CliResult>;
 }
 
 export function useAdminCliHarness(
   pools: GatewayOverrides["pools"],
   command: string[] = [],
+  overrides: GatewayOverrides = {},
 ): AdminCliHarness {
   let harness: TestGateway | undefined;
   let adminToken = "";
   beforeAll(async () => {
     requireBuiltCli();
-    harness = await startTestGateway({ pools });
+    harness = await startTestGateway({ ...overrides, pools });
     adminToken = await mintToken({
       secret: TEST_SECRET,
       admin: true,
@@ -44,10 +45,11 @@ export function useAdminCliHarness(
     get adminToken() {
       return adminToken;
     },
-    sandpool(args, token = adminToken) {
+    sandpool(args, token = adminToken, stdin = undefined) {
       return runCli([...command, ...args, "--url", this.harness.url, "--token", token], {
         env: HERMETIC_CLI_ENV,
         timeoutMs: 30_000,
+        ...(stdin === undefined ? {} : { stdin }),
       });
     },
   };

@@ -43,6 +43,8 @@ export interface CliOptions {
   cwd?: string;
   /** Added to (and overriding) the test process's environment. */
   env?: NodeJS.ProcessEnv;
+  /** Written to the command's stdin, which is then closed (default: no stdin). */
+  stdin?: string;
 }
 
 function spawnCli(args: string[], opts: CliOptions): ChildProcess {
@@ -50,7 +52,7 @@ function spawnCli(args: string[], opts: CliOptions): ChildProcess {
   return spawn(process.execPath, [cliPath, ...args], {
     cwd: opts.cwd,
     env: { ...process.env, ...opts.env },
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: [opts.stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"],
   });
 }
 
@@ -58,6 +60,7 @@ function spawnCli(args: string[], opts: CliOptions): ChildProcess {
 export function runCli(args: string[], opts: CliOptions = {}): Promise<CliResult> {
   const timeoutMs = opts.timeoutMs ?? 15_000;
   const child = spawnCli(args, opts);
+  if (opts.stdin !== undefined) child.stdin?.end(opts.stdin);
   let stdout = "";
   let stderr = "";
   child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { Kysely } from "kysely";
-import { pino } from "pino";
+import { type Logger, pino } from "pino";
 import { mintToken } from "../../src/auth/dev-keys.js";
 import { type GatewayConfigInput, gatewayConfigSchema } from "../../src/config/gateway-config.js";
 import { startDevGateway } from "../../src/gateway/start-dev-gateway.js";
@@ -39,9 +39,13 @@ export interface TestGateway {
 /** Any part of the configuration; `auth` defaults to HS256 with TEST_SECRET. */
 export type GatewayOverrides = Partial<GatewayConfigInput>;
 
-export async function startTestGateway(overrides: GatewayOverrides = {}): Promise<TestGateway> {
+/** `log`: the gateway's logger (a test that reads what the gateway logs passes its own). */
+export async function startTestGateway(
+  overrides: GatewayOverrides = {},
+  options: { log?: Logger } = {},
+): Promise<TestGateway> {
   const root = await mkdtemp(path.join(tmpdir(), "sandpool-gateway-"));
-  const log = pino({ level: process.env.SANDPOOL_TEST_LOG ?? "silent" });
+  const log = options.log ?? pino({ level: process.env.SANDPOOL_TEST_LOG ?? "silent" });
   const config = gatewayConfigSchema.parse({
     host: "127.0.0.1",
     port: 0,

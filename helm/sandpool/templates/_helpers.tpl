@@ -226,3 +226,30 @@ there itself, on the host: sandpool must find it at the path it gave the engine.
 {{- define "sandpool.checkpointsClaim" -}}
 {{- .Values.roles.node.checkpoints.existingClaim | default (printf "%s-checkpoints" (include "sandpool.fullname" .)) }}
 {{- end }}
+
+{{/* The egress CA's Secret (egressCa.existingSecret), as the files the gateway reads. */}}
+{{- define "sandpool.egressCaEnv" -}}
+{{- if .Values.egressCa.existingSecret }}
+- name: SANDPOOL_EGRESS_CA_CERT_FILE
+  value: /etc/sandpool-egress-ca/tls.crt
+- name: SANDPOOL_EGRESS_CA_KEY_FILE
+  value: /etc/sandpool-egress-ca/tls.key
+{{- end }}
+{{- end }}
+
+{{- define "sandpool.egressCaMount" -}}
+{{- if .Values.egressCa.existingSecret }}
+- name: egress-ca
+  mountPath: /etc/sandpool-egress-ca
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{- define "sandpool.egressCaVolume" -}}
+{{- if .Values.egressCa.existingSecret }}
+- name: egress-ca
+  secret:
+    secretName: {{ .Values.egressCa.existingSecret }}
+    defaultMode: 0400
+{{- end }}
+{{- end }}

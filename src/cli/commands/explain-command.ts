@@ -1,5 +1,5 @@
 /**
- * `sandpool explain --workspace W --operation OPERATION [--session ID] [--image I] [--args JSON]`:
+ * `sandpool explain --workspace W --operation OPERATION [--session ID] [--image I] [--args JSON] [--egress-host H[:P]]`:
  * the decision trace of a would-be contract call through the admin API
  * (`POST /admin/v1/explain`): every check the gateway would make, its verdict and what
  * decided it, and the limits in force. Nothing runs: no sandbox is started or touched and
@@ -32,6 +32,7 @@ type ExplainOptions = ConnectionOptions & {
   image?: string;
   args?: Record<string, unknown>;
   tokenFile?: string;
+  egressHost?: string;
 };
 
 /** The token in `file` (`-`: stdin), without surrounding blanks; never echoed in an error. */
@@ -109,11 +110,16 @@ export function explainCommand(): Command {
         "--token-file <file>",
         "check a bearer token read from FILE (- for stdin): valid or not and why, its workspace (the rest is evaluated for it)",
       )
+      .option(
+        "--egress-host <host[:port]>",
+        "also explain whether a session of this call could reach this destination, and which secrets (names) would be attached",
+      )
       .addHelpText(
         "after",
         examples(
           "sandpool explain --workspace team-a --operation sessions.create",
           "sandpool explain --workspace team-a --operation sessions.create --image python:3.12 --json",
+          `sandpool explain --workspace team-a --operation sessions.create --egress-host api.github.com \\\n      --args '{"sandpool":{"egress":{"hosts":["api.github.com"]},"secrets":["github"]}}'`,
           `sandpool explain --workspace team-a --operation sessions.exec --session S \\\n      --args '{"tool":"bash_code_execution","input":{"command":"ls"},"timeout_seconds":600}'`,
           "sandpool explain --workspace team-a --operation sessions.create --token-file - < token.txt",
         ),
@@ -133,6 +139,7 @@ export function explainCommand(): Command {
           operation,
           args: explainArgs(options),
           ...(token === undefined ? {} : { token }),
+          ...(options.egressHost === undefined ? {} : { egressHost: options.egressHost }),
         },
       });
       if (conn.json) return printJson(body);

@@ -31,5 +31,21 @@ export function renderExplain(answer: ExplainAnswer): string {
     ["EFFECTIVE", "VALUE"],
     Object.entries(answer.effective).map(([field, value]) => [field, formatPolicyValue(field, value)]),
   );
-  return `${heading}${token}\n\n${steps}\n\n${effective}`;
+  return `${heading}${token}\n\n${steps}\n\n${effective}${answer.egress ? `\n\n${renderEgress(answer.egress)}` : ""}`;
+}
+
+/** The destination's own trace (`--egress-host`): names of secrets only, never values. */
+function renderEgress(egress: NonNullable<ExplainAnswer["egress"]>): string {
+  const secrets = egress.secrets.length === 0 ? "no secret" : `secrets: ${egress.secrets.join(", ")}`;
+  const heading = `egress to ${egress.destination}: ${egress.decision.toUpperCase()} (${secrets})`;
+  const steps = table(
+    ["RULE", "VERDICT", "VALUE", "DETAIL"],
+    egress.steps.map((step) => [
+      step.rule ?? "-",
+      step.verdict,
+      step.value === undefined ? "-" : JSON.stringify(step.value),
+      step.detail ?? "",
+    ]),
+  );
+  return `${heading}\n\n${steps}`;
 }

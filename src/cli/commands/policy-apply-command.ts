@@ -76,6 +76,10 @@ export function renderApply(answer: ApplyAnswer, file: string): string {
     if (change.action === "unchanged") continue;
     lines.push(`${MARK[change.action]} ${change.workspace}: ${describeChange(change)}`);
   }
+  // Secrets the file binds (docs/secrets.md): only their bindings change, never their values.
+  for (const secret of answer.secrets ?? [])
+    if (secret.action === "rebind")
+      lines.push(`~ ${secret.workspace}: secret ${secret.name}: binding replaced (value kept)`);
   if (!answer.changed) {
     lines.push(
       `nothing to change: the policies in force already match ${file} (${count.unchanged} workspace${count.unchanged === 1 ? "" : "s"})`,
@@ -101,7 +105,9 @@ export function applyCommand(): Command {
           "workspace's row that the file leaves out is removed. Shows the diff against what is in force; " +
           "the gateway applies it in one transaction, audited per workspace. Applying the same file again " +
           "changes nothing. Any invalid entry refuses the whole file, with every problem listed.\n\n" +
-          "File format:\n  policies:\n    team-a:\n      maxConcurrentSessions: 3\n      allowedTools: [code_execution]\n",
+          "File format:\n  policies:\n    team-a:\n      maxConcurrentSessions: 3\n      allowedTools: [code_execution]\n" +
+          "      secrets:   # bindings of secrets stored with `sandpool secrets set` (never values)\n" +
+          '        github: {hosts: [api.github.com], header: Authorization, template: "Bearer {{secret}}"}\n',
       )
       .requiredOption("-f, --file <path>", "the policies file (YAML; - for stdin)")
       .option("--dry-run", "show the diff only; change nothing")

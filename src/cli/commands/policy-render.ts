@@ -26,7 +26,7 @@ export const effectiveFields: readonly string[] = effectiveFieldNames;
 
 type PolicyAnswer = AdminBody<"get", "/admin/v1/workspaces/{ws}/policy">;
 /** A policy as `policy get` shows it: the answer, its values read field by field off the table of fields. */
-export type PolicyView = Omit<PolicyAnswer, "effective"> & { effective: Readonly<Record<string, unknown>> };
+export type ShownPolicy = Omit<PolicyAnswer, "effective"> & { effective: Readonly<Record<string, unknown>> };
 export type PolicyRow = AdminBody<"get", "/admin/v1/workspaces">["workspaces"][number];
 export type AuditEntry = AdminBody<"get", "/admin/v1/workspaces/{ws}/audit">["entries"][number];
 export type UsageRow = AdminBody<"get", "/admin/v1/workspaces/{ws}/usage">["usage"][number];
@@ -53,7 +53,7 @@ export function formatPolicyValue(field: string | undefined, value: unknown): st
   return formatValue(value);
 }
 
-export function renderPolicy(view: PolicyView): string {
+export function renderPolicy(view: ShownPolicy): string {
   const heading = view.row
     ? `workspace ${view.workspace}: policy row version ${view.row.version}, updated ${view.row.updatedAt} by ${view.row.updatedBy}`
     : `workspace ${view.workspace}: no policy row; the deployment defaults apply`;

@@ -434,6 +434,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/workspaces/{ws}/secrets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A workspace's secrets: names and bindings, never values. */
+        get: operations["admin.secrets.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/workspaces/{ws}/secrets/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Store a workspace secret and its binding (201 created, 200 replaced); the value is never answered; audited. */
+        put: operations["admin.secrets.put"];
+        post?: never;
+        /** Remove a workspace secret; audited. */
+        delete: operations["admin.secrets.delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/audit": {
         parameters: {
             query?: never;
@@ -893,7 +928,7 @@ export interface components {
          * @description sandpool's stable error codes; each always answers with the same HTTP status.
          * @enum {string}
          */
-        SandpoolErrorCode: "request.bad_target" | "request.malformed" | "request.bad_json" | "request.bad_content_type" | "request.too_large" | "request.not_found" | "request.method_not_allowed" | "request.busy" | "request.host_denied" | "request.origin_denied" | "tool.unknown" | "session.not_found" | "session.busy" | "session.not_hibernatable" | "session.resume_failed" | "file.not_found" | "file.is_directory" | "file.too_large" | "path.outside_workspace" | "path.invalid" | "auth.missing" | "auth.invalid" | "auth.expired" | "auth.rate_limited" | "auth.forbidden" | "auth.introspection_unavailable" | "policy.image_not_allowed" | "policy.tool_not_allowed" | "policy.workspace_disabled" | "policy.isolation_required" | "quota.concurrent_sessions" | "quota.session_rate" | "quota.exec_budget" | "quota.hibernated_sessions" | "quota.calls_in_flight" | "capacity.exhausted" | "capacity.checkpoint_space" | "store.unavailable" | "sandbox.unreachable" | "sandbox.timeout" | "sandbox.bad_answer" | "server.internal";
+        SandpoolErrorCode: "request.bad_target" | "request.malformed" | "request.bad_json" | "request.bad_content_type" | "request.too_large" | "request.not_found" | "request.method_not_allowed" | "request.busy" | "request.host_denied" | "request.origin_denied" | "tool.unknown" | "session.not_found" | "session.busy" | "session.not_hibernatable" | "session.resume_failed" | "file.not_found" | "file.is_directory" | "file.too_large" | "path.outside_workspace" | "path.invalid" | "auth.missing" | "auth.invalid" | "auth.expired" | "auth.rate_limited" | "auth.forbidden" | "auth.introspection_unavailable" | "policy.image_not_allowed" | "policy.tool_not_allowed" | "policy.workspace_disabled" | "policy.isolation_required" | "policy.egress_not_allowed" | "policy.secret_not_allowed" | "quota.concurrent_sessions" | "quota.session_rate" | "quota.exec_budget" | "quota.hibernated_sessions" | "quota.calls_in_flight" | "capacity.exhausted" | "capacity.checkpoint_space" | "store.unavailable" | "secrets.not_configured" | "sandbox.unreachable" | "sandbox.timeout" | "sandbox.bad_answer" | "server.internal";
         /** @description sandpool's shape of the contract's `Error`: `detail` carries a stable code, a message safe to show, and for a refused input every problem. */
         SandpoolError: {
             detail: {
@@ -965,7 +1000,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
-            /** @description sandpool: `request.host_denied`, `request.origin_denied`, `policy.workspace_disabled`, `policy.image_not_allowed`, `policy.isolation_required`. */
+            /** @description sandpool: `request.host_denied`, `request.origin_denied`, `policy.workspace_disabled`, `policy.image_not_allowed`, `policy.isolation_required`, `policy.egress_not_allowed`, `policy.secret_not_allowed`. */
             403: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -2975,7 +3010,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description { <workspace>: { <field>: value } }: a workspace left out loses its row; `policies: {}` removes every row. */
+                    /** @description { <workspace>: { <field>: value, secrets?: { <name>: binding } } }: a workspace left out loses its row; `policies: {}` removes every row. */
                     policies: unknown;
                 } & {
                     [key: string]: unknown;
@@ -2993,6 +3028,13 @@ export interface operations {
                     "application/json": {
                         dryRun: boolean;
                         changed: boolean;
+                        /** @description The secrets the file binds (docs/secrets.md): their bindings replaced, values kept. */
+                        secrets?: {
+                            workspace: string;
+                            name: string;
+                            /** @enum {string} */
+                            action: "rebind" | "unchanged";
+                        }[];
                         changes: {
                             workspace: string;
                             /** @enum {string} */
@@ -4956,6 +4998,418 @@ export interface operations {
             };
         };
     };
+    "admin.secrets.list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                ws: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A workspace's secrets: names and bindings, never values. */
+            200: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            workspace: string;
+                            name: string;
+                            hosts: string[];
+                            ports?: number[];
+                            paths?: string[];
+                            methods?: string[];
+                            header?: string;
+                            template?: string;
+                            basicAuth?: {
+                                username: string;
+                            };
+                            createdAt: string;
+                            updatedAt: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description sandpool: `request.bad_target`. */
+            400: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
+            401: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.host_denied`, `request.origin_denied`, `auth.forbidden`. */
+            403: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.not_found`. */
+            404: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.malformed`. */
+            422: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `auth.rate_limited`. */
+            429: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `server.internal`. */
+            500: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.busy`, `auth.introspection_unavailable`, `store.unavailable`, `secrets.not_configured`. */
+            503: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+        };
+    };
+    "admin.secrets.put": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                ws: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The secret itself: stored sealed, never shown again by any answer. */
+                    value: string;
+                    /** @description Host names (exact, or *.suffix) the secret is sent to. */
+                    hosts: string[];
+                    /** @description Only to these destination ports (default: any the workspace may reach). */
+                    ports?: number[];
+                    /** @description Only for request paths starting with one of these. */
+                    paths?: string[];
+                    /** @description Only for these request methods. */
+                    methods?: string[];
+                    /** @description The request header the secret is sent in, e.g. Authorization. */
+                    header?: string;
+                    /** @description The header's value, {{secret}} standing for the secret: Bearer {{secret}}. */
+                    template?: string;
+                    /** @description HTTP basic auth instead of a header: this username, the secret as its password. */
+                    basicAuth?: {
+                        username: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Store a workspace secret and its binding (201 created, 200 replaced); the value is never answered; audited. */
+            200: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        workspace: string;
+                        name: string;
+                        hosts: string[];
+                        ports?: number[];
+                        paths?: string[];
+                        methods?: string[];
+                        header?: string;
+                        template?: string;
+                        basicAuth?: {
+                            username: string;
+                        };
+                        createdAt: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description Store a workspace secret and its binding (201 created, 200 replaced); the value is never answered; audited. */
+            201: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        workspace: string;
+                        name: string;
+                        hosts: string[];
+                        ports?: number[];
+                        paths?: string[];
+                        methods?: string[];
+                        header?: string;
+                        template?: string;
+                        basicAuth?: {
+                            username: string;
+                        };
+                        createdAt: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description sandpool: `request.bad_target`, `request.bad_json`. */
+            400: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
+            401: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.host_denied`, `request.origin_denied`, `auth.forbidden`. */
+            403: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.not_found`. */
+            404: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.too_large`. */
+            413: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.bad_content_type`. */
+            415: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.malformed`. */
+            422: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `auth.rate_limited`. */
+            429: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `server.internal`. */
+            500: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.busy`, `auth.introspection_unavailable`, `store.unavailable`, `secrets.not_configured`. */
+            503: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+        };
+    };
+    "admin.secrets.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                ws: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Remove a workspace secret; audited. */
+            204: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description sandpool: `request.bad_target`. */
+            400: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
+            401: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.host_denied`, `request.origin_denied`, `auth.forbidden`. */
+            403: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.not_found`. */
+            404: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.malformed`. */
+            422: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `auth.rate_limited`. */
+            429: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `server.internal`. */
+            500: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.busy`, `auth.introspection_unavailable`, `store.unavailable`, `secrets.not_configured`. */
+            503: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+        };
+    };
     "admin.audit.list": {
         parameters: {
             query?: {
@@ -5123,6 +5577,8 @@ export interface operations {
                     };
                     /** @description A bearer token to check with the gateway's authenticator: the trace's first step says whether it is valid (and why not) and its workspace, and the rest is evaluated for that workspace. Never echoed. */
                     token?: string;
+                    /** @description A destination (host or host:port, port 443 by default): whether a session of the call (its sandpool narrowing, or the named session's) could reach it, by which rule not, and which secrets (names) the egress proxy would attach. Answered in `egress`; it does not change the call's decision. */
+                    egressHost?: string;
                 } & {
                     [key: string]: unknown;
                 };
@@ -5169,6 +5625,26 @@ export interface operations {
                             admin: boolean;
                             /** @description When it stops being accepted; null when refused. */
                             expires: string | null;
+                        };
+                        /** @description With egressHost: the destination's own trace. */
+                        egress?: {
+                            destination: string;
+                            /** @enum {string} */
+                            decision: "allow" | "deny";
+                            steps: {
+                                /** @enum {string} */
+                                step: "token" | "mounted" | "args" | "resolve" | "policy" | "admit";
+                                /** @enum {string} */
+                                verdict: "pass" | "deny" | "skip";
+                                rule?: string;
+                                field?: string;
+                                value?: unknown;
+                                limit?: unknown;
+                                detail?: string;
+                                code?: string;
+                            }[];
+                            /** @description The secrets the proxy would attach there (names only). */
+                            secrets: string[];
                         };
                     };
                 };

@@ -27,8 +27,16 @@ export const explainBodySchema = z
         "A bearer token to check with the gateway's authenticator: the trace's first step says whether it " +
           "is valid (and why not) and its workspace, and the rest is evaluated for that workspace. Never echoed.",
       ),
+    egressHost: z
+      .string()
+      .optional()
+      .describe(
+        "A destination (host or host:port, port 443 by default): whether a session of the call (its sandpool " +
+          "narrowing, or the named session's) could reach it, by which rule not, and which secrets (names) " +
+          "the egress proxy would attach. Answered in `egress`; it does not change the call's decision.",
+      ),
   })
-  .describe("A would-be contract call: { workspace, operation, args, token? }.");
+  .describe("A would-be contract call: { workspace, operation, args, token?, egressHost? }.");
 
 const stepSchema = z.object({
   step: z.enum(["token", "mounted", "args", "resolve", "policy", "admit"]),
@@ -68,4 +76,13 @@ export const explainResultSchema = z.object({
     })
     .optional()
     .describe("The token the request carried, when it carried one (never the token itself)."),
+  egress: z
+    .object({
+      destination: z.string(),
+      decision: z.enum(["allow", "deny"]),
+      steps: z.array(stepSchema),
+      secrets: z.array(z.string()).describe("The secrets the proxy would attach there (names only)."),
+    })
+    .optional()
+    .describe("With egressHost: the destination's own trace."),
 });

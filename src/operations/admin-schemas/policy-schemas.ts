@@ -23,7 +23,7 @@ export const MAX_AUDIT_LIMIT = 1_000;
 const isoDate = z.string().meta({ description: "ISO 8601 date-time." });
 
 /** A workspace's policy row: what it narrows, with its version and last editor. */
-export const policyRowSchema = editablePolicyFieldsSchema.extend({
+export const versionedPolicyRowSchema = editablePolicyFieldsSchema.extend({
   workspaceId: z.string(),
   version: z.number().int(),
   updatedAt: isoDate,
@@ -72,12 +72,12 @@ export const policySourceSchema = z.enum(["deployment", "workspace"]);
 export const policyViewSchema = z.object({
   workspace: z.string(),
   configured: z.boolean(),
-  row: policyRowSchema.nullable(),
+  row: versionedPolicyRowSchema.nullable(),
   effective: effectivePolicySchema,
   sources: z.record(z.string(), policySourceSchema),
 });
 
-export const workspacesResultSchema = z.object({ workspaces: z.array(policyRowSchema) });
+export const workspacesResultSchema = z.object({ workspaces: z.array(versionedPolicyRowSchema) });
 
 export const policyAuditQuerySchema = z.object({
   limit: wholeNumber("limit", 1, MAX_AUDIT_LIMIT, `The most entries, newest first (${DEFAULT_AUDIT_LIMIT}).`),

@@ -7,7 +7,7 @@
 import { z } from "zod";
 import { editablePolicyFieldsSchema } from "../../store/sql/policy-row.js";
 import { flag } from "./admin-params.js";
-import { policyRowSchema } from "./policy-schemas.js";
+import { versionedPolicyRowSchema } from "./policy-schemas.js";
 
 const entrySchema = editablePolicyFieldsSchema.partial().meta({
   description: "What the workspace narrows; a field left out is the deployment's value.",
@@ -22,7 +22,7 @@ export const policySetBodySchema = z
     {
       policies: z.unknown().meta({
         description:
-          "{ <workspace>: { <field>: value } }: a workspace left out loses its row; `policies: {}` removes every row.",
+          "{ <workspace>: { <field>: value, secrets?: { <name>: binding } } }: a workspace left out loses its row; `policies: {}` removes every row.",
       }),
     },
     { error: "must be an object: { policies: { <workspace>: {...} } }" },
@@ -36,11 +36,17 @@ export const applyQuerySchema = z.object({
 export const applyResultSchema = z.object({
   dryRun: z.boolean(),
   changed: z.boolean(),
+  secrets: z
+    .array(z.object({ workspace: z.string(), name: z.string(), action: z.enum(["rebind", "unchanged"]) }))
+    .optional()
+    .meta({
+      description: "The secrets the file binds (docs/secrets.md): their bindings replaced, values kept.",
+    }),
   changes: z.array(
     z.object({
       workspace: z.string(),
       action: z.enum(["create", "update", "delete", "unchanged"]),
-      before: policyRowSchema.nullable(),
+      before: versionedPolicyRowSchema.nullable(),
       after: editablePolicyFieldsSchema.nullable(),
     }),
   ),

@@ -182,7 +182,9 @@ export class NodeSandboxes {
     for (const pool of this.warm.values()) for (const id of pool.knownIds()) warmIds.add(id);
     let adopted = 0;
     let destroyed = 0;
-    for (const sandbox of await this.deps.runtime.list()) {
+    const listed = await this.deps.runtime.list();
+    await this.deps.runtime.tidy?.(listed);
+    for (const sandbox of listed) {
       if (warmIds.has(sandbox.sandboxId) || this.leased.has(sandbox.sandboxId)) continue;
       if (this.restoring.has(sandbox.sandboxId)) continue;
       const lease = bySandbox.get(sandbox.sandboxId);

@@ -5,7 +5,9 @@
  * the Docker socket), a read-only root with size-capped tmpfs for the workspace and /tmp,
  * memory without swap, a pids cap, CPU quota, capped container logs, and no network at all:
  * the one mount is the sandbox's own socket directory, where its server listens on a Unix
- * socket for the gateway. Nothing in the box can open a connection to anything outside it.
+ * socket for the gateway (and, for an egress sandbox whose proxy adds credentials, one file
+ * of it again, read-only, as OpenSSL's default CA file). Nothing in the box can open a
+ * connection to anything outside it.
  *
  * User code runs under a uid of its own, one per sandbox (codeUidOf), never as the server:
  * the container starts as root with CAP_SETUID and CAP_SETGID alone (and no-new-privileges),
@@ -28,6 +30,12 @@ const SANDBOX_SESSION_SECONDS = "31536000";
 
 /** Where an egress sandbox's proxy socket sits in its directory, and the port it is offered on inside. */
 export const EGRESS_SOCKET_NAME = "egress.sock";
+/**
+ * The deployment's egress CA, and the system roots with it, written by the gateway in the
+ * sandbox's directory (sandbox-trust-files.ts): the gateway's files, read-only to the box.
+ */
+export const EGRESS_CA_NAME = "ca.pem";
+export const EGRESS_CA_BUNDLE_NAME = "ca-bundle.pem";
 const EGRESS_PROXY_URL = "http://127.0.0.1:3128";
 
 export const LABELS = {
@@ -53,6 +61,8 @@ export interface ContainerSpecInput {
   socketDir: string;
   /** Its only way out: the gateway's filtering proxy, offered as an HTTP proxy on its loopback. */
   egress: boolean;
+  /** The egress CA files are in its directory: programs are told to trust them. */
+  egressTrust?: boolean;
   /** `gvisor`: the container runs on runtime.docker.gvisorRuntime, else on runtime.docker.runtime. */
   isolation?: Isolation;
 }
@@ -129,7 +139,11 @@ export function buildContainerSpec(
       ...(options.preloadModules.length > 0 ? ["--preload-modules", options.preloadModules.join(",")] : []),
       ...(input.egress ? ["--egress-proxy-socket", `${SOCKET_MOUNT}/${EGRESS_SOCKET_NAME}`] : []),
     ],
-    Env: ["SANDPOOL_LOG_LEVEL=warn", ...(input.egress ? proxyEnvironment() : [])],
+    Env: [
+      "SANDPOOL_LOG_LEVEL=warn",
+      ...(input.egress ? proxyEnvironment() : []),
+      ...(input.egress && input.egressTrust ? trustEnvironment() : []),
+    ],
     // Root only to start: the server drops to the code's uid at once (see the file's comment).
     User: "0:0",
     Hostname: "sandbox",
@@ -167,7 +181,10 @@ function buildHostConfig(options: DockerRuntimeOptions, input: ContainerSpecInpu
       "/tmp": `rw,nosuid,nodev,noexec,size=${rc.tmpBytes},${ownedTmpfs},mode=1777`,
     },
     Binds: [],
-    Mounts: [{ Type: "bind", Source: input.socketDir, Target: SOCKET_MOUNT, ReadOnly: false }],
+    Mounts: [
+      { Type: "bind", Source: input.socketDir, Target: SOCKET_MOUNT, ReadOnly: false },
+      ...(input.egress && input.egressTrust ? [systemStoreMount(input.socketDir)] : []),
+    ],
     Init: false,
     Memory: rc.memoryBytes,
     MemorySwap: rc.memoryBytes,
@@ -213,4 +230,38 @@ function proxyEnvironment(): string[] {
   return ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"]
     .map((name) => `${name}=${EGRESS_PROXY_URL}`)
     .concat(["NO_PROXY=localhost,127.0.0.1", "no_proxy=localhost,127.0.0.1"]);
+}
+
+/**
+ * OpenSSL's default CA file (OPENSSLDIR/cert.pem; Debian links it to ca-certificates.crt,
+ * which the mount then covers) becomes the bundle, read-only. The variables below are not
+ * enough: user code runs with AT_SECURE set (started by a server whose real uid is root),
+ * where OpenSSL's secure_getenv ignores SSL_CERT_FILE, so Python's default context
+ * (urllib, ssl) would never see the CA. Not a new way in: a file of the sandbox's own
+ * gateway-owned directory, mounted again read-only.
+ */
+export const OPENSSL_DEFAULT_CA_FILE = "/usr/lib/ssl/cert.pem";
+
+function systemStoreMount(socketDir: string) {
+  return {
+    Type: "bind" as const,
+    Source: `${socketDir}/${EGRESS_CA_BUNDLE_NAME}`,
+    Target: OPENSSL_DEFAULT_CA_FILE,
+    ReadOnly: true,
+  };
+}
+
+/**
+ * The bundle (system roots + the deployment's egress CA) for OpenSSL-based clients: Python's
+ * ssl default paths, urllib, pip and curl honour SSL_CERT_FILE, requests REQUESTS_CA_BUNDLE,
+ * curl CURL_CA_BUNDLE; node adds NODE_EXTRA_CA_CERTS to its own roots.
+ */
+function trustEnvironment(): string[] {
+  const bundle = `${SOCKET_MOUNT}/${EGRESS_CA_BUNDLE_NAME}`;
+  return [
+    `SSL_CERT_FILE=${bundle}`,
+    `REQUESTS_CA_BUNDLE=${bundle}`,
+    `CURL_CA_BUNDLE=${bundle}`,
+    `NODE_EXTRA_CA_CERTS=${SOCKET_MOUNT}/${EGRESS_CA_NAME}`,
+  ];
 }

@@ -16,7 +16,7 @@ import type { Logger } from "pino";
 import type { Agent } from "undici";
 import { createSandboxAgent, unixEndpoint } from "../../forward/sandbox-agent.js";
 import type { SandboxCheckpoints } from "../sandbox-checkpoints.js";
-import type { SandboxRuntime, StartedSandbox, StartRequest } from "../sandbox-runtime.js";
+import type { RuntimeSandbox, SandboxRuntime, StartedSandbox, StartRequest } from "../sandbox-runtime.js";
 import { CgroupUsageReader } from "./cgroup-usage.js";
 import { whyNotRunning } from "./container-diagnosis.js";
 import { buildContainerSpec, containerName, LABELS } from "./container-spec.js";
@@ -49,6 +49,7 @@ import {
 } from "./docker-runtime-options.js";
 import { retakeEgress } from "./egress-takeover.js";
 import { attachEgressSocket, type SandboxEgress } from "./sandbox-egress.js";
+import { writeSandboxTrustFiles } from "./sandbox-trust-files.js";
 import { SocketDirs } from "./socket-dirs.js";
 import { SandboxStartError, waitForSandboxHealth } from "./wait-for-sandbox-health.js";
 
@@ -274,17 +275,25 @@ export class DockerRuntime implements SandboxRuntime {
     for (const runtimeId of this.sandboxIdOf.keys()) {
       if (!listed.has(runtimeId)) this.sandboxIdOf.delete(runtimeId);
     }
+    return sandboxes;
+  }
+
+  /**
+   * After a complete listing (reconciliation's): the socket directories of gone sandboxes
+   * are removed, and running egress sandboxes whose proxy socket nobody answers (the replica
+   * that served it went) are served from here; proxies of gone sandboxes close.
+   */
+  async tidy(listed: readonly RuntimeSandbox[]): Promise<void> {
     const swept = await this.socketDirs.sweep(
-      new Set(sandboxes.map((sandbox) => sandbox.sandboxId)),
+      new Set(listed.map((sandbox) => sandbox.sandboxId)),
       Date.now() - ORPHAN_DIR_GRACE_MS,
     );
     if (swept.length > 0)
       this.log?.info({ sandboxes: swept }, "removed socket directories of gone sandboxes");
     await retakeEgress(
       { egress: this.egress, socketDirs: this.socketDirs, starting: this.starting, log: this.log },
-      sandboxes,
+      listed,
     );
-    return sandboxes;
   }
 
   /** Asks every engine now; down ones are reported with the reason. */
@@ -356,6 +365,8 @@ export class DockerRuntime implements SandboxRuntime {
   ): Promise<Dockerode.Container> {
     const { sandboxId, pool } = request;
     const socketDir = await this.socketDirs.prepare(sandboxId);
+    const caPem = egress ? this.egress?.trustedCaPem?.() : undefined;
+    if (caPem) await writeSandboxTrustFiles(socketDir, caPem);
     if (egress) await attachEgressSocket(this.egress!, sandboxId, this.socketDirs.egressSocketOf(sandboxId));
     assertBeforeDeadline(request.deadline, "creating its container");
     const spec = buildContainerSpec(this.options, {
@@ -367,6 +378,7 @@ export class DockerRuntime implements SandboxRuntime {
       engineHost: engine.host,
       socketDir,
       egress,
+      egressTrust: caPem !== undefined,
       isolation: pool.isolation ?? "container",
     });
     return engine.call((docker) => docker.createContainer(spec));

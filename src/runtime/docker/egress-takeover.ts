@@ -3,7 +3,7 @@
  * reconciles next takes the socket over, and closes the proxies of sandboxes gone.
  */
 import type { Logger } from "pino";
-import type { DockerSandbox } from "./docker-runtime-answers.js";
+import type { RuntimeSandbox } from "../sandbox-runtime.js";
 import { attachEgressSocket, type SandboxEgress, socketAnswers } from "./sandbox-egress.js";
 import type { SocketDirs } from "./socket-dirs.js";
 
@@ -17,21 +17,23 @@ export interface EgressTakeoverHost {
 
 /**
  * Running egress sandboxes whose proxy socket nobody answers (the replica that served it is
- * gone) get it from this process. Called from list(), so reconciliation heals them.
+ * gone) get it from this process. Called from the runtime's tidy(), so reconciliation heals them.
  */
 export async function retakeEgress(
   host: EgressTakeoverHost,
-  sandboxes: readonly DockerSandbox[],
+  sandboxes: readonly RuntimeSandbox[],
 ): Promise<void> {
   const { egress, socketDirs, starting, log } = host;
   if (!egress) return;
   // Proxies of sandboxes gone (destroyed by another replica, or lost a takeover race) close.
-  const running = new Set(sandboxes.filter((s) => s.egress && s.running).map((s) => s.sandboxId));
+  const running = new Set(
+    sandboxes.filter((s) => s.egress === true && s.running !== false).map((s) => s.sandboxId),
+  );
   for (const sandboxId of egress.served()) {
     if (!running.has(sandboxId) && !starting.has(sandboxId)) await egress.close(sandboxId);
   }
   for (const sandbox of sandboxes) {
-    if (!sandbox.egress || !sandbox.running || egress.serves(sandbox.sandboxId)) continue;
+    if (sandbox.egress !== true || sandbox.running === false || egress.serves(sandbox.sandboxId)) continue;
     const socketPath = socketDirs.egressSocketOf(sandbox.sandboxId);
     if (await socketAnswers(socketPath)) continue;
     try {

@@ -21,6 +21,11 @@ export interface SandboxEgress {
   serves(sandboxId: string): boolean;
   /** Every sandbox whose proxy this process serves. */
   served(): string[];
+  /**
+   * The deployment's egress CA certificate (PEM) egress sandboxes are to trust, when the
+   * proxy adds credentials (terminates TLS); undefined when it does not.
+   */
+  trustedCaPem?(): string | undefined;
 }
 
 /** Binds the proxy at `socketPath`, replacing whatever is there; false if another replica won a race. */

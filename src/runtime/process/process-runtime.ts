@@ -76,7 +76,7 @@ export class ProcessRuntime implements SandboxRuntime {
         ...["--max-upload-bytes", String(this.options.maxFileBytes)],
       ],
       // stdin stays a pipe: when the gateway dies, it closes and the sandbox server exits.
-      { stdio: ["pipe", "pipe", "pipe"], env: sandboxEnvironment(process.env) },
+      { stdio: ["pipe", "pipe", "pipe"], env: processSandboxEnvironment(process.env) },
     );
     const runtimeId = String(child.pid);
     const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
@@ -142,7 +142,7 @@ export class ProcessRuntime implements SandboxRuntime {
  */
 const PASSED_VARIABLES = ["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR"];
 
-export function sandboxEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+export function processSandboxEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const passed: NodeJS.ProcessEnv = { SANDPOOL_LOG_LEVEL: "warn" };
   for (const name of PASSED_VARIABLES) if (env[name] !== undefined) passed[name] = env[name];
   return passed;

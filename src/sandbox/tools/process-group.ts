@@ -14,20 +14,34 @@ export function signalGroup(pid: number | undefined, signal: NodeJS.Signals): vo
 
 /**
  * Proxy settings pass through: an egress sandbox's container sets them to its forwarder
- * (127.0.0.1:3128), its only way out.
+ * (127.0.0.1:3128), its only way out. So do the trust settings that name the deployment's
+ * egress CA (files the gateway wrote in /run/sandpool, read-only here): OpenSSL (Python's
+ * ssl, curl) reads SSL_CERT_FILE, requests REQUESTS_CA_BUNDLE, curl CURL_CA_BUNDLE, node
+ * NODE_EXTRA_CA_CERTS.
  */
-const PROXY_VARIABLES = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"];
+const PASSED_VARIABLES = [
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "NO_PROXY",
+  "http_proxy",
+  "https_proxy",
+  "no_proxy",
+  "SSL_CERT_FILE",
+  "REQUESTS_CA_BUNDLE",
+  "CURL_CA_BUNDLE",
+  "NODE_EXTRA_CA_CERTS",
+];
 
 /** The minimal environment user programs see: nothing of the server's own (tokens, URLs). */
 export function sandboxEnvironment(home: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const proxies = Object.fromEntries(
-    PROXY_VARIABLES.filter((name) => process.env[name] !== undefined).map((name) => [
+  const passed = Object.fromEntries(
+    PASSED_VARIABLES.filter((name) => process.env[name] !== undefined).map((name) => [
       name,
       process.env[name],
     ]),
   );
   return {
-    ...proxies,
+    ...passed,
     ...extra,
     PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
     HOME: home,

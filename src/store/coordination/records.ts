@@ -69,6 +69,21 @@ export interface Lease {
    * says why. Cleared as a later save is committed.
    */
   hibernationRefused?: HibernationRefusal;
+  /**
+   * The session's own narrowing of its workspace's egress, asked at CreateSession
+   * (`sandpool.egress.hosts`, `sandpool.secrets`; src/egress/session-egress.ts). Absent: the
+   * workspace's egress and all its secrets. Kept on the lease so every replica and node, and
+   * a hibernated session resumed elsewhere, grant the same (src/egress/session-grant.ts).
+   */
+  egress?: LeaseEgress;
+}
+
+/** A session's egress narrowing; each list absent means "not narrowed". */
+export interface LeaseEgress {
+  /** Host patterns, each within the workspace's egressAllowHosts when it was asked. */
+  hosts?: string[];
+  /** Names of the workspace's secrets the session may have presented ([]: none). */
+  secrets?: string[];
 }
 
 /** A hibernation refused at a bound: its answer's code and message, and when. */

@@ -12,12 +12,14 @@ export type AdminAction =
   | "session.resume"
   | "pool.resize"
   | "node.drain"
-  | "node.undrain";
+  | "node.undrain"
+  | "secret.set"
+  | "secret.remove";
 
 export interface AdminAuditEntry {
   actor: string;
   action: AdminAction;
-  /** What was acted on: a session id, a pool name. */
+  /** What was acted on: a session id, a pool name, a secret's name. */
   target: string;
   workspace?: string;
   detail?: Record<string, unknown>;

@@ -113,6 +113,24 @@ export interface AdminAuditTable {
   detail: JsonColumn;
 }
 
+/** A workspace's named secret: its binding (JSON) and its value, sealed (src/secrets/key-ring.ts). */
+export interface WorkspaceSecretsTable {
+  workspace_id: string;
+  name: string;
+  binding: JsonColumn;
+  sealed_value: string;
+  created_at: CreatedAt;
+  updated_at: ColumnType<Date, Date | undefined, Date>;
+}
+
+/** The deployment's egress CA: one row, its key sealed (migration 0017). */
+export interface EgressCaTable {
+  id: ColumnType<number, number | undefined, never>;
+  cert_pem: string;
+  sealed_key: string;
+  created_at: CreatedAt;
+}
+
 export interface Database {
   workspace_policies: WorkspacePoliciesTable;
   policy_audit: PolicyAuditTable;
@@ -122,4 +140,6 @@ export interface Database {
   api_key_audit: ApiKeyAuditTable;
   pool_sizes: PoolSizesTable;
   admin_audit: AdminAuditTable;
+  workspace_secrets: WorkspaceSecretsTable;
+  egress_ca: EgressCaTable;
 }

@@ -158,11 +158,15 @@ describe.skipIf(!available)("DockerRuntime", () => {
     );
     try {
       const listed = await Promise.all(
-        [a, b].map(async (owned) => (await owned.list()).map((s) => s.sandboxId)),
+        [a, b].map(async (owned) => {
+          const sandboxes = await owned.list();
+          await owned.tidy(sandboxes);
+          return sandboxes.map((s) => s.sandboxId);
+        }),
       );
       expect(listed[0]).toEqual([ids[0]]);
       expect(listed[1]).toEqual([ids[1]]);
-      // Each owner's sockets live in a folder of its own: a's list (and its sweep) left b's answering.
+      // Each owner's sockets live in a folder of its own: a's sweep left b's answering.
       expect(started[0]!.endpoint).toContain(`/${deployment}/node-a/`);
       expect(started[1]!.endpoint).toContain(`/${deployment}/node-b/`);
       expect((await new ContractClient(started[1]!.endpoint).request("GET", "/health")).status).toBe(200);

@@ -62,10 +62,11 @@ describe.skipIf(!available)("an egress sandbox", () => {
     const egress = new GatewayEgress(settings, log, async (host) =>
       host === LISTENER_HOST ? ["127.0.0.1"] : [],
     );
+    const holder = () =>
+      ({ workspace: "team-a", sessionId: "s-1", sandbox: { sandboxId: sandboxIdOf() } }) as unknown as Lease;
     egress.bind({
-      leases: async () => [
-        { workspace: "team-a", sandbox: { sandboxId: sandboxIdOf() } } as unknown as Lease,
-      ],
+      leases: async () => [holder()],
+      lease: async () => holder(),
       policyFor: async () => policy as EffectivePolicy,
     });
     const runtime = new DockerRuntime(
@@ -140,7 +141,11 @@ except Exception as e:
     // A name that resolves to docker0's address (this host's, where a 0.0.0.0 listener answers).
     const docker0 = new GatewayEgress(settings, log, async () => ["172.17.0.1"]);
     docker0.bind({
-      leases: async () => [{ workspace: "team-a", sandbox: { sandboxId: "x" } } as unknown as Lease],
+      leases: async () => [
+        { workspace: "team-a", sessionId: "s-x", sandbox: { sandboxId: "x" } } as unknown as Lease,
+      ],
+      lease: async () =>
+        ({ workspace: "team-a", sessionId: "s-x", sandbox: { sandboxId: "x" } }) as unknown as Lease,
       policyFor: async () => ({ ...policy, egressAllowCidrs: [] }) as unknown as EffectivePolicy,
     });
     egresses.push(docker0);
@@ -167,15 +172,18 @@ except Exception as e:
     expect(await fetchFromSandbox()).not.toBe("hello from the host");
     const other = replica();
     const otherEgress = egresses.at(-1)!;
+    const reconcileLook = async () => other.tidy(await other.list());
     await other.list();
+    expect(otherEgress.serves(startedId)).toBe(false); // a listing alone changes nothing
+    await reconcileLook();
     expect(otherEgress.serves(startedId)).toBe(true);
     expect(await fetchFromSandbox()).toBe("hello from the host");
     // A second look changes nothing: the socket answers.
-    await other.list();
+    await reconcileLook();
     expect(otherEgress.serves(startedId)).toBe(true);
     // Destroyed by someone else (another replica): the next look closes the proxy it served.
     await runtimes[0]!.destroy(sandbox.runtimeId);
-    await other.list();
+    await reconcileLook();
     expect(otherEgress.serves(startedId)).toBe(false);
   });
 });

@@ -11,7 +11,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { EgressProxy, type EgressProxySettings } from "../../../src/egress/egress-proxy.js";
+import { EgressProxy } from "../../../src/egress/egress-proxy.js";
+import type { EgressProxySettings } from "../../../src/egress/egress-proxy-options.js";
 import type { EgressGrant } from "../../../src/egress/egress-rules.js";
 
 const names: Record<string, string[]> = {

@@ -106,6 +106,22 @@ export const MALFORMED: Readonly<Record<string, MalformedCase>> = {
     status: 422,
     code: "request.malformed",
   },
+  "admin.secrets.list": {
+    request: { method: "GET", path: "/admin/v1/workspaces/-bad/secrets" },
+    status: 422,
+    code: "request.malformed",
+  },
+  "admin.secrets.put": malformedBody("PUT", "/admin/v1/workspaces/optests-ws/secrets/token", {
+    value: "v",
+    hosts: [],
+    header: "Authorization",
+    template: "Bearer {{secret}}",
+  }),
+  "admin.secrets.delete": {
+    request: { method: "DELETE", path: "/admin/v1/workspaces/optests-ws/secrets/Not_A_Name" },
+    status: 422,
+    code: "request.malformed",
+  },
   "admin.audit.list": malformedQuery("/admin/v1/audit?kind=everything"),
   "admin.explain": malformedBody("POST", "/admin/v1/explain", {
     workspace: "optests-ws",

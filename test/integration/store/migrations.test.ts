@@ -63,6 +63,7 @@ describe.each(databaseFlavours)("migrations on $name", (flavour) => {
       "admin_audit",
       "api_key_audit",
       "api_keys",
+      "egress_ca",
       "policy_audit",
       "pool_sizes",
       "usage_daily",
@@ -70,6 +71,7 @@ describe.each(databaseFlavours)("migrations on $name", (flavour) => {
       "usage_events",
       "usage_rollup_state",
       "workspace_policies",
+      "workspace_secrets",
     ]);
     expect(await pendingMigrations(handle.db)).toEqual([]);
     await expect(assertSchemaCurrent(handle.db)).resolves.toBeUndefined();

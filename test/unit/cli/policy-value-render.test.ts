@@ -1,7 +1,7 @@
 /** One rendering of a policy value: `policy get` and `explain` say the same words for the same workspace. */
 import { describe, expect, it } from "vitest";
 import { renderExplain } from "../../../src/cli/commands/explain-render.js";
-import { type PolicyView, renderPolicy } from "../../../src/cli/commands/policy-render.js";
+import { renderPolicy, type ShownPolicy } from "../../../src/cli/commands/policy-render.js";
 
 /** The value cell of `field` in a rendered table (the column after the field's name). */
 function cellOf(text: string, field: string): string | undefined {
@@ -16,7 +16,7 @@ const effective = { egressAllowed: true, egressAllowHosts: [], egressAllowCidrs:
 
 describe("policy values in policy get and explain", () => {
   it("show an empty egress host list as (any host) in both, and an empty CIDR list as (none)", () => {
-    const view: PolicyView = {
+    const view: ShownPolicy = {
       workspace: "team-a",
       configured: false,
       row: null,

@@ -94,6 +94,21 @@ describe("renderApply", () => {
     );
   });
 
+  it("lists the secrets whose bindings a file replaced, never anything of their values", () => {
+    const answer = {
+      dryRun: false,
+      changed: true,
+      changes: [{ workspace: "d", action: "unchanged" as const, before: row, after: row }],
+      secrets: [
+        { workspace: "d", name: "github", action: "rebind" as const },
+        { workspace: "d", name: "pypi", action: "unchanged" as const },
+      ],
+    };
+    expect(renderApply(answer, "p.yaml").split("\n")[0]).toBe(
+      "~ d: secret github: binding replaced (value kept)",
+    );
+  });
+
   it("says so when nothing changes", () => {
     const answer = {
       dryRun: false,

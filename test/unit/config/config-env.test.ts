@@ -20,6 +20,9 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 /** A mounted secret: the metrics token in a file of its own, with the usual trailing newline. */
 const metricsTokenFile = path.join(scratch, "metrics-token");
 writeFileSync(metricsTokenFile, "a-metrics-token-read-from-its-own-file\n");
+const secretsKeys = `k1:${Buffer.alloc(32, 7).toString("base64")}`;
+const secretsKeysFile = path.join(scratch, "secrets-keys");
+writeFileSync(secretsKeysFile, `${secretsKeys}\n`);
 
 /** The smallest environment that configures a gateway on its own. */
 const baseEnv = { SANDPOOL_JWKS_URL: JWKS, SANDPOOL_DEFAULT_IMAGE: IMAGE };
@@ -214,6 +217,14 @@ const cases: Record<
         token: "a-metrics-token-read-from-its-own-file",
       }),
   },
+  SANDPOOL_SECRETS_KEYS: {
+    value: secretsKeys,
+    expect: (c) => expect(c.secrets.keys).toBe(secretsKeys),
+  },
+  SANDPOOL_SECRETS_KEYS_FILE: {
+    value: secretsKeysFile,
+    expect: (c) => expect(c.secrets).toEqual({ keysFile: secretsKeysFile, keys: `${secretsKeys}\n` }),
+  },
   SANDPOOL_DEFAULT_IMAGE: {
     value: "registry.example/sandbox:2",
     expect: (c) => {
@@ -233,6 +244,20 @@ const cases: Record<
   SANDPOOL_RETENTION_USAGE_EVENTS_DAYS: {
     value: "7",
     expect: (c) => expect(c.retention.usageEventsDays).toBe(7),
+  },
+  SANDPOOL_EGRESS_CA_CERT_FILE: {
+    value: "/run/ca/tls.crt",
+    with: { SANDPOOL_EGRESS_CA_KEY_FILE: "/run/ca/tls.key" },
+    expect: (c) => expect(c.egress.caCertFile).toBe("/run/ca/tls.crt"),
+  },
+  SANDPOOL_EGRESS_CA_KEY_FILE: {
+    value: "/run/ca/tls.key",
+    with: { SANDPOOL_EGRESS_CA_CERT_FILE: "/run/ca/tls.crt" },
+    expect: (c) => expect(c.egress.caKeyFile).toBe("/run/ca/tls.key"),
+  },
+  SANDPOOL_EGRESS_UPSTREAM_CA_FILES: {
+    value: "/etc/ca/a.pem, /etc/ca/b.pem",
+    expect: (c) => expect(c.egress.upstreamCaFiles).toEqual(["/etc/ca/a.pem", "/etc/ca/b.pem"]),
   },
   SANDPOOL_RETENTION_AUDIT_DAYS: { value: "90", expect: (c) => expect(c.retention.auditDays).toBe(90) },
   SANDPOOL_USAGE_JOURNAL_DIR: {

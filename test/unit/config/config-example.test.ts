@@ -74,7 +74,7 @@ describe("configExample", () => {
   it("shows the true default of every commented-out setting", () => {
     const asIs = loadText(text, "as-is-2.yaml");
     const everything = loadText(
-      uncomment(text, ["jwtSecret", "jwtPublicKey", "redis", "tokenFile"]),
+      uncomment(text, ["jwtSecret", "jwtPublicKey", "redis", "tokenFile", "keysFile"]),
       "uncommented.yaml",
     );
     expect(everything.databaseUrl).toMatch(/^postgres:\/\//);
@@ -82,9 +82,10 @@ describe("configExample", () => {
     expect(everything.auth?.issuer).toBeDefined();
     expect(everything.runtime.docker).toBeDefined();
     expect(everything.metrics.token).toBeDefined();
+    expect(everything.secrets.keys).toBeDefined();
     const strip = (config: typeof asIs) => {
       // Settings without a default that switch something on when uncommented.
-      const { databaseUrl: _d, redisUrl: _r, adminListener: _l, metrics: _t, ...rest } = config;
+      const { databaseUrl: _d, redisUrl: _r, adminListener: _l, metrics: _t, secrets: _s, ...rest } = config;
       const {
         issuer: _i,
         audience: _a,
@@ -99,13 +100,15 @@ describe("configExample", () => {
       const { advertiseUrl: _u, id: _id, ...node } = config.node;
       // Unset, the usage journal is under the OS temp directory, per deployment.
       const { journalDir: _j, ...usageBacklog } = config.usageBacklog;
-      return { ...rest, auth, limits, node, usageBacklog, runtime: { kind: config.runtime.kind } };
+      // Unset, the egress CA is made once and kept in Postgres.
+      const { caCertFile: _c, caKeyFile: _k, ...egress } = config.egress;
+      return { ...rest, auth, limits, node, usageBacklog, egress, runtime: { kind: config.runtime.kind } };
     };
     expect(strip(everything)).toEqual(strip(asIs));
   });
 
   it("offers Sentinel and Cluster as commented alternatives to redisUrl, each loading on its own", () => {
-    const keep = ["jwtSecret", "jwtPublicKey", "redisUrl", "tokenFile"];
+    const keep = ["jwtSecret", "jwtPublicKey", "redisUrl", "tokenFile", "keysFile"];
     const sentinel = loadText(uncomment(text, [...keep, "cluster"]), "sentinel.yaml");
     expect(sentinel.redis).toMatchObject({ sentinelName: "mymaster", sentinels: expect.any(Array) });
     const cluster = loadText(
@@ -119,10 +122,13 @@ describe("configExample", () => {
     expect(text).toMatch(/^ {2}# jwtSecret: \S+$/m);
     expect(text).toMatch(/^ {2}# jwtPublicKey: /m);
     expect(text).toMatch(/^ {2}jwksUrl: https:\/\/issuer\.example\/\.well-known\/jwks\.json$/m);
-    const secretOnly = uncomment(text, ["jwtPublicKey", "algorithms", "redis", "tokenFile"]).replace(
-      /^ {2}jwksUrl: .*$/m,
-      "",
-    );
+    const secretOnly = uncomment(text, [
+      "jwtPublicKey",
+      "algorithms",
+      "redis",
+      "tokenFile",
+      "keysFile",
+    ]).replace(/^ {2}jwksUrl: .*$/m, "");
     expect(loadText(secretOnly, "secret.yaml").auth?.algorithms).toEqual(["HS256"]);
   });
 

@@ -1,7 +1,7 @@
 /** The `egress` section of the configuration and the deployment's egress allow-lists. */
 import { describe, expect, it } from "vitest";
 import { type GatewayConfigInput, gatewayConfigSchema } from "../../../src/config/gateway-config.js";
-import type { EgressProxySettings } from "../../../src/egress/egress-proxy.js";
+import type { EgressProxySettings } from "../../../src/egress/egress-proxy-options.js";
 
 function config(extra: Partial<GatewayConfigInput> = {}, policy: Record<string, unknown> = {}) {
   return gatewayConfigSchema.safeParse({
@@ -23,8 +23,18 @@ describe("egress configuration", () => {
       maxTunnelsPerSandbox: 64,
       connectTimeoutMs: 10_000,
       idleTimeoutMs: 300_000,
+      upstreamCaFiles: [],
     });
     expect(parsed.data!.policy).toMatchObject({ egressAllowCidrs: [], egressAllowHosts: [] });
+  });
+
+  it("takes the egress CA's two files together, never one alone", () => {
+    const both = config({ egress: { caCertFile: "/ca/tls.crt", caKeyFile: "/ca/tls.key" } });
+    expect(both.success).toBe(true);
+    expect(both.data!.egress).toMatchObject({ caCertFile: "/ca/tls.crt", caKeyFile: "/ca/tls.key" });
+    const alone = config({ egress: { caCertFile: "/ca/tls.crt" } });
+    expect(alone.success).toBe(false);
+    expect(JSON.stringify(alone.error)).toMatch(/go together/);
   });
 
   it("takes cluster ranges and ports", () => {

@@ -23,6 +23,11 @@ describe("redactConfig", () => {
     });
   });
 
+  it("hides the secrets key ring, inline or read from its file", () => {
+    const keys = `k1:${Buffer.alloc(32, 1).toString("base64")}`;
+    expect(JSON.stringify(redactConfig({ secrets: { keys, keysFile: "/run/keys" } }))).not.toContain(keys);
+  });
+
   it("hides the edge/node shared secrets, every one of them", () => {
     expect(redactConfig({ node: { id: "n1", secrets: ["a".repeat(32), "b".repeat(32)] } })).toEqual({
       node: { id: "n1", secrets: "<redacted>" },

@@ -513,6 +513,33 @@ describe("the multinode shapes (roles: edges and a node DaemonSet)", () => {
         })),
       );
 
+  it("mounts the egress CA's Secret read-only into the nodes only, as the files the gateway reads", async () => {
+    const objects = await renderChart(
+      [path.join(CI_DIR, "multinode-values.yaml")],
+      ["egressCa.existingSecret=sandpool-egress-ca"],
+    );
+    expect(objects.flatMap(schemaProblems)).toEqual([]);
+    const node = containerOf(objects, NODE.kind, NODE.name, NODE.container) as Container & {
+      volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
+    };
+    expect(node.volumeMounts).toContainEqual({
+      name: "egress-ca",
+      mountPath: "/etc/sandpool-egress-ca",
+      readOnly: true,
+    });
+    expect(node.env).toEqual(
+      expect.arrayContaining([
+        { name: "SANDPOOL_EGRESS_CA_CERT_FILE", value: "/etc/sandpool-egress-ca/tls.crt" },
+        { name: "SANDPOOL_EGRESS_CA_KEY_FILE", value: "/etc/sandpool-egress-ca/tls.key" },
+      ]),
+    );
+    expect(secretsReferencedBy(find(objects, "DaemonSet", "sandpool-node")[0]!)).toContain(
+      "sandpool-egress-ca",
+    );
+    expect(JSON.stringify(find(objects, "Deployment", "sandpool-edge"))).not.toContain("egress-ca");
+    expect(JSON.stringify(host())).not.toContain("egress-ca");
+  });
+
   it("ships both: the host socket without a privileged container, DinD with a privileged sidecar", () => {
     expect(roleFiles).toEqual(["multinode-dind-values.yaml", "multinode-values.yaml"]);
     const hostContainers = containersOf(host());

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { PolicyService, type PolicySource } from "../../../src/policy/policy-service.js";
+import { PolicyService, type WorkspacePolicyStore } from "../../../src/policy/policy-service.js";
 import type { WorkspacePolicyFields } from "../../../src/policy/workspace-policy-fields.js";
 import { clock } from "../../support/clock.js";
 import { deployment } from "./deployment.js";
@@ -8,7 +8,7 @@ import { deployment } from "./deployment.js";
 function table(rows: Record<string, WorkspacePolicyFields> = {}) {
   const reads: string[] = [];
   let failures = 0;
-  const source: PolicySource = {
+  const source: WorkspacePolicyStore = {
     get: vi.fn(async (workspace: string) => {
       reads.push(workspace);
       if (failures > 0) {

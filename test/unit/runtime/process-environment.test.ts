@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { sandboxEnvironment } from "../../../src/runtime/process/process-runtime.js";
+import { processSandboxEnvironment } from "../../../src/runtime/process/process-runtime.js";
 
 describe("the process runtime's sandbox environment", () => {
   it("passes what a server needs and none of the gateway's secrets", () => {
-    const env = sandboxEnvironment({
+    const env = processSandboxEnvironment({
       PATH: "/usr/bin",
       HOME: "/home/me",
       SANDPOOL_JWT_SECRET: "k",
