@@ -23,7 +23,7 @@ import { actorOf, answer } from "./admin-call.js";
 const MAX_SESSION_ID_LENGTH = 128;
 
 export interface AdminSessionDeps {
-  sessions: Pick<SessionLifecycle, "list" | "find" | "end" | "hibernate">;
+  sessions: Pick<SessionLifecycle, "list" | "find" | "end" | "hibernate" | "resolve">;
   adminAudit: Pick<AdminAuditRepository, "record">;
 }
 
@@ -62,6 +62,31 @@ export function adminSessionHandlers(services: AdminSessionDeps): OperationHandl
         "session hibernated by an operator",
       );
       return answer({ hibernated: sessionView(lease) });
+    },
+
+    // Resuming is what the session's next contract call would do (SessionLifecycle.resolve): the
+    // same single restore per session, so an operator's resume and a client's call racing it
+    // share one restore. A running session is answered as it is (restored: false), not refused:
+    // the operator wanted it running, and it is.
+    "admin.sessions.resume": async ({ args, caller, log }) => {
+      const found = await findSession(services, args.params.id!, given(args.query.workspace));
+      if (!found) throw new SandpoolError("session.not_found", "no such session");
+      if (!found.hibernation) return answer({ resumed: sessionView(found), restored: false });
+      const key = { workspace: found.workspace, sessionId: found.sessionId };
+      const lease = await services.sessions.resolve(key);
+      const actor = actorOf(caller);
+      await services.adminAudit.record({
+        actor,
+        action: "session.resume",
+        target: lease.sessionId,
+        workspace: lease.workspace,
+        detail: { pool: lease.pool, kind: found.hibernation.checkpoint.kind },
+      });
+      log.info(
+        { session: lease.sessionId, workspace: lease.workspace, actor },
+        "session resumed by an operator",
+      );
+      return answer({ resumed: sessionView(lease), restored: true });
     },
 
     "admin.sessions.end": async ({ args, caller, log }) => {

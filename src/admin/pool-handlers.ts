@@ -4,9 +4,11 @@
  * of 0..1000, minIdle above maxTotal once applied), persisted, audited, and in force on every
  * replica within a second (src/pool/pool-sizes.ts). A null size goes back to the configured
  * value. Shrinking never ends a session: a pool above its new maxTotal starts nothing until
- * sessions end.
+ * sessions end. The list carries the answering replica's contract calls and server errors per
+ * minute over the last hour (src/metering/answer-minutes.ts), for the console's overview.
  */
 
+import type { AnswerMinutes } from "../metering/answer-minutes.js";
 import type { OperationHandlers } from "../operations/handler.js";
 import type { RuntimePoolSizes } from "../pool/pool-sizes.js";
 import type { PoolStatus } from "../pool/pool-status.js";
@@ -17,11 +19,16 @@ export interface PoolDeps {
   poolStatus: () => Promise<PoolStatus[]>;
   /** Pool sizes changed at run time. */
   poolSizes: Pick<RuntimePoolSizes, "resize">;
+  metrics: { answerMinutes: Pick<AnswerMinutes, "lastHour"> };
 }
 
-export function poolHandlers({ poolStatus, poolSizes }: PoolDeps): OperationHandlers {
+export function poolHandlers({ poolStatus, poolSizes, metrics }: PoolDeps): OperationHandlers {
   return {
-    "admin.pools.list": async () => answer({ items: await poolStatus() }),
+    "admin.pools.list": async () =>
+      answer({
+        items: await poolStatus(),
+        serverErrors: { scope: "replica", minutes: metrics.answerMinutes.lastHour() },
+      }),
 
     "admin.pools.resize": async ({ args, caller, log }) => {
       const name = args.params.name!;

@@ -74,6 +74,21 @@ const contractOnly: Record<string, ErrorCode[]> = {
   ],
 };
 
+/** What admin operations on one session may answer beyond any admin operation's codes. */
+const adminOnly: Record<string, ErrorCode[]> = {
+  "admin.sessions.end": ["session.not_found"],
+  "admin.sessions.hibernate": [
+    "session.not_found",
+    "session.busy",
+    "session.not_hibernatable",
+    "quota.hibernated_sessions",
+    "capacity.checkpoint_space",
+  ],
+  // A restore that fails keeps the checkpoint and answers 503 with Retry-After; a session that
+  // expired while hibernated is ended on the way and answers as unknown.
+  "admin.sessions.resume": ["session.not_found", "session.resume_failed"],
+};
+
 export function errorCodesOf(operation: OperationSpec): ErrorCode[] {
   switch (operation.group) {
     case "service":
@@ -96,6 +111,7 @@ export function errorCodesOf(operation: OperationSpec): ErrorCode[] {
         "store.unavailable",
         // Path and query parameters are checked (422) too; a body only where one is sent.
         ...(operation.body || takesBody(operation) ? jsonBody : ["request.malformed" as const]),
+        ...(adminOnly[operation.id] ?? []),
         ...(operation.id.startsWith("admin.secrets.") ? ["secrets.not_configured" as const] : []),
       ]);
     case "contract":

@@ -1,10 +1,12 @@
 /**
- * The body of `POST /admin/v1/explain`: `{ workspace, operation, args }`, where `args` is the
- * operation's own request (for sessions.create the CreateSession body; for an operation on a
- * session, its `session_id` and, for sessions.exec, the Execute body's fields; for files.put
- * an optional `content_length`). Every problem of a bad request is listed in one 422;
- * arguments that are an object but not what the operation takes are no problem here: they
- * are what explain reports (the `args` step), as the real call would refuse them.
+ * The body of `POST /admin/v1/explain`: `{ workspace, operation, args, token?, egressHost? }`,
+ * where `args` is the operation's own request (for sessions.create the CreateSession body; for
+ * an operation on a session, its `session_id` and, for sessions.exec, the Execute body's fields;
+ * for files.put an optional `content_length`). Every problem of a bad request is listed in one
+ * 422; arguments that are an object but not what the operation takes are no problem here: they
+ * are what explain reports (the `args` step), as the real call would refuse them. `token` is a
+ * bearer token to check (its problems never quote it); `egressHost` a destination to explain
+ * egress for.
  */
 import { workspaceIdPattern } from "../auth/workspace-claim.js";
 import { malformed } from "../contract/error-codes.js";
@@ -22,9 +24,14 @@ export interface ExplainRequest {
   workspace: string;
   operation: OperationSpec;
   args: Record<string, unknown>;
+  /** A bearer token whose call this is (src/explain/explain-token.ts). */
+  token?: string;
   /** A destination to explain egress for (`egressHost`: `host` or `host:port`, port 443 by default). */
   egress?: EgressDestinationInput;
 }
+
+/** Longer than any credential the gateway accepts (the authenticator refuses it as malformed anyway). */
+const MAX_TOKEN_LENGTH = 16_384;
 
 /** The operations explain covers: the contract's, the ones workspace tokens call. */
 export const explainable = (): OperationSpec[] => operations.all("contract");
@@ -35,10 +42,12 @@ export const onSession = (operation: OperationSpec): boolean => operation.path.i
 export function parseExplainRequest(body: unknown): ExplainRequest {
   if (body === null || typeof body !== "object" || Array.isArray(body))
     throw malformed(["the body must be an object: { workspace, operation, args }"]);
-  const { workspace, operation: id, args, egressHost, ...rest } = body as Record<string, unknown>;
+  const { workspace, operation: id, args, token, egressHost, ...rest } = body as Record<string, unknown>;
   const problems: string[] = [];
   for (const key of Object.keys(rest))
-    problems.push(`${key}: unknown field (a request has workspace, operation, args and egressHost)`);
+    problems.push(`${key}: unknown field (a request has workspace, operation, args, token and egressHost)`);
+  if (token !== undefined && (typeof token !== "string" || token === "" || token.length > MAX_TOKEN_LENGTH))
+    problems.push(`token: a bearer token, 1 to ${MAX_TOKEN_LENGTH} characters`);
   const egress = egressHost === undefined ? undefined : parseEgressHost(egressHost);
   if (typeof egress === "string") problems.push(egress);
   if (typeof workspace !== "string" || !workspaceIdPattern.test(workspace))
@@ -71,6 +80,7 @@ export function parseExplainRequest(body: unknown): ExplainRequest {
     workspace: workspace as string,
     operation: operation!,
     args: argsObject as Record<string, unknown>,
+    ...(token === undefined ? {} : { token: (token as string).replace(/^Bearer\s+/i, "") }),
     ...(egress === undefined ? {} : { egress: egress as EgressDestinationInput }),
   };
 }

@@ -4,9 +4,11 @@
  * first refusal's, which is what the real call answers (it stops there; explain goes on, so
  * an operator sees every check that would refuse).
  */
+
+import type { AuthFailureReason } from "../auth/auth-refusal.js";
 import type { ErrorCode } from "../contract/error-codes.js";
 
-export type StepName = "mounted" | "args" | "resolve" | "policy" | "admit";
+export type StepName = "token" | "mounted" | "args" | "resolve" | "policy" | "admit";
 
 export interface TraceStep {
   step: StepName;
@@ -21,6 +23,18 @@ export interface TraceStep {
   code?: ErrorCode;
 }
 
+/** What the answer says of a token explain was given (src/explain/explain-token.ts), never the token. */
+export interface TokenVerdict {
+  valid: boolean;
+  /** Why it is refused: a `sandpool_auth_failures_total` reason; null when valid. */
+  reason: AuthFailureReason | null;
+  /** The workspace it speaks for; null when refused or naming none. */
+  workspace: string | null;
+  admin: boolean;
+  /** When it stops being accepted (ISO 8601); null when refused. */
+  expires: string | null;
+}
+
 export interface ExplainAnswer {
   workspace: string;
   operation: string;
@@ -30,6 +44,8 @@ export interface ExplainAnswer {
   steps: TraceStep[];
   /** The limits in force for the call: the workspace's policy, and what this call would run under. */
   effective: Record<string, unknown>;
+  /** What the token the request carried is, when it carried one (never the token). */
+  token?: TokenVerdict;
   /** With `egressHost`: whether a session could reach it, and which secrets would be attached (explain-egress.ts). */
   egress?: {
     destination: string;

@@ -4,7 +4,7 @@
  * console beside the admin API. The operations are built once and served by both apps.
  */
 import type { GatewayConfig } from "../config/gateway-config.js";
-import { consoleAssetsIn } from "../console/console-assets.js";
+import { type ConsoleAssets, consoleAssetsIn } from "../console/console-assets.js";
 import { listen, type RunningServer } from "../http/common/listen.js";
 import { createGatewayApp } from "../http/gateway-app.js";
 import { gatewayOperations } from "./gateway-operations.js";
@@ -18,11 +18,13 @@ export interface GatewayListeners {
 export async function listenGateway(
   config: GatewayConfig,
   services: GatewayParts,
+  /** The console's files: the build's beside this module unless given (a gateway run from src/ in a test). */
+  consoleAssets: ConsoleAssets = consoleAssetsIn(),
 ): Promise<GatewayListeners> {
   const separateAdmin = config.adminListener !== undefined;
   const app = { ...services, operations: gatewayOperations(services) };
   // The operator console: static files beside the admin API (docs/console.md).
-  const consoleFiles = config.console.enabled ? consoleAssetsIn() : undefined;
+  const consoleFiles = config.console.enabled ? consoleAssets : undefined;
   const publicApp = createGatewayApp(app, {
     basePath: config.basePath,
     http: config.http,

@@ -6,10 +6,12 @@
  * Each step is a file of its own: policies, pools, usage, hibernation, the session layer,
  * jobs, the parts the handlers take, listen, and shutdown (close-gateway.ts).
  */
+
 import type { Logger } from "pino";
 import { Admission } from "../admission/admission.js";
 import { buildAuthentication } from "../auth/build-authenticator.js";
 import type { GatewayConfig } from "../config/gateway-config.js";
+import type { ConsoleAssets } from "../console/console-assets.js";
 import type { RunningServer } from "../http/common/listen.js";
 import { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { ReconcileReport } from "../pool/reconcile.js";
@@ -47,6 +49,11 @@ export interface RunningGateway extends RunningServer {
 export interface StartGatewayOptions {
   /** Extra readiness condition (serve: Redis answers). */
   ready?: () => Promise<boolean>;
+  /**
+   * The console's files, where they are not beside the running code: an in-process gateway
+   * run from src/ (the console's browser test's edge) serves the build's (dist/console-assets).
+   */
+  consoleAssets?: ConsoleAssets;
 }
 
 export async function startGateway(
@@ -131,7 +138,7 @@ export async function startGateway(
     usageDaily,
     ready: async () => accepting && usage.backlogWithinBound() && ((await options.ready?.()) ?? true),
   });
-  const listeners = await listenGateway(config, services);
+  const listeners = await listenGateway(config, services, options.consoleAssets);
   await jobs.start();
   accepting = true;
 

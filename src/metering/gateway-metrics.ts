@@ -2,7 +2,9 @@
  * The gateway's Prometheus metrics, on a registry of its own (never prom-client's global
  * one, so two gateways in one test process do not collide).
  */
+
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { AnswerMinutes } from "./answer-minutes.js";
 import { type EventLoopDelay, recordEventLoopDelay } from "./event-loop-delay.js";
 
 export type PoolState = "idle" | "leased" | "starting";
@@ -176,6 +178,9 @@ export class GatewayMetrics {
   });
 
   private readonly eventLoopDelay: EventLoopDelay = recordEventLoopDelay(this.registry);
+
+  /** Contract calls and their 5xx answers per minute, this replica's last hour (the admin API's pools list). */
+  readonly answerMinutes = new AnswerMinutes();
 
   constructor(options: { processMetrics?: boolean } = {}) {
     if (options.processMetrics ?? true)

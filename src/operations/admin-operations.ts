@@ -45,6 +45,7 @@ import {
 import {
   endedResultSchema,
   hibernatedResultSchema,
+  resumedResultSchema,
   sessionParams,
   sessionsQuerySchema,
   sessionsResultSchema,
@@ -212,6 +213,14 @@ export const adminOperations: readonly OperationSpec[] = [
     "AdminHibernateSession",
     "Hibernate a session: its sandbox saved to a checkpoint and removed, resumed by its next call; audited.",
     { params: sessionParams, query: sessionsQuerySchema, result: hibernatedResultSchema },
+  ),
+  admin(
+    "sessions.resume",
+    "POST",
+    "/sessions/{id}/resume",
+    "AdminResumeSession",
+    "Resume a hibernated session now (its next call would): restored from its checkpoint into a sandbox; a running one is left as it is; audited.",
+    { params: sessionParams, query: sessionsQuerySchema, result: resumedResultSchema },
   ),
   admin(
     "sessions.end",

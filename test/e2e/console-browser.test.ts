@@ -1,10 +1,13 @@
 /**
  * The operator console (docs/console.md) in a real browser: headless Chromium from Debian's
  * package driven by puppeteer-core (test/support/console-browser.ts), against `sandpool dev`
- * from the built CLI. As an operator would: a workspace token is refused with a reason, an
- * admin token signs in; a session is ended; a policy edit is refused next to its field, then
- * reviewed as a diff, applied, and seen in force through the contract; explain says why a
- * call would be refused; a usage chart is read (its figures) and downloaded as CSV; every page
+ * from the built CLI. As an operator would: a workspace API key and a workspace token are
+ * refused with a reason, an admin token signs in; the overview charts server errors; a session
+ * is ended; a policy edit is refused next to its field, then reviewed as a diff, applied, and
+ * seen in force through the contract; explain says why a call would be refused, and checks a
+ * pasted token; a usage chart is read (its figures) and downloaded as CSV; a node is drained
+ * and undrained on an edge (an edge and a node started in this process, test/support/
+ * edge-node-stack.ts: dev has no nodes); every page
  * is drawn at 1280x800 and at a phone's width without sideways scrolling, with no script
  * error and nothing the Content-Security-Policy blocked. Screenshots of each page go to
  * test-artifacts/console/ (git-ignored); SANDPOOL_UPDATE_SCREENSHOT=1 also rewrites the
@@ -18,8 +21,13 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Browser, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mintToken } from "../../src/auth/dev-keys.js";
+import { assertAdminResponse } from "../support/admin-openapi.js";
 import { chromiumInstalled, launchChromium } from "../support/console-browser.js";
 import { type DevCliGateway, startDevCliGateway } from "../support/dev-cli-gateway.js";
+import { NODE_ID, startEdgeNodeStack } from "../support/edge-node-stack.js";
+import { TEST_SECRET } from "../support/gateway-harness.js";
+import { redisAvailable } from "../support/redis.js";
 import { requireService } from "../support/require-service.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -46,13 +54,18 @@ describe.skipIf(!available)("the operator console in Chromium", () => {
     await page.waitForSelector(ready);
   };
   const text = (selector: string) => page.$eval(selector, (element) => element.textContent ?? "");
-  const admin = async (pathname: string, init: RequestInit = {}) => {
-    const response = await fetch(`${gateway.url}${pathname}`, {
+  /** An admin API call, its answer checked against the admin document under `route` (`pathname` unless told). */
+  const admin = async (pathname: string, init: RequestInit = {}, route = pathname, base = gateway.url) => {
+    const token = base === gateway.url ? gateway.adminToken : edgeAdminToken;
+    const response = await fetch(`${base}${pathname}`, {
       ...init,
-      headers: { Authorization: `Bearer ${gateway.adminToken}`, "Content-Type": "application/json" },
+      headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
     });
-    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+    const body = (await response.json()) as Record<string, unknown>;
+    assertAdminResponse(init.method ?? "get", route, response.status, body);
+    return { status: response.status, body };
   };
+  let edgeAdminToken = "";
   const contract = (method: string, pathname: string) =>
     fetch(`${gateway.url}${pathname}`, {
       method,
@@ -97,7 +110,17 @@ describe.skipIf(!available)("the operator console in Chromium", () => {
     await page.goto(`${gateway.url}/console/`);
     await page.waitForSelector("#token");
     await shot("sign-in");
-    await page.type("#token", gateway.devToken);
+    // A workspace API key is refused by design, and the form says so in those words.
+    const created = await admin("/admin/v1/keys", {
+      method: "POST",
+      body: JSON.stringify({ workspace: "console-keys", name: "not-an-admin" }),
+    });
+    expect(created.status).toBe(201);
+    await page.type("#token", String(created.body.key));
+    await page.keyboard.press("Enter");
+    await page.waitForSelector(".notice.error");
+    expect(await text(".notice.error")).toMatch(/workspace API key.*never admin credentials, by design/);
+    await fill("#token", gateway.devToken);
     await page.keyboard.press("Enter");
     await page.waitForSelector(".notice.error");
     expect(await text(".notice.error")).toMatch(/valid but has no admin rights/);
@@ -110,7 +133,9 @@ describe.skipIf(!available)("the operator console in Chromium", () => {
     await page.waitForSelector(".cards .card");
     expect(await text("main h1")).toBe("Overview");
     expect(await text("main table")).toMatch(/default/);
-    await page.waitForFunction('document.querySelectorAll("figure.chart canvas").length >= 2');
+    await page.waitForFunction('document.querySelectorAll("figure.chart canvas").length >= 3');
+    expect(await text(".cards")).toMatch(/Server errors, last hour/);
+    expect(await text("section.charts")).toMatch(/server errors per minute/);
     await shot("overview");
     if (process.env.SANDPOOL_UPDATE_SCREENSHOT === "1")
       copyFileSync(path.join(artifacts, "overview.png"), path.join(root, "docs/images/console-overview.png"));
@@ -171,7 +196,7 @@ describe.skipIf(!available)("the operator console in Chromium", () => {
     expect(await text('[data-field="enabled"]')).toBe("false");
     await shot("workspace-policy");
 
-    const policy = await admin("/admin/v1/workspaces/dev/policy");
+    const policy = await admin("/admin/v1/workspaces/dev/policy", {}, "/admin/v1/workspaces/{ws}/policy");
     expect(policy.body).toMatchObject({ configured: true, effective: { enabled: false } });
     const refused = await contract("POST", "/sessions");
     expect(refused.status).toBe(403);
@@ -185,6 +210,13 @@ describe.skipIf(!available)("the operator console in Chromium", () => {
     expect(await text(".decision")).toMatch(/Refused: policy\.workspace_disabled/);
     expect(await text(".trace table")).toMatch(/deny/);
     await shot("workspace-explain");
+    // Would this token be allowed? The dev workspace's token: valid, of workspace dev; never shown back.
+    await page.type("#explain-token", gateway.devToken);
+    await page.click(".explain-form button[type=submit]");
+    await page.waitForSelector(".token-verdict");
+    expect(await text(".token-verdict")).toMatch(/Token: valid, of workspace dev/);
+    expect(await text(".trace table")).toMatch(/^Step.*token\s*pass/s);
+    expect(await page.content()).not.toContain(gateway.devToken);
   });
 
   it("reads a usage chart's figures and downloads them as CSV", async () => {
@@ -259,6 +291,41 @@ describe.skipIf(!available)("the operator console in Chromium", () => {
     }
     await page.setViewport({ width: 1280, height: 800 });
   });
+
+  it("drains and undrains a node of an edge from the nodes page", async () => {
+    // Dev runs on one host and has no nodes: an edge and a node in this process (process
+    // sandboxes, Redis for the registry), the console served by the edge as by any gateway.
+    if (!(await redisAvailable())) throw new Error("the drain check needs Redis at 127.0.0.1:6379");
+    const stack = await startEdgeNodeStack({ consoleDir: path.join(root, "dist/console-assets") });
+    const edgePage = await browser.newPage();
+    try {
+      edgeAdminToken = await mintToken({ secret: TEST_SECRET, admin: true, subject: "op", ttlSeconds: 600 });
+      edgePage.setDefaultTimeout(15_000);
+      edgePage.on("pageerror", (error) => problems.push(`edge page error: ${(error as Error).message}`));
+      edgePage.on("dialog", (dialog) => void dialog.accept());
+      await edgePage.goto(`${stack.edge.url}/console/`);
+      await edgePage.waitForSelector("#token");
+      await edgePage.type("#token", edgeAdminToken);
+      await edgePage.keyboard.press("Enter");
+      await edgePage.waitForSelector(".cards .card");
+      await edgePage.evaluate('location.hash = "#/nodes"');
+      await edgePage.waitForSelector(`button[aria-label="Drain node ${NODE_ID}"]`);
+      await edgePage.click(`button[aria-label="Drain node ${NODE_ID}"]`);
+      await edgePage.waitForSelector(`button[aria-label="Undrain node ${NODE_ID}"]`);
+      expect(await edgePage.$eval("main", (m) => m.textContent ?? "")).toMatch(/drains/);
+      await edgePage.screenshot({ path: path.join(artifacts, "nodes-draining.png"), fullPage: true });
+      const drained = await admin("/admin/v1/nodes", {}, "/admin/v1/nodes", stack.edge.url);
+      expect(drained.body.items).toEqual([expect.objectContaining({ id: NODE_ID, draining: true })]);
+
+      await edgePage.click(`button[aria-label="Undrain node ${NODE_ID}"]`);
+      await edgePage.waitForSelector(`button[aria-label="Drain node ${NODE_ID}"]`);
+      const undrained = await admin("/admin/v1/nodes", {}, "/admin/v1/nodes", stack.edge.url);
+      expect(undrained.body.items).toEqual([expect.objectContaining({ id: NODE_ID, draining: false })]);
+    } finally {
+      await edgePage.close();
+      await stack.close();
+    }
+  }, 90_000);
 
   it("signs out and forgets the token; nothing was blocked or broken on the way", async () => {
     await go("#/", ".cards .card");

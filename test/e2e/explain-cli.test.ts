@@ -1,9 +1,12 @@
 /**
  * `sandpool explain` as an operator runs it (the built CLI) against a real gateway in this
  * process: an allowed CreateSession and a refused one as a readable trace and as JSON, a
- * call on an unknown session, and its refusals: a workspace token (exit 1, one line) and
- * bad usage (exit 2).
+ * call on an unknown session, a token read from --token-file checked (never echoed), and its
+ * refusals: a workspace token (exit 1, one line) and bad usage (exit 2).
  */
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { mintToken } from "../../src/auth/dev-keys.js";
 import { HERMETIC_CLI_ENV, useAdminCliHarness } from "../support/admin-cli-harness.js";
@@ -68,6 +71,41 @@ describe("sandpool explain", () => {
     ]);
     expect(answer.code, answer.stderr).toBe(0);
     expect(JSON.parse(answer.stdout)).toMatchObject({ decision: "deny", code: "session.not_found" });
+  });
+
+  it("checks a token read from --token-file: its workspace, or why it is refused; never printed", async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), "sandpool-explain-token-"));
+    try {
+      const file = path.join(dir, "token");
+      const token = await cli.harness.token("cli-token-owner");
+      await writeFile(file, `${token}\n`);
+      const args = ["--workspace", "cli-asked", "--operation", "sessions.create", "--token-file", file];
+      const answer = await sandpool(args);
+      expect(answer.code, answer.stderr).toBe(0);
+      expect(answer.stdout).toMatch(
+        /^sessions\.create for workspace cli-token-owner: ALLOW\ntoken: valid, of workspace cli-token-owner/,
+      );
+      expect(answer.stdout).toMatch(/^token\s+pass\s+auth\.bearer\s.*not a token of 'cli-asked'/m);
+      expect(answer.stdout).not.toContain(token);
+
+      const expired = await mintToken({ secret: TEST_SECRET, workspace: "cli-asked", ttlSeconds: -60 });
+      await writeFile(file, expired);
+      const refused = await sandpool([...args, "--json"]);
+      expect(refused.code, refused.stderr).toBe(0);
+      expect(JSON.parse(refused.stdout)).toMatchObject({
+        workspace: "cli-asked",
+        decision: "deny",
+        code: "auth.expired",
+        token: { valid: false, reason: "expired" },
+      });
+      expect(refused.stdout).not.toContain(expired);
+
+      const missing = await sandpool([...args.slice(0, -1), path.join(dir, "absent")]);
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toMatch(/cannot read --token-file .*absent: ENOENT/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("exits 1 with one line for a workspace token, 2 for bad usage", async () => {

@@ -98,6 +98,9 @@ describe("sandpool pools", () => {
     expect(table.stdout).toMatch(
       /^POOL\s+IMAGE\s+CLASS\s+MIN IDLE\s+EFFECTIVE\s+MAX TOTAL\s+IDLE\s+PARKED\s+LEASED\s+STARTING\s+FAILURES\s+WARM HITS\s+STARTS\/S$/m,
     );
+    expect(table.stdout).toMatch(
+      /^This replica, last hour: \d+ contract calls, \d+ server errors \(5xx\), \d+ of them sandbox failures/m,
+    );
     const json = await sandpool(["pools", "list", "--json"]);
     const items = (
       JSON.parse(json.stdout) as {

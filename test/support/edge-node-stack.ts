@@ -14,6 +14,7 @@ import { Kysely } from "kysely";
 import { pino } from "pino";
 import { mintToken } from "../../src/auth/dev-keys.js";
 import { type GatewayConfigInput, gatewayConfigSchema } from "../../src/config/gateway-config.js";
+import { consoleAssetsIn } from "../../src/console/console-assets.js";
 import { type RunningGateway, startGateway } from "../../src/gateway/start-gateway.js";
 import { InProcessJobRunner } from "../../src/jobs/in-process-job-runner.js";
 import { type RunningNode, startNode } from "../../src/roles/node/run-node.js";
@@ -54,7 +55,12 @@ export interface EdgeNodeStack {
 }
 
 export async function startEdgeNodeStack(
-  options: { config?: Partial<GatewayConfigInput>; advertise?: (nodeUrl: string) => Promise<string> } = {},
+  options: {
+    config?: Partial<GatewayConfigInput>;
+    advertise?: (nodeUrl: string) => Promise<string>;
+    /** Serve the console from this build folder (run from src/, the edge has none of its own). */
+    consoleDir?: string;
+  } = {},
 ): Promise<EdgeNodeStack> {
   const log = pino({ level: process.env.SANDPOOL_TEST_LOG ?? "silent" });
   const root = await mkdtemp(path.join(tmpdir(), "sandpool-edge-node-"));
@@ -112,7 +118,12 @@ export async function startEdgeNodeStack(
     prefix,
     lostAfterMs: config.node.lostAfterMs,
   });
-  const edge = await startGateway(config, { store, db, jobs: new InProcessJobRunner(log), nodes }, log);
+  const edge = await startGateway(
+    config,
+    { store, db, jobs: new InProcessJobRunner(log), nodes },
+    log,
+    options.consoleDir ? { consoleAssets: consoleAssetsIn(options.consoleDir) } : {},
+  );
   const token = (workspace: string) => mintToken({ secret: TEST_SECRET, workspace, ttlSeconds: 600 });
   return {
     edge,

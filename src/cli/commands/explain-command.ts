@@ -5,8 +5,11 @@
  * decided it, and the limits in force. Nothing runs: no sandbox is started or touched and
  * no quota is counted. Exit codes: 0 explained (allowed or denied), 1 refused by the gateway
  * or unreachable, 2 bad usage. `--operation` is the admin API's field name; `--op`, its
- * earlier spelling, is still taken.
+ * earlier spelling, is still taken. `--token-file FILE` (or `-` for stdin) asks whether a
+ * bearer token would be accepted and for which workspace; a token is never taken on the
+ * command line, where other users' `ps` and the shell's history would see it.
  */
+import { readFileSync } from "node:fs";
 import { Command, InvalidArgumentError, Option } from "commander";
 import type { ExplainAnswer } from "../../explain/explain-trace.js";
 import { contractOperations } from "../../operations/contract-operations.js";
@@ -28,8 +31,24 @@ type ExplainOptions = ConnectionOptions & {
   session?: string;
   image?: string;
   args?: Record<string, unknown>;
+  tokenFile?: string;
   egressHost?: string;
 };
+
+/** The token in `file` (`-`: stdin), without surrounding blanks; never echoed in an error. */
+export function readTokenFile(file: string): string {
+  let text: string;
+  try {
+    text = readFileSync(file === "-" ? 0 : file, "utf8");
+  } catch (error) {
+    throw new AdminUsageError(
+      `cannot read --token-file ${file}: ${(error as NodeJS.ErrnoException).code ?? "error"}`,
+    );
+  }
+  const token = text.trim();
+  if (token === "") throw new AdminUsageError(`--token-file ${file} holds no token`);
+  return token;
+}
 
 function argsOption(value: string): Record<string, unknown> {
   let parsed: unknown;
@@ -62,7 +81,7 @@ export function explainCommand(): Command {
       .summary("show what a contract call would meet (policy, quotas, capacity) without running it")
       .description(
         "The decision trace of a would-be call of workspace W, from the admin API (/admin/v1/explain): each " +
-          "check in the order the gateway makes it (mounted, args, resolve the session, policy, admit), its " +
+          "check in the order the gateway makes it (token, mounted, args, resolve the session, policy, admit), its " +
           "verdict (pass, deny, skip), the rule, the policy field and value that decided, and the limits in " +
           "force. The decision is the first refusal's: the error code the real call would get. Nothing runs: " +
           "no sandbox is started, leased or touched, and no quota (slots, session rate, execution budget) is " +
@@ -88,6 +107,10 @@ export function explainCommand(): Command {
       .option("--image <image>", "the image sessions.create asks for (args.image)")
       .option("--args <json>", "the operation's request as a JSON object", argsOption)
       .option(
+        "--token-file <file>",
+        "check a bearer token read from FILE (- for stdin): valid or not and why, its workspace (the rest is evaluated for it)",
+      )
+      .option(
         "--egress-host <host[:port]>",
         "also explain whether a session of this call could reach this destination, and which secrets (names) would be attached",
       )
@@ -98,6 +121,7 @@ export function explainCommand(): Command {
           "sandpool explain --workspace team-a --operation sessions.create --image python:3.12 --json",
           `sandpool explain --workspace team-a --operation sessions.create --egress-host api.github.com \\\n      --args '{"sandpool":{"egress":{"hosts":["api.github.com"]},"secrets":["github"]}}'`,
           `sandpool explain --workspace team-a --operation sessions.exec --session S \\\n      --args '{"tool":"bash_code_execution","input":{"command":"ls"},"timeout_seconds":600}'`,
+          "sandpool explain --workspace team-a --operation sessions.create --token-file - < token.txt",
         ),
       ),
   ).action(
@@ -107,12 +131,14 @@ export function explainCommand(): Command {
         throw new AdminUsageError(
           `say which call to explain: --operation OPERATION (one of ${operationIds.join(", ")})`,
         );
+      const token = options.tokenFile === undefined ? undefined : readTokenFile(options.tokenFile);
       const conn = adminConnection(options);
       const { body } = await adminCall(conn, "post", "/admin/v1/explain", {
         body: {
           workspace: options.workspace,
           operation,
           args: explainArgs(options),
+          ...(token === undefined ? {} : { token }),
           ...(options.egressHost === undefined ? {} : { egressHost: options.egressHost }),
         },
       });

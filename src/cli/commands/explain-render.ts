@@ -10,6 +10,11 @@ import { formatPolicyValue } from "./policy-render.js";
 export function renderExplain(answer: ExplainAnswer): string {
   const status = answer.code === null ? "" : ` (${errorStatus[answer.code]} ${answer.code})`;
   const heading = `${answer.operation} for workspace ${answer.workspace}: ${answer.decision.toUpperCase()}${status}`;
+  const token = answer.token
+    ? answer.token.valid
+      ? `\ntoken: valid, of workspace ${answer.token.workspace}${answer.token.admin ? " (an admin token)" : ""}, until ${answer.token.expires}`
+      : `\ntoken: refused (${answer.token.reason})`
+    : "";
   const steps = table(
     ["STEP", "VERDICT", "RULE", "FIELD", "VALUE", "LIMIT", "DETAIL"],
     answer.steps.map((step) => [
@@ -26,7 +31,7 @@ export function renderExplain(answer: ExplainAnswer): string {
     ["EFFECTIVE", "VALUE"],
     Object.entries(answer.effective).map(([field, value]) => [field, formatPolicyValue(field, value)]),
   );
-  return `${heading}\n\n${steps}\n\n${effective}${answer.egress ? `\n\n${renderEgress(answer.egress)}` : ""}`;
+  return `${heading}${token}\n\n${steps}\n\n${effective}${answer.egress ? `\n\n${renderEgress(answer.egress)}` : ""}`;
 }
 
 /** The destination's own trace (`--egress-host`): names of secrets only, never values. */

@@ -120,6 +120,16 @@ const FOOTNOTE =
   "what warm-up keeps idle: MIN IDLE raised by demand (lease rate x p95 refill time), up to MAX TOTAL. " +
   "Failures and warm hits are the deployment's, every replica's leases and starts counted.";
 
+/** The answering replica's last hour (the admin API says whose: this replica's, not the deployment's). */
+function serverErrorsLine(minutes: { calls: number; serverErrors: number; sandboxErrors: number }[]): string {
+  const sum = (field: "calls" | "serverErrors" | "sandboxErrors") =>
+    minutes.reduce((total, minute) => total + minute[field], 0);
+  return (
+    `\nThis replica, last hour: ${sum("calls")} contract calls, ${sum("serverErrors")} server errors (5xx), ` +
+    `${sum("sandboxErrors")} of them sandbox failures (502/504). Other replicas count their own.`
+  );
+}
+
 function listCommand(): Command {
   return withConnection(
     new Command("list")
@@ -137,6 +147,7 @@ function listCommand(): Command {
       const { body } = await adminCall(conn, "get", "/admin/v1/pools");
       if (conn.json) return printJson(body);
       out(renderPools(body.items));
+      out(serverErrorsLine(body.serverErrors.minutes));
       out(FOOTNOTE);
     }),
   );

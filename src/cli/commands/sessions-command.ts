@@ -1,9 +1,9 @@
 /**
- * `sandpool sessions`: operators see the sessions open now (all, or one workspace's), end one
- * or hibernate one, through the gateway's admin API. Ending a session destroys its sandbox,
+ * `sandpool sessions`: operators see the sessions open now (all, or one workspace's), end one,
+ * hibernate one or resume one, through the gateway's admin API. Ending a session destroys its sandbox,
  * frees the workspace's slot and closes its usage, as when its client ends it; hibernating
- * saves its sandbox to a checkpoint and removes it, and its next call resumes it. Both are
- * audited.
+ * saves its sandbox to a checkpoint and removes it, and its next call (or `resume`) restores it.
+ * All three are audited.
  * Exit codes: 0 done, 1 refused (an unknown session too) or unreachable, 2 bad usage.
  */
 import { Command } from "commander";
@@ -165,18 +165,54 @@ function hibernateCommand(): Command {
   );
 }
 
+function resumeCommand(): Command {
+  return withConnection(
+    new Command("resume")
+      .summary("resume a hibernated session now (as its next call would)")
+      .description(
+        "Resume a hibernated session now rather than on its next call: its checkpoint is restored into " +
+          "a sandbox (gvisor: memory and files; container: files, the interpreter starts anew) and it " +
+          "runs again under its id, slot and deadlines. A running session is left as it is. Refused with " +
+          "503 session.resume_failed when no sandbox could take it (its checkpoint is kept: try again). " +
+          "The action is audited.",
+      )
+      .argument("<id>", "the session id (from `sandpool sessions list`)")
+      .option("--workspace <workspace>", "the workspace the session belongs to", workspaceArgument)
+      .addHelpText(
+        "after",
+        examples("sandpool sessions resume 3q2+7w...", "sandpool sessions resume 3q2+7w... --json"),
+      ),
+  ).action(
+    runAdmin(PREFIX, async (id: string, options: Options) => {
+      const conn = adminConnection(options);
+      const { body } = await adminCall(conn, "post", "/admin/v1/sessions/{id}/resume", {
+        path: { id },
+        query: { workspace: options.workspace },
+      });
+      if (conn.json) return printJson(body);
+      const { resumed: session, restored } = body as { resumed: SessionItem; restored: boolean };
+      out(
+        restored
+          ? `resumed session ${session.id} of ${session.workspace}: ${session.state}`
+          : `session ${session.id} of ${session.workspace} was not hibernated: ${session.state}`,
+      );
+    }),
+  );
+}
+
 export function sessionsCommand(): Command {
   return usageExits(
     new Command("sessions")
-      .summary("list, end and hibernate sessions through the admin API")
+      .summary("list, end, hibernate and resume sessions through the admin API")
       .description(
-        "List, end and hibernate sessions through the gateway's admin API (/admin/v1), with an admin token.\n\n" +
+        "List, end, hibernate and resume sessions through the gateway's admin API (/admin/v1), with an admin token.\n\n" +
           "Every sub-command takes --url (env SANDPOOL_URL, default http://127.0.0.1:8080), --token " +
           "(env SANDPOOL_ADMIN_TOKEN; `sandpool dev` prints one) and --json (the raw answer).\n\n" +
           "Exit codes: 0 done, 1 refused by the gateway (an unknown session too) or unreachable, 2 bad usage.",
       )
       .addCommand(listCommand())
       .addCommand(endCommand())
-      .addCommand(hibernateCommand()),
+      .addCommand(hibernateCommand())
+      .addCommand(resumeCommand()),
   );
 }

@@ -365,6 +365,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/sessions/{id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Resume a hibernated session now (its next call would): restored from its checkpoint into a sandbox; a running one is left as it is; audited. */
+        post: operations["admin.sessions.resume"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/sessions/{id}": {
         parameters: {
             query?: never;
@@ -3204,6 +3221,8 @@ export interface operations {
                             coldStartTimeoutMs: number;
                             egress?: boolean;
                             demand?: boolean;
+                            /** @enum {string} */
+                            isolation?: "container" | "gvisor";
                             /** @description The configuration's sizes (minIdle, maxTotal are those in force). */
                             configured: {
                                 minIdle: number;
@@ -3253,6 +3272,21 @@ export interface operations {
                                 consecutiveFailures: number;
                             } | null;
                         }[];
+                        /** @description The contract calls the answering replica served per minute over the last hour (60 whole minutes and the one under way, oldest first) and its server errors among them. One replica's view, kept in memory: behind a load balancer each replica answers with its own; the deployment's is sandpool_http_requests_total in Prometheus. */
+                        serverErrors: {
+                            /** @constant */
+                            scope: "replica";
+                            minutes: {
+                                /** @description The minute's start. */
+                                start: string;
+                                /** @description Contract calls answered in that minute. */
+                                calls: number;
+                                /** @description Of those, 5xx answers: server.internal, the 503s (capacity.exhausted, store.unavailable, session.resume_failed...) and the sandbox failures. */
+                                serverErrors: number;
+                                /** @description Of those, sandbox failures: 502 sandbox.unreachable or sandbox.bad_answer, 504 sandbox.timeout. */
+                                sandboxErrors: number;
+                            }[];
+                        };
                     };
                 };
             };
@@ -3375,6 +3409,8 @@ export interface operations {
                         coldStartTimeoutMs: number;
                         egress?: boolean;
                         demand?: boolean;
+                        /** @enum {string} */
+                        isolation?: "container" | "gvisor";
                         /** @description The configuration's sizes (minIdle, maxTotal are those in force). */
                         configured: {
                             minIdle: number;
@@ -4183,7 +4219,186 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `request.not_found`. */
+            /** @description sandpool: `request.not_found`, `session.not_found`. */
+            404: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `session.busy`, `session.not_hibernatable`. */
+            409: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.too_large`. */
+            413: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.bad_content_type`. */
+            415: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.malformed`. */
+            422: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `auth.rate_limited`, `quota.hibernated_sessions`. */
+            429: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `server.internal`. */
+            500: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.busy`, `auth.introspection_unavailable`, `store.unavailable`, `capacity.checkpoint_space`. */
+            503: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+        };
+    };
+    "admin.sessions.resume": {
+        parameters: {
+            query?: {
+                /** @description Only this workspace's. */
+                workspace?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Resume a hibernated session now (its next call would): restored from its checkpoint into a sandbox; a running one is left as it is; audited. */
+            200: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        resumed: {
+                            id: string;
+                            workspace: string;
+                            image: string;
+                            pool: string;
+                            sandboxId: string;
+                            /** @description Where the sandbox runs: with docker `<engine index>:<container id>`, with the process runtime its process. For a hibernated session, the container it ran in last (removed). */
+                            runtimeId: string;
+                            /**
+                             * @description running: its sandbox serves it; hibernated: saved to a checkpoint, its container removed (any call resumes it); hibernating and resuming: on the way.
+                             * @enum {string}
+                             */
+                            state: "running" | "hibernating" | "hibernated" | "resuming";
+                            /** @description What a hibernated session's checkpoint keeps. */
+                            checkpoint?: {
+                                /**
+                                 * @description memory: the interpreter's variables and every file (gVisor); files: the workspace's files.
+                                 * @enum {string}
+                                 */
+                                kind: "memory" | "files";
+                                bytes: number;
+                                hibernated: string;
+                            };
+                            /** @description Its last hibernation, refused at a bound since it last hibernated: it kept running. Gone once a save is committed. */
+                            hibernationRefused?: {
+                                /** @description quota.hibernated_sessions (the workspace's maxHibernatedSessions) or capacity.checkpoint_space (the checkpoint store's hibernate.maxStoreBytes or hibernate.minFreeBytes). */
+                                code: string;
+                                message: string;
+                                at: string;
+                            };
+                            created: string;
+                            lastActivity: string;
+                            /** @description When it ends unless something touches it first. */
+                            expires: string;
+                            idleTimeoutSeconds: number;
+                            maxLifetimeSeconds: number;
+                            activeCalls: number;
+                        };
+                        /** @description Whether this call restored it from its checkpoint; false: it was running already (or another call resumed it first), nothing was done. */
+                        restored: boolean;
+                    };
+                };
+            };
+            /** @description sandpool: `request.bad_target`, `request.bad_json`. */
+            400: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `auth.missing`, `auth.invalid`, `auth.expired`. */
+            401: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.host_denied`, `request.origin_denied`, `auth.forbidden`. */
+            403: {
+                headers: {
+                    "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandpoolError"];
+                };
+            };
+            /** @description sandpool: `request.not_found`, `session.not_found`. */
             404: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -4244,7 +4459,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `request.busy`, `auth.introspection_unavailable`, `store.unavailable`. */
+            /** @description sandpool: `request.busy`, `auth.introspection_unavailable`, `store.unavailable`, `session.resume_failed`. */
             503: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -4350,7 +4565,7 @@ export interface operations {
                     "application/json": components["schemas"]["SandpoolError"];
                 };
             };
-            /** @description sandpool: `request.not_found`. */
+            /** @description sandpool: `request.not_found`, `session.not_found`. */
             404: {
                 headers: {
                     "X-Sandpool-Version": components["headers"]["SandpoolVersion"];
@@ -5360,6 +5575,8 @@ export interface operations {
                     args?: {
                         [key: string]: unknown;
                     };
+                    /** @description A bearer token to check with the gateway's authenticator: the trace's first step says whether it is valid (and why not) and its workspace, and the rest is evaluated for that workspace. Never echoed. */
+                    token?: string;
                     /** @description A destination (host or host:port, port 443 by default): whether a session of the call (its sandpool narrowing, or the named session's) could reach it, by which rule not, and which secrets (names) the egress proxy would attach. Answered in `egress`; it does not change the call's decision. */
                     egressHost?: string;
                 } & {
@@ -5384,7 +5601,7 @@ export interface operations {
                         code: string | null;
                         steps: {
                             /** @enum {string} */
-                            step: "mounted" | "args" | "resolve" | "policy" | "admit";
+                            step: "token" | "mounted" | "args" | "resolve" | "policy" | "admit";
                             /** @enum {string} */
                             verdict: "pass" | "deny" | "skip";
                             rule?: string;
@@ -5398,6 +5615,17 @@ export interface operations {
                         effective: {
                             [key: string]: unknown;
                         };
+                        /** @description The token the request carried, when it carried one (never the token itself). */
+                        token?: {
+                            valid: boolean;
+                            /** @description Why it is refused (a sandpool_auth_failures_total reason: expired, bad_signature, unknown_key...). */
+                            reason: string | null;
+                            /** @description The workspace its calls go to; null when refused or naming none. */
+                            workspace: string | null;
+                            admin: boolean;
+                            /** @description When it stops being accepted; null when refused. */
+                            expires: string | null;
+                        };
                         /** @description With egressHost: the destination's own trace. */
                         egress?: {
                             destination: string;
@@ -5405,7 +5633,7 @@ export interface operations {
                             decision: "allow" | "deny";
                             steps: {
                                 /** @enum {string} */
-                                step: "mounted" | "args" | "resolve" | "policy" | "admit";
+                                step: "token" | "mounted" | "args" | "resolve" | "policy" | "admit";
                                 /** @enum {string} */
                                 verdict: "pass" | "deny" | "skip";
                                 rule?: string;

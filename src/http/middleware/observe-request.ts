@@ -14,6 +14,7 @@ import { errorCodeLabel } from "../../contract/error-codes.js";
 import { answersWritten } from "../../deferred/answers-written.js";
 import { lazyChild } from "../../logging/lazy-child.js";
 import type { GatewayMetrics } from "../../metering/gateway-metrics.js";
+import { operations } from "../../operations/registry.js";
 import { SANDPOOL_VERSION, VERSION_HEADER } from "../../version.js";
 import { requestHeader } from "../common/request-header.js";
 import type { GatewayEnv } from "../gateway-env.js";
@@ -86,11 +87,14 @@ export function observeRequest(log: Logger, metrics: GatewayMetrics): Middleware
     }
     await next();
     const operation = c.get("operation");
+    const contract = operations.get(c.get("operationId") ?? "")?.group === "contract";
     const status = c.res.status;
     const method = c.req.method;
     // Counted once the answer is written (a stream's, begun): off the time its client waits.
     void answersWritten().then(() => {
       labelled.count(operation, methodLabel(method), statusLabel(status));
+      // The overview's error rate is the clients' (contract calls), not the console's polling.
+      if (contract) metrics.answerMinutes.count(status);
       labelled.observe(operation, Number(process.hrtime.bigint() - started) / 1e9);
     });
     if (REFUSAL_STATUSES.has(status) && c.res.headers.get("content-type")?.includes("application/json")) {

@@ -20,6 +20,13 @@ export const explainBodySchema = z
         "The operation's own request: the CreateSession body; for a call on a session its session_id " +
           "and, for sessions.exec, the Execute body; for files.put an optional content_length.",
       ),
+    token: z
+      .string()
+      .optional()
+      .describe(
+        "A bearer token to check with the gateway's authenticator: the trace's first step says whether it " +
+          "is valid (and why not) and its workspace, and the rest is evaluated for that workspace. Never echoed.",
+      ),
     egressHost: z
       .string()
       .optional()
@@ -29,10 +36,10 @@ export const explainBodySchema = z
           "the egress proxy would attach. Answered in `egress`; it does not change the call's decision.",
       ),
   })
-  .describe("A would-be contract call: { workspace, operation, args, egressHost }.");
+  .describe("A would-be contract call: { workspace, operation, args, token?, egressHost? }.");
 
 const stepSchema = z.object({
-  step: z.enum(["mounted", "args", "resolve", "policy", "admit"]),
+  step: z.enum(["token", "mounted", "args", "resolve", "policy", "admit"]),
   verdict: z.enum(["pass", "deny", "skip"]),
   rule: z.string().optional(),
   field: z.string().optional(),
@@ -51,6 +58,24 @@ export const explainResultSchema = z.object({
   effective: z
     .record(z.string(), z.unknown())
     .describe("The limits in force, and what the call would run under."),
+  token: z
+    .object({
+      valid: z.boolean(),
+      reason: z
+        .string()
+        .nullable()
+        .describe(
+          "Why it is refused (a sandpool_auth_failures_total reason: expired, bad_signature, unknown_key...).",
+        ),
+      workspace: z
+        .string()
+        .nullable()
+        .describe("The workspace its calls go to; null when refused or naming none."),
+      admin: z.boolean(),
+      expires: z.string().nullable().describe("When it stops being accepted; null when refused."),
+    })
+    .optional()
+    .describe("The token the request carried, when it carried one (never the token itself)."),
   egress: z
     .object({
       destination: z.string(),

@@ -3,6 +3,7 @@
  * the schema RuntimePoolSizes validates with (src/pool/pool-sizes.ts), imported.
  */
 import { z } from "zod";
+import { isolationLevels } from "../../policy-schema/isolation-levels.js";
 import { pathParams } from "./admin-params.js";
 
 export { poolResizeSchema } from "../../pool/pool-sizes.js";
@@ -19,6 +20,9 @@ export const poolStatusSchema = z.object({
   coldStartTimeoutMs: z.number().int(),
   egress: z.boolean().optional(),
   demand: z.boolean().optional(),
+  // Answered since pools took an isolation level; the document did not say so (the admin
+  // answers' check against it found this).
+  isolation: z.enum(isolationLevels).optional(),
   configured: z
     .object(sizes)
     .meta({ description: "The configuration's sizes (minIdle, maxTotal are those in force)." }),
@@ -76,5 +80,29 @@ export const poolStatusSchema = z.object({
     .nullable(),
 });
 
-export const poolsResultSchema = z.object({ items: z.array(poolStatusSchema) });
+const answerMinuteSchema = z.object({
+  start: z.string().meta({ description: "The minute's start." }),
+  calls: z.number().int().meta({ description: "Contract calls answered in that minute." }),
+  serverErrors: z.number().int().meta({
+    description:
+      "Of those, 5xx answers: server.internal, the 503s (capacity.exhausted, store.unavailable, session.resume_failed...) and the sandbox failures.",
+  }),
+  sandboxErrors: z.number().int().meta({
+    description:
+      "Of those, sandbox failures: 502 sandbox.unreachable or sandbox.bad_answer, 504 sandbox.timeout.",
+  }),
+});
+
+export const poolsResultSchema = z.object({
+  items: z.array(poolStatusSchema),
+  serverErrors: z
+    .object({
+      scope: z.literal("replica"),
+      minutes: z.array(answerMinuteSchema),
+    })
+    .meta({
+      description:
+        "The contract calls the answering replica served per minute over the last hour (60 whole minutes and the one under way, oldest first) and its server errors among them. One replica's view, kept in memory: behind a load balancer each replica answers with its own; the deployment's is sandpool_http_requests_total in Prometheus.",
+    }),
+});
 export const poolParams = pathParams("name", "The pool's name.");

@@ -57,3 +57,10 @@ export const sessionsResultSchema = z.object({ items: z.array(sessionViewSchema)
 export const sessionParams = pathParams("id", "The session's id.");
 export const endedResultSchema = z.object({ ended: sessionViewSchema });
 export const hibernatedResultSchema = z.object({ hibernated: sessionViewSchema });
+export const resumedResultSchema = z.object({
+  resumed: sessionViewSchema,
+  restored: z.boolean().meta({
+    description:
+      "Whether this call restored it from its checkpoint; false: it was running already (or another call resumed it first), nothing was done.",
+  }),
+});

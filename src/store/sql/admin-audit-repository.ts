@@ -9,6 +9,7 @@ import type { AdminAuditTable, Database } from "./database-types.js";
 export type AdminAction =
   | "session.end"
   | "session.hibernate"
+  | "session.resume"
   | "pool.resize"
   | "node.drain"
   | "node.undrain"

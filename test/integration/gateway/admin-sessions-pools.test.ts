@@ -173,7 +173,7 @@ describe("admin pools", () => {
     const id = await openSession(workspace);
     const answer = await api("GET", "/pools");
     expect(answer.status, answer.text).toBe(200);
-    expect(Object.keys(answer.body as object)).toEqual(["items"]);
+    expect(Object.keys(answer.body as object)).toEqual(["items", "serverErrors"]);
     const [pool] = items<PoolItem>(answer);
     expect(pool).toMatchObject({
       name: "default",

@@ -94,6 +94,11 @@ export const MALFORMED: Readonly<Record<string, MalformedCase>> = {
     status: 422,
     code: "request.malformed",
   },
+  "admin.sessions.resume": {
+    request: { method: "POST", path: "/admin/v1/sessions/some-id/resume?workspace=-bad" },
+    status: 422,
+    code: "request.malformed",
+  },
   "admin.keys.create": malformedBody("POST", "/admin/v1/keys", {}),
   "admin.keys.list": malformedQuery("/admin/v1/keys?workspace=-bad"),
   "admin.keys.revoke": {

@@ -127,11 +127,13 @@ describe("the console's admin API client", () => {
     });
   });
 
-  it("ends and hibernates sessions, drains nodes, creates and revokes keys, explains", async () => {
+  it("ends, hibernates and resumes sessions, drains nodes, creates and revokes keys, explains", async () => {
     const { calls, api } = fakeGateway(({ method, url }) => {
       if (url.pathname === "/admin/v1/keys" && method === "POST")
         return { status: 201, body: { key: "sp_x" } };
       if (url.pathname.endsWith("/hibernate")) return { status: 200, body: { hibernated: { id: "s1" } } };
+      if (url.pathname.endsWith("/resume"))
+        return { status: 200, body: { resumed: { id: "s1", state: "running" }, restored: true } };
       if (url.pathname.startsWith("/admin/v1/sessions/"))
         return { status: 200, body: { ended: { id: "s1" } } };
       if (url.pathname.startsWith("/admin/v1/keys/"))
@@ -140,6 +142,7 @@ describe("the console's admin API client", () => {
     });
     expect(await api.endSession("s/1")).toEqual({ id: "s1" });
     expect(await api.hibernateSession("s1")).toEqual({ id: "s1" });
+    expect(await api.resumeSession("s1")).toEqual({ id: "s1", state: "running" });
     await api.drainNode("n1", true);
     await api.drainNode("n1", false);
     expect(await api.createKey("team-a", "ci", 86_400)).toEqual({ key: "sp_x" });
@@ -149,6 +152,7 @@ describe("the console's admin API client", () => {
     expect(calls.map((call) => [call.method, call.url.pathname, call.body])).toEqual([
       ["DELETE", "/admin/v1/sessions/s%2F1", undefined],
       ["POST", "/admin/v1/sessions/s1/hibernate", undefined],
+      ["POST", "/admin/v1/sessions/s1/resume", undefined],
       ["POST", "/admin/v1/nodes/n1/drain", undefined],
       ["POST", "/admin/v1/nodes/n1/undrain", undefined],
       ["POST", "/admin/v1/keys", { workspace: "team-a", name: "ci", expiresInSeconds: 86_400 }],

@@ -31,6 +31,12 @@ function deps(
       capacity: async () => ({ outcome: "warm", members: 0, maxTotal: 2, detail: "" }),
     } as unknown as ExplainDeps["pools"],
     sessions: { find: async (id: string) => leases.find((lease) => lease.sessionId === id) },
+    // These requests carry no token: the authenticator is never asked.
+    authenticator: {
+      authenticate: async () => {
+        throw new Error("no token to check here");
+      },
+    },
     secretBindings: async () => [
       { name: "github", binding: bearer },
       {

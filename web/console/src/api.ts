@@ -26,7 +26,9 @@ type RequestBody<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] 
 export type WorkspaceRow = Json<"/admin/v1/workspaces", "get">["workspaces"][number];
 export type PolicyView = Json<"/admin/v1/workspaces/{ws}/policy", "get">;
 export type PolicyEdit = RequestBody<"/admin/v1/workspaces/{ws}/policy", "put">;
-export type Pool = Json<"/admin/v1/pools", "get">["items"][number];
+export type PoolsAnswer = Json<"/admin/v1/pools", "get">;
+export type Pool = PoolsAnswer["items"][number];
+export type AnswerMinute = PoolsAnswer["serverErrors"]["minutes"][number];
 export type NodeInfo = Json<"/admin/v1/nodes", "get">["items"][number];
 export type SessionInfo = Json<"/admin/v1/sessions", "get">["items"][number];
 export type KeyInfo = Json<"/admin/v1/keys", "get">["items"][number];
@@ -126,8 +128,9 @@ export class AdminApi {
     );
   }
 
-  async pools(): Promise<Pool[]> {
-    return (await reached(this.#client.GET("/admin/v1/pools"))).items;
+  /** The pools, and the answering replica's contract calls and server errors per minute over the last hour. */
+  pools(): Promise<PoolsAnswer> {
+    return reached(this.#client.GET("/admin/v1/pools"));
   }
 
   async nodes(): Promise<NodeInfo[]> {
@@ -154,6 +157,12 @@ export class AdminApi {
     return (
       await reached(this.#client.POST("/admin/v1/sessions/{id}/hibernate", { params: { path: { id } } }))
     ).hibernated;
+  }
+
+  /** Restores a hibernated session now; a running one is answered as it is. */
+  async resumeSession(id: string): Promise<SessionInfo> {
+    return (await reached(this.#client.POST("/admin/v1/sessions/{id}/resume", { params: { path: { id } } })))
+      .resumed;
   }
 
   async keys(workspace?: string): Promise<KeyInfo[]> {

@@ -26,18 +26,22 @@ export async function nodesPage({ api, main, failed }: PageContext): Promise<voi
             .map(([pool, count]) => `${pool}: ${count}`)
             .join(", ") || "-",
           node.images.join(", "),
-          button(node.draining ? "Undrain" : "Drain", () => {
-            const drain = !node.draining;
-            if (drain && !window.confirm(`Drain ${node.id}? It takes no new session; its sessions finish.`))
-              return;
-            api
-              .drainNode(node.id, drain)
-              .then(() => {
-                replace(status, notice("info", `${node.id} ${drain ? "drains" : "takes sessions again"}.`));
-                return draw();
-              })
-              .catch(failed);
-          }),
+          button(
+            node.draining ? "Undrain" : "Drain",
+            () => {
+              const drain = !node.draining;
+              if (drain && !window.confirm(`Drain ${node.id}? It takes no new session; its sessions finish.`))
+                return;
+              api
+                .drainNode(node.id, drain)
+                .then(() => {
+                  replace(status, notice("info", `${node.id} ${drain ? "drains" : "takes sessions again"}.`));
+                  return draw();
+                })
+                .catch(failed);
+            },
+            { "aria-label": `${node.draining ? "Undrain" : "Drain"} node ${node.id}` },
+          ),
         ]),
         "No node: this gateway runs on one host (--role all) and places sessions on its own engine. Nodes appear when edges (--role edge) place sessions on nodes (--role node): docs/deploying.md.",
       ),

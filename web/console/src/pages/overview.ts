@@ -1,10 +1,13 @@
 /**
  * Overview: the pools (warm, leased, parked, starting, hibernated sessions, start rate), the
- * sessions in flight, and calls per second with the share refused over the last hour. It
- * polls the admin API: pools and sessions every 5 seconds (drawn live), the last hour's usage
- * reports every 30 (one per workspace known, at most MAX_WORKSPACES).
+ * sessions in flight, calls per second with the share refused over the last hour, and server
+ * errors (5xx answers, sandbox failures) per minute over the last hour. It polls the admin
+ * API: pools and sessions every 5 seconds (drawn live), the last hour's usage reports every 30
+ * (one per workspace known, at most MAX_WORKSPACES). The server errors come with the pools
+ * list and are the answering replica's own (the admin API counts them in memory per replica):
+ * behind a load balancer, each poll may show another replica's, so the chart says whose.
  */
-import type { AdminApi, Pool, SessionInfo } from "../api.js";
+import type { AdminApi, AnswerMinute, Pool, SessionInfo } from "../api.js";
 import { timeChart } from "../chart.js";
 import { h, replace, table, when } from "../dom.js";
 import { type PageContext, workspaceHref } from "../page.js";
@@ -32,6 +35,10 @@ export async function overviewPage({ api, main, onLeave, failed }: PageContext):
     format: (value) => (Math.round(value * 100) / 100).toString(),
     windowSeconds: 3600,
   });
+  const errors = timeChart("Last hour, the answering replica: contract calls and server errors per minute", {
+    format: (value) => String(Math.round(value)),
+    windowSeconds: 3600,
+  });
   const updated = h("p", { class: "help", "aria-live": "off" });
   replace(
     main,
@@ -39,7 +46,7 @@ export async function overviewPage({ api, main, onLeave, failed }: PageContext):
     updated,
     cards,
     pools,
-    h("section", { class: "charts" }, live.element, hour.element),
+    h("section", { class: "charts" }, live.element, hour.element, errors.element),
   );
 
   const x: number[] = [];
@@ -53,7 +60,7 @@ export async function overviewPage({ api, main, onLeave, failed }: PageContext):
   let stopped = false;
 
   const refresh = async () => {
-    const [poolList, sessionList] = await Promise.all([api.pools(), api.sessions()]);
+    const [{ items: poolList, serverErrors }, sessionList] = await Promise.all([api.pools(), api.sessions()]);
     if (tick % USAGE_EVERY === 0) last = await lastHour(api, sessionList);
     tick += 1;
     if (stopped) return;
@@ -69,7 +76,7 @@ export async function overviewPage({ api, main, onLeave, failed }: PageContext):
     }
     for (const series of [x, sessions, calls]) if (series.length > MAX_SAMPLES) series.shift();
     for (const series of [rateX, rates, refused]) if (series.length > MAX_SAMPLES) series.shift();
-    drawCards(cards, sessionList, last);
+    drawCards(cards, sessionList, last, serverErrors.minutes);
     drawPools(pools, poolList, sessionList);
     live.update(x, [
       { label: "Sessions running", values: sessions },
@@ -79,6 +86,14 @@ export async function overviewPage({ api, main, onLeave, failed }: PageContext):
       { label: "Exec calls/s", values: rates },
       { label: "Refused %", values: refused },
     ]);
+    errors.update(
+      serverErrors.minutes.map((minute) => Date.parse(minute.start) / 1000),
+      [
+        { label: "Calls", values: serverErrors.minutes.map((minute) => minute.calls) },
+        { label: "Server errors (5xx)", values: serverErrors.minutes.map((minute) => minute.serverErrors) },
+        { label: "Sandbox failures", values: serverErrors.minutes.map((minute) => minute.sandboxErrors) },
+      ],
+    );
     updated.textContent = `Updated ${new Date().toLocaleTimeString()}; refreshed every 5 seconds.`;
   };
 
@@ -97,6 +112,7 @@ export async function overviewPage({ api, main, onLeave, failed }: PageContext):
     clearTimeout(timer);
     live.destroy();
     hour.destroy();
+    errors.destroy();
   });
   await loop();
 }
@@ -137,7 +153,15 @@ function card(label: string, value: string, help?: string): HTMLElement {
   );
 }
 
-function drawCards(cards: HTMLElement, sessions: SessionInfo[], hour: HourFigures | undefined): void {
+function drawCards(
+  cards: HTMLElement,
+  sessions: SessionInfo[],
+  hour: HourFigures | undefined,
+  minutes: AnswerMinute[],
+): void {
+  const calls = minutes.reduce((sum, minute) => sum + minute.calls, 0);
+  const failed = minutes.reduce((sum, minute) => sum + minute.serverErrors, 0);
+  const sandbox = minutes.reduce((sum, minute) => sum + minute.sandboxErrors, 0);
   const count = (state: SessionInfo["state"]) => sessions.filter((session) => session.state === state).length;
   replace(
     cards,
@@ -152,6 +176,11 @@ function drawCards(cards: HTMLElement, sessions: SessionInfo[], hour: HourFigure
         : "",
     ),
     card("Refused, last hour", hour ? `${hour.refusedPercent.toFixed(1)} %` : "-", "by policy or quota"),
+    card(
+      "Server errors, last hour",
+      calls === 0 ? "0" : `${failed} (${((100 * failed) / calls).toFixed(1)} %)`,
+      `5xx answers of this replica's ${calls} calls; ${sandbox} sandbox failures`,
+    ),
   );
 }
 

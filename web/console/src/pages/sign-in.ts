@@ -1,6 +1,9 @@
 /**
  * Sign-in: an admin token (or an API key, refused with a reason: keys belong to workspaces).
- * The token is checked with one admin API call and then kept in memory only.
+ * The token is checked with one admin API call and then kept in memory only. A workspace API
+ * key is refused by design (keys are scoped to one workspace and never carry admin rights):
+ * its shape (`sp_<prefix>_<secret>`, src/auth/api-key-format.ts) lets the refusal say so
+ * plainly rather than "no admin rights", which could read as a key missing a permission.
  */
 import { AdminApiError } from "../api.js";
 import { h, notice, replace } from "../dom.js";
@@ -29,7 +32,7 @@ export function signInForm(signIn: (token: string) => Promise<void>, message?: H
           submit.disabled = true;
           replace(status, notice("info", "Checking the token..."));
           signIn(token)
-            .catch((error: unknown) => replace(status, notice("error", refusal(error))))
+            .catch((error: unknown) => replace(status, notice("error", refusal(error, token))))
             .finally(() => {
               submit.disabled = false;
             });
@@ -52,8 +55,13 @@ export function signInForm(signIn: (token: string) => Promise<void>, message?: H
   return form;
 }
 
-function refusal(error: unknown): string {
+/** A sandpool API key's shape (only the shape: the gateway decided it is valid). */
+const API_KEY = /^sp_[0-9a-f]{12}_[A-Za-z0-9_-]{43}$/;
+
+function refusal(error: unknown, token: string): string {
   if (error instanceof AdminApiError) {
+    if (error.forbidden && API_KEY.test(token))
+      return "Refused: this is a workspace API key. API keys belong to one workspace and are never admin credentials, by design: they call the contract (POST /sessions...), not the admin API. Sign in with an admin token (sandpool token --admin makes one).";
     if (error.forbidden)
       return "Refused: this token is valid but has no admin rights. The console is for admin tokens; workspace tokens and API keys call the contract, not the admin API.";
     if (error.unauthenticated) return `Refused: the gateway does not accept this token (${error.message}).`;

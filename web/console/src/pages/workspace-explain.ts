@@ -2,7 +2,9 @@
  * Explain: would a call of this workspace be allowed, and why. The admin API's explain walks
  * the rules the real call would meet (src/explain) without running it; the console asks it
  * about an image (opening a session), a tool or a file (on one of the workspace's sessions)
- * and shows each step of the decision trace.
+ * and shows each step of the decision trace. With a bearer token pasted, the trace first says
+ * whether the gateway would accept it, and the rest is evaluated for the token's workspace.
+ * The token field is a password field; the answer never carries the token back.
  */
 import { AdminApiError, type ExplainAnswer, type ExplainRequest } from "../api.js";
 import { h, notice, replace, table } from "../dom.js";
@@ -50,6 +52,12 @@ export async function explainTab(
     value: sessions[0]?.id ?? "",
     autocomplete: "off",
   });
+  const token = h("input", {
+    id: "explain-token",
+    type: "password",
+    placeholder: "optional: check a workspace's token too",
+    autocomplete: "off",
+  });
   const sizeError = h("span", { class: "field-error", "aria-live": "polite" });
   const answer = h("div", { "aria-live": "polite" });
   const row = (label: string, id: string, input: HTMLElement, extra?: HTMLElement) =>
@@ -88,6 +96,7 @@ export async function explainTab(
       on: {
         submit: (event) => {
           event.preventDefault();
+          const bearer = token.value.trim();
           sizeError.textContent = "";
           let request: ExplainRequest;
           if (question.value === "image") {
@@ -111,6 +120,7 @@ export async function explainTab(
               args: { session_id: session.value.trim(), content_length: Number(size.value.trim()) },
             };
           }
+          if (bearer) request = { ...request, token: bearer };
           api
             .explain(request)
             .then((result) => replace(answer, trace(result)))
@@ -131,6 +141,16 @@ export async function explainTab(
     h("h2", null, "Would this be allowed?"),
     row("Question", "question", question),
     Object.values(fields),
+    row(
+      "Token",
+      "explain-token",
+      token,
+      h(
+        "span",
+        { class: "help" },
+        "Would this token be allowed? Valid or not and why, and whose workspace it is: the rest is evaluated for that workspace. Not kept, not shown back.",
+      ),
+    ),
     h(
       "datalist",
       { id: "explain-sessions" },
@@ -150,8 +170,17 @@ function trace(result: ExplainAnswer): HTMLElement {
       "p",
       { class: `decision ${allowed ? "allow" : "deny"}` },
       allowed ? "Allowed" : `Refused: ${result.code}`,
-      ` (${result.operation})`,
+      ` (${result.operation}, workspace ${result.workspace})`,
     ),
+    result.token
+      ? h(
+          "p",
+          { class: `token-verdict ${result.token.valid ? "allow" : "deny"}` },
+          result.token.valid
+            ? `Token: valid, of workspace ${result.token.workspace}${result.token.admin ? " (an admin token)" : ""}, until ${result.token.expires}`
+            : `Token: refused (${result.token.reason})`,
+        )
+      : null,
     table(
       ["Step", "Verdict", "Rule", "Field", "Value", "Limit", "Why"],
       result.steps.map((step) => [

@@ -1,7 +1,7 @@
 /**
- * A workspace's live sessions: end one, hibernate one. A hibernated session resumes on its
- * next contract call, on any node that offers its image; the admin API has no resume of its
- * own, so neither has the console.
+ * A workspace's live sessions: end one, hibernate one, resume one. A hibernated session also
+ * resumes on its next contract call, on any node that offers its image; Resume does it now,
+ * through the admin API's resume (the same restore a call would run).
  */
 import { AdminApiError } from "../api.js";
 import { button, bytes, h, notice, replace, table, when } from "../dom.js";
@@ -44,6 +44,12 @@ export async function sessionsTab(
           h(
             "div",
             { class: "actions" },
+            session.state === "hibernated"
+              ? button("Resume", () => act(api.resumeSession(session.id), `Session ${session.id} resumed.`), {
+                  class: "secondary",
+                  "aria-label": `Resume session ${session.id}`,
+                })
+              : null,
             session.state === "running"
               ? button(
                   "Hibernate",
@@ -73,7 +79,11 @@ export async function sessionsTab(
     area,
     status,
     h("h2", null, "Sessions"),
-    h("p", { class: "help" }, "A hibernated session resumes on its next call (any contract call on it)."),
+    h(
+      "p",
+      { class: "help" },
+      "A hibernated session resumes on its next call (any contract call on it), or now with Resume.",
+    ),
     list,
   );
   await draw();
