@@ -531,7 +531,7 @@ describe("usage and pools", () => {
   it("lists every pool with its spec and its idle and member counts (more in admin-sessions-pools.test.ts)", async () => {
     const answer = await api("GET", "/pools");
     expect(answer.status, answer.text).toBe(200);
-    expect(Object.keys(answer.body as object)).toEqual(["items"]);
+    expect(Object.keys(answer.body as object)).toEqual(["items", "serverErrors"]);
     const pools = (answer.body as { items: Record<string, unknown>[] }).items;
     expect(pools).toHaveLength(1);
     // The spec as configured (whatever fields PoolSpec has), plus the two counts.
