@@ -19,7 +19,7 @@ export function signalGroup(pid: number | undefined, signal: NodeJS.Signals): vo
  * ssl, curl) reads SSL_CERT_FILE, requests REQUESTS_CA_BUNDLE, curl CURL_CA_BUNDLE, node
  * NODE_EXTRA_CA_CERTS.
  */
-const PASSED_VARIABLES = [
+export const PASSED_VARIABLES = [
   "HTTP_PROXY",
   "HTTPS_PROXY",
   "NO_PROXY",

@@ -14,6 +14,7 @@ import path from "node:path";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InterpreterZygote } from "../../../src/sandbox/tools/interpreter-zygote.js";
+import { PASSED_VARIABLES } from "../../../src/sandbox/tools/process-group.js";
 import { resolvePythonExecutable } from "../../../src/sandbox/tools/resolve-python.js";
 import { CodeLauncher } from "../../../src/sandbox/user-code/code-user.js";
 import { newSession, startTestSandbox, type TestSandbox, waitFor } from "../../support/sandbox-server.js";
@@ -84,9 +85,13 @@ describe.skipIf(process.platform !== "linux")("forked interpreters", () => {
     const lines = seen.stdout.trim().split("\n");
     expect(lines[0]?.split(" ").slice(1)).toEqual(["True", "1"]);
     expect(lines[1]).toBe("False False None");
-    expect(lines[2]).toBe(
-      "['HOME', 'LANG', 'LC_ALL', 'MPLBACKEND', 'MPLCONFIGDIR', 'PATH', 'PYTHONDONTWRITEBYTECODE', 'PYTHONIOENCODING', 'PYTHONUNBUFFERED', 'TERM']",
-    );
+    // The minimal environment, and the proxy and trust settings the server itself was given
+    // (this machine may set SSL_CERT_FILE and the like; a container sets them for egress).
+    const passed = PASSED_VARIABLES.filter((name) => process.env[name] !== undefined);
+    const base = ["HOME", "LANG", "LC_ALL", "MPLBACKEND", "MPLCONFIGDIR", "PATH"];
+    const python3 = ["PYTHONDONTWRITEBYTECODE", "PYTHONIOENCODING", "PYTHONUNBUFFERED", "TERM"];
+    const expected = [...base, ...python3, ...passed].sort();
+    expect(lines[2]).toBe(`[${expected.map((name) => `'${name}'`).join(", ")}]`);
     expect(lines[3]).toBe("True");
     // And the earlier session keeps its own state.
     expect((await python(sandbox, first, "print(secret)")).stdout).toBe("41\n");
