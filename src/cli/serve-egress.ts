@@ -10,7 +10,7 @@ import type { Logger } from "pino";
 import type { GatewayConfig } from "../config/gateway-config.js";
 import { GatewayEgress } from "../egress/gateway-egress.js";
 import { egressInjectionOf, loadEgressCa } from "../egress/tls/egress-ca-source.js";
-import { KeyRing } from "../secrets/key-ring.js";
+import { keyRingOf } from "../secrets/secrets-settings.js";
 import type { Database } from "../store/sql/database-types.js";
 import { EgressCaRepository } from "../store/sql/egress-ca-repository.js";
 
@@ -32,7 +32,7 @@ export async function enableEgressInjection(
       settings: config.egress,
       deployment: config.deployment,
       store: new EgressCaRepository(db),
-      ...(config.secrets.keys === undefined ? {} : { sealer: KeyRing.parse(config.secrets.keys) }),
+      sealer: keyRingOf(config.secrets),
     });
     egress.useInjection(await egressInjectionOf(ca, config.egress));
   } catch (error) {

@@ -7,8 +7,8 @@
 import type { Logger } from "pino";
 import type { GatewayConfig } from "../config/gateway-config.js";
 import type { PolicyService } from "../policy/policy-service.js";
-import { KeyRing } from "../secrets/key-ring.js";
 import { SecretStore } from "../secrets/secret-store.js";
+import { keyRingOf } from "../secrets/secrets-settings.js";
 import { SecretRepository } from "../store/sql/secret-repository.js";
 import type { GatewayBackends } from "./gateway-backends.js";
 
@@ -29,7 +29,7 @@ export function startSecrets(
     );
   return new SecretStore({
     repository: new SecretRepository(backends.db),
-    sealer: keys === undefined ? undefined : KeyRing.parse(keys),
+    sealer: keyRingOf(config.secrets),
     allowedHostsOf: async (workspace) => (await built.policies.forWorkspace(workspace)).egressAllowHosts,
     changed: built.changed,
     log: built.log.child({ part: "secrets" }),

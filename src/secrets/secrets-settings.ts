@@ -7,7 +7,7 @@
  */
 import { readFileSync } from "node:fs";
 import { z } from "zod";
-import { KeyRingError, parseKeyRing } from "./key-ring.js";
+import { KeyRing, KeyRingError, parseKeyRing } from "./key-ring.js";
 
 export const secretsSettingsSchema = z
   .strictObject({
@@ -49,3 +49,17 @@ export const secretsSettingsSchema = z
   });
 
 export type SecretsSettings = z.output<typeof secretsSettingsSchema>;
+
+/** One ring per loaded configuration, shared by the secrets store and the egress CA's seal. */
+const rings = new WeakMap<SecretsSettings, KeyRing>();
+
+/** The deployment's key ring, or undefined when none is configured. */
+export function keyRingOf(settings: SecretsSettings): KeyRing | undefined {
+  if (settings.keys === undefined) return undefined;
+  let ring = rings.get(settings);
+  if (!ring) {
+    ring = KeyRing.parse(settings.keys);
+    rings.set(settings, ring);
+  }
+  return ring;
+}
