@@ -158,9 +158,16 @@ export class AdminView {
     });
   }
 
-  /** A workspace's usage since `from`: quantity and count per kind (summed over tools). */
+  /**
+   * A workspace's usage since `from`: quantity and count per kind (summed over tools). The
+   * range ends a minute ahead: a session's end figures are stamped one by one as they are
+   * recorded, so an end of "now" taken here could fall between its CPU and its memory peak
+   * (CI saw that once: the peak then counted as the next session's). Every figure recorded
+   * by the time the gateway answers counts; a session's figures are appended together.
+   */
   async usage(workspace: string, from: Date): Promise<Map<string, { count: number; quantity: number }>> {
-    const query = new URLSearchParams({ from: from.toISOString(), to: new Date().toISOString() });
+    const to = new Date(Date.now() + 60_000);
+    const query = new URLSearchParams({ from: from.toISOString(), to: to.toISOString() });
     const answer = await this.http.send(
       "GET",
       `admin/v1/workspaces/${encodeURIComponent(workspace)}/usage?${query}`,
