@@ -21,12 +21,11 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Browser, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintToken } from "../../src/auth/dev-keys.js";
 import { assertAdminResponse } from "../support/admin-openapi.js";
 import { chromiumInstalled, launchChromium } from "../support/console-browser.js";
 import { type DevCliGateway, startDevCliGateway } from "../support/dev-cli-gateway.js";
 import { NODE_ID, startEdgeNodeStack } from "../support/edge-node-stack.js";
-import { TEST_SECRET } from "../support/gateway-harness.js";
+import { testAdminToken } from "../support/gateway-harness.js";
 import { redisAvailable } from "../support/redis.js";
 import { requireService } from "../support/require-service.js";
 
@@ -299,7 +298,7 @@ describe.skipIf(!available)("the operator console in Chromium", () => {
     const stack = await startEdgeNodeStack({ consoleDir: path.join(root, "dist/console-assets") });
     const edgePage = await browser.newPage();
     try {
-      edgeAdminToken = await mintToken({ secret: TEST_SECRET, admin: true, subject: "op", ttlSeconds: 600 });
+      edgeAdminToken = await testAdminToken("op");
       edgePage.setDefaultTimeout(15_000);
       edgePage.on("pageerror", (error) => problems.push(`edge page error: ${(error as Error).message}`));
       edgePage.on("dialog", (dialog) => void dialog.accept());

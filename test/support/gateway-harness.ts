@@ -24,6 +24,10 @@ import { ContractClient } from "./contract-client.js";
 export const TEST_SECRET = "test-secret-of-at-least-thirty-two-bytes!!";
 export const TEST_IMAGE = "sandpool/sandbox:dev";
 
+/** An admin token of the test gateways (HS256 with TEST_SECRET), valid ten minutes. */
+export const testAdminToken = (subject = "ops") =>
+  mintToken({ secret: TEST_SECRET, admin: true, subject, ttlSeconds: 600 });
+
 export interface TestGateway {
   gateway: RunningGateway;
   store: MemoryCoordinationStore;

@@ -18,6 +18,7 @@ import {
   TEST_IMAGE,
   TEST_SECRET,
   type TestGateway,
+  testAdminToken,
 } from "../../support/gateway-harness.js";
 import { waitFor } from "../../support/wait-for.js";
 
@@ -27,10 +28,7 @@ beforeAll(async () => {
   harness = await startTestGateway({
     pools: [{ name: "default", image: TEST_IMAGE, minIdle: 1, maxTotal: 6 }],
   });
-  api = adminApi(
-    harness.url,
-    await mintToken({ secret: TEST_SECRET, admin: true, subject: "ops", ttlSeconds: 600 }),
-  );
+  api = adminApi(harness.url, await testAdminToken());
 });
 afterAll(() => harness?.close());
 

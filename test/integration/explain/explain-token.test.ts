@@ -15,6 +15,7 @@ import {
   TEST_IMAGE,
   TEST_SECRET,
   type TestGateway,
+  testAdminToken,
 } from "../../support/gateway-harness.js";
 
 let harness: TestGateway;
@@ -24,7 +25,7 @@ beforeAll(async () => {
     policy: { allowedImages: [TEST_IMAGE], defaultImage: TEST_IMAGE },
     pools: [{ name: "default", image: TEST_IMAGE, minIdle: 0, maxTotal: 2, demand: false }],
   });
-  adminToken = await mintToken({ secret: TEST_SECRET, admin: true, subject: "ops", ttlSeconds: 600 });
+  adminToken = await testAdminToken();
   // team-b may not open sessions: a token of team-b is refused there, whatever was asked.
   const disabled = await adminRequest(harness.url, adminToken, "PUT", "/workspaces/team-b/policy", {
     body: { enabled: false },

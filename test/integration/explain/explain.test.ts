@@ -13,7 +13,7 @@ import type { TraceStep } from "../../../src/explain/explain-trace.js";
 import type { EditablePolicyFields } from "../../../src/store/sql/policy-row.js";
 import { adminRequest } from "../../support/admin-api.js";
 import type { Answer, ContractClient } from "../../support/contract-client.js";
-import { TEST_IMAGE, TEST_SECRET } from "../../support/gateway-harness.js";
+import { TEST_IMAGE, TEST_SECRET, testAdminToken } from "../../support/gateway-harness.js";
 import {
   createRedisDeployment,
   type RedisDeployment,
@@ -36,7 +36,7 @@ beforeAll(async () => {
     intervals: { warmMs: 100, reapMs: 100 },
   });
   replica = await deployment.startReplica();
-  adminToken = await mintToken({ secret: TEST_SECRET, admin: true, subject: "explainer", ttlSeconds: 600 });
+  adminToken = await testAdminToken("explainer");
 }, 60_000);
 afterAll(() => deployment?.close());
 

@@ -15,6 +15,7 @@ import {
   TEST_IMAGE,
   TEST_SECRET,
   type TestGateway,
+  testAdminToken,
 } from "../../support/gateway-harness.js";
 
 let harness: TestGateway;
@@ -30,7 +31,7 @@ beforeAll(async () => {
     },
     pools: [{ name: "default", image: TEST_IMAGE, minIdle: 1, maxTotal: 6 }],
   });
-  adminToken = await mintToken({ secret: TEST_SECRET, admin: true, subject: "alice", ttlSeconds: 600 });
+  adminToken = await testAdminToken("alice");
 });
 afterAll(() => harness?.close());
 

@@ -7,10 +7,14 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintToken } from "../../../src/auth/dev-keys.js";
 import { type AdminRequestOptions, adminRequest } from "../../support/admin-api.js";
 import { ContractClient } from "../../support/contract-client.js";
-import { startTestGateway, TEST_SECRET, type TestGateway } from "../../support/gateway-harness.js";
+import {
+  startTestGateway,
+  TEST_SECRET,
+  type TestGateway,
+  testAdminToken,
+} from "../../support/gateway-harness.js";
 
 let harness: TestGateway;
 let adminToken: string;
@@ -18,7 +22,7 @@ beforeAll(async () => {
   harness = await startTestGateway({
     auth: { jwtSecret: TEST_SECRET, apiKeyLastUsedFlushMs: 200 },
   });
-  adminToken = await mintToken({ secret: TEST_SECRET, admin: true, subject: "alice", ttlSeconds: 600 });
+  adminToken = await testAdminToken("alice");
 });
 afterAll(() => harness?.close());
 

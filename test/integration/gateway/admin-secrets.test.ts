@@ -10,12 +10,11 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { Writable } from "node:stream";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintToken } from "../../../src/auth/dev-keys.js";
 import { newKeyEntry } from "../../../src/secrets/key-ring.js";
 import { type AdminRequestOptions, adminRequest } from "../../support/admin-api.js";
 import { expectDeclaredAnswer } from "../../support/admin-openapi.js";
 import type { Answer } from "../../support/contract-client.js";
-import { startTestGateway, TEST_SECRET, type TestGateway } from "../../support/gateway-harness.js";
+import { startTestGateway, type TestGateway, testAdminToken } from "../../support/gateway-harness.js";
 
 const logLines: string[] = [];
 const capture = new Writable({
@@ -35,7 +34,7 @@ beforeAll(async () => {
     },
     { log: pino({ level: "debug" }, capture) },
   );
-  adminToken = await mintToken({ secret: TEST_SECRET, admin: true, subject: "alice", ttlSeconds: 600 });
+  adminToken = await testAdminToken("alice");
 });
 afterAll(() => harness?.close());
 

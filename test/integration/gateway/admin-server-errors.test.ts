@@ -6,14 +6,13 @@
  * (the console's own polling) are not counted. Answers checked against the admin document.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintToken } from "../../../src/auth/dev-keys.js";
 import { adminRequest } from "../../support/admin-api.js";
 import { assertAdminResponse } from "../../support/admin-openapi.js";
 import {
   startTestGateway,
   TEST_IMAGE,
-  TEST_SECRET,
   type TestGateway,
+  testAdminToken,
 } from "../../support/gateway-harness.js";
 import { waitFor } from "../../support/wait-for.js";
 
@@ -24,7 +23,7 @@ beforeAll(async () => {
     policy: { allowedImages: [TEST_IMAGE], defaultImage: TEST_IMAGE },
     pools: [{ name: "default", image: TEST_IMAGE, minIdle: 0, maxTotal: 2, demand: false }],
   });
-  adminToken = await mintToken({ secret: TEST_SECRET, admin: true, subject: "ops", ttlSeconds: 600 });
+  adminToken = await testAdminToken();
 });
 afterAll(() => harness?.close());
 

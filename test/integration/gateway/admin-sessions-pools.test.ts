@@ -9,14 +9,13 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintToken } from "../../../src/auth/dev-keys.js";
 import { type AdminRequestOptions, adminRequest } from "../../support/admin-api.js";
 import type { Answer } from "../../support/contract-client.js";
 import {
   startTestGateway,
   TEST_IMAGE,
-  TEST_SECRET,
   type TestGateway,
+  testAdminToken,
 } from "../../support/gateway-harness.js";
 import { waitFor } from "../../support/sandbox-server.js";
 
@@ -29,7 +28,7 @@ beforeAll(async () => {
     // earlier tests' quick leases would raise (src/pool/pool-demand.ts).
     pools: [{ name: "default", image: TEST_IMAGE, minIdle: 1, maxTotal: 4, demand: false }],
   });
-  adminToken = await mintToken({ secret: TEST_SECRET, admin: true, subject: "alice", ttlSeconds: 600 });
+  adminToken = await testAdminToken("alice");
 });
 afterAll(() => harness?.close());
 

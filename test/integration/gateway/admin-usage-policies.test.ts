@@ -6,13 +6,12 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintToken } from "../../../src/auth/dev-keys.js";
 import { type AdminRequestOptions, adminRequest } from "../../support/admin-api.js";
 import {
   startTestGateway,
   TEST_IMAGE,
-  TEST_SECRET,
   type TestGateway,
+  testAdminToken,
 } from "../../support/gateway-harness.js";
 
 let harness: TestGateway;
@@ -26,7 +25,7 @@ beforeAll(async () => {
       sessionsPerMinute: 100,
     },
   });
-  adminToken = await mintToken({ secret: TEST_SECRET, admin: true, subject: "ops", ttlSeconds: 600 });
+  adminToken = await testAdminToken();
 });
 afterAll(() => harness?.close());
 

@@ -21,7 +21,7 @@ import { RedisCoordinationStore } from "../../../src/store/coordination/redis/re
 import { migrateToLatest } from "../../../src/store/sql/migrate.js";
 import { resolvePython } from "../../support/cli.js";
 import { ContractClient } from "../../support/contract-client.js";
-import { TEST_IMAGE, TEST_SECRET } from "../../support/gateway-harness.js";
+import { TEST_IMAGE, TEST_SECRET, testAdminToken } from "../../support/gateway-harness.js";
 import { redisAvailable, redisUrl } from "../../support/redis.js";
 import { waitFor } from "../../support/wait-for.js";
 import { type OpenedDatabase, openFreshPostgres, postgresAvailable } from "../store/databases.js";
@@ -105,7 +105,7 @@ describe.skipIf(!available)("pool resizes across replicas", () => {
       maxFileBytes: config.policy.maxFileBytes,
       log,
     });
-    adminToken = await mintToken({ secret: TEST_SECRET, admin: true, subject: "operator", ttlSeconds: 600 });
+    adminToken = await testAdminToken("operator");
   });
   afterAll(async () => {
     for (const [i, { gateway, store }] of replicas.entries()) {
