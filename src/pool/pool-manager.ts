@@ -182,6 +182,7 @@ export class PoolManager implements GatewayPools {
           nothingTurning = true;
           continue;
         }
+        await this.logRefusal(pool, hold.workspace, started);
         throw new SandpoolError(
           "capacity.exhausted",
           `the '${pool.name}' pool is at capacity (its maxTotal, ${this.sizeOf(pool).maxTotal}, raises it: \`sandpool pools resize\` or the pool's config)`,
@@ -193,6 +194,30 @@ export class PoolManager implements GatewayPools {
       nothingTurning = false;
       await sleep(Math.min(LEASE_POLL_MAX_MS, LEASE_POLL_FIRST_MS * 2 ** attempt));
     }
+  }
+
+  /** What the pool held when a lease was refused: an operator's first question about a 503. */
+  private async logRefusal(pool: PoolSpec, workspace: string, started: bigint): Promise<void> {
+    const now = this.now();
+    const [members, idle, parked, turningOver] = await Promise.all([
+      this.deps.store.countMembers(pool.name, now),
+      this.deps.store.countIdle(pool.name),
+      this.deps.store.listParked(pool.name),
+      this.turningOver(pool),
+    ]).catch(() => []);
+    this.deps.log.warn(
+      {
+        pool: pool.name,
+        workspace,
+        members,
+        maxTotal: this.sizeOf(pool).maxTotal,
+        idle,
+        parked: parked?.map((record) => record.owner),
+        turningOver,
+        waitedMs: Math.round(Number(process.hrtime.bigint() - started) / 1e6),
+      },
+      "a lease was refused: the pool is at capacity",
+    );
   }
 
   /**

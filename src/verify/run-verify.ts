@@ -51,12 +51,24 @@ export async function runVerify(options: VerifyOptions): Promise<ProbeResult[]> 
   const tagOf = (probe: Probe) => `spv${run}x${PROBES.indexOf(probe)}`;
   const results: ProbeResult[] = [];
   const opened: ProbeSession[] = [];
+  // Sessions that landed on another sandbox than sought, held open to the end of the leak probes.
+  const held: ProbeSession[] = [];
   try {
+    const create = (client: WorkspaceClient) =>
+      client.createSession((seconds) =>
+        progress(`the workspace's session rate is spent: waiting ${seconds} s, as the gateway asks`),
+      );
     const open = async (client: WorkspaceClient) => {
+      const id = await create(client).catch(async (error: unknown) => {
+        // The held sessions take a small pool's room (a pool of four: three held, the probe's
+        // own, and the other workspace's finds it full): they are let go, not the probe.
+        if (!(error instanceof VerifyCallError) || error.status !== 503 || held.length === 0) throw error;
+        progress(`the pool is full: ending the ${held.length} session(s) held aside, and trying again`);
+        await endAll(held);
+        return create(client);
+      });
       const session = {
-        id: await client.createSession((seconds) =>
-          progress(`the workspace's session rate is spent: waiting ${seconds} s, as the gateway asks`),
-        ),
+        id,
         client,
       };
       opened.push(session);
@@ -64,8 +76,6 @@ export async function runVerify(options: VerifyOptions): Promise<ProbeResult[]> 
     };
     const leaks = probes.filter((probe): probe is LeakProbe => probe.kind === "leak");
     const cycles = leakCycles(leaks);
-    // Sessions that landed on another sandbox than sought, held open to the end of the leak probes.
-    const held: ProbeSession[] = [];
     const placement = {
       admin,
       reuse: { tries: PLACEMENT_TRIES, seen: false },
@@ -122,6 +132,7 @@ export async function runVerify(options: VerifyOptions): Promise<ProbeResult[]> 
     }
   } finally {
     await endAll(opened);
+    await endAll(held);
     await http.close();
   }
   // In the catalog's order, whatever order they ran in.

@@ -20,7 +20,15 @@ export interface ToolOutput {
 }
 
 /** A call the deployment answered with something other than what the probe needs. */
-export class VerifyCallError extends Error {}
+export class VerifyCallError extends Error {
+  /** The gateway's answer, when it answered. */
+  constructor(
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+  }
+}
 
 const CALL_DEADLINE_MS = 120_000;
 /** The longest a run waits out a workspace's session rate, in all, before it takes the 429. */
@@ -80,7 +88,10 @@ export class WorkspaceClient {
       waited += retryAfter;
     }
     if (answer.status !== 201)
-      throw new VerifyCallError(`CreateSession answered ${answer.status}: ${answer.text.slice(0, 300)}`);
+      throw new VerifyCallError(
+        `CreateSession answered ${answer.status}: ${answer.text.slice(0, 300)}`,
+        answer.status,
+      );
     return (JSON.parse(answer.text) as { session_id: string }).session_id;
   }
 
