@@ -48,6 +48,8 @@
  *                 machines, whose wait for a CPU here is not the gateway's latency.
  *                 On 2 CPUs that every sandbox's scrub and fork compete for, a gateway at
  *                 the same priority waits for the CPU at every step (docs/benchmarks.md)
+ * --profile DIR   runs serve with `--cpu-prof` and writes its profile into DIR when the run ends
+ *                 (open it in Chrome's DevTools, or summarise it with scripts/cpu-profile-top.mjs)
  * --sandbox-cpus LIST
  *                 run the sandboxes on these CPUs only (runtime.docker.sandboxCpus, e.g. 1)
  *                 and the gateway, Redis and the clients on the others (taskset; Redis is
@@ -92,6 +94,7 @@ try {
       "no-engine": { type: "boolean", default: false },
       "control-plane-nice": { type: "string" },
       "sandbox-cpus": { type: "string" },
+      profile: { type: "string" },
     },
   }));
 } catch (error) {
@@ -256,7 +259,14 @@ async function main() {
   const unregister = onCleanup(() => deployment.close());
   await deployment.migrate();
   const started = nowMs();
-  const gateway = await deployment.startServe();
+  // A CPU profile of serve (--cpu-prof, written when it stops): where a session's gateway work goes.
+  const gateway = values.profile
+    ? await deployment.startGateway(undefined, {}, [
+        "--cpu-prof",
+        "--cpu-prof-interval=200",
+        `--cpu-prof-dir=${values.profile}`,
+      ])
+    : await deployment.startServe();
   progress(`serve ready in ${formatMs(nowMs() - started)} at ${gateway.url}`);
   if (controlPlaneNice !== undefined) {
     const redisPids = controlPlanePids();
