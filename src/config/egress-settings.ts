@@ -54,7 +54,6 @@ export const egressSettingsSchema = z
         example: "/etc/sandpool/egress-ca/tls.key",
         env: { name: "SANDPOOL_EGRESS_CA_KEY_FILE", description: "PEM private key of the egress CA" },
       }),
-    /** Extra CAs (PEM files) the proxy trusts for upstream servers, besides Node's roots. */
     upstreamCaFiles: z
       .array(z.string().min(1))
       .default([])

@@ -55,7 +55,6 @@ export const gatewayConfigSchema = z
         env: { name: "SANDPOOL_PORT", description: "port to listen on (a whole number)" },
       }),
     adminListener: adminListenerSettingsSchema,
-    /** The contract is served at `/` and also under this path (e.g. `/v1/sandbox`). */
     basePath: z
       .string()
       .default("")
@@ -63,7 +62,6 @@ export const gatewayConfigSchema = z
         doc: "The contract is served at / and also under this path, e.g. /v1/sandbox.",
         env: { name: "SANDPOOL_BASE_PATH", description: "also serve the contract under this path" },
       }),
-    /** Labels every sandbox this deployment starts, so reconciliation knows its own. */
     deployment: z
       .string()
       .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/)
@@ -86,11 +84,9 @@ export const gatewayConfigSchema = z
     http: httpSettingsSchema,
     intervals: intervalsSettingsSchema,
     authFailures: authFailuresSettingsSchema,
-    /** Who may read /metrics: anyone who reaches the port, or only with `metrics.token`. */
     metrics: metricsSettingsSchema.register(settingDocs, {
       doc: "Who may read /metrics (here and on nodes): anyone who reaches the port, or with a token only Authorization: Bearer <token>.",
     }),
-    /** The operator console at /console (docs/console.md). */
     console: consoleSettingsSchema.register(settingDocs, {
       doc: "The operator console at /console (docs/console.md): static files beside the admin API, used with an admin token.",
     }),
@@ -100,15 +96,12 @@ export const gatewayConfigSchema = z
       doc: "How long a workspace policy is cached; edits also invalidate it at once.",
     }),
     egress: egressSettingsSchema,
-    /** The key ring workspace secrets are sealed with at rest (docs/secrets.md). */
     secrets: secretsSettingsSchema.register(settingDocs, {
       doc: "The key ring workspace secrets are sealed with at rest (docs/secrets.md). Without keys the gateway serves, and the secrets API answers 503 secrets.not_configured.",
     }),
-    /** Where hibernated sessions' checkpoints are kept (node-local, or shared by every node). */
     hibernate: hibernateSettingsSchema.register(settingDocs, {
       doc: "Where hibernated sessions' checkpoints are kept (their memory and files): docs/hibernate.md.",
     }),
-    /** Postgres for policy, usage and audit; `sandpool serve` requires it, dev mode uses PGlite. */
     databaseUrl: z
       .string()
       .min(1)
@@ -118,7 +111,6 @@ export const gatewayConfigSchema = z
         example: "postgres://sandpool:change-me@postgres:5432/sandpool",
         env: { name: "DATABASE_URL", description: "Postgres connection URL (required by `sandpool serve`)" },
       }),
-    /** Redis for coordination and jobs; `sandpool serve` requires it, dev mode keeps state in memory. */
     redisUrl: z
       .string()
       .min(1)
@@ -132,7 +124,6 @@ export const gatewayConfigSchema = z
             "Redis URL of one server, rediss:// for TLS (serve needs this, or Sentinels, or a Cluster)",
         },
       }),
-    /** Redis through Sentinel or as a Cluster, instead of redisUrl's one server. */
     redis: redisSettingsSchema.optional().register(settingDocs, {
       doc: "Redis through Sentinel (sentinels, sentinelName) or as a Cluster (cluster.nodes) instead of redisUrl; set one of the three.",
     }),
@@ -145,11 +136,9 @@ export const gatewayConfigSchema = z
             doc: "docker (isolated containers) or process (child processes, dev only, NOT isolated).",
             env: { name: "SANDPOOL_RUNTIME", description: "sandbox runtime: docker or process" },
           }),
-        /** Options of the docker runtime (engines, networks, resource classes). */
         docker: dockerRuntimeSettingsSchema.optional().register(settingDocs, {
           doc: "Options of the docker runtime (engines, socket directory, resource classes).",
         }),
-        /** Python interpreter of the process runtime's sandboxes. */
         python: z
           .string()
           .min(1)
@@ -177,11 +166,9 @@ export const gatewayConfigSchema = z
         doc: "What this process is. One host runs all (gateway and sandboxes); scaled out, stateless edges route to one node per sandbox host.",
         env: { name: "SANDPOOL_ROLE", description: "what this process is: all (one host), edge or node" },
       }),
-    /** The node API (role node) and the edge/node shared secrets (roles edge and node). */
     node: nodeSettingsSchema.register(settingDocs, {
       doc: "The node API (role node) and the secrets edges and nodes authenticate each other with.",
     }),
-    /** On SIGTERM, how long in-flight requests may finish before the process exits anyway. */
     shutdownGraceMs: z
       .number()
       .int()
@@ -191,7 +178,6 @@ export const gatewayConfigSchema = z
         doc: "On SIGTERM, how long in-flight requests may finish before exit.",
         env: { name: "SANDPOOL_SHUTDOWN_GRACE_MS", description: "grace for in-flight requests on SIGTERM" },
       }),
-    /** Apply pending database migrations at start-up instead of via `sandpool migrate`. */
     migrateOnStart: z
       .boolean()
       .default(false)

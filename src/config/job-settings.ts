@@ -47,7 +47,6 @@ export const retentionSettingsSchema = z
       doc: "Policy, API key and admin audit rows older than this many days are deleted.",
       env: { name: "SANDPOOL_RETENTION_AUDIT_DAYS", description: "days audit rows are kept" },
     }),
-    /** How often the rollup and pruning job runs (once across replicas). */
     intervalMs: positive.default(3_600_000).register(settingDocs, {
       doc: "How often the rollup and pruning job runs, once across all replicas.",
     }),
@@ -63,11 +62,9 @@ export const retentionSettingsSchema = z
  */
 export const usageBacklogSettingsSchema = z
   .strictObject({
-    /** How often each replica drains the backlog to Postgres. */
     drainMs: positive
       .default(1_000)
       .register(settingDocs, { doc: "How often each replica drains the usage backlog to Postgres." }),
-    /** Past this many records waiting, /readyz answers not ready (Postgres is not keeping up). */
     notReadyAbove: positive.default(1_000_000).register(settingDocs, {
       doc: "Records waiting past which /readyz answers not ready (Postgres is not keeping up).",
       env: {
@@ -92,7 +89,6 @@ export const usageBacklogSettingsSchema = z
           description: "directory of the usage journal (a volume that outlives the container)",
         },
       }),
-    /** A journal segment nobody has written to for this long is replayed by any replica. */
     journalReplayAfterMs: positive.default(30_000).register(settingDocs, {
       doc: "A journal segment nobody has written to for this long is left behind: any replica replays it into the backlog.",
     }),

@@ -45,7 +45,6 @@ export const poolSpecSchema = z
     coldStartTimeoutMs: positive
       .default(30_000)
       .register(settingDocs, { doc: "Deadline of a cold start when the pool is dry." }),
-    /** Sandboxes with network egress, for workspaces whose policy allows it (egressAllowed). */
     egress: z.boolean().default(false).register(settingDocs, {
       doc: "Sandboxes with egress through the gateway's filtering proxy (egress.*), leased only where policy allows it.",
     }),

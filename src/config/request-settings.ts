@@ -65,25 +65,20 @@ export const limitsSettingsSchema = z
     sandboxRequestTimeoutMs: positive
       .default(30_000)
       .register(settingDocs, { doc: "Deadline of every other call to a sandbox." }),
-    /** A request's whole header block must arrive within this. */
     headerReadTimeoutMs: positive.default(10_000).register(settingDocs, {
       doc: "A request's whole header block must arrive within this (slower clients get 408 and are cut off).",
     }),
-    /** A request body that stays silent this long (while the gateway wants bytes) is cut off. */
     bodyReadTimeoutMs: positive.default(30_000).register(settingDocs, {
       doc: "A request body that sends nothing this long while the gateway is reading it is cut off (per read, not per body).",
     }),
-    /** Requests in flight that have not passed authentication; more get 503 (health checks never). */
     maxUnauthenticatedRequests: positive.default(256).register(settingDocs, {
       doc: "Requests in flight not yet past authentication (/metrics too); more get 503 request.busy. /healthz and /readyz never count.",
     }),
-    /** Contract calls of one workspace in flight at once on one replica; more get 429. */
     maxCallsInFlightPerWorkspace: positive
       .default(DEFAULT_CALLS_IN_FLIGHT_PER_WORKSPACE)
       .register(settingDocs, {
         doc: "Contract calls of one workspace in flight at once, per replica (N replicas admit up to N times it); more get 429.",
       }),
-    /** A client that stops reading its answer this long is cut off (its buffered answer freed). */
     writeStallTimeoutMs: positive.default(30_000).register(settingDocs, {
       doc: "A client whose answer stays unread this long (writes backed up) is cut off, and the answer's memory freed.",
     }),
@@ -95,11 +90,9 @@ export const limitsSettingsSchema = z
     maxSandboxAnswerBytes: positive.default(16 * 1024 * 1024).register(settingDocs, {
       doc: "Most bytes of a sandbox's Execute or PutFile answer the gateway reads; a larger Execute answer becomes a 200 saying the output was dropped.",
     }),
-    /** A sandbox's error answer read into memory; a larger one is `sandbox.bad_answer` (502). */
     maxSandboxErrorBytes: positive.default(64 * 1024).register(settingDocs, {
       doc: "Most bytes of a sandbox's error answer the gateway reads; more is 502 sandbox.bad_answer.",
     }),
-    /** Sandbox answers being read into memory at once, all calls together; more wait their turn. */
     maxBufferedAnswerBytes: positive.default(128 * 1024 * 1024).register(settingDocs, {
       doc: "Most bytes of sandbox answers read into memory at once, all calls together; further reads wait their turn.",
     }),
@@ -119,7 +112,6 @@ export const limitsSettingsSchema = z
   .prefault({})
   .register(settingDocs, { doc: "Request limits." });
 
-/** Which Host and Origin headers the gateway answers (DNS rebinding, browser pages). */
 export const httpSettingsSchema = z
   .strictObject({
     allowedHosts: z
