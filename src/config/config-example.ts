@@ -2,21 +2,17 @@
  * `sandpool config example`: a complete, commented configuration file. It is rendered from the
  * schema itself (key order, which keys are required, every default), so it cannot drift from
  * what the loader accepts; only the one-line comments and the placeholder values of settings
- * without a default are written by hand (field-docs-gateway.ts, field-docs-operations.ts).
+ * without a default are written by hand, on the fields themselves (src/contract/setting-docs.ts).
  * Optional settings are shown commented out with their default; required ones are active, so
  * the file loads as it is.
  */
 import { stringify } from "yaml";
 import type { z } from "zod";
 import { formatKeyPath, unwrap } from "../contract/did-you-mean.js";
+import { settingDocOf } from "../contract/setting-docs.js";
 import { configEnvVariables } from "./config-env.js";
-import type { FieldDocs } from "./field-doc.js";
-import { gatewayFieldDocs } from "./field-docs-gateway.js";
-import { operationsFieldDocs } from "./field-docs-operations.js";
+import { sharedSettingDocs } from "./config-settings.js";
 import { gatewayConfigSchema } from "./gateway-config.js";
-
-/** Keyed by config path; `[]` stands for every item of a list. */
-export const fieldDocs: FieldDocs = { ...gatewayFieldDocs, ...operationsFieldDocs };
 
 type Schema = z.core.$ZodType;
 
@@ -58,7 +54,7 @@ function renderObject(
   for (const [key, field] of Object.entries(shape)) {
     const fieldPath = [...path, key];
     const name = formatKeyPath(fieldPath);
-    const doc = fieldDocs[name];
+    const doc = settingDocOf(field);
     if (!doc) undocumented.push(name);
     if (indent === 0 && lines.length > 0) lines.push({ indent, text: "", kind: "blank" });
     const required = field._zod.optin === undefined;
@@ -70,7 +66,7 @@ function renderObject(
     const optionalObject = inOptional || (field._zod.optin !== undefined && defaultOf(field) === undefined);
     if (def.type === "object") {
       const child = renderObject(def.shape, fieldPath, indent + 2, undocumented, optionalObject);
-      if (doc) lines.push({ indent, text: doc.comment, kind: "comment" });
+      if (doc) lines.push({ indent, text: doc.doc, kind: "comment" });
       lines.push({ indent, text: `${key}:`, kind: child.active ? "active" : "disabled" });
       lines.push(...child.lines);
       anyActive ||= child.active;
@@ -90,7 +86,7 @@ function renderObject(
           line.text = `- ${line.text}`;
         }
       }
-      if (doc) lines.push({ indent, text: doc.comment, kind: "comment" });
+      if (doc) lines.push({ indent, text: doc.doc, kind: "comment" });
       lines.push({ indent, text: `${key}:`, kind: item.active ? "active" : "disabled" });
       lines.push(...item.lines);
       anyActive ||= item.active;
@@ -99,7 +95,7 @@ function renderObject(
       const value = fallback !== undefined ? fallback : doc?.example;
       const active = (required && !inOptional) || doc?.active === true;
       if (value === undefined) undocumented.push(`${name} (no default and no example value)`);
-      if (doc) lines.push({ indent, text: doc.comment, kind: "comment" });
+      if (doc) lines.push({ indent, text: doc.doc, kind: "comment" });
       lines.push({ indent, text: `${key}: ${inline(value ?? null)}`, kind: active ? "active" : "disabled" });
       anyActive ||= active;
     }
@@ -118,7 +114,7 @@ function environmentBlock(): string[] {
 
 /** The example and the config paths it could not document (a test keeps the list empty). */
 export function renderConfigExample(): { text: string; undocumented: string[] } {
-  const undocumented: string[] = [];
+  const undocumented: string[] = sharedSettingDocs();
   const root = unwrap(gatewayConfigSchema) as z.core.$ZodObject;
   const body = renderObject(root._zod.def.shape, [], 0, undocumented);
   const header = [

@@ -1,9 +1,14 @@
 /**
- * How an environment variable lands in the raw config (config-env.ts has the table): where it
- * is set, how its text becomes a value (a whole number, a list, a flag), and the bindings
- * that set more than one place (an auth key source, the metrics token, the default pool).
+ * How an environment variable lands in the raw config: where it is set (the path of the field
+ * it is registered on, src/contract/setting-docs.ts), how its text becomes a value (by the
+ * field's type: a whole number, a list, a flag), and the variables that do more than set one
+ * place (an auth key source, the metrics token, the default image and its pool, Docker's TLS).
  */
-import { formatKeyPath } from "../contract/did-you-mean.js";
+import { homedir } from "node:os";
+import nodePath from "node:path";
+import type { z } from "zod";
+import { formatKeyPath, unwrap } from "../contract/did-you-mean.js";
+import type { SettingEnv } from "../contract/setting-docs.js";
 
 export interface EnvVariable {
   name: string;
@@ -21,13 +26,6 @@ export interface EnvBinding extends EnvVariable {
 }
 
 export class EnvValueError extends Error {}
-
-export const keySourceVariables = [
-  "SANDPOOL_JWT_SECRET",
-  "SANDPOOL_JWT_PUBLIC_KEY",
-  "SANDPOOL_JWKS_URL",
-] as const;
-const keySourceKeys = ["jwtSecret", "jwtPublicKey", "jwksUrl"] as const;
 
 function isPlainObject(value: unknown): value is RawConfig {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -74,66 +72,6 @@ export function envFlag(value: string): boolean {
   throw new EnvValueError(`expected true or false, got '${value}'`);
 }
 
-export function scalar(
-  name: string,
-  path: string,
-  description: string,
-  convert: (value: string) => unknown = (value) => value,
-): EnvBinding {
-  const keys = path.split(".");
-  return {
-    name,
-    path,
-    description,
-    apply: (config, value, sources) => setAt(config, keys, convert(value), sources, name),
-  };
-}
-
-/** Sets one auth key source and drops the file's, so env can switch, say, from a secret to JWKS. */
-export function keySource(
-  name: (typeof keySourceVariables)[number],
-  description: string,
-  convert = (v: string) => v,
-) {
-  const key = keySourceKeys[keySourceVariables.indexOf(name)]!;
-  return {
-    name,
-    path: `auth.${key}`,
-    description,
-    apply: (config: RawConfig, value: string, sources: Map<string, string>) => {
-      const auth = objectAt(config, ["auth"]);
-      for (const other of keySourceKeys) delete auth[other];
-      setAt(config, ["auth", key], convert(value), sources, name);
-    },
-  } satisfies EnvBinding;
-}
-
-/** Sets the metrics token or its file and drops the other, so env wins over whichever the file has. */
-export function metricsToken(name: string, key: "token" | "tokenFile", description: string): EnvBinding {
-  return inlineOrFile(name, ["metrics", key], key === "token" ? "tokenFile" : "token", description);
-}
-
-/**
- * A setting given inline or as a file (`metrics.token`/`tokenFile`, `secrets.keys`/`keysFile`):
- * the variable replaces the file's value and drops its alternative, so the two never clash.
- */
-export function inlineOrFile(
-  name: string,
-  path: readonly [string, string],
-  alternative: string,
-  description: string,
-): EnvBinding {
-  return {
-    name,
-    path: path.join("."),
-    description,
-    apply: (config, value, sources) => {
-      delete objectAt(config, [path[0]])[alternative];
-      setAt(config, path, value, sources, name);
-    },
-  };
-}
-
 /** The pool serving the default image in the policy's resource class, as an index into `pools`. */
 function defaultPoolIndex(config: RawConfig): number | undefined {
   const policy = isPlainObject(config.policy) ? config.policy : {};
@@ -172,11 +110,12 @@ function defaultPool(config: RawConfig): { pool: RawConfig; index: number } {
   return { pool: (config.pools as RawConfig[])[index]!, index };
 }
 
-export function poolSetting(
+/** Sets a field of the default image's pool (`pools[default].minIdle`), found or created. */
+function poolSetting(
   name: string,
-  key: "minIdle" | "maxTotal" | "demand",
+  key: string,
   description: string,
-  convert: (value: string) => unknown = envWholeNumber,
+  convert: (value: string) => unknown,
 ): EnvBinding {
   return {
     name,
@@ -187,6 +126,81 @@ export function poolSetting(
       const { pool, index } = defaultPool(config);
       pool[key] = converted;
       sources.set(formatKeyPath(["pools", index, key]), name);
+    },
+  };
+}
+
+/** The default image: also allowed, and the image of pool `default` when the file has no pools. */
+function defaultImage(name: string, keys: readonly string[], description: string): EnvBinding {
+  return {
+    name,
+    path: keys.join("."),
+    description,
+    apply: (config, value, sources) => {
+      const policy = objectAt(config, ["policy"]);
+      setAt(config, keys, value, sources, name);
+      const allowed = Array.isArray(policy.allowedImages) ? policy.allowedImages : [];
+      if (!allowed.includes(value)) policy.allowedImages = [...allowed, value];
+      if (hasNoPools(config)) {
+        config.pools = [{ name: "default", image: value }];
+        sources.set("pools[0].image", name);
+      }
+    },
+  };
+}
+
+/** Docker's own DOCKER_TLS_VERIFY: true reads ca.pem, cert.pem and key.pem of DOCKER_CERT_PATH. */
+function dockerTlsVerify(name: string, keys: readonly string[], description: string): EnvBinding {
+  return {
+    name,
+    path: keys.join("."),
+    description,
+    apply: (config, value, sources, env) => {
+      if (!envFlag(value)) return;
+      const certPath = env.DOCKER_CERT_PATH || nodePath.join(homedir(), ".docker");
+      const tls = {
+        caFile: nodePath.join(certPath, "ca.pem"),
+        certFile: nodePath.join(certPath, "cert.pem"),
+        keyFile: nodePath.join(certPath, "key.pem"),
+      };
+      setAt(config, keys, tls, sources, name);
+    },
+  };
+}
+
+/** How a variable's text becomes its field's value when the field says nothing else. */
+function parserFor(field: z.core.$ZodType): (value: string) => unknown {
+  const type = (unwrap(field) as z.core.$ZodTypes)._zod.def.type;
+  if (type === "number") return envWholeNumber;
+  if (type === "array") return commaList;
+  if (type === "boolean") return envFlag;
+  return (value) => value;
+}
+
+/**
+ * The binding of the variable registered on the field at `keys`. A field of a list's items
+ * (`pools[].minIdle`) is set on the default image's pool: the one pool env can name.
+ */
+export function envBinding(keys: readonly string[], field: z.core.$ZodType, env: SettingEnv): EnvBinding {
+  const { name, description } = env;
+  const convert = env.parse ?? parserFor(field);
+  if (env.landing === "defaultImage") return defaultImage(name, keys, description);
+  if (env.landing === "dockerTlsVerify") return dockerTlsVerify(name, keys, description);
+  if (keys.includes("[]")) {
+    if (keys.length !== 3 || keys[0] !== "pools" || keys[1] !== "[]")
+      throw new Error(`${name}: only a field of pools[] may be set for one item (${keys.join(".")})`);
+    return poolSetting(name, keys[2]!, description, convert);
+  }
+  return {
+    name,
+    path: keys.join("."),
+    description,
+    apply: (config, value, sources) => {
+      const converted = convert(value);
+      // An alternative the file has (tokenFile for token, another key source) would clash.
+      const parent = objectAt(config, keys.slice(0, -1));
+      for (const other of env.replaces ?? []) delete parent[other];
+      setAt(config, keys, converted, sources, name);
     },
   };
 }

@@ -4,6 +4,7 @@
  * resume on another node, which `shared` says.
  */
 import { z } from "zod";
+import { settingDocs } from "../contract/setting-docs.js";
 
 export const DEFAULT_CHECKPOINT_DIR = "/var/lib/sandpool/checkpoints";
 /**
@@ -21,16 +22,25 @@ export const hibernateSettingsSchema = z
     checkpointDir: z
       .string()
       .startsWith("/", "checkpointDir is an absolute path")
-      .default(DEFAULT_CHECKPOINT_DIR),
+      .default(DEFAULT_CHECKPOINT_DIR)
+      .register(settingDocs, {
+        doc: "The checkpoint store's root, mode 0700, a directory per workspace; local to this node unless shared.",
+      }),
     /** Every node mounts the same checkpointDir: a hibernated session may resume on any of them. */
-    shared: z.boolean().default(false),
+    shared: z.boolean().default(false).register(settingDocs, {
+      doc: "true when every node mounts the same checkpointDir (a ReadWriteMany volume): sessions may resume on any node.",
+    }),
     /**
      * Bytes the store may hold, all workspaces together; at it, hibernation is refused (503
      * `capacity.checkpoint_space`) and the session keeps running. A shared store is one store.
      */
-    maxStoreBytes: z.number().int().positive().default(DEFAULT_MAX_STORE_BYTES),
+    maxStoreBytes: z.number().int().positive().default(DEFAULT_MAX_STORE_BYTES).register(settingDocs, {
+      doc: "Bytes the checkpoint store may hold, every workspace's checkpoints together; at it, hibernation is refused (503 capacity.checkpoint_space) and the session keeps running.",
+    }),
     /** Free bytes the store's disk must keep; below them, hibernation is refused likewise. 0: no floor. */
-    minFreeBytes: z.number().int().nonnegative().default(DEFAULT_MIN_FREE_BYTES),
+    minFreeBytes: z.number().int().nonnegative().default(DEFAULT_MIN_FREE_BYTES).register(settingDocs, {
+      doc: "Free bytes the checkpoint store's disk must keep; below them, hibernation is refused likewise (0: no floor).",
+    }),
   })
   .prefault({});
 

@@ -7,14 +7,40 @@
  */
 import { readFileSync } from "node:fs";
 import { z } from "zod";
+import { settingDocs } from "../contract/setting-docs.js";
 import { KeyRing, KeyRingError, parseKeyRing } from "./key-ring.js";
 
 export const secretsSettingsSchema = z
   .strictObject({
     /** `id:base64key` entries, comma-separated; the first seals new values, every one opens. */
-    keys: z.string().min(1).optional(),
+    keys: z
+      .string()
+      .min(1)
+      .optional()
+      .register(settingDocs, {
+        doc: "id:base64key entries, comma-separated, 32-byte keys (replace the example: openssl rand -base64 32); the first seals, every one opens. Env SANDPOOL_SECRETS_KEYS.",
+        example: "k1:Y2hhbmdlLW1lLW9wZW5zc2wtcmFuZC1iYXNlNjQtMzI=",
+        env: {
+          name: "SANDPOOL_SECRETS_KEYS",
+          description:
+            "keys workspace secrets are sealed with, id:base64key comma-separated (first seals); replaces the file's",
+          replaces: ["keysFile"],
+        },
+      }),
     /** A file of `id:base64key` lines (a mounted secret), instead of `keys`. */
-    keysFile: z.string().min(1).optional(),
+    keysFile: z
+      .string()
+      .min(1)
+      .optional()
+      .register(settingDocs, {
+        doc: "A file of id:base64key lines instead (a mounted secret), read at start-up. Env SANDPOOL_SECRETS_KEYS_FILE.",
+        example: "/run/secrets/sandpool-secrets-keys",
+        env: {
+          name: "SANDPOOL_SECRETS_KEYS_FILE",
+          description: "file of id:base64key lines workspace secrets are sealed with; replaces the file's",
+          replaces: ["keys"],
+        },
+      }),
   })
   .prefault({})
   .transform((settings, ctx) => {

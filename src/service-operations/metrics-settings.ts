@@ -7,6 +7,7 @@
  */
 import { readFileSync } from "node:fs";
 import { z } from "zod";
+import { settingDocs } from "../contract/setting-docs.js";
 
 /** A token shorter than this could be guessed; `openssl rand -hex 32` gives 64 characters. */
 export const MIN_METRICS_TOKEN_BYTES = 32;
@@ -20,9 +21,30 @@ export const metricsSettingsSchema = z
     token: z
       .string()
       .refine((token) => !tooShort(token), TOO_SHORT)
-      .optional(),
+      .optional()
+      .register(settingDocs, {
+        doc: "The bearer token /metrics requires, 32 bytes or more. Env SANDPOOL_METRICS_TOKEN.",
+        example: "change-me-to-32-bytes-or-more-0123456789",
+        env: {
+          name: "SANDPOOL_METRICS_TOKEN",
+          description: "bearer token /metrics requires (32 bytes or more); replaces the file's",
+          replaces: ["tokenFile"],
+        },
+      }),
     /** A file holding the token (surrounding whitespace ignored), instead of `token`. */
-    tokenFile: z.string().min(1).optional(),
+    tokenFile: z
+      .string()
+      .min(1)
+      .optional()
+      .register(settingDocs, {
+        doc: "A file holding that token instead (a mounted secret), read at start-up. Env SANDPOOL_METRICS_TOKEN_FILE.",
+        example: "/run/secrets/sandpool-metrics-token",
+        env: {
+          name: "SANDPOOL_METRICS_TOKEN_FILE",
+          description: "file holding the bearer token /metrics requires; replaces the file's",
+          replaces: ["token"],
+        },
+      }),
   })
   .prefault({})
   .transform((settings, ctx) => {

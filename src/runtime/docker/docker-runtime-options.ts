@@ -5,6 +5,7 @@
  * networks, resource classes, the OCI runtime) is here.
  */
 import { z } from "zod";
+import { settingDocs } from "../../contract/setting-docs.js";
 
 const MIB = 1024 * 1024;
 export const DEFAULT_SOCKET_DIR = "/run/sandpool";
@@ -37,9 +38,18 @@ export const dockerHostSchema = z.string().refine((host) => parseDockerHost(host
  * when the runtime starts.
  */
 export const dockerTlsSchema = z.strictObject({
-  caFile: z.string().min(1),
-  certFile: z.string().min(1),
-  keyFile: z.string().min(1),
+  caFile: z.string().min(1).register(settingDocs, {
+    doc: "CA certificate the engine's certificate must chain to.",
+    example: "/etc/sandpool/docker/ca.pem",
+  }),
+  certFile: z.string().min(1).register(settingDocs, {
+    doc: "Client certificate presented to the engine.",
+    example: "/etc/sandpool/docker/cert.pem",
+  }),
+  keyFile: z.string().min(1).register(settingDocs, {
+    doc: "Key of the client certificate.",
+    example: "/etc/sandpool/docker/key.pem",
+  }),
 });
 export type DockerTlsFiles = z.output<typeof dockerTlsSchema>;
 
@@ -80,25 +90,54 @@ export const dockerRuntimeSettingsSchema = z.strictObject({
   hosts: z
     .array(dockerHostSchema)
     .min(1)
-    .default(() => dockerHostsFromEnv(process.env)),
+    .default(() => dockerHostsFromEnv(process.env))
+    .register(settingDocs, {
+      doc: "Docker engines (unix:///path.sock or tcp://host:port); placement picks the least loaded. Default: DOCKER_HOST.",
+      env: {
+        name: "DOCKER_HOST",
+        description: "Docker endpoint(s), comma-separated: unix:///path.sock or tcp://host:port",
+      },
+    }),
   /** TLS for every tcp:// engine; unix sockets ignore it. */
-  tls: dockerTlsSchema.optional(),
+  tls: dockerTlsSchema.optional().register(settingDocs, {
+    doc: "Verified TLS with a client certificate for tcp:// engines (Docker's ca.pem, cert.pem, key.pem). Default: DOCKER_TLS_VERIFY.",
+    env: {
+      name: "DOCKER_TLS_VERIFY",
+      description:
+        "true: reach tcp:// engines over verified TLS with ca.pem, cert.pem, key.pem of DOCKER_CERT_PATH (default ~/.docker)",
+      landing: "dockerTlsVerify",
+    },
+  }),
   /**
    * Allow tcp:// engines without TLS. Off by default: the Docker API has no authentication of
    * its own, so whoever reaches a cleartext port is root on the engine's host.
    */
-  allowInsecureTcp: z.boolean().default(false),
+  allowInsecureTcp: z.boolean().default(false).register(settingDocs, {
+    doc: "Allow tcp:// engines without TLS (whoever reaches that port is root on the engine's host).",
+  }),
   /**
    * Sandboxes have no network (NetworkMode none): each gets its own directory below this one,
    * mounted at /run/sandpool, where its server listens on a Unix socket. The gateway and the
    * Docker engine must see this directory at the same path (the gateway runs on the engine's
    * host, or shares the directory with it at the same path: compose and Helm do).
    */
-  socketDir: z.string().startsWith("/", "socketDir is an absolute path").default(DEFAULT_SOCKET_DIR),
+  socketDir: z
+    .string()
+    .startsWith("/", "socketDir is an absolute path")
+    .default(DEFAULT_SOCKET_DIR)
+    .register(settingDocs, {
+      doc: "Sandboxes have no network; each listens on a Unix socket in its own directory below this one, which the gateway and the engine must see at the same path.",
+    }),
   resourceClasses: z
     .record(labelSafeName, resourceClassSchema)
-    .default(() => structuredClone(DEFAULT_RESOURCE_CLASSES) as Record<string, ResourceClassOutput>),
-  readOnlyRootFilesystem: z.boolean().default(true),
+    .default(() => structuredClone(DEFAULT_RESOURCE_CLASSES) as Record<string, ResourceClassOutput>)
+    .register(settingDocs, {
+      doc: "Limits per resource class (memory, cpus, pids, tmpfs sizes); 'standard' is required.",
+    }),
+  readOnlyRootFilesystem: z
+    .boolean()
+    .default(true)
+    .register(settingDocs, { doc: "Sandboxes' root filesystem is read-only." }),
   /**
    * The engine host's CPUs sandboxes may run on (HostConfig.CpusetCpus: `1-3`, `2,3`, `1-3,6`);
    * unset: all. Keeping them off the CPUs of the gateway and Redis keeps the control plane's
@@ -110,7 +149,11 @@ export const dockerRuntimeSettingsSchema = z.strictObject({
     .string()
     .regex(CPU_LIST, "a list of CPUs and ranges, e.g. 1-3 or 2,3 or 1-3,6")
     .refine(rangesAscend, { message: "each range runs from a lower CPU to a higher one, e.g. 1-3" })
-    .optional(),
+    .optional()
+    .register(settingDocs, {
+      doc: "The engine host's CPUs sandboxes run on (Docker's cpuset: 1-3, 2,3); unset: all. Leave the gateway's and Redis's CPUs out to keep the control plane's latency whatever tenants' code burns.",
+      example: "1-3",
+    }),
   /**
    * Numeric `uid:gid`; root is refused. Its gid is user code's group. User code's uid is one
    * of each sandbox's own (container-spec.ts: a process cap counts per uid across the host).
@@ -119,16 +162,28 @@ export const dockerRuntimeSettingsSchema = z.strictObject({
     .string()
     .regex(/^\d+:\d+$/, "user is numeric uid:gid")
     .refine((user) => !user.startsWith("0:"), { message: "sandboxes never run as root" })
-    .default("10001:10001"),
+    .default("10001:10001")
+    .register(settingDocs, { doc: "Numeric uid:gid sandboxes run as; root is refused." }),
   /** OCI runtime (HostConfig.Runtime), e.g. `runsc` for gVisor; the engine's default if unset. */
-  runtime: z.string().min(1).optional(),
+  runtime: z.string().min(1).optional().register(settingDocs, {
+    doc: "OCI runtime of container pools' sandboxes; unset: the engine's default (gVisor: pools[].isolation).",
+    example: "runc",
+  }),
   /**
    * The engine's name for gVisor (runsc), the OCI runtime of pools with `isolation: gvisor`.
    * The engine must have it registered (daemon.json `runtimes`; docs/isolation.md).
    */
-  gvisorRuntime: z.string().min(1).default("runsc"),
+  gvisorRuntime: z.string().min(1).default("runsc").register(settingDocs, {
+    doc: "The engine's name for gVisor, the runtime of pools with isolation gvisor (docs/isolation.md).",
+  }),
   /** Program (after the image's ENTRYPOINT) that starts the contract server; flags are appended. */
-  serverCommand: z.array(z.string().min(1)).min(1).default(["node", "/opt/sandpool/sandbox.mjs", "sandbox"]),
+  serverCommand: z
+    .array(z.string().min(1))
+    .min(1)
+    .default(["node", "/opt/sandpool/sandbox.mjs", "sandbox"])
+    .register(settingDocs, {
+      doc: "Program (after the image's ENTRYPOINT) that serves contract v1; flags are appended.",
+    }),
   /**
    * Python modules every sandbox's session imports at warm-up, before the sandbox counts as
    * idle (`--preload-modules`), so a lease's first `import pandas` costs nothing. Images that
@@ -136,18 +191,35 @@ export const dockerRuntimeSettingsSchema = z.strictObject({
    */
   preloadModules: z
     .array(z.string().regex(/^[A-Za-z_][\w.]*$/, "a Python module name"))
-    .default(() => [...DEFAULT_PRELOAD_MODULES]),
+    .default(() => [...DEFAULT_PRELOAD_MODULES])
+    .register(settingDocs, {
+      doc: "Python modules each sandbox's session imports at warm-up, before it counts as idle (missing ones are skipped; [] turns it off).",
+    }),
   /** The workspace root inside the container (a tmpfs). */
-  sessionsRoot: z.string().startsWith("/").default("/home/sandbox/sessions"),
+  sessionsRoot: z
+    .string()
+    .startsWith("/")
+    .default("/home/sandbox/sessions")
+    .register(settingDocs, { doc: "Where session workspaces live in the container (a tmpfs)." }),
   /** An engine that failed to answer is skipped in placement for this long. */
-  engineDownMs: positiveInt.default(30_000),
+  engineDownMs: positiveInt
+    .default(30_000)
+    .register(settingDocs, { doc: "An engine that failed to answer is skipped this long." }),
   /** Socket timeout of one Docker API call. */
-  engineRequestTimeoutMs: positiveInt.default(30_000),
+  engineRequestTimeoutMs: positiveInt
+    .default(30_000)
+    .register(settingDocs, { doc: "Socket timeout of one Docker API call." }),
   /** One readiness probe (GET /health) and the pause between probes. */
-  healthProbeTimeoutMs: positiveInt.default(1_000),
-  healthProbeIntervalMs: positiveInt.default(50),
+  healthProbeTimeoutMs: positiveInt
+    .default(1_000)
+    .register(settingDocs, { doc: "Timeout of one readiness probe of a new sandbox." }),
+  healthProbeIntervalMs: positiveInt
+    .default(50)
+    .register(settingDocs, { doc: "Pause between readiness probes." }),
   /** json-file log cap: user code can write to PID 1's stdout, which would fill the disk. */
-  logMaxBytes: positiveInt.default(MIB),
+  logMaxBytes: positiveInt.default(MIB).register(settingDocs, {
+    doc: "Container log cap (user code can write to PID 1's stdout, which would fill the disk).",
+  }),
 });
 
 /** The folder of a runtime's sockets below the socket directory: the deployment's, or its owner's within it. */

@@ -17,6 +17,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { z } from "zod";
 import { gatewayConfigSchema } from "../../../src/config/gateway-config.js";
+import { type SettingDoc, settingDocs } from "../../../src/contract/setting-docs.js";
 import { readJson, readYaml, repoPath } from "./deploy-files.js";
 import { CHART_DIR, renderChart } from "./helm-render.js";
 
@@ -39,9 +40,19 @@ const SCHEMA_FILE = "helm/sandpool/values.schema.json";
  * the gateway's, at start-up.
  */
 function gatewayConfigJsonSchema(): Schema {
-  const generated = z.toJSONSchema(gatewayConfigSchema, { io: "input", target: "draft-7" }) as Schema & {
-    $schema?: string;
-  };
+  const generated = z.toJSONSchema(gatewayConfigSchema, {
+    io: "input",
+    target: "draft-7",
+    // Each setting's one-line documentation (src/contract/setting-docs.ts) as its description,
+    // which editors show beside values.yaml; the rest of it is the loader's, not the chart's.
+    metadata: settingDocs,
+    override: ({ jsonSchema }) => {
+      const { doc } = jsonSchema as Partial<SettingDoc>;
+      for (const key of ["doc", "example", "active", "env"])
+        delete (jsonSchema as Record<string, unknown>)[key];
+      if (doc !== undefined) jsonSchema.description = doc;
+    },
+  }) as Schema & { $schema?: string };
   delete generated.$schema;
   const properties = generated.properties!;
   delete properties.databaseUrl;

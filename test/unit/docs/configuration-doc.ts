@@ -1,16 +1,17 @@
 /**
  * docs/configuration.md, rendered from the configuration schema the loader uses
- * (gatewayConfigSchema), the one-line comments `sandpool config example` prints
- * (fieldDocs) and the table of environment variables (configEnvVariables): every setting,
+ * (gatewayConfigSchema), the documentation registered on its fields (the one-line comments
+ * `sandpool config example` prints) and the environment variables registered there
+ * (configEnvVariables): every setting,
  * its kind, its default, the variables that set it. Like the example file, it cannot drift
  * from what the loader accepts; configuration-doc.test.ts fails when the file is stale.
  */
 import { stringify } from "yaml";
 import type { z } from "zod";
 import { configEnvVariables } from "../../../src/config/config-env.js";
-import { fieldDocs } from "../../../src/config/config-example.js";
 import { gatewayConfigSchema } from "../../../src/config/gateway-config.js";
 import { formatKeyPath, unwrap } from "../../../src/contract/did-you-mean.js";
+import { settingDocOf } from "../../../src/contract/setting-docs.js";
 
 type Schema = z.core.$ZodType;
 
@@ -102,7 +103,7 @@ function environmentOf(name: string): string[] {
 }
 
 function entry(name: string, field: Schema, inOptional: boolean): string[] {
-  const doc = fieldDocs[name];
+  const doc = settingDocOf(field);
   const fallback = defaultOf(field);
   const required = field._zod.optin === undefined && !inOptional;
   const facts = [kindOf(field)];
@@ -111,7 +112,7 @@ function entry(name: string, field: Schema, inOptional: boolean): string[] {
   else if (fallback === undefined) facts.push("no default");
   const env = environmentOf(name);
   // Some comments name their variable already ("Env X."): the list below names every one.
-  const comment = (doc?.comment ?? "").replace(/ Env [A-Z_]+\.$/, "");
+  const comment = (doc?.doc ?? "").replace(/ Env [A-Z_]+\.$/, "");
   const environment = env.length > 0 ? ` Environment: ${env.join(", ")}.` : "";
   return [`- \`${name}\` (${facts.join("; ")})${comment === "" ? "." : `: ${comment}`}${environment}`];
 }
@@ -138,11 +139,11 @@ function collect(
     const element = def.type === "array" ? defOf((def as { element: Schema }).element) : undefined;
     const value = def.type === "record" ? defOf((def as { valueType: Schema }).valueType) : undefined;
     if (def.type === "object") {
-      const section: Section = { heading: name, comment: fieldDocs[name]?.comment, lines: [] };
+      const section: Section = { heading: name, comment: settingDocOf(field)?.doc, lines: [] };
       sections.push(section);
       collect(def.shape as Record<string, Schema>, fieldPath, optionalHere, sections, section);
     } else if (element?.type === "object") {
-      const section: Section = { heading: `${name}[]`, comment: fieldDocs[name]?.comment, lines: [] };
+      const section: Section = { heading: `${name}[]`, comment: settingDocOf(field)?.doc, lines: [] };
       sections.push(section);
       collect(element.shape as Record<string, Schema>, [...fieldPath, "[]"], optionalHere, sections, section);
     } else if (value?.type === "object") {

@@ -6,6 +6,7 @@
  * URL), so that no password sits in a list.
  */
 import { z } from "zod";
+import { settingDocs } from "../../../contract/setting-docs.js";
 import type { HostPort, RedisTarget } from "./redis-connection.js";
 
 const HOST_PORT = /^(?:\[([^\]]+)\]|([^:[\]/@\s]+)):(\d{1,5})$/;
@@ -16,18 +17,91 @@ const hostPortSchema = z
 
 export const redisSettingsSchema = z.strictObject({
   /** Sentinels to ask where the master is: a Sentinel deployment. */
-  sentinels: z.array(hostPortSchema).min(1).optional(),
+  sentinels: z
+    .array(hostPortSchema)
+    .min(1)
+    .optional()
+    .register(settingDocs, {
+      doc: "Sentinels to ask where the master is (host:port); failovers are followed.",
+      example: ["sentinel-1:26379", "sentinel-2:26379", "sentinel-3:26379"],
+      env: {
+        name: "SANDPOOL_REDIS_SENTINELS",
+        description: "Redis Sentinels to find the master through, host:port comma-separated",
+      },
+    }),
   /** The master group name the Sentinels monitor. */
-  sentinelName: z.string().min(1).optional(),
+  sentinelName: z
+    .string()
+    .min(1)
+    .optional()
+    .register(settingDocs, {
+      doc: "Master name the Sentinels monitor.",
+      example: "mymaster",
+      env: { name: "SANDPOOL_REDIS_SENTINEL_NAME", description: "master name the Sentinels monitor" },
+    }),
   /** Password of the Sentinels themselves (requirepass in sentinel.conf). */
-  sentinelPassword: z.string().min(1).optional(),
+  sentinelPassword: z
+    .string()
+    .min(1)
+    .optional()
+    .register(settingDocs, {
+      doc: "Password of the Sentinels themselves, when they require one.",
+      example: "change-me",
+      env: { name: "SANDPOOL_REDIS_SENTINEL_PASSWORD", description: "password of the Sentinels" },
+    }),
   /** Seed nodes of a Redis Cluster (any few masters or replicas; the rest are discovered). */
-  cluster: z.strictObject({ nodes: z.array(hostPortSchema).min(1) }).optional(),
+  cluster: z
+    .strictObject({
+      nodes: z
+        .array(hostPortSchema)
+        .min(1)
+        .register(settingDocs, {
+          doc: "Seed nodes (host:port); the others are discovered.",
+          example: ["redis-0:6379", "redis-1:6379", "redis-2:6379"],
+          env: {
+            name: "SANDPOOL_REDIS_CLUSTER_NODES",
+            description: "Redis Cluster seed nodes, host:port comma-separated",
+          },
+        }),
+    })
+    .optional()
+    .register(settingDocs, {
+      doc: "A Redis Cluster: sandpool's keys are hash-tagged per workspace or pool.",
+    }),
   /** ACL user and password of the master (Sentinel) or of every node (Cluster). */
-  username: z.string().min(1).optional(),
-  password: z.string().min(1).optional(),
+  username: z
+    .string()
+    .min(1)
+    .optional()
+    .register(settingDocs, {
+      doc: "ACL user of the Sentinel master or of every Cluster node.",
+      example: "sandpool",
+      env: {
+        name: "SANDPOOL_REDIS_USERNAME",
+        description: "ACL user of the Sentinel master or the Cluster nodes",
+      },
+    }),
+  password: z
+    .string()
+    .min(1)
+    .optional()
+    .register(settingDocs, {
+      doc: "Password of the Sentinel master or of every Cluster node.",
+      example: "change-me",
+      env: {
+        name: "SANDPOOL_REDIS_PASSWORD",
+        description: "password of the Sentinel master or the Cluster nodes",
+      },
+    }),
   /** TLS to every Sentinel and node (the standalone form says rediss:// instead). */
-  tls: z.boolean().optional(),
+  tls: z
+    .boolean()
+    .optional()
+    .register(settingDocs, {
+      doc: "TLS to every Sentinel and node.",
+      example: false,
+      env: { name: "SANDPOOL_REDIS_TLS", description: "TLS to the Sentinels and nodes (true/false)" },
+    }),
 });
 
 export type RedisSettings = z.output<typeof redisSettingsSchema>;
