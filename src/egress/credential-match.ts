@@ -5,6 +5,7 @@
  */
 import { validateHeaderName, validateHeaderValue } from "node:http";
 import { hostMatchesPattern, normalizeHost } from "../policy-schema/egress-patterns.js";
+import { CREDENTIAL_FREE_METHODS } from "../secrets/workspace-secrets.js";
 import type { EgressCredential, EgressGrant } from "./egress-rules.js";
 
 /** The grant's credentials bound to this host and port; empty: a plain tunnel. */
@@ -23,10 +24,17 @@ export function credentialsForDestination(
 
 /**
  * A path whose meaning an upstream may read differently from its text: dot segments (plain or
- * percent-encoded), encoded slashes or backslashes, backslashes, empty segments. A
- * credential bound to `/v1/` must not ride `/v1/../admin`: such a path gets no credential.
+ * percent-encoded), encoded slashes or backslashes, backslashes, empty segments, and matrix
+ * parameters (`;`: Tomcat, Jetty and Spring read `/v1/..;/admin` as `/admin`). A credential
+ * bound to `/v1/` must not ride `/v1/../admin`: such a path gets no credential.
  */
-const AMBIGUOUS_PATH = /(^|\/)(\.|%2e){1,2}(\/|$)|%2f|%5c|\\|\/\/|%00/i;
+const AMBIGUOUS_PATH = /(^|\/)(\.|%2e){1,2}(\/|$)|%2f|%5c|\\|\/\/|%00|;|%3b/i;
+
+/** Whether `path` is under `prefix`: the same, or below it at a segment boundary (`/repos/acme` is not `/repos/acme-other`). */
+function underPrefix(path: string, prefix: string): boolean {
+  if (!path.startsWith(prefix)) return false;
+  return path.length === prefix.length || prefix.endsWith("/") || path[prefix.length] === "/";
+}
 
 function pathOf(target: string): string {
   const query = target.search(/[?#]/);
@@ -41,12 +49,13 @@ export function credentialForRequest(
 ): EgressCredential | undefined {
   const path = pathOf(target);
   const upperMethod = method.toUpperCase();
+  if (CREDENTIAL_FREE_METHODS.has(upperMethod)) return undefined;
   return credentials.find((credential) => {
     if (credential.methods?.length && !credential.methods.map((m) => m.toUpperCase()).includes(upperMethod))
       return false;
     if (!credential.paths?.length) return true;
     if (AMBIGUOUS_PATH.test(path)) return false;
-    return credential.paths.some((prefix) => path.startsWith(prefix));
+    return credential.paths.some((prefix) => underPrefix(path, prefix));
   });
 }
 

@@ -29,7 +29,6 @@ import {
 } from "node:http";
 import { isIP, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import type { Logger } from "pino";
 import { normalizeHost } from "../policy-schema/egress-patterns.js";
 import { ConnectFailure, connectCheckedAddress } from "./connect-checked-address.js";
 import { boundPattern, credentialsForDestination } from "./credential-match.js";
@@ -38,11 +37,10 @@ import { type EgressResolver, interfaceAddresses, resolveWithin, systemResolver 
 import {
   checkAddresses,
   checkDestination,
-  type EgressCredential,
   type EgressDenySettings,
   type EgressGrant,
 } from "./egress-rules.js";
-import { EgressTlsBridge, type LeafSource } from "./egress-tls-bridge.js";
+import { EgressTlsBridge } from "./egress-tls-bridge.js";
 import {
   answerSocket,
   endToEndHeaders,
@@ -197,7 +195,14 @@ export class EgressProxy {
   }
 
   /** The grant, the name, the resolution and every address: what decides a request. */
-  private async admit(state: SandboxProxy, target: Target): Promise<Admission> {
+  /** The sandbox's grant as it is now, and whether it lets the sandbox reach `target`. */
+  private async grantTo(
+    state: SandboxProxy,
+    target: Target,
+  ): Promise<
+    | { ok: true; grant: EgressGrant; settings: EgressDenySettings }
+    | { ok: false; status: number; reason: string }
+  > {
     let grant: EgressGrant | undefined;
     try {
       grant = await state.grantFor();
@@ -213,6 +218,13 @@ export class EgressProxy {
     };
     const destination = checkDestination(target, grant, settings);
     if (!destination.allowed) return { ok: false, status: 403, reason: destination.reason };
+    return { ok: true, grant, settings };
+  }
+
+  private async admit(state: SandboxProxy, target: Target): Promise<Admission> {
+    const granted = await this.grantTo(state, target);
+    if (!granted.ok) return granted;
+    const { grant, settings } = granted;
     let addresses: string[];
     try {
       addresses =
@@ -264,8 +276,7 @@ export class EgressProxy {
       );
     if (client.destroyed) return release();
     const credentials = credentialsForDestination(admission.grant, target.host, target.port);
-    if (credentials.length > 0)
-      return this.terminate(state, target, admission.addresses, credentials, client, head);
+    if (credentials.length > 0) return this.terminate(state, target, admission.addresses, client, head);
     let upstream: Socket;
     try {
       upstream = await this.connect(state, target, admission.addresses);
@@ -300,7 +311,6 @@ export class EgressProxy {
     state: SandboxProxy,
     target: Target,
     addresses: string[],
-    credentials: EgressCredential[],
     client: Duplex,
     head: Buffer,
   ): Promise<void> {
@@ -315,15 +325,16 @@ export class EgressProxy {
       {
         sandboxId: state.sandboxId,
         target: named,
-        credentials,
+        credentialsNow: async () => {
+          const granted = await this.grantTo(state, target);
+          return granted.ok
+            ? { ok: true, credentials: credentialsForDestination(granted.grant, target.host, target.port) }
+            : granted;
+        },
         connect: () => this.connect(state, target, addresses),
         count: (sent, received) => this.count(state, sent, received),
-        onCredentialUsed: (secret) =>
-          this.options.onCredentialUsed?.(
-            state.sandboxId,
-            secret,
-            boundPattern(credentials, secret, named.host),
-          ),
+        onCredentialUsed: (secret, current) =>
+          this.options.onCredentialUsed?.(state.sandboxId, secret, boundPattern(current, secret, named.host)),
         refuse: (status, reason) => this.refused(state, named, status, reason),
       },
       client,

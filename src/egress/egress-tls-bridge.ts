@@ -24,7 +24,7 @@ import {
 } from "node:http";
 import { isIP, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import { type SecureContext, TLSSocket, connect as tlsConnect } from "node:tls";
+import { createSecureContext, type SecureContext, TLSSocket, connect as tlsConnect } from "node:tls";
 import type { Logger } from "pino";
 import { credentialForRequest, credentialHeaderProblem, hostHeaderMatches } from "./credential-match.js";
 import type { EgressCredential } from "./egress-rules.js";
@@ -46,21 +46,45 @@ export interface TlsBridgeOptions {
   log: Logger;
 }
 
+/** What a request on a terminated connection may carry now, or why it is refused. */
+export type CredentialsNow =
+  | { ok: true; credentials: readonly EgressCredential[] }
+  | { ok: false; status: number; reason: string };
+
 /** One terminated CONNECT: whose, to where, with what, and the proxy's hooks for it. */
 export interface BridgedConnect {
   sandboxId: string;
   target: Target;
-  credentials: readonly EgressCredential[];
+  /**
+   * The grant read again for each request (cached briefly by the gateway): a secret removed,
+   * a session's grant withdrawn or the host no longer allowed holds for the next request on
+   * an open connection too, not only for the next connection.
+   */
+  credentialsNow: () => Promise<CredentialsNow>;
   /** A TCP connection to a checked address, counted and bounded as the proxy's are. */
   connect: () => Promise<Socket>;
   count: (sent: number, received: number) => void;
-  onCredentialUsed: (secret: string) => void;
+  onCredentialUsed: (secret: string, credentials: readonly EgressCredential[]) => void;
   /** A refusal: counted, logged and reported by the proxy; returns the text to answer. */
   refuse: (status: number, reason: string) => string;
 }
 
+/**
+ * Requests read ahead of the one being answered on a terminated connection. A client that
+ * pipelines more is cut off: each request read is an object held until its turn, and nothing
+ * written back would ever slow the reading down (a 13 MB burst of GETs held 550 MB).
+ */
+const MAX_PIPELINED = 4;
+/** Requests served on one terminated connection, as Node's own servers can bound them. */
+const MAX_REQUESTS_PER_CONNECTION = 1_000;
+
 export class EgressTlsBridge {
-  constructor(private readonly options: TlsBridgeOptions) {}
+  /** Built once: a context with every root is tens of milliseconds of CPU to make. */
+  private readonly upstreamContext: SecureContext;
+
+  constructor(private readonly options: TlsBridgeOptions) {
+    this.upstreamContext = createSecureContext({ ca: [...options.upstreamCa], minVersion: "TLSv1.2" });
+  }
 
   /** Answers the CONNECT and serves it; `client` has been admitted (destination and addresses). */
   async serve(connect: BridgedConnect, client: Duplex, head: Buffer): Promise<SecureContext | undefined> {
@@ -93,25 +117,57 @@ export class EgressTlsBridge {
     return context;
   }
 
-  /** HTTP/1.1 on the terminated connection, one request at a time (pipelined ones wait). */
+  /**
+   * HTTP/1.1 on the terminated connection, one request at a time: reading pauses while a
+   * request waits its turn, a client that pipelines past MAX_PIPELINED is cut off, and a
+   * request's headers must be complete within the header deadline (Node enforces its own
+   * headersTimeout only on servers that listen; this one is handed its socket).
+   */
   private serveHttp(connect: BridgedConnect, secure: TLSSocket): void {
     const server = createServer({
       requestTimeout: 0,
-      headersTimeout: Math.min(this.options.idleTimeoutMs, 60_000),
       keepAliveTimeout: this.options.idleTimeoutMs,
     });
+    server.maxRequestsPerSocket = MAX_REQUESTS_PER_CONNECTION;
+    const headerDeadlineMs = Math.min(this.options.idleTimeoutMs, 60_000);
+    let headerTimer: NodeJS.Timeout | undefined;
+    const awaitHeaders = () => {
+      clearTimeout(headerTimer);
+      headerTimer = setTimeout(() => secure.destroy(), headerDeadlineMs);
+      headerTimer.unref();
+    };
+    secure.once("close", () => clearTimeout(headerTimer));
     let queue = Promise.resolve();
+    let waiting = 0;
     server.on("request", (req: IncomingMessage, res: ServerResponse) => {
-      queue = queue.then(() => this.handle(connect, req, res)).catch(() => void res.destroy());
+      clearTimeout(headerTimer);
+      if (secure.destroyed) return void res.destroy();
+      if (++waiting > MAX_PIPELINED) {
+        connect.refuse(429, `more than ${MAX_PIPELINED} requests pipelined on one connection`);
+        return void secure.destroy();
+      }
+      // One in flight: what the client sends meanwhile stays in the kernel's buffers.
+      if (waiting > 1) secure.pause();
+      queue = queue
+        .then(() => this.handle(connect, req, res))
+        .catch(() => void res.destroy())
+        .finally(() => {
+          waiting -= 1;
+          if (waiting <= 1) secure.resume();
+          if (waiting === 0) awaitHeaders();
+        });
     });
     server.on("clientError", (_error, socket: Duplex) => {
       answerSocket(socket, 400, "sandpool egress: bad request");
     });
+    awaitHeaders();
     server.emit("connection", secure);
   }
 
   /** Resolves when the request is done with, answered or not. */
-  private handle(connect: BridgedConnect, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  private async handle(connect: BridgedConnect, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // Its connection was cut while it waited its turn (a pipelining flood): nothing to answer.
+    if (res.destroyed) return;
     const done = new Promise<void>((resolve) => res.once("close", resolve));
     const { host, port } = connect.target;
     const answer = (status: number, text: string): void => {
@@ -128,8 +184,17 @@ export class EgressTlsBridge {
       answer(400, connect.refuse(400, "requests inside a CONNECT tunnel take an origin-form target (/path)"));
       return done;
     }
-    const credential = credentialForRequest(connect.credentials, req.method ?? "GET", path);
-    const headers: OutgoingHttpHeaders = { ...endToEndHeaders(req.headers), connection: "close" };
+    const now = await connect.credentialsNow();
+    if (!now.ok) {
+      answer(now.status, connect.refuse(now.status, now.reason));
+      return done;
+    }
+    const credential = credentialForRequest(now.credentials, req.method ?? "GET", path);
+    const headers: OutgoingHttpHeaders = {
+      ...endToEndHeaders(req.headers),
+      ...requestFraming(req),
+      connection: "close",
+    };
     const problem = credential && credentialHeaderProblem(credential);
     if (problem) {
       answer(502, connect.refuse(502, problem));
@@ -140,7 +205,7 @@ export class EgressTlsBridge {
       delete headers[credential.header.toLowerCase()];
       headers[credential.header.toLowerCase()] = credential.value;
     }
-    void this.send(connect, req, res, headers, credential, answer);
+    void this.send(connect, req, res, headers, credential && { credential, of: now.credentials }, answer);
     return done;
   }
 
@@ -149,7 +214,7 @@ export class EgressTlsBridge {
     req: IncomingMessage,
     res: ServerResponse,
     headers: OutgoingHttpHeaders,
-    credential: EgressCredential | undefined,
+    sent: { credential: EgressCredential; of: readonly EgressCredential[] } | undefined,
     answer: (status: number, text: string) => void,
   ): Promise<void> {
     const { host, port } = connect.target;
@@ -181,7 +246,7 @@ export class EgressTlsBridge {
       const code = (error as NodeJS.ErrnoException).code ?? "ERROR";
       return answer(502, connect.refuse(502, `the request could not be sent to ${host}:${port} (${code})`));
     }
-    if (credential) connect.onCredentialUsed(credential.secret);
+    if (sent) connect.onCredentialUsed(sent.credential.secret, sent.of);
     outgoing.on("response", (response) => {
       tally();
       const status = response.statusCode ?? 0;
@@ -224,9 +289,8 @@ export class EgressTlsBridge {
         // An IP literal is no server name (RFC 6066); its certificate must name the address.
         ...(isIP(host) === 0 ? { servername: host } : {}),
         host,
-        ca: [...this.options.upstreamCa],
+        secureContext: this.upstreamContext,
         ALPNProtocols: ["http/1.1"],
-        minVersion: "TLSv1.2",
         rejectUnauthorized: true,
       });
       const timer = setTimeout(() => {
@@ -247,6 +311,21 @@ export class EgressTlsBridge {
       });
     });
   }
+}
+
+/**
+ * The headers the proxy owns on the way out, whatever the request's Connection header named
+ * (it may name `host` or `content-length`, which endToEndHeaders then drops): the Host that
+ * was checked, and the body's framing as it came (a GET with a chunked body is still chunked,
+ * not raw bytes after the headers, read upstream as a second request).
+ */
+function requestFraming(req: IncomingMessage): OutgoingHttpHeaders {
+  const framing: OutgoingHttpHeaders = { host: req.headers.host };
+  if (/\bchunked\b/i.test(String(req.headers["transfer-encoding"] ?? "")))
+    framing["transfer-encoding"] = "chunked";
+  else if (req.headers["content-length"] !== undefined)
+    framing["content-length"] = req.headers["content-length"];
+  return framing;
 }
 
 class UpstreamTlsFailure extends Error {

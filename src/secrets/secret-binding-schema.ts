@@ -12,7 +12,7 @@
  */
 import { z } from "zod";
 import { hostPatternProblem } from "../policy-schema/egress-patterns.js";
-import type { SecretBinding } from "./workspace-secrets.js";
+import { CREDENTIAL_FREE_METHODS, type SecretBinding } from "./workspace-secrets.js";
 
 export const SECRET_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 export const SECRET_NAME_RULE =
@@ -124,7 +124,10 @@ export const secretBindingFields = {
       z
         .string()
         .max(32)
-        .regex(/^[A-Z][A-Z0-9_-]*$/, "must be an upper-case method such as GET or POST"),
+        .regex(/^[A-Z][A-Z0-9_-]*$/, "must be an upper-case method such as GET or POST")
+        .refine((method) => !CREDENTIAL_FREE_METHODS.has(method), {
+          message: "TRACE and CONNECT never carry a secret (TRACE echoes the request back to the code)",
+        }),
     )
     .min(1)
     .max(16)

@@ -55,3 +55,9 @@ export interface Sealer {
   seal(plain: Buffer): string;
   open(sealed: string): Buffer;
 }
+
+/**
+ * Methods that never carry a secret, whatever a binding says: TRACE answers with the request
+ * as the server received it, credential included, to the code that sent it.
+ */
+export const CREDENTIAL_FREE_METHODS: ReadonlySet<string> = new Set(["TRACE", "CONNECT"]);

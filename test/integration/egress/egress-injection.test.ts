@@ -12,7 +12,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Writable } from "node:stream";
-import { rootCertificates } from "node:tls";
+import { rootCertificates, type TLSSocket } from "node:tls";
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { EgressProxy } from "../../../src/egress/egress-proxy.js";
@@ -151,7 +151,15 @@ let used: [string, string, string][];
 let refusals: [string, string, string, number][];
 let sequence = 0;
 
-async function openProxy(options: { grant?: EgressGrant; injection?: boolean; idleTimeoutMs?: number } = {}) {
+async function openProxy(
+  options: {
+    grant?: EgressGrant;
+    /** The grant as the gateway answers it at each ask (the default: `grant`, always). */
+    grantFor?: () => Promise<EgressGrant | undefined>;
+    injection?: boolean;
+    idleTimeoutMs?: number;
+  } = {},
+) {
   seen = [];
   rogueSeen = [];
   logText = "";
@@ -185,7 +193,7 @@ async function openProxy(options: { grant?: EgressGrant; injection?: boolean; id
   });
   socketPath = path.join(dir, `p${++sequence}.sock`);
   const chosen = options.grant ?? grant;
-  await proxy.open("sb-1", socketPath, async () => chosen);
+  await proxy.open("sb-1", socketPath, options.grantFor ?? (async () => chosen));
 }
 
 afterEach(async () => {
@@ -449,5 +457,127 @@ describe("a terminated connection carries", () => {
       ["GET", "/1", VALUE],
       ["POST", "/2", VALUE],
     ]);
+  });
+});
+
+/** A TLS connection to `bound.test` through the proxy, terminated by it. */
+async function terminated(): Promise<TLSSocket> {
+  const tunnel = await connectThrough(socketPath, `bound.test:${port}`);
+  expect(tunnel.status).toBe(200);
+  return (
+    await tlsOverTunnel(tunnel.socket, {
+      ca: trustDeployment(),
+      host: "bound.test",
+      servername: "bound.test",
+    })
+  ).secure;
+}
+
+/** Everything the connection answers until it closes (or is reset: a cut-off client's is). */
+async function readToEnd(secure: TLSSocket): Promise<string> {
+  const chunks: Buffer[] = [];
+  try {
+    for await (const chunk of secure) chunks.push(chunk as Buffer);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ECONNRESET") throw error;
+  }
+  return Buffer.concat(chunks).toString();
+}
+
+describe("a hostile client on a terminated connection", () => {
+  it("is cut off when it pipelines more than a few requests: the proxy does not hold a flood", async () => {
+    await openProxy();
+    const secure = await terminated();
+    secure.write("GET /flood HTTP/1.1\r\nHost: bound.test\r\n\r\n".repeat(2_000));
+    await readToEnd(secure);
+    expect(seen.length).toBeLessThanOrEqual(4);
+    expect(refusals.map((r) => r[2])).toContainEqual(expect.stringMatching(/pipelined/));
+  });
+
+  it("loses the credential on the next request once the grant no longer holds it", async () => {
+    // The gateway's answer at each ask: the CONNECT's, then one per request on the connection.
+    const answers: (EgressGrant | undefined)[] = [
+      grant,
+      grant,
+      // The secret removed: the host is still allowed, the request goes without it.
+      { ...grant, credentials: [] },
+      // The grant withdrawn (the session ended, the workspace disabled): refused, sent nowhere.
+      undefined,
+    ];
+    let asked = 0;
+    await openProxy({ grantFor: async () => answers[Math.min(asked++, answers.length - 1)] });
+    const secure = await terminated();
+    secure.write(
+      ["/one", "/two", "/three"].map((path) => `GET ${path} HTTP/1.1\r\nHost: bound.test\r\n\r\n`).join(""),
+    );
+    const text = await readToEnd(secure);
+    expect(text).toMatch(/HTTP\/1\.1 403 [\s\S]*no egress grant/);
+    expect(seen.map((s) => [s.url, s.headers.authorization])).toEqual([
+      ["/one", VALUE],
+      ["/two", undefined],
+    ]);
+  });
+
+  it("cannot strip the checked Host with a Connection header: the upstream gets it as it was checked", async () => {
+    await openProxy();
+    const answer = await httpsThrough(
+      socketPath,
+      { host: "bound.test", port, ca: trustDeployment() },
+      {
+        path: "/conn",
+        headers: [
+          ["Host", "bound.test"],
+          ["Connection", "host, content-length"],
+        ],
+      },
+    );
+    expect(answer.status).toBe(200);
+    expect(seen[0]!.host).toBe("bound.test");
+    expect(seen[0]!.headers.authorization).toBe(VALUE);
+  });
+
+  it("gets no credential on a TRACE, which would echo it back", async () => {
+    await openProxy();
+    const answer = await httpsThrough(
+      socketPath,
+      { host: "bound.test", port, ca: trustDeployment() },
+      { method: "TRACE", path: "/" },
+    );
+    expect(answer.status).toBe(200);
+    expect(seen[0]!.method).toBe("TRACE");
+    expect(seen[0]!.headers.authorization).toBeUndefined();
+    expect(used).toEqual([]);
+  });
+
+  it("cannot smuggle a second request in a GET's chunked body: the body stays framed", async () => {
+    await openProxy();
+    const secure = await terminated();
+    const smuggled = "GET /smuggled HTTP/1.1\r\nHost: other.test\r\n\r\n";
+    secure.write(
+      "GET /carrier HTTP/1.1\r\nHost: bound.test\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +
+        `${smuggled.length.toString(16)}\r\n${smuggled}\r\n0\r\n\r\n`,
+    );
+    const text = await readToEnd(secure);
+    expect(text).toContain("upstream GET /carrier");
+    expect(seen.map((s) => s.url)).toEqual(["/carrier"]);
+    expect(seen[0]!.headers["transfer-encoding"]).toBe("chunked");
+  });
+
+  it("is closed when a request's headers dribble in past the header deadline", async () => {
+    await openProxy({ idleTimeoutMs: 1_000 });
+    const secure = await terminated();
+    const closed = new Promise<number>((resolve) => secure.once("close", () => resolve(Date.now())));
+    const began = Date.now();
+    secure.write("GET /dribble HTTP/1.1\r\nHost: bound.test\r\n");
+    // A header line every 300 ms: never idle for the idle timeout, never a complete request.
+    const dribble = setInterval(() => secure.writable && secure.write(`X-${Date.now()}: 1\r\n`), 300);
+    const at = await Promise.race([
+      closed,
+      new Promise<number>((resolve) => setTimeout(() => resolve(-1), 6_000)),
+    ]);
+    clearInterval(dribble);
+    expect(at, "still open after 6 s").toBeGreaterThan(0);
+    expect(at - began).toBeLessThan(3_000);
+    expect(seen).toEqual([]);
   });
 });

@@ -56,8 +56,30 @@ describe("which credential a request gets", () => {
       "/v1/a%5cb",
       "/v1\\\\x",
       "/v1//x",
+      // Matrix parameters: Tomcat, Jetty and Spring read these as /admin.
+      "/v1/..;/admin",
+      "/v1/%2e%2e;/admin",
+      "/v1/x;jsessionid=1",
+      "/v1/x%3Bx",
     ])
       expect(credentialForRequest([scoped], "GET", path), path).toBeUndefined();
+  });
+
+  it("takes a prefix at a segment boundary: /repos/acme is not /repos/acme-other", () => {
+    const repo = { ...scoped, paths: ["/repos/acme"], methods: undefined };
+    expect(credentialForRequest([repo], "GET", "/repos/acme")?.secret).toBe("scoped");
+    expect(credentialForRequest([repo], "GET", "/repos/acme/issues")?.secret).toBe("scoped");
+    expect(credentialForRequest([repo], "GET", "/repos/acme?x=1")?.secret).toBe("scoped");
+    expect(credentialForRequest([repo], "GET", "/repos/acme-other")).toBeUndefined();
+    expect(credentialForRequest([repo], "GET", "/repos/acmeco/x")).toBeUndefined();
+  });
+
+  it("never gives one to TRACE (it echoes the request, credential and all) nor CONNECT", () => {
+    expect(credentialForRequest([api], "TRACE", "/")).toBeUndefined();
+    expect(credentialForRequest([api], "trace", "/")).toBeUndefined();
+    expect(credentialForRequest([{ ...api, methods: ["TRACE"] }], "TRACE", "/")).toBeUndefined();
+    expect(credentialForRequest([api], "CONNECT", "/")).toBeUndefined();
+    expect(credentialForRequest([api], "GET", "/")?.secret).toBe("api");
   });
 });
 

@@ -42,6 +42,15 @@ describe("secret binding schema", () => {
     ).toBe(false);
   });
 
+  it("refuses TRACE and CONNECT as a binding's methods: they never carry a secret", () => {
+    expect(secretBindingSchema.safeParse({ ...header, methods: ["GET", "POST"] }).success).toBe(true);
+    for (const method of ["TRACE", "CONNECT"]) {
+      const parsed = secretBindingSchema.safeParse({ ...header, methods: ["GET", method] });
+      expect(parsed.success, method).toBe(false);
+      expect(JSON.stringify(parsed.error?.issues), method).toMatch(/never carry a secret/);
+    }
+  });
+
   it("takes no value in a binding (policy files)", () => {
     const parsed = secretBindingSchema.safeParse({ ...header, value: "v" });
     expect(parsed.success).toBe(false);
