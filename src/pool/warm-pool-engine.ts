@@ -28,7 +28,7 @@
  *   pool backs off, this engine's back-off or the one shared by the deployment
  *   (`sharedFailure`). A start that succeeds resets it.
  * - Bursts: the start gate (src/pool/start-gate.ts) counts the starts in flight; a lease that
- *   must wait for a turn (`waitForTurn`: a node's leases) waits out the back-off and the gate,
+ *   must wait for a turn (`startInTurn`: a node's leases) waits out the back-off and the gate,
  *   and is refused with `startsTooLate` past its pool's cold-start deadline.
  */
 import { setTimeout as sleep } from "node:timers/promises";
@@ -40,6 +40,9 @@ import { StartBackoff, type StartFailure } from "./start-backoff.js";
 import { StartGate, startsTooLate } from "./start-gate.js";
 import { StartRate } from "./start-rate.js";
 import { WarmupLimiter } from "./warmup-limiter.js";
+
+/** A pool's warm-up starts at once when its spec says nothing (the config's default). */
+const DEFAULT_WARMUP_CONCURRENCY = 2;
 
 /** What the engine needs to know of a pool. */
 export type WarmPool = Pick<PoolSpec, "name" | "warmupConcurrency" | "coldStartTimeoutMs">;
@@ -177,11 +180,12 @@ export class WarmPoolEngine {
   }
 
   /**
-   * Waits for a lease's turn to start a sandbox of the pool: a failing image after its
-   * back-off (not in a loop as fast as it fails), and a burst once the engine absorbs another
-   * start. Past the pool's cold-start deadline, 503 (`startsTooLate`, `where` said after the pool).
+   * Runs one start of the pool's image for a lease (`measured`) once it is its turn: a
+   * failing image after its back-off (not in a loop as fast as it fails), and a burst once
+   * the engine absorbs another start. Past the pool's cold-start deadline, 503
+   * (`startsTooLate`, `where` said after the pool's name).
    */
-  async waitForTurn(pool: WarmPool, where = ""): Promise<void> {
+  async startInTurn<T>(pool: WarmPool, where: string, start: () => Promise<T>): Promise<T> {
     const waitUntil = this.now() + pool.coldStartTimeoutMs;
     const retryAt = this.backoffOf(pool.name).lastFailure?.nextAttemptAt ?? 0;
     if (retryAt > this.now()) {
@@ -192,6 +196,8 @@ export class WarmPoolEngine {
       if (this.now() >= waitUntil) throw startsTooLate(pool, where);
       await this.gate.waitForNextEnd(pool.name, LEASE_POLL_MAX_MS);
     }
+    // Counted at the gate at once, before any await: the leases of a burst see each other.
+    return this.measured(pool, start);
   }
 
   /** Leases waiting elsewhere for a sandbox of the pool (`whileWanting`). */
@@ -260,7 +266,7 @@ export class WarmPoolEngine {
         const wanted = Math.min(
           target.wanted - idle - underWay,
           // No more at once than the engine absorbs: more would only slow each start.
-          this.rate.concurrency(pool.warmupConcurrency) - inFlight.size,
+          this.rate.concurrency(pool.warmupConcurrency ?? DEFAULT_WARMUP_CONCURRENCY) - inFlight.size,
         );
         // What the machine can take now; the rest waits for a place or the next call.
         const granted = wanted > 0 ? this.limiter.tryAcquire(wanted) : 0;
