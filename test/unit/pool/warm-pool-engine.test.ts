@@ -5,6 +5,7 @@
  * promised start taking a parked sandbox's place at the cap. serve's pools and a node's use
  * it through test/unit/pool/pool-warmup.test.ts and test/unit/roles/node/.
  */
+import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { type IdleSet, type WarmPool, WarmPoolEngine } from "../../../src/pool/warm-pool-engine.js";
 import { WarmupLimiter } from "../../../src/pool/warmup-limiter.js";
@@ -61,10 +62,13 @@ function standInSet(engine: WarmPoolEngine, sizes: { min: number; max: number })
 
 function quietLog() {
   const errors: string[] = [];
-  return {
-    errors,
-    log: { error: (_: unknown, message: string) => errors.push(message), debug: () => undefined },
-  };
+  const log = pino(
+    { level: "error" },
+    {
+      write: (line: string) => errors.push((JSON.parse(line) as { msg: string }).msg),
+    },
+  );
+  return { errors, log };
 }
 
 describe("the warm-pool engine", () => {
