@@ -11,7 +11,7 @@
  * - `acquire` takes an idle one that still answers (`validate`; one that does not is
  *   destroyed), else starts one while below `max`, else waits for a place; each within
  *   `acquireTimeoutMs`, after which it fails. A failed start for an acquire is tried again
- *   while time is left.
+ *   while time is left, after a moment.
  * - Things lent are never given back: `destroy` ends them and frees their place.
  * - Idle ones above `min`, idle for longer than `idleEvictionMs`, are destroyed (checked
  *   every `evictionRunMs`, a few at a time).
@@ -51,6 +51,8 @@ export interface WarmSetOptions {
 
 const QUIET = { error: () => undefined, debug: () => undefined };
 
+/** An acquire whose start failed tries again after this at the latest (sooner on a change). */
+const RETRY_PAUSE_MS = 10;
 /** Idle ones looked at per eviction run: eviction is gradual, as warm-up is. */
 const EVICTIONS_PER_RUN = 3;
 
@@ -233,11 +235,14 @@ export class WarmSet<T> {
         } catch (error) {
           this.options.onCreateError?.(error);
           if (this.now() >= deadline) throw new WarmSetTimeoutError(this.options.acquireTimeoutMs);
-          continue;
         } finally {
           this.pending -= 1;
           this.wake();
         }
+        // Tried again after a moment (or a change), not in a loop as fast as the start fails:
+        // a start refused at once (a back-off past the deadline) would hold the event loop.
+        await this.waitUntil(Math.min(deadline, this.now() + RETRY_PAUSE_MS)).catch(() => undefined);
+        continue;
       }
       await this.waitUntil(deadline);
     }
