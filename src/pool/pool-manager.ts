@@ -7,7 +7,9 @@
  * exponentially, so an image that cannot start does not spin. Sizes are read through
  * `sizes` on every warm-up and start, so an operator's resize is obeyed without a restart.
  * This file is the lease path and the pool's places; starting one sandbox is
- * src/pool/sandbox-starter.ts, topping pools up is src/pool/pool-warmup.ts.
+ * src/pool/sandbox-starter.ts, topping pools up is src/pool/pool-warmup.ts: the warm-pool
+ * engine (src/pool/warm-pool-engine.ts, a node's pools use it too) over the store's idle
+ * sandboxes.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
@@ -31,6 +33,7 @@ import { RECYCLE_WAIT_MS, SandboxReuse } from "./sandbox-reuse.js";
 import { type SandboxBringUp, SandboxStarter } from "./sandbox-starter.js";
 import { startsTooLate } from "./start-gate.js";
 import type { StartRateView } from "./start-rate.js";
+import { WarmPoolEngine } from "./warm-pool-engine.js";
 import { WarmupLimiter } from "./warmup-limiter.js";
 
 /** How long ending a session waits for a sandbox's usage before it goes on without it. */
@@ -61,6 +64,8 @@ export class PoolManager implements GatewayPools {
   private readonly pools: Map<string, PoolSpec>;
   /** Leases, failed starts, refill times and the deployment's counts: what sizes warm-up. */
   readonly demand: PoolDemandAccounting;
+  /** Warm-up, the start gate, the start rate and the back-off (src/pool/warm-pool-engine.ts). */
+  private readonly engine: WarmPoolEngine;
   private readonly starter: SandboxStarter;
   private readonly warmup: PoolWarmup;
   private readonly now: () => number;
@@ -76,19 +81,29 @@ export class PoolManager implements GatewayPools {
       log: deps.log,
       now: this.now,
     });
-    this.demand = new PoolDemandAccounting(deps.pools, (name) => this.starter.backoffOf(name));
+    this.demand = new PoolDemandAccounting(deps.pools, (name) => this.engine.backoffOf(name));
+    this.engine = new WarmPoolEngine({
+      log: deps.log,
+      now: this.now,
+      limiter: deps.warmupLimiter ?? new WarmupLimiter(),
+      sharedFailure: (name) => this.demand.sharedStartFailure(name),
+      onStartFailure: (name) => {
+        deps.metrics.warmupFailures.inc({ pool: name });
+        this.demand.countWarmupFailure(name);
+      },
+    });
     this.starter = new SandboxStarter({
       ...deps,
       now: this.now,
+      engine: this.engine,
       maxTotalOf: (pool) => this.sizeOf(pool).maxTotal,
       demand: this.demand,
     });
     this.warmup = new PoolWarmup({
       ...deps,
       now: this.now,
+      engine: this.engine,
       starter: this.starter,
-      limiter: deps.warmupLimiter ?? new WarmupLimiter(),
-      demand: this.demand,
       sizeOf: (pool) => this.sizeOf(pool),
       effectiveMinIdle: (pool) => this.effectiveMinIdle(pool),
       evictParked: (pool) => this.evictParked(pool, { wait: true }),

@@ -4,21 +4,22 @@
  * itself through the start gate (a burst starts only what the engine absorbs), and what a
  * start teaches: the engine's start rate, the pool's refill time, and on failure the pool's
  * back-off. Shared by leases (cold starts), warm-up and restores (src/pool/pool-manager.ts).
+ * The gate, the start rate and the back-off are the warm-pool engine's
+ * (src/pool/warm-pool-engine.ts), which a node's pools use too.
  */
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
-import { SandpoolError } from "../contract/error-codes.js";
 import type { SandboxClient } from "../forward/sandbox-client.js";
-import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { PoolSpec, SandboxRuntime, StartedSandbox } from "../runtime/sandbox-runtime.js";
 import type { PoolLedger } from "../store/coordination/pool-ledger.js";
 import type { SandboxRecord } from "../store/coordination/records.js";
 import { cpuBaselineMs } from "./cpu-baseline.js";
 import { InFlightMarks } from "./in-flight-marks.js";
 import type { PoolDemandAccounting } from "./pool-demand-accounting.js";
-import { StartBackoff } from "./start-backoff.js";
-import { StartGate } from "./start-gate.js";
-import { StartRate } from "./start-rate.js";
+import type { StartBackoff } from "./start-backoff.js";
+import type { StartGate } from "./start-gate.js";
+import type { StartRate } from "./start-rate.js";
+import type { WarmPoolEngine } from "./warm-pool-engine.js";
 
 /** Brings a sandbox up under a given id, with its inner session (a fresh start, or a restore). */
 export type SandboxBringUp = (
@@ -30,17 +31,17 @@ export type SandboxBringUp = (
 export type StartPurpose = "cold" | "warm-up" | "restore";
 
 export interface SandboxStarterDeps {
-  pools: readonly PoolSpec[];
   store: PoolLedger;
   runtime: SandboxRuntime;
   client: SandboxClient;
-  metrics: GatewayMetrics;
   log: Logger;
   now: () => number;
+  /** The gate, the start rate and the pools' back-off; it counts and logs failed starts. */
+  engine: WarmPoolEngine;
   /** The pool's cap in force (it may change at run time). */
   maxTotalOf: (pool: PoolSpec) => number;
-  /** Learns each start's refill time and each failure: what sizes warm-up. */
-  demand: Pick<PoolDemandAccounting, "recordRefill" | "countWarmupFailure">;
+  /** Learns each start's refill time: what sizes warm-up. */
+  demand: Pick<PoolDemandAccounting, "recordRefill">;
 }
 
 export class SandboxStarter {
@@ -50,17 +51,15 @@ export class SandboxStarter {
   readonly rate: StartRate;
   /** The marks of this replica's starts, renewed while they run. */
   readonly inFlight: InFlightMarks;
-  private readonly backoff = new Map<string, StartBackoff>();
 
   constructor(private readonly deps: SandboxStarterDeps) {
     this.inFlight = new InFlightMarks(deps.store, deps.log, deps.now);
-    this.rate = new StartRate(deps.now);
-    this.gate = new StartGate(this.rate);
-    for (const pool of deps.pools) this.backoff.set(pool.name, new StartBackoff());
+    this.rate = deps.engine.rate;
+    this.gate = deps.engine.gate;
   }
 
-  backoffOf(name: string): StartBackoff | undefined {
-    return this.backoff.get(name);
+  backoffOf(name: string): StartBackoff {
+    return this.deps.engine.backoffOf(name);
   }
 
   /**
@@ -108,7 +107,7 @@ export class SandboxStarter {
       runtimeId = started.runtimeId;
       const cpuBaseMs = await cpuBaselineMs(this.deps.runtime, runtimeId);
       if (purpose !== "restore") {
-        this.backoff.get(pool.name)!.succeeded(now());
+        this.deps.engine.startSucceeded(pool.name);
         this.deps.demand.recordRefill(pool.name, Number(process.hrtime.bigint() - began) / 1e6);
       }
       return {
@@ -125,7 +124,7 @@ export class SandboxStarter {
       await store.removeMember(pool.name, sandboxId);
       // A restore's failure is not the image's: no back-off follows, the caller answers it.
       if (purpose === "restore") throw error;
-      throw this.failed(pool, error);
+      throw this.deps.engine.startFailed(pool, error);
     } finally {
       measured();
       this.inFlight.end(pool.name, sandboxId);
@@ -148,26 +147,5 @@ export class SandboxStarter {
         throw error;
       }
     };
-  }
-
-  /** Counts a failed start of the pool's image, backs its warm-up off, and says so once per step. */
-  private failed(pool: PoolSpec, error: unknown): SandpoolError {
-    this.deps.metrics.warmupFailures.inc({ pool: pool.name });
-    this.deps.demand.countWarmupFailure(pool.name);
-    const reason = error instanceof Error ? error.message : String(error);
-    const { delayMs, newStep } = this.backoff.get(pool.name)!.failed(this.deps.now(), reason);
-    // Once per back-off step: starts failing together, or during the wait, are one story.
-    if (newStep) {
-      this.deps.log.error(
-        { err: error, pool: pool.name, retryInMs: delayMs },
-        "sandbox start failed; warm-up backs off",
-      );
-    } else {
-      this.deps.log.debug({ err: error, pool: pool.name }, "sandbox start failed during the back-off");
-    }
-    return new SandpoolError("capacity.exhausted", `no sandbox of the '${pool.name}' pool could be started`, {
-      retryAfterSeconds: Math.max(1, Math.ceil(delayMs / 1000)),
-      cause: error,
-    });
   }
 }

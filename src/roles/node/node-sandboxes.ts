@@ -1,6 +1,6 @@
 /**
  * What a node holds: its warm pools (one NodeWarmPool per configured pool, sized to this
- * node's share) and the sandboxes leased out of them, by sandbox id. A lease borrows a
+ * node's share, all topped up by one warm-pool engine: src/pool/warm-pool-engine.ts) and the sandboxes leased out of them, by sandbox id. A lease borrows a
  * sandbox for one workspace, and only calls made for that workspace reach it (`heldFor`);
  * its session's end (the edge's destroy) destroys it, or (the edge's recycle) parks it,
  * scrubbed, for that workspace's next lease here (node-parking.ts). After a restart the held map is
@@ -10,6 +10,8 @@ import type { Logger } from "pino";
 import { SandpoolError } from "../../contract/error-codes.js";
 import type { SandboxClient } from "../../forward/sandbox-client.js";
 import type { Isolation } from "../../policy-schema/isolation-levels.js";
+import { WarmPoolEngine } from "../../pool/warm-pool-engine.js";
+import { WarmupLimiter } from "../../pool/warmup-limiter.js";
 import type { PoolSpec, SandboxRuntime, SandboxUsage } from "../../runtime/sandbox-runtime.js";
 import type { LeaseStore } from "../../store/coordination/lease-store.js";
 import type { SandboxRecord } from "../../store/coordination/records.js";
@@ -41,9 +43,12 @@ export class NodeSandboxes {
   readonly restoring = new Set<string>();
 
   constructor(private readonly deps: NodeSandboxesDeps) {
+    // One engine for the node's pools, as for one host's: they share its Docker engine and CPUs.
+    const engine = new WarmPoolEngine({ log: deps.log, limiter: new WarmupLimiter() });
     for (const pool of deps.pools) {
       // Nothing is started before the first reconciliation and heartbeat size the share.
-      this.warm.set(pool.name, new NodeWarmPool(pool, { min: 0, max: poolShare(pool, 1, 0).max }, deps));
+      const share = { min: 0, max: poolShare(pool, 1, 0).max };
+      this.warm.set(pool.name, new NodeWarmPool(pool, share, { ...deps, engine }));
     }
     this.parking = new NodeParking({
       pools: this.warm,

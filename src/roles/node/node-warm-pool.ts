@@ -8,18 +8,16 @@
  * (node-parking.ts: set aside, still holding its place, lent to that workspace alone). A
  * memory restore's new container holds a place as a lease does (`holdRestored`). min and max
  * are this node's share of the pool across the deployment (pool-share.ts), which changes as
- * nodes come and go (`resize`).
+ * nodes come and go (`resize`). Warm-up, the start gate, the start rate and the back-off of a
+ * failing image are the warm-pool engine's (src/pool/warm-pool-engine.ts), as on one host:
+ * one engine for all of a node's pools, its idle sandboxes kept in the node's memory.
  */
 import { randomBytes } from "node:crypto";
-import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { SandpoolError } from "../../contract/error-codes.js";
 import type { SandboxClient } from "../../forward/sandbox-client.js";
 import { cpuBaselineMs } from "../../pool/cpu-baseline.js";
-import { LEASE_POLL_MAX_MS } from "../../pool/sandbox-pool.js";
-import { StartBackoff } from "../../pool/start-backoff.js";
-import { StartGate, startsTooLate } from "../../pool/start-gate.js";
-import { StartRate } from "../../pool/start-rate.js";
+import { WarmPoolEngine } from "../../pool/warm-pool-engine.js";
 import type { PoolSpec, SandboxRuntime } from "../../runtime/sandbox-runtime.js";
 import type { SandboxRecord } from "../../store/coordination/records.js";
 import { WarmSet, WarmSetFullError } from "./warm-set.js";
@@ -34,23 +32,23 @@ export interface NodeWarmPoolDeps {
   client: SandboxClient;
   log: Logger;
   nodeId: string;
+  /** The node's warm-pool engine, shared by its pools (one of this pool's own without it). */
+  engine?: WarmPoolEngine;
 }
 
 export class NodeWarmPool {
   private readonly pool: WarmSet<SandboxRecord>;
   /** Sandboxes being started: reconciliation must not take them for leftovers. */
   private readonly starting = new Set<string>();
-  /** The engine's start rate as this pool's starts measure it, and the gate it sets (as on one host). */
-  private readonly startRate = new StartRate();
-  private readonly gate = new StartGate(this.startRate);
-  /** After a failed start the next waits, twice as long each time (src/pool/start-backoff.ts, as warm-up on one host). */
-  private readonly backoff = new StartBackoff();
+  /** Warm-up, the start gate, the start rate and the back-off (src/pool/warm-pool-engine.ts). */
+  private readonly engine: WarmPoolEngine;
 
   constructor(
     readonly spec: PoolSpec,
     share: { min: number; max: number },
     private readonly deps: NodeWarmPoolDeps,
   ) {
+    this.engine = deps.engine ?? new WarmPoolEngine({ log: deps.log });
     this.pool = new WarmSet<SandboxRecord>(
       {
         create: () => this.start(),
@@ -63,8 +61,9 @@ export class NodeWarmPool {
         acquireTimeoutMs: spec.coldStartTimeoutMs,
         idleEvictionMs: IDLE_EVICTION_MS,
         evictionRunMs: EVICTION_RUN_MS,
-        // Logged by start(), once per back-off step.
+        // Logged by the engine, once per back-off step.
         onCreateError: () => undefined,
+        warmUp: { engine: this.engine, pool: spec },
       },
     );
   }
@@ -186,43 +185,12 @@ export class NodeWarmPool {
   }
 
   /**
-   * One start, once the engine absorbs another (src/pool/start-gate.ts): a burst of leases
-   * on this node starts its sandboxes a few at a time, each finishing in its deadline, rather
-   * than all at once and each too late.
+   * One start, once the engine absorbs another and a failing image's back-off is over
+   * (src/pool/warm-pool-engine.ts): a burst of leases on this node starts its sandboxes a few
+   * at a time, each finishing in its deadline, rather than all at once and each too late.
    */
   private async start(): Promise<SandboxRecord> {
-    const name = this.spec.name;
-    const waitUntil = Date.now() + this.spec.coldStartTimeoutMs;
-    // A failing image is tried again after the back-off, not in a loop as fast as it fails.
-    const retryAt = this.backoff.lastFailure?.nextAttemptAt ?? 0;
-    if (retryAt > Date.now()) {
-      if (retryAt >= waitUntil) throw startsTooLate(this.spec, " on this node");
-      await sleep(retryAt - Date.now());
-    }
-    while (!this.gate.mayStart(name)) {
-      if (Date.now() >= waitUntil) throw startsTooLate(this.spec, " on this node");
-      await this.gate.waitForNextEnd(name, LEASE_POLL_MAX_MS);
-    }
-    const ended = this.gate.began(name);
-    const measured = this.startRate.began();
-    try {
-      const record = await this.startNow();
-      this.backoff.succeeded(Date.now());
-      return record;
-    } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
-      const { delayMs, newStep } = this.backoff.failed(Date.now(), reason);
-      if (newStep) {
-        this.deps.log.warn(
-          { err: error, pool: name, retryInMs: delayMs },
-          "a sandbox could not be started; starts back off",
-        );
-      }
-      throw error;
-    } finally {
-      measured();
-      ended();
-    }
+    return this.engine.startInTurn(this.spec, " on this node", () => this.startNow());
   }
 
   private async startNow(): Promise<SandboxRecord> {

@@ -1,16 +1,17 @@
 /**
- * A small pool of things kept ready (a node's warm sandboxes): what the node needs of an
- * object pool and nothing more, with its sizes changeable at run time. It replaces
- * generic-pool, whose sizes cannot be changed through its public API (the node's share of a
- * pool changes as nodes come and go) and whose idle objects cannot be listed either.
+ * A small pool of things kept ready (a node's warm sandboxes): the in-memory idle set of the
+ * warm-pool engine (src/pool/warm-pool-engine.ts, which tops a host's pools up too), with
+ * what a node's leases need of it, its sizes changeable at run time (the node's share of a
+ * pool changes as nodes come and go).
  *
- * - `min` are kept idle: a shortfall is started at once (on a resize, after a destroy);
- *   a start that fails is reported and not retried until the next of those.
+ * - `min` are kept idle: the engine starts a shortfall (on a resize, after a destroy, on each
+ *   eviction run) within the pool's back-off, start rate and warm-up concurrency, as it does
+ *   a host's; a start that fails is reported and stops the warm-up until the next of those.
  * - At most `max` exist at once: idle, leased, being started or checked.
  * - `acquire` takes an idle one that still answers (`validate`; one that does not is
  *   destroyed), else starts one while below `max`, else waits for a place; each within
  *   `acquireTimeoutMs`, after which it fails. A failed start for an acquire is tried again
- *   while time is left.
+ *   while time is left, after a moment.
  * - Things lent are never given back: `destroy` ends them and frees their place.
  * - Idle ones above `min`, idle for longer than `idleEvictionMs`, are destroyed (checked
  *   every `evictionRunMs`, a few at a time).
@@ -21,6 +22,8 @@
  * - One made elsewhere (a node's memory restore, which starts its own container) is lent
  *   through `lendMade`: it takes a place as a start does, so it counts against `max` too.
  */
+import type { IdleSet, WarmPool } from "../../pool/warm-pool-engine.js";
+import { WarmPoolEngine } from "../../pool/warm-pool-engine.js";
 
 export interface WarmSetFactory<T> {
   create(): Promise<T>;
@@ -38,8 +41,18 @@ export interface WarmSetOptions {
   /** A start failed (an acquire's start that is tried again is reported too). */
   onCreateError?: (error: unknown) => void;
   now?: () => number;
+  /**
+   * The engine that tops the set up, and the pool it tops up there (a node's: its back-off,
+   * start rate and warm-up concurrency). Without it the set has an engine of its own, which
+   * starts every shortfall at once.
+   */
+  warmUp?: { engine: WarmPoolEngine; pool: WarmPool };
 }
 
+const QUIET = { error: () => undefined, debug: () => undefined };
+
+/** An acquire whose start failed tries again after this at the latest (sooner on a change). */
+const RETRY_PAUSE_MS = 10;
 /** Idle ones looked at per eviction run: eviction is gradual, as warm-up is. */
 const EVICTIONS_PER_RUN = 3;
 
@@ -72,8 +85,6 @@ export class WarmSet<T> {
   private aside: T[] = [];
   /** Being started or checked: they hold a place. */
   private pending = 0;
-  /** Borrowers waiting for something other than a start (`whileWanting`): each counts toward min. */
-  private wanting = 0;
   private readonly creations = new Set<Promise<unknown>>();
   /** Destroys under way: closing waits for them. */
   private readonly destroying = new Set<Promise<unknown>>();
@@ -82,6 +93,10 @@ export class WarmSet<T> {
   private readonly evictor: NodeJS.Timeout;
   private readonly now: () => number;
   private closed = false;
+  private readonly engine: WarmPoolEngine;
+  private readonly warmPool: WarmPool;
+  /** This set as the engine's idle set. */
+  private readonly idleSet: IdleSet<T>;
 
   constructor(
     private readonly factory: WarmSetFactory<T>,
@@ -90,7 +105,18 @@ export class WarmSet<T> {
     this.maximum = Math.max(1, options.max);
     this.minimum = Math.min(options.min, this.maximum);
     this.now = options.now ?? Date.now;
-    this.evictor = setInterval(() => this.evict(), options.evictionRunMs);
+    this.engine = options.warmUp?.engine ?? new WarmPoolEngine({ log: QUIET });
+    this.warmPool = options.warmUp?.pool ?? {
+      name: "warm-set",
+      warmupConcurrency: Number.POSITIVE_INFINITY,
+      coldStartTimeoutMs: options.acquireTimeoutMs,
+    };
+    this.idleSet = this.asIdleSet();
+    this.evictor = setInterval(() => {
+      this.evict();
+      // A tick: what a failed or backed-off warm-up left short is tried again.
+      this.ensureMinimum();
+    }, options.evictionRunMs);
     this.evictor.unref();
     this.ensureMinimum();
   }
@@ -123,14 +149,9 @@ export class WarmSet<T> {
    * sessions outpace their scrubs gains sandboxes. What is left idle after goes as any
    * idle item above min does.
    */
-  async whileWanting<R>(waiting: Promise<R>): Promise<R> {
-    this.wanting += 1;
-    this.ensureMinimum();
-    try {
-      return await waiting;
-    } finally {
-      this.wanting -= 1;
-    }
+  whileWanting<R>(waiting: Promise<R>): Promise<R> {
+    if (this.closed) return waiting;
+    return this.engine.whileWanting(this.warmPool, this.idleSet, () => waiting);
   }
 
   /** Everything holding a place: idle, lent, set aside, being started or checked. */
@@ -214,11 +235,14 @@ export class WarmSet<T> {
         } catch (error) {
           this.options.onCreateError?.(error);
           if (this.now() >= deadline) throw new WarmSetTimeoutError(this.options.acquireTimeoutMs);
-          continue;
         } finally {
           this.pending -= 1;
           this.wake();
         }
+        // Tried again after a moment (or a change), not in a loop as fast as the start fails:
+        // a start refused at once (a back-off past the deadline) would hold the event loop.
+        await this.waitUntil(Math.min(deadline, this.now() + RETRY_PAUSE_MS)).catch(() => undefined);
+        continue;
       }
       await this.waitUntil(deadline);
     }
@@ -294,6 +318,8 @@ export class WarmSet<T> {
     this.closed = true;
     clearInterval(this.evictor);
     this.wake();
+    // Its warm-up ends once its starts have: what they started is destroyed (closed).
+    await this.engine.running(this.warmPool.name)?.catch(() => undefined);
     await Promise.allSettled([...this.creations]);
     await this.destroyAside();
     await this.destroyIdle();
@@ -302,34 +328,55 @@ export class WarmSet<T> {
   }
 
   /**
-   * Starts what min lacks, in the background. Those set aside are no one's but their
-   * borrower's: they count toward max, not min, and the longest set aside makes room for a
-   * shortfall at max.
+   * Has the engine start what min lacks, in the background. Lent ones count toward min (min
+   * is the least the set holds); those set aside are no one's but their borrower's: they
+   * count toward max, not min, and the longest set aside makes room for a shortfall of min at
+   * max. Borrowers waiting elsewhere (`whileWanting`) take free places only.
    */
   private ensureMinimum(): void {
     if (this.closed) return;
-    // What min lacks (lent ones count: min is the least the pool holds) may take a place set aside.
-    const forMinimum = this.minimum - (this.size - this.aside.length);
-    while (forMinimum > this.maximum - this.size && this.aside.length > 0) {
-      this.destroyQuietly(this.aside[0]!);
-    }
-    // What borrowers waiting elsewhere lack of idle and starting ones only takes free places.
-    let shortfall = Math.max(forMinimum, this.wanting - (this.idle.length + this.pending));
-    for (shortfall = Math.min(shortfall, this.maximum - this.size); shortfall > 0; shortfall--) {
-      this.pending += 1;
-      this.track(this.factory.create())
-        .then(
-          (item) => {
-            if (this.closed) this.destroyQuietly(item);
-            else this.idle.push({ item, since: this.now() });
-          },
-          (error: unknown) => this.options.onCreateError?.(error),
-        )
-        .finally(() => {
+    this.engine.warm(this.warmPool, this.idleSet).catch(() => undefined);
+  }
+
+  /** This set as the engine sees it: where a node keeps its idle ones. */
+  private asIdleSet(): IdleSet<T> {
+    return {
+      look: () => ({ idle: this.idle.length, starting: this.pending }),
+      target: () => {
+        const promised = this.minimum - this.lent.size;
+        return { wanted: Math.max(promised, this.engine.wantingOf(this.warmPool.name)), promised };
+      },
+      start: async () => {
+        if (this.closed || this.size >= this.maximum) return undefined;
+        // Its place is held until it is kept idle (`keep`), or its start failed.
+        this.pending += 1;
+        try {
+          return await this.track(this.factory.create());
+        } catch (error) {
           this.pending -= 1;
+          this.options.onCreateError?.(error);
           this.wake();
-        });
-    }
+          throw error;
+        }
+      },
+      keep: (item) => {
+        this.pending -= 1;
+        if (this.closed) {
+          this.destroyQuietly(item);
+          return false;
+        }
+        this.idle.push({ item, since: this.now() });
+        this.wake();
+        return true;
+      },
+      evictParked: async () => {
+        const longest = this.aside[0];
+        if (longest === undefined) return false;
+        // Its place is free as soon as destroy begins (it leaves every list at once).
+        this.destroyQuietly(longest);
+        return true;
+      },
+    };
   }
 
   private evict(): void {
