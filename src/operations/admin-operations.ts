@@ -5,6 +5,7 @@
  * parameters, query, body and answer (admin-schemas/); the handlers are in src/admin/.
  */
 import type { $ZodType } from "zod/v4/core";
+import type { ErrorCode } from "../contract/error-codes.js";
 import { workspacePathParams } from "./admin-schemas/admin-params.js";
 import { auditQuerySchema, auditResultSchema } from "./admin-schemas/audit-schemas.js";
 import { explainBodySchema, explainResultSchema } from "./admin-schemas/explain-schemas.js";
@@ -57,28 +58,41 @@ import {
   usageSummaryResultSchema,
 } from "./admin-schemas/usage-schemas.js";
 import type { AnswerKind, Effect, HttpMethod, OperationSpec } from "./operation.js";
+import type { SpecOf } from "./typed-handlers.js";
 
 interface AdminOptions {
   params?: $ZodType;
   query?: $ZodType;
   body?: $ZodType;
   result?: $ZodType;
+  errors?: readonly ErrorCode[];
   effects?: readonly Effect[];
   answers?: readonly AnswerKind[];
   success?: number;
   alsoSuccess?: number;
 }
 
-function admin(
-  id: string,
+/** An admin spec keeps its id, path and schemas in its type: its handler's types come from them. */
+type AdminSpec<Id extends string, Path extends string, Options extends AdminOptions> = OperationSpec & {
+  id: `admin.${Id}`;
+  path: Path;
+} & Pick<Options, Extract<keyof Options, "params" | "query" | "body" | "result">>;
+
+function admin<
+  const Id extends string,
+  const Path extends string,
+  const Options extends AdminOptions = Record<never, never>,
+>(
+  id: Id,
   method: HttpMethod,
-  path: string,
+  path: Path,
   label: string,
   summary: string,
-  options: AdminOptions = {},
-): OperationSpec {
+  options: Options = {} as Options,
+): AdminSpec<Id, Path, Options> {
   const { effects, answers, success, alsoSuccess, ...shapes } = options;
-  return {
+  // TypeScript cannot follow a generic object through a rest and a spread: the shapes are `options`'.
+  const spec: OperationSpec = {
     id: `admin.${id}`,
     group: "admin",
     mountedFor: "admin",
@@ -92,11 +106,12 @@ function admin(
     ...(alsoSuccess === undefined ? {} : { alsoSuccess }),
     ...shapes,
   };
+  return spec as AdminSpec<Id, Path, Options>;
 }
 
 const ofWorkspace = { params: workspacePathParams };
 
-export const adminOperations: readonly OperationSpec[] = [
+export const adminOperations = [
   admin(
     "workspaces.list",
     "GET",
@@ -286,4 +301,10 @@ export const adminOperations: readonly OperationSpec[] = [
     "The decision trace of a would-be call, without running it.",
     { effects: ["read"], body: explainBodySchema, result: explainResultSchema },
   ),
-];
+] as const satisfies readonly OperationSpec[];
+
+/** The spec of an admin operation, by id, with its types. */
+export type AdminOperation<Id extends (typeof adminOperations)[number]["id"]> = SpecOf<
+  typeof adminOperations,
+  Id
+>;

@@ -16,6 +16,7 @@ import {
   type SessionPlanLimits,
   TRANSFER_DEADLINE_MS,
 } from "./session-plan.js";
+import type { SpecOf } from "./typed-handlers.js";
 
 const contract = { group: "contract", mountedFor: "workspace" } as const;
 
@@ -155,3 +156,9 @@ export const contractOperations = [
     session: { admits: "call", gated: true, rules: [fileSizeRule], busyMs: transfer },
   },
 ] as const satisfies readonly OperationSpec[];
+
+/** The spec of a contract operation, by id, with its types. */
+export type ContractOperation<Id extends (typeof contractOperations)[number]["id"]> = SpecOf<
+  typeof contractOperations,
+  Id
+>;
