@@ -160,7 +160,12 @@ export const adminOperations = [
     "/workspaces/{ws}/usage",
     "AdminUsage",
     "A workspace's durable usage over a time range, per kind and tool.",
-    { ...ofWorkspace, query: usageSummaryQuerySchema, result: usageSummaryResultSchema },
+    {
+      errors: ["request.malformed"],
+      ...ofWorkspace,
+      query: usageSummaryQuerySchema,
+      result: usageSummaryResultSchema,
+    },
   ),
   admin("usage.report", "GET", "/usage", "AdminUsageReport", "Usage reports per hour or UTC day.", {
     query: usageReportQuerySchema,
@@ -180,7 +185,12 @@ export const adminOperations = [
     "/policies",
     "AdminApplyPolicySet",
     "Apply a policy document to every workspace it names; audited.",
-    { query: applyQuerySchema, body: policySetBodySchema, result: applyResultSchema },
+    {
+      errors: ["request.malformed"],
+      query: applyQuerySchema,
+      body: policySetBodySchema,
+      result: applyResultSchema,
+    },
   ),
   admin(
     "pools.list",
@@ -196,7 +206,7 @@ export const adminOperations = [
     "/pools/{name}",
     "AdminResizePool",
     "Change a pool's sizes at run time; audited.",
-    { params: poolParams, body: poolResizeSchema, result: poolStatusSchema },
+    { errors: ["request.not_found"], params: poolParams, body: poolResizeSchema, result: poolStatusSchema },
   ),
   admin("nodes.list", "GET", "/nodes", "AdminNodes", "The engine nodes an edge places sessions on.", {
     result: nodesResultSchema,
@@ -207,7 +217,7 @@ export const adminOperations = [
     "/nodes/{id}/drain",
     "AdminDrainNode",
     "Stop placing sessions on a node; audited.",
-    { params: nodeParams, result: nodeViewSchema },
+    { errors: ["request.not_found"], params: nodeParams, result: nodeViewSchema },
   ),
   admin(
     "nodes.undrain",
@@ -215,7 +225,7 @@ export const adminOperations = [
     "/nodes/{id}/undrain",
     "AdminUndrainNode",
     "Place sessions on a drained node again; audited.",
-    { params: nodeParams, result: nodeViewSchema },
+    { errors: ["request.not_found"], params: nodeParams, result: nodeViewSchema },
   ),
   admin("sessions.list", "GET", "/sessions", "AdminListSessions", "Live sessions, of one workspace or all.", {
     query: sessionsQuerySchema,
@@ -227,7 +237,18 @@ export const adminOperations = [
     "/sessions/{id}/hibernate",
     "AdminHibernateSession",
     "Hibernate a session: its sandbox saved to a checkpoint and removed, resumed by its next call; audited.",
-    { params: sessionParams, query: sessionsQuerySchema, result: hibernatedResultSchema },
+    {
+      errors: [
+        "session.not_found",
+        "session.busy",
+        "session.not_hibernatable",
+        "quota.hibernated_sessions",
+        "capacity.checkpoint_space",
+      ],
+      params: sessionParams,
+      query: sessionsQuerySchema,
+      result: hibernatedResultSchema,
+    },
   ),
   admin(
     "sessions.resume",
@@ -235,7 +256,14 @@ export const adminOperations = [
     "/sessions/{id}/resume",
     "AdminResumeSession",
     "Resume a hibernated session now (its next call would): restored from its checkpoint into a sandbox; a running one is left as it is; audited.",
-    { params: sessionParams, query: sessionsQuerySchema, result: resumedResultSchema },
+    {
+      // A restore that fails keeps the checkpoint and answers 503 with Retry-After; a session that
+      // expired while hibernated is ended on the way and answers as unknown.
+      errors: ["session.not_found", "session.resume_failed"],
+      params: sessionParams,
+      query: sessionsQuerySchema,
+      result: resumedResultSchema,
+    },
   ),
   admin(
     "sessions.end",
@@ -243,7 +271,12 @@ export const adminOperations = [
     "/sessions/{id}",
     "AdminEndSession",
     "End a session as an operator; audited.",
-    { params: sessionParams, query: sessionsQuerySchema, result: endedResultSchema },
+    {
+      errors: ["session.not_found"],
+      params: sessionParams,
+      query: sessionsQuerySchema,
+      result: endedResultSchema,
+    },
   ),
   admin(
     "keys.create",
@@ -267,7 +300,7 @@ export const adminOperations = [
     "/workspaces/{ws}/secrets",
     "AdminListSecrets",
     "A workspace's secrets: names and bindings, never values.",
-    { ...ofWorkspace, result: secretsResultSchema },
+    { errors: ["secrets.not_configured"], ...ofWorkspace, result: secretsResultSchema },
   ),
   admin(
     "secrets.put",
@@ -275,7 +308,13 @@ export const adminOperations = [
     "/workspaces/{ws}/secrets/{name}",
     "AdminPutSecret",
     "Store a workspace secret and its binding (201 created, 200 replaced); the value is never answered; audited.",
-    { params: secretParams, body: secretBodySchema, result: secretViewSchema, alsoSuccess: 201 },
+    {
+      errors: ["secrets.not_configured"],
+      params: secretParams,
+      body: secretBodySchema,
+      result: secretViewSchema,
+      alsoSuccess: 201,
+    },
   ),
   admin(
     "secrets.delete",
@@ -283,7 +322,7 @@ export const adminOperations = [
     "/workspaces/{ws}/secrets/{name}",
     "AdminDeleteSecret",
     "Remove a workspace secret; audited.",
-    { params: secretParams, answers: ["empty"], success: 204 },
+    { errors: ["secrets.not_configured"], params: secretParams, answers: ["empty"], success: 204 },
   ),
   admin(
     "audit.list",
@@ -291,7 +330,7 @@ export const adminOperations = [
     "/audit",
     "AdminAudit",
     "Refused calls (kind=denied) and operators' changes (kind=admin), newest first.",
-    { query: auditQuerySchema, result: auditResultSchema },
+    { errors: ["request.malformed"], query: auditQuerySchema, result: auditResultSchema },
   ),
   admin(
     "explain",
@@ -299,7 +338,12 @@ export const adminOperations = [
     "/explain",
     "AdminExplain",
     "The decision trace of a would-be call, without running it.",
-    { effects: ["read"], body: explainBodySchema, result: explainResultSchema },
+    {
+      effects: ["read"],
+      body: explainBodySchema,
+      result: explainResultSchema,
+      errors: ["request.malformed"],
+    },
   ),
 ] as const satisfies readonly OperationSpec[];
 

@@ -16,6 +16,7 @@ import {
   type SessionPlanLimits,
   TRANSFER_DEADLINE_MS,
 } from "./session-plan.js";
+import { forwardedCodes, jsonBodyCodes } from "./step-error-codes.js";
 import type { SpecOf } from "./typed-handlers.js";
 
 const contract = { group: "contract", mountedFor: "workspace" } as const;
@@ -54,6 +55,16 @@ export const contractOperations = [
     body: createSessionRequest,
     answers: ["json"],
     success: 201,
+    errors: [
+      ...jsonBodyCodes,
+      "policy.image_not_allowed",
+      "policy.isolation_required",
+      "policy.egress_not_allowed",
+      "policy.secret_not_allowed",
+      "quota.concurrent_sessions",
+      "quota.session_rate",
+      "capacity.exhausted",
+    ],
     // Policy at the gate, as every call: the workspace enabled, the image allowed; the pool
     // serving it, admission and the lease are the handler's (SessionLifecycle.create).
     session: { admits: "none", gated: true, rules: [imageRule] },
@@ -68,6 +79,7 @@ export const contractOperations = [
     effects: ["read"],
     answers: ["json"],
     success: 200,
+    errors: ["session.not_found"],
     session: {
       admits: "resolve",
       gated: false,
@@ -84,6 +96,7 @@ export const contractOperations = [
     effects: ["write"],
     answers: ["empty"],
     success: 204,
+    errors: ["session.not_found", "sandbox.unreachable", "sandbox.timeout"],
     session: {
       admits: "none",
       gated: false,
@@ -102,6 +115,13 @@ export const contractOperations = [
     parseBody: parseExecBody,
     answers: ["json", "event-stream"],
     success: 200,
+    errors: [
+      ...jsonBodyCodes,
+      ...forwardedCodes,
+      "tool.unknown",
+      "policy.tool_not_allowed",
+      "quota.exec_budget",
+    ],
     session: {
       admits: "call",
       gated: true,
@@ -123,6 +143,7 @@ export const contractOperations = [
     query: fileQuery,
     answers: ["json"],
     success: 200,
+    errors: [...forwardedCodes, "path.invalid", "path.outside_workspace", "file.not_found"],
     session: {
       admits: "call",
       gated: true,
@@ -140,6 +161,13 @@ export const contractOperations = [
     query: fileQuery,
     answers: ["bytes"],
     success: 200,
+    errors: [
+      ...forwardedCodes,
+      "path.invalid",
+      "path.outside_workspace",
+      "file.not_found",
+      "file.is_directory",
+    ],
     session: { admits: "call", gated: true, busyMs: transfer },
   },
   {
@@ -153,6 +181,15 @@ export const contractOperations = [
     input: "stream",
     answers: ["json"],
     success: 201,
+    errors: [
+      ...forwardedCodes,
+      "request.bad_content_type",
+      "request.too_large",
+      "request.malformed",
+      "path.invalid",
+      "path.outside_workspace",
+      "file.too_large",
+    ],
     session: { admits: "call", gated: true, rules: [fileSizeRule], busyMs: transfer },
   },
 ] as const satisfies readonly OperationSpec[];

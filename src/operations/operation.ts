@@ -87,9 +87,11 @@ export interface OperationSpec<
   /** Schema of a JSON answer, for the OpenAPI document. */
   result?: Result;
   /**
-   * The codes its own handler may refuse a call with, beyond those of the pipeline's steps
-   * (src/discovery/error-codes-of.ts adds those): the OpenAPI document lists both, and a test
-   * holds this list to the codes the handler throws.
+   * The codes it may refuse a call with beyond those every operation of its group may (the
+   * transport's, authentication's: src/discovery/error-codes-of.ts adds those): what its
+   * declaration makes the pipeline check, and what its handler throws. The OpenAPI document
+   * lists both; a test (test/unit/operations/handler-error-codes.test.ts) fails when a
+   * handler throws a code not listed here.
    */
   errors?: readonly ErrorCode[];
   /** A contract operation's session plan: its policy gate and rules, and how it touches its session. */
