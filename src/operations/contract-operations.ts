@@ -25,13 +25,13 @@ const contract = { group: "contract", mountedFor: "workspace" } as const;
 const fileQuery = z.looseObject({ path: z.optional(z.string()) });
 
 /** A new session's image (the default when none is asked) is one the workspace allows (403 `policy.image_not_allowed`). */
-const imageRule: PolicyRule = {
-  decide: (policy, args) => imageAllowed(policy, (args.body as CreateSessionRequest).image),
+const imageRule: PolicyRule<{ body: CreateSessionRequest }> = {
+  decide: (policy, args) => imageAllowed(policy, args.body.image),
 };
 
 /** An Execute's tool is one the workspace allows (403 `policy.tool_not_allowed`). */
-const toolRule: PolicyRule = {
-  decide: (policy, args) => toolAllowed(policy, (args.body as ExecRequest).tool),
+const toolRule: PolicyRule<{ body: ExecRequest }> = {
+  decide: (policy, args) => toolAllowed(policy, args.body.tool),
   readsBody: { rule: "tool.allowed", skipped: "no valid tool to check" },
 };
 
