@@ -8,7 +8,7 @@ export function actorOf(caller: Caller): string {
 }
 
 /** A JSON answer (200 unless said). */
-export function answer(body: unknown, status = 200): Outcome {
+export function answer<Body>(body: Body, status = 200): { kind: "json"; status: number; body: Body } {
   return { kind: "json", status, body };
 }
 

@@ -6,7 +6,9 @@
  */
 import type { ExplainDeps } from "../explain/explain-deps.js";
 import { explainHandler } from "../explain/explain-handler.js";
+import { adminOperations } from "../operations/admin-operations.js";
 import type { OperationHandlers } from "../operations/handler.js";
+import { handlersFor } from "../operations/typed-handlers.js";
 import { type AdminSessionDeps, adminSessionHandlers } from "./admin-session-handlers.js";
 import { type AuditDeps, auditHandlers } from "./audit-handlers.js";
 import { keyHandlers } from "./key-handlers.js";
@@ -43,6 +45,6 @@ export function adminHandlers(deps: AdminDeps): OperationHandlers {
     ...keyHandlers(deps.apiKeyAdmin),
     ...secretHandlers(deps.secretStore),
     ...auditHandlers(deps),
-    "admin.explain": explainHandler(deps),
+    ...handlersFor(adminOperations, { "admin.explain": explainHandler(deps) }),
   };
 }

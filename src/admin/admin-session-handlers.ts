@@ -6,9 +6,11 @@
  * `workspace`, ending finds the session in any workspace (ids are 144 random bits).
  */
 import { SandpoolError } from "../contract/error-codes.js";
+import { adminOperations } from "../operations/admin-operations.js";
 import { given } from "../operations/admin-schemas/admin-params.js";
 import type { SessionView } from "../operations/admin-schemas/session-schemas.js";
 import type { OperationHandlers } from "../operations/handler.js";
+import { handlersFor } from "../operations/typed-handlers.js";
 import type { SessionLifecycle } from "../session/session-lifecycle.js";
 import {
   type HibernationPhase,
@@ -28,7 +30,7 @@ export interface AdminSessionDeps {
 }
 
 export function adminSessionHandlers(services: AdminSessionDeps): OperationHandlers {
-  return {
+  return handlersFor(adminOperations, {
     "admin.sessions.list": async ({ args }) => {
       const now = Date.now();
       const leases = (await services.sessions.list(given(args.query.workspace))).filter(
@@ -39,7 +41,7 @@ export function adminSessionHandlers(services: AdminSessionDeps): OperationHandl
     },
 
     "admin.sessions.hibernate": async ({ args, caller, log }) => {
-      const found = await findSession(services, args.params.id!, given(args.query.workspace));
+      const found = await findSession(services, args.params.id, given(args.query.workspace));
       if (!found) throw new SandpoolError("session.not_found", "no such session");
       const lease = await services.sessions.hibernate({
         workspace: found.workspace,
@@ -69,7 +71,7 @@ export function adminSessionHandlers(services: AdminSessionDeps): OperationHandl
     // share one restore. A running session is answered as it is (restored: false), not refused:
     // the operator wanted it running, and it is.
     "admin.sessions.resume": async ({ args, caller, log }) => {
-      const found = await findSession(services, args.params.id!, given(args.query.workspace));
+      const found = await findSession(services, args.params.id, given(args.query.workspace));
       if (!found) throw new SandpoolError("session.not_found", "no such session");
       if (!found.hibernation) return answer({ resumed: sessionView(found), restored: false });
       const key = { workspace: found.workspace, sessionId: found.sessionId };
@@ -90,7 +92,7 @@ export function adminSessionHandlers(services: AdminSessionDeps): OperationHandl
     },
 
     "admin.sessions.end": async ({ args, caller, log }) => {
-      const lease = await findSession(services, args.params.id!, given(args.query.workspace));
+      const lease = await findSession(services, args.params.id, given(args.query.workspace));
       // Gone between the lookup and the end (its client or the reaper ended it): just as unknown.
       if (
         !lease ||
@@ -119,7 +121,7 @@ export function adminSessionHandlers(services: AdminSessionDeps): OperationHandl
       );
       return answer({ ended: sessionView(lease) });
     },
-  };
+  });
 }
 
 /** Without `workspace`, in any workspace (ids are 144 random bits); an over-long id is not looked up. */

@@ -7,10 +7,12 @@
  */
 import { SandpoolError } from "../contract/error-codes.js";
 import type { UsageSink } from "../metering/usage-sink.js";
+import { adminOperations } from "../operations/admin-operations.js";
 import { given, instantOf } from "../operations/admin-schemas/admin-params.js";
 import { DEFAULT_AUDIT_ITEMS } from "../operations/admin-schemas/audit-schemas.js";
 import type { OperationHandlers } from "../operations/handler.js";
-import type { AuditKind, AuditRepository } from "../store/sql/audit-repository.js";
+import { handlersFor } from "../operations/typed-handlers.js";
+import type { AuditRepository } from "../store/sql/audit-repository.js";
 import { answer } from "./admin-call.js";
 
 export interface AuditDeps {
@@ -20,7 +22,7 @@ export interface AuditDeps {
 }
 
 export function auditHandlers({ audit, usage }: AuditDeps): OperationHandlers {
-  return {
+  return handlersFor(adminOperations, {
     "admin.audit.list": async ({ args }) => {
       const since = instantOf(args.query.since);
       const until = instantOf(args.query.until);
@@ -30,12 +32,12 @@ export function auditHandlers({ audit, usage }: AuditDeps): OperationHandlers {
       await usage.flush().catch(() => undefined);
       const items = await audit.list({
         workspace: given(args.query.workspace),
-        kind: given(args.query.kind) as AuditKind | undefined,
+        kind: given(args.query.kind),
         since,
         until,
         limit: args.query.limit ? Number(args.query.limit) : DEFAULT_AUDIT_ITEMS,
       });
       return answer({ items });
     },
-  };
+  });
 }

@@ -4,18 +4,18 @@
  * announced to every replica, whose key cache drops the key at once. Revoking twice is fine;
  * an unknown prefix is 404 `request.not_found`.
  */
-import type { z } from "zod";
 import type { ApiKeyAdmin } from "../auth/api-key-admin.js";
+import { adminOperations } from "../operations/admin-operations.js";
 import { given } from "../operations/admin-schemas/admin-params.js";
-import type { createKeySchema } from "../operations/admin-schemas/key-schemas.js";
 import type { OperationHandlers } from "../operations/handler.js";
+import { handlersFor } from "../operations/typed-handlers.js";
 import { actorOf, answer } from "./admin-call.js";
 
 export function keyHandlers(keys: Pick<ApiKeyAdmin, "create" | "list" | "revoke">): OperationHandlers {
-  return {
+  return handlersFor(adminOperations, {
     "admin.keys.create": async ({ args, caller, log }) => {
       const actor = actorOf(caller);
-      const created = await keys.create(args.body as z.output<typeof createKeySchema>, actor);
+      const created = await keys.create(args.body, actor);
       log.info({ workspace: created.workspace, prefix: created.prefix, actor }, "API key created");
       return answer(created, 201);
     },
@@ -24,9 +24,9 @@ export function keyHandlers(keys: Pick<ApiKeyAdmin, "create" | "list" | "revoke"
 
     "admin.keys.revoke": async ({ args, caller, log }) => {
       const actor = actorOf(caller);
-      const revoked = await keys.revoke(args.params.prefix!, actor);
+      const revoked = await keys.revoke(args.params.prefix, actor);
       log.info({ workspace: revoked.workspace, prefix: revoked.prefix, actor }, "API key revoked");
       return answer({ revoked });
     },
-  };
+  });
 }

@@ -7,7 +7,9 @@
  * (`NO_NODES`), so the list is empty and a drain names no node (404).
  */
 import { SandpoolError } from "../contract/error-codes.js";
-import type { OperationHandler, OperationHandlers } from "../operations/handler.js";
+import { type AdminOperation, adminOperations } from "../operations/admin-operations.js";
+import type { OperationHandlers } from "../operations/handler.js";
+import { handlersFor, type TypedHandler } from "../operations/typed-handlers.js";
 import type { NodeRegistry } from "../roles/shared/node-registry.js";
 import type { AdminAuditRepository } from "../store/sql/admin-audit-repository.js";
 import { actorOf, answer } from "./admin-call.js";
@@ -29,19 +31,24 @@ export interface NodeDeps {
 
 export function nodeHandlers({ nodes, adminAudit }: NodeDeps): OperationHandlers {
   const setDraining =
-    (action: "drain" | "undrain"): OperationHandler =>
+    (
+      action: "drain" | "undrain",
+    ): TypedHandler<AdminOperation<"admin.nodes.drain" | "admin.nodes.undrain">> =>
     async ({ args, caller, log }) => {
-      const id = args.params.id!;
+      const id = args.params.id;
       if (!(await nodes.setDraining(id, action === "drain")))
         throw new SandpoolError("request.not_found", "no such node");
       const actor = actorOf(caller);
       await adminAudit.record({ actor, action: `node.${action}`, target: id });
       log.info({ node: id, actor }, `node ${action === "drain" ? "drained" : "undrained"} by an operator`);
-      return answer(await nodes.get(id));
+      // Gone between the drain and the read (deregistered): as unknown as before it.
+      const node = await nodes.get(id);
+      if (!node) throw new SandpoolError("request.not_found", "no such node");
+      return answer(node);
     };
-  return {
+  return handlersFor(adminOperations, {
     "admin.nodes.list": async () => answer({ items: await nodes.list() }),
     "admin.nodes.drain": setDraining("drain"),
     "admin.nodes.undrain": setDraining("undrain"),
-  };
+  });
 }

@@ -6,7 +6,9 @@
  * entry and changes nothing. Each workspace changed is audited and announced to every replica.
  */
 import { malformed, SandpoolError } from "../contract/error-codes.js";
+import { adminOperations } from "../operations/admin-operations.js";
 import type { OperationHandlers } from "../operations/handler.js";
+import { handlersFor } from "../operations/typed-handlers.js";
 import type { PolicyAdmin } from "../policy/policy-admin.js";
 import type { PolicyService } from "../policy/policy-service.js";
 import type { SecretStore } from "../secrets/secret-store.js";
@@ -32,7 +34,7 @@ function entryOf(row: WorkspacePolicyRow): Record<string, unknown> {
 }
 
 export function policySetHandlers({ policyAdmin, secretStore, policies }: PolicySetDeps): OperationHandlers {
-  return {
+  return handlersFor(adminOperations, {
     "admin.policies.get": async () => {
       const rows = await policyAdmin.list();
       return answer({ policies: Object.fromEntries(rows.map((row) => [row.workspaceId, entryOf(row)])) });
@@ -65,7 +67,7 @@ export function policySetHandlers({ policyAdmin, secretStore, policies }: Policy
         ...(secrets.length > 0 ? { secrets } : {}),
       });
     },
-  };
+  });
 }
 
 /** The policy set's own problems, judged without applying anything (none: an empty list). */

@@ -3,7 +3,9 @@
  * values in force, and where each value comes from.
  */
 import type { z } from "zod";
+import type { AdminOperation } from "../operations/admin-operations.js";
 import type { policySourceSchema } from "../operations/admin-schemas/policy-schemas.js";
+import type { ResultOf } from "../operations/typed-handlers.js";
 import { type EffectivePolicy, effectivePolicy } from "../policy/effective-policy.js";
 import type { PolicyAdmin } from "../policy/policy-admin.js";
 import type { DeploymentPolicy } from "../policy-schema/deployment-policy.js";
@@ -11,13 +13,8 @@ import type { WorkspacePolicyRow } from "../store/sql/policy-row.js";
 
 export type PolicySource = z.output<typeof policySourceSchema>;
 
-export interface PolicyView {
-  workspace: string;
-  configured: boolean;
-  row: WorkspacePolicyRow | null;
-  effective: Omit<EffectivePolicy, "defaultImage"> & { defaultImage: string | null };
-  sources: Record<string, PolicySource>;
-}
+/** The answer as its operation declares it (policyViewSchema), a row's Date written as its ISO string. */
+export type PolicyView = ResultOf<AdminOperation<"admin.policy.get">>;
 
 export async function policyView(
   deployment: DeploymentPolicy,

@@ -8,8 +8,11 @@
  * minute over the last hour (src/metering/answer-minutes.ts), for the console's overview.
  */
 
+import { SandpoolError } from "../contract/error-codes.js";
 import type { AnswerMinutes } from "../metering/answer-minutes.js";
+import { adminOperations } from "../operations/admin-operations.js";
 import type { OperationHandlers } from "../operations/handler.js";
+import { handlersFor } from "../operations/typed-handlers.js";
 import type { RuntimePoolSizes } from "../pool/pool-sizes.js";
 import type { PoolStatus } from "../pool/pool-status.js";
 import { actorOf, answer } from "./admin-call.js";
@@ -23,7 +26,7 @@ export interface PoolDeps {
 }
 
 export function poolHandlers({ poolStatus, poolSizes, metrics }: PoolDeps): OperationHandlers {
-  return {
+  return handlersFor(adminOperations, {
     "admin.pools.list": async () =>
       answer({
         items: await poolStatus(),
@@ -31,12 +34,14 @@ export function poolHandlers({ poolStatus, poolSizes, metrics }: PoolDeps): Oper
       }),
 
     "admin.pools.resize": async ({ args, caller, log }) => {
-      const name = args.params.name!;
+      const name = args.params.name;
       const actor = actorOf(caller);
       await poolSizes.resize(name, args.body, actor);
       const status = (await poolStatus()).find((pool) => pool.name === name);
       log.info({ pool: name, actor, minIdle: status?.minIdle, maxTotal: status?.maxTotal }, "pool resized");
+      // The resize refused an unknown pool; one gone since (a configuration reload) is as unknown.
+      if (!status) throw new SandpoolError("request.not_found", "no such pool");
       return answer(status);
     },
-  };
+  });
 }

@@ -4,8 +4,10 @@
  * are audited in admin_audit by the repository, in the change's own transaction.
  */
 import type { z } from "zod";
-import type { secretBodySchema, secretViewSchema } from "../operations/admin-schemas/secret-schemas.js";
+import { adminOperations } from "../operations/admin-operations.js";
+import type { secretViewSchema } from "../operations/admin-schemas/secret-schemas.js";
 import type { OperationHandlers } from "../operations/handler.js";
+import { handlersFor } from "../operations/typed-handlers.js";
 import { bindingOf } from "../secrets/secret-binding-schema.js";
 import type { SecretStore } from "../secrets/secret-store.js";
 import type { SecretDescription } from "../secrets/workspace-secrets.js";
@@ -14,12 +16,12 @@ import { actorOf, answer, noContent } from "./admin-call.js";
 export type SecretView = z.output<typeof secretViewSchema>;
 
 export function secretHandlers(secrets: Pick<SecretStore, "set" | "list" | "remove">): OperationHandlers {
-  return {
+  return handlersFor(adminOperations, {
     "admin.secrets.put": async ({ args, caller, log }) => {
       const actor = actorOf(caller);
-      const workspace = args.params.ws!;
-      const name = args.params.name!;
-      const { value, ...flat } = args.body as z.output<typeof secretBodySchema>;
+      const workspace = args.params.ws;
+      const name = args.params.name;
+      const { value, ...flat } = args.body;
       const { description, created } = await secrets.set(
         workspace,
         name,
@@ -34,18 +36,18 @@ export function secretHandlers(secrets: Pick<SecretStore, "set" | "list" | "remo
     },
 
     "admin.secrets.list": async ({ args }) => {
-      const workspace = args.params.ws!;
+      const workspace = args.params.ws;
       return answer({ items: (await secrets.list(workspace)).map((secret) => viewOf(workspace, secret)) });
     },
 
     "admin.secrets.delete": async ({ args, caller, log }) => {
       const actor = actorOf(caller);
-      const workspace = args.params.ws!;
-      await secrets.remove(workspace, args.params.name!, actor);
+      const workspace = args.params.ws;
+      await secrets.remove(workspace, args.params.name, actor);
       log.info({ workspace, secret: args.params.name, actor }, "workspace secret removed");
       return noContent();
     },
-  };
+  });
 }
 
 /** A secret's description in the flat form an operator writes it in. */

@@ -4,9 +4,11 @@
  * always one workspace's, never a mix; buckets cover whole hours or UTC days.
  */
 import { SandpoolError } from "../contract/error-codes.js";
-import type { UsageBucketSize, UsageReports } from "../metering/usage-report.js";
-import { instantOf } from "../operations/admin-schemas/admin-params.js";
+import type { UsageReports } from "../metering/usage-report.js";
+import { adminOperations } from "../operations/admin-operations.js";
+import { given, instantOf } from "../operations/admin-schemas/admin-params.js";
 import type { OperationHandlers } from "../operations/handler.js";
+import { handlersFor } from "../operations/typed-handlers.js";
 import type { UsageSummaryRow } from "../store/sql/usage-event.js";
 import { answer } from "./admin-call.js";
 
@@ -20,9 +22,9 @@ export interface UsageDeps {
 }
 
 export function usageHandlers({ usageSummary, usageReports }: UsageDeps): OperationHandlers {
-  return {
+  return handlersFor(adminOperations, {
     "admin.usage.summary": async ({ args }) => {
-      const workspace = args.params.ws!;
+      const workspace = args.params.ws;
       const to = instantOf(args.query.to) ?? new Date();
       const from = instantOf(args.query.from) ?? new Date(to.getTime() - DAY_MS);
       if (from.getTime() >= to.getTime())
@@ -32,10 +34,10 @@ export function usageHandlers({ usageSummary, usageReports }: UsageDeps): Operat
     },
 
     "admin.usage.report": async ({ args }) => {
-      const by = (args.query.by ?? "day") as UsageBucketSize;
+      const by = given(args.query.by) ?? "day";
       const until = instantOf(args.query.until) ?? new Date();
       const since = instantOf(args.query.since) ?? new Date(until.getTime() - DAY_MS);
-      return answer(await usageReports.report(args.query.workspace!, since, until, by));
+      return answer(await usageReports.report(args.query.workspace, since, until, by));
     },
-  };
+  });
 }

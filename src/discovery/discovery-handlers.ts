@@ -6,6 +6,8 @@
  */
 import { SandpoolError } from "../contract/error-codes.js";
 import type { OperationHandlers } from "../operations/handler.js";
+import { serviceOperations } from "../operations/service-operations.js";
+import { handlersFor } from "../operations/typed-handlers.js";
 import { DOCS_CSP, DOCS_INDEX_PAGE, DOCS_PAGE, docsAsset } from "./docs-page.js";
 import { type DocumentViewer, openApiDocument } from "./openapi-document.js";
 
@@ -33,7 +35,7 @@ function docsPageAnswer(page: string) {
   };
 }
 
-export const discoveryHandlers: OperationHandlers = {
+export const discoveryHandlers: OperationHandlers = handlersFor(serviceOperations, {
   "service.openapi": async ({ caller }) => {
     const viewer: DocumentViewer = caller.admin === true ? "admin" : "public";
     return {
@@ -51,7 +53,7 @@ export const discoveryHandlers: OperationHandlers = {
   "service.docs": async () => docsPageAnswer(DOCS_PAGE),
   "service.docs.index": async () => docsPageAnswer(DOCS_INDEX_PAGE),
   "service.docs.asset": async ({ args }) => {
-    const asset = docsAsset(args.params.asset ?? "");
+    const asset = docsAsset(args.params.asset);
     if (!asset) throw new SandpoolError("request.not_found", "no such file of the docs page");
     const { contentType, body } = await asset;
     return {
@@ -65,4 +67,4 @@ export const discoveryHandlers: OperationHandlers = {
       body,
     };
   },
-};
+});

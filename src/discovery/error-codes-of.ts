@@ -1,10 +1,13 @@
 /**
  * The error codes an operation may answer with, for its OpenAPI responses: the pipeline's
- * steps (docs/architecture.md, "The pipeline") in the order they may refuse a call.
- * Documentation only: the codes themselves and their statuses are src/contract/error-codes.ts.
+ * steps (docs/architecture.md, "The pipeline") in the order they may refuse a call, then the
+ * operation's own, which its spec lists (`errors`; a test holds them to what its handler
+ * throws). Documentation only: the codes themselves and their statuses are
+ * src/contract/error-codes.ts.
  */
 import type { ErrorCode } from "../contract/error-codes.js";
 import type { OperationSpec } from "../operations/operation.js";
+import { jsonBodyCodes } from "../operations/step-error-codes.js";
 
 /** Transport and host checks, and the bound on unauthenticated requests: any request. */
 const transport: ErrorCode[] = [
@@ -21,87 +24,12 @@ const authentication: ErrorCode[] = [
   "auth.rate_limited",
   "auth.introspection_unavailable",
 ];
-const jsonBody: ErrorCode[] = [
-  "request.bad_json",
-  "request.bad_content_type",
-  "request.too_large",
-  "request.malformed",
-];
-/** A call forwarded to the session's sandbox. */
-const forwarded: ErrorCode[] = [
-  "session.not_found",
-  "sandbox.unreachable",
-  "sandbox.timeout",
-  "sandbox.bad_answer",
-];
-
-const contractOnly: Record<string, ErrorCode[]> = {
-  "sessions.create": [
-    ...jsonBody,
-    "policy.image_not_allowed",
-    "policy.isolation_required",
-    "policy.egress_not_allowed",
-    "policy.secret_not_allowed",
-    "quota.concurrent_sessions",
-    "quota.session_rate",
-    "capacity.exhausted",
-  ],
-  "sessions.get": ["session.not_found"],
-  "sessions.delete": ["session.not_found", "sandbox.unreachable", "sandbox.timeout"],
-  "sessions.exec": [
-    ...jsonBody,
-    ...forwarded,
-    "tool.unknown",
-    "policy.tool_not_allowed",
-    "quota.exec_budget",
-  ],
-  "files.list": [...forwarded, "path.invalid", "path.outside_workspace", "file.not_found"],
-  "files.get": [
-    ...forwarded,
-    "path.invalid",
-    "path.outside_workspace",
-    "file.not_found",
-    "file.is_directory",
-  ],
-  "files.put": [
-    ...forwarded,
-    "request.bad_content_type",
-    "request.too_large",
-    "request.malformed",
-    "path.invalid",
-    "path.outside_workspace",
-    "file.too_large",
-  ],
-};
-
-/** What admin operations on one session may answer beyond any admin operation's codes. */
-const adminOnly: Record<string, ErrorCode[]> = {
-  "admin.sessions.end": ["session.not_found"],
-  "admin.sessions.hibernate": [
-    "session.not_found",
-    "session.busy",
-    "session.not_hibernatable",
-    "quota.hibernated_sessions",
-    "capacity.checkpoint_space",
-  ],
-  // A restore that fails keeps the checkpoint and answers 503 with Retry-After; a session that
-  // expired while hibernated is ended on the way and answers as unknown.
-  "admin.sessions.resume": ["session.not_found", "session.resume_failed"],
-};
 
 export function errorCodesOf(operation: OperationSpec): ErrorCode[] {
+  const own = operation.errors ?? [];
   switch (operation.group) {
     case "service":
-      if (operation.id === "service.openapi")
-        return [
-          ...transport,
-          "auth.invalid",
-          "auth.expired",
-          "auth.rate_limited",
-          "auth.introspection_unavailable",
-        ];
-      if (operation.id === "service.docs.asset") return [...transport, "request.not_found"];
-      return transport;
+      return unique([...transport, ...own]);
     case "admin":
       return unique([
         ...transport,
@@ -110,9 +38,8 @@ export function errorCodesOf(operation: OperationSpec): ErrorCode[] {
         "request.not_found",
         "store.unavailable",
         // Path and query parameters are checked (422) too; a body only where one is sent.
-        ...(operation.body || takesBody(operation) ? jsonBody : ["request.malformed" as const]),
-        ...(adminOnly[operation.id] ?? []),
-        ...(operation.id.startsWith("admin.secrets.") ? ["secrets.not_configured" as const] : []),
+        ...(operation.body || takesBody(operation) ? jsonBodyCodes : ["request.malformed" as const]),
+        ...own,
       ]);
     case "contract":
       return unique([
@@ -122,7 +49,7 @@ export function errorCodesOf(operation: OperationSpec): ErrorCode[] {
         "policy.workspace_disabled",
         "quota.calls_in_flight",
         "store.unavailable",
-        ...(contractOnly[operation.id] ?? []),
+        ...own,
       ]);
   }
 }

@@ -7,6 +7,11 @@
  * authenticates the caller when no middleware before it did (the admin API's, whose 401
  * must come before any 404 of its own), and renders the outcome. It takes any group's
  * handler map: the contract's, the service endpoints', the admin API's.
+ *
+ * It binds what has a handler (a test may bind a few); a gateway is never built with one
+ * missing: its composition root refuses to start (assertEveryOperationHandled, in
+ * src/gateway/gateway-operations.ts), and a unit test holds every spec to a handler
+ * (test/unit/operations/handler-error-codes.test.ts).
  */
 import { PassThrough, Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";

@@ -5,6 +5,7 @@
  * parameters, query, body and answer (admin-schemas/); the handlers are in src/admin/.
  */
 import type { $ZodType } from "zod/v4/core";
+import type { ErrorCode } from "../contract/error-codes.js";
 import { workspacePathParams } from "./admin-schemas/admin-params.js";
 import { auditQuerySchema, auditResultSchema } from "./admin-schemas/audit-schemas.js";
 import { explainBodySchema, explainResultSchema } from "./admin-schemas/explain-schemas.js";
@@ -57,28 +58,41 @@ import {
   usageSummaryResultSchema,
 } from "./admin-schemas/usage-schemas.js";
 import type { AnswerKind, Effect, HttpMethod, OperationSpec } from "./operation.js";
+import type { SpecOf } from "./typed-handlers.js";
 
 interface AdminOptions {
   params?: $ZodType;
   query?: $ZodType;
   body?: $ZodType;
   result?: $ZodType;
+  errors?: readonly ErrorCode[];
   effects?: readonly Effect[];
   answers?: readonly AnswerKind[];
   success?: number;
   alsoSuccess?: number;
 }
 
-function admin(
-  id: string,
+/** An admin spec keeps its id, path and schemas in its type: its handler's types come from them. */
+type AdminSpec<Id extends string, Path extends string, Options extends AdminOptions> = OperationSpec & {
+  id: `admin.${Id}`;
+  path: Path;
+} & Pick<Options, Extract<keyof Options, "params" | "query" | "body" | "result">>;
+
+function admin<
+  const Id extends string,
+  const Path extends string,
+  const Options extends AdminOptions = Record<never, never>,
+>(
+  id: Id,
   method: HttpMethod,
-  path: string,
+  path: Path,
   label: string,
   summary: string,
-  options: AdminOptions = {},
-): OperationSpec {
+  options: Options = {} as Options,
+): AdminSpec<Id, Path, Options> {
   const { effects, answers, success, alsoSuccess, ...shapes } = options;
-  return {
+  // TypeScript cannot follow a generic object through a rest and a spread: the shapes are `options`'.
+  const spec: OperationSpec = {
     id: `admin.${id}`,
     group: "admin",
     mountedFor: "admin",
@@ -92,11 +106,12 @@ function admin(
     ...(alsoSuccess === undefined ? {} : { alsoSuccess }),
     ...shapes,
   };
+  return spec as AdminSpec<Id, Path, Options>;
 }
 
 const ofWorkspace = { params: workspacePathParams };
 
-export const adminOperations: readonly OperationSpec[] = [
+export const adminOperations = [
   admin(
     "workspaces.list",
     "GET",
@@ -145,7 +160,12 @@ export const adminOperations: readonly OperationSpec[] = [
     "/workspaces/{ws}/usage",
     "AdminUsage",
     "A workspace's durable usage over a time range, per kind and tool.",
-    { ...ofWorkspace, query: usageSummaryQuerySchema, result: usageSummaryResultSchema },
+    {
+      errors: ["request.malformed"],
+      ...ofWorkspace,
+      query: usageSummaryQuerySchema,
+      result: usageSummaryResultSchema,
+    },
   ),
   admin("usage.report", "GET", "/usage", "AdminUsageReport", "Usage reports per hour or UTC day.", {
     query: usageReportQuerySchema,
@@ -165,7 +185,12 @@ export const adminOperations: readonly OperationSpec[] = [
     "/policies",
     "AdminApplyPolicySet",
     "Apply a policy document to every workspace it names; audited.",
-    { query: applyQuerySchema, body: policySetBodySchema, result: applyResultSchema },
+    {
+      errors: ["request.malformed"],
+      query: applyQuerySchema,
+      body: policySetBodySchema,
+      result: applyResultSchema,
+    },
   ),
   admin(
     "pools.list",
@@ -181,7 +206,7 @@ export const adminOperations: readonly OperationSpec[] = [
     "/pools/{name}",
     "AdminResizePool",
     "Change a pool's sizes at run time; audited.",
-    { params: poolParams, body: poolResizeSchema, result: poolStatusSchema },
+    { errors: ["request.not_found"], params: poolParams, body: poolResizeSchema, result: poolStatusSchema },
   ),
   admin("nodes.list", "GET", "/nodes", "AdminNodes", "The engine nodes an edge places sessions on.", {
     result: nodesResultSchema,
@@ -192,7 +217,7 @@ export const adminOperations: readonly OperationSpec[] = [
     "/nodes/{id}/drain",
     "AdminDrainNode",
     "Stop placing sessions on a node; audited.",
-    { params: nodeParams, result: nodeViewSchema },
+    { errors: ["request.not_found"], params: nodeParams, result: nodeViewSchema },
   ),
   admin(
     "nodes.undrain",
@@ -200,7 +225,7 @@ export const adminOperations: readonly OperationSpec[] = [
     "/nodes/{id}/undrain",
     "AdminUndrainNode",
     "Place sessions on a drained node again; audited.",
-    { params: nodeParams, result: nodeViewSchema },
+    { errors: ["request.not_found"], params: nodeParams, result: nodeViewSchema },
   ),
   admin("sessions.list", "GET", "/sessions", "AdminListSessions", "Live sessions, of one workspace or all.", {
     query: sessionsQuerySchema,
@@ -212,7 +237,18 @@ export const adminOperations: readonly OperationSpec[] = [
     "/sessions/{id}/hibernate",
     "AdminHibernateSession",
     "Hibernate a session: its sandbox saved to a checkpoint and removed, resumed by its next call; audited.",
-    { params: sessionParams, query: sessionsQuerySchema, result: hibernatedResultSchema },
+    {
+      errors: [
+        "session.not_found",
+        "session.busy",
+        "session.not_hibernatable",
+        "quota.hibernated_sessions",
+        "capacity.checkpoint_space",
+      ],
+      params: sessionParams,
+      query: sessionsQuerySchema,
+      result: hibernatedResultSchema,
+    },
   ),
   admin(
     "sessions.resume",
@@ -220,7 +256,14 @@ export const adminOperations: readonly OperationSpec[] = [
     "/sessions/{id}/resume",
     "AdminResumeSession",
     "Resume a hibernated session now (its next call would): restored from its checkpoint into a sandbox; a running one is left as it is; audited.",
-    { params: sessionParams, query: sessionsQuerySchema, result: resumedResultSchema },
+    {
+      // A restore that fails keeps the checkpoint and answers 503 with Retry-After; a session that
+      // expired while hibernated is ended on the way and answers as unknown.
+      errors: ["session.not_found", "session.resume_failed"],
+      params: sessionParams,
+      query: sessionsQuerySchema,
+      result: resumedResultSchema,
+    },
   ),
   admin(
     "sessions.end",
@@ -228,7 +271,12 @@ export const adminOperations: readonly OperationSpec[] = [
     "/sessions/{id}",
     "AdminEndSession",
     "End a session as an operator; audited.",
-    { params: sessionParams, query: sessionsQuerySchema, result: endedResultSchema },
+    {
+      errors: ["session.not_found"],
+      params: sessionParams,
+      query: sessionsQuerySchema,
+      result: endedResultSchema,
+    },
   ),
   admin(
     "keys.create",
@@ -252,7 +300,7 @@ export const adminOperations: readonly OperationSpec[] = [
     "/workspaces/{ws}/secrets",
     "AdminListSecrets",
     "A workspace's secrets: names and bindings, never values.",
-    { ...ofWorkspace, result: secretsResultSchema },
+    { errors: ["secrets.not_configured"], ...ofWorkspace, result: secretsResultSchema },
   ),
   admin(
     "secrets.put",
@@ -260,7 +308,13 @@ export const adminOperations: readonly OperationSpec[] = [
     "/workspaces/{ws}/secrets/{name}",
     "AdminPutSecret",
     "Store a workspace secret and its binding (201 created, 200 replaced); the value is never answered; audited.",
-    { params: secretParams, body: secretBodySchema, result: secretViewSchema, alsoSuccess: 201 },
+    {
+      errors: ["secrets.not_configured"],
+      params: secretParams,
+      body: secretBodySchema,
+      result: secretViewSchema,
+      alsoSuccess: 201,
+    },
   ),
   admin(
     "secrets.delete",
@@ -268,7 +322,7 @@ export const adminOperations: readonly OperationSpec[] = [
     "/workspaces/{ws}/secrets/{name}",
     "AdminDeleteSecret",
     "Remove a workspace secret; audited.",
-    { params: secretParams, answers: ["empty"], success: 204 },
+    { errors: ["secrets.not_configured"], params: secretParams, answers: ["empty"], success: 204 },
   ),
   admin(
     "audit.list",
@@ -276,7 +330,7 @@ export const adminOperations: readonly OperationSpec[] = [
     "/audit",
     "AdminAudit",
     "Refused calls (kind=denied) and operators' changes (kind=admin), newest first.",
-    { query: auditQuerySchema, result: auditResultSchema },
+    { errors: ["request.malformed"], query: auditQuerySchema, result: auditResultSchema },
   ),
   admin(
     "explain",
@@ -284,6 +338,17 @@ export const adminOperations: readonly OperationSpec[] = [
     "/explain",
     "AdminExplain",
     "The decision trace of a would-be call, without running it.",
-    { effects: ["read"], body: explainBodySchema, result: explainResultSchema },
+    {
+      effects: ["read"],
+      body: explainBodySchema,
+      result: explainResultSchema,
+      errors: ["request.malformed"],
+    },
   ),
-];
+] as const satisfies readonly OperationSpec[];
+
+/** The spec of an admin operation, by id, with its types. */
+export type AdminOperation<Id extends (typeof adminOperations)[number]["id"]> = SpecOf<
+  typeof adminOperations,
+  Id
+>;

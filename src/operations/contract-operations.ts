@@ -16,6 +16,8 @@ import {
   type SessionPlanLimits,
   TRANSFER_DEADLINE_MS,
 } from "./session-plan.js";
+import { forwardedCodes, jsonBodyCodes } from "./step-error-codes.js";
+import type { SpecOf } from "./typed-handlers.js";
 
 const contract = { group: "contract", mountedFor: "workspace" } as const;
 
@@ -23,13 +25,13 @@ const contract = { group: "contract", mountedFor: "workspace" } as const;
 const fileQuery = z.looseObject({ path: z.optional(z.string()) });
 
 /** A new session's image (the default when none is asked) is one the workspace allows (403 `policy.image_not_allowed`). */
-const imageRule: PolicyRule = {
-  decide: (policy, args) => imageAllowed(policy, (args.body as CreateSessionRequest).image),
+const imageRule: PolicyRule<{ body: CreateSessionRequest }> = {
+  decide: (policy, args) => imageAllowed(policy, args.body.image),
 };
 
 /** An Execute's tool is one the workspace allows (403 `policy.tool_not_allowed`). */
-const toolRule: PolicyRule = {
-  decide: (policy, args) => toolAllowed(policy, (args.body as ExecRequest).tool),
+const toolRule: PolicyRule<{ body: ExecRequest }> = {
+  decide: (policy, args) => toolAllowed(policy, args.body.tool),
   readsBody: { rule: "tool.allowed", skipped: "no valid tool to check" },
 };
 
@@ -53,6 +55,16 @@ export const contractOperations = [
     body: createSessionRequest,
     answers: ["json"],
     success: 201,
+    errors: [
+      ...jsonBodyCodes,
+      "policy.image_not_allowed",
+      "policy.isolation_required",
+      "policy.egress_not_allowed",
+      "policy.secret_not_allowed",
+      "quota.concurrent_sessions",
+      "quota.session_rate",
+      "capacity.exhausted",
+    ],
     // Policy at the gate, as every call: the workspace enabled, the image allowed; the pool
     // serving it, admission and the lease are the handler's (SessionLifecycle.create).
     session: { admits: "none", gated: true, rules: [imageRule] },
@@ -67,6 +79,7 @@ export const contractOperations = [
     effects: ["read"],
     answers: ["json"],
     success: 200,
+    errors: ["session.not_found"],
     session: {
       admits: "resolve",
       gated: false,
@@ -83,6 +96,7 @@ export const contractOperations = [
     effects: ["write"],
     answers: ["empty"],
     success: 204,
+    errors: ["session.not_found", "sandbox.unreachable", "sandbox.timeout"],
     session: {
       admits: "none",
       gated: false,
@@ -101,6 +115,13 @@ export const contractOperations = [
     parseBody: parseExecBody,
     answers: ["json", "event-stream"],
     success: 200,
+    errors: [
+      ...jsonBodyCodes,
+      ...forwardedCodes,
+      "tool.unknown",
+      "policy.tool_not_allowed",
+      "quota.exec_budget",
+    ],
     session: {
       admits: "call",
       gated: true,
@@ -122,6 +143,7 @@ export const contractOperations = [
     query: fileQuery,
     answers: ["json"],
     success: 200,
+    errors: [...forwardedCodes, "path.invalid", "path.outside_workspace", "file.not_found"],
     session: {
       admits: "call",
       gated: true,
@@ -139,6 +161,13 @@ export const contractOperations = [
     query: fileQuery,
     answers: ["bytes"],
     success: 200,
+    errors: [
+      ...forwardedCodes,
+      "path.invalid",
+      "path.outside_workspace",
+      "file.not_found",
+      "file.is_directory",
+    ],
     session: { admits: "call", gated: true, busyMs: transfer },
   },
   {
@@ -152,6 +181,21 @@ export const contractOperations = [
     input: "stream",
     answers: ["json"],
     success: 201,
+    errors: [
+      ...forwardedCodes,
+      "request.bad_content_type",
+      "request.too_large",
+      "request.malformed",
+      "path.invalid",
+      "path.outside_workspace",
+      "file.too_large",
+    ],
     session: { admits: "call", gated: true, rules: [fileSizeRule], busyMs: transfer },
   },
 ] as const satisfies readonly OperationSpec[];
+
+/** The spec of a contract operation, by id, with its types. */
+export type ContractOperation<Id extends (typeof contractOperations)[number]["id"]> = SpecOf<
+  typeof contractOperations,
+  Id
+>;

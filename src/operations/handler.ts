@@ -41,6 +41,9 @@ export interface OperationCall {
   transport?: CallTransport;
 }
 
+/** A call apart from its arguments: what a helper of several handlers reads of any of them. */
+export type CallContext = Omit<OperationCall, "args">;
+
 /** Hooks of the transport for an answer that outlives its handler (a streamed Execute). */
 export interface CallTransport {
   /** Keeps the call counted in flight until the returned release is called. */

@@ -6,6 +6,7 @@
  * OpenAPI generator can load the registry offline.
  */
 import type { $ZodType } from "zod/v4/core";
+import type { ErrorCode } from "../contract/error-codes.js";
 import type { SessionPlan } from "./session-plan.js";
 
 export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
@@ -30,7 +31,16 @@ export type Effect = "read" | "write" | "exec" | "admin";
  */
 export type AnswerKind = "json" | "bytes" | "event-stream" | "text" | "empty";
 
-export interface OperationSpec {
+/**
+ * Generic over its schemas, so that a handler declared for it (typed-handlers.ts) reads its
+ * arguments and writes its answer in the types the schemas give: one source for each shape.
+ */
+export interface OperationSpec<
+  Params extends $ZodType = $ZodType,
+  Query extends $ZodType = $ZodType,
+  Body extends $ZodType = $ZodType,
+  Result extends $ZodType = $ZodType,
+> {
   /** Dotted id: `sessions.exec`, `admin.policy.put`, `service.healthz`. */
   id: string;
   group: OperationGroup;
@@ -57,11 +67,11 @@ export interface OperationSpec {
   /** Another status a successful answer may have, with the same body (a PUT that creates: 201). */
   alsoSuccess?: number;
   /** Schema of the path parameters, when the path has any. */
-  params?: $ZodType;
+  params?: Params;
   /** Schema of the query string, when the operation reads one. */
-  query?: $ZodType;
+  query?: Query;
   /** Schema of a JSON request body, when it takes one. */
-  body?: $ZodType;
+  body?: Body;
   /**
    * How the request body is taken (the pipeline's args step): JSON (an empty body refused, or
    * read as `{}` when optional), or a byte stream handed on unread (a multipart upload).
@@ -75,7 +85,15 @@ export interface OperationSpec {
    */
   parseBody?: (body: unknown) => unknown;
   /** Schema of a JSON answer, for the OpenAPI document. */
-  result?: $ZodType;
+  result?: Result;
+  /**
+   * The codes it may refuse a call with beyond those every operation of its group may (the
+   * transport's, authentication's: src/discovery/error-codes-of.ts adds those): what its
+   * declaration makes the pipeline check, and what its handler throws. The OpenAPI document
+   * lists both; a test (test/unit/operations/handler-error-codes.test.ts) fails when a
+   * handler throws a code not listed here.
+   */
+  errors?: readonly ErrorCode[];
   /** A contract operation's session plan: its policy gate and rules, and how it touches its session. */
   session?: SessionPlan;
 }

@@ -35,6 +35,8 @@ export const serviceOperations = [
     ...service,
     id: "service.openapi",
     credential: "optional",
+    // A credential sent is verified: a bad one is refused as on any other operation.
+    errors: ["auth.invalid", "auth.expired", "auth.rate_limited", "auth.introspection_unavailable"],
     summary:
       "The OpenAPI 3.1 document: the contract without a credential, every operation with an admin token.",
     method: "GET",
@@ -67,6 +69,7 @@ export const serviceOperations = [
     method: "GET",
     path: "/docs/{asset}",
     label: "docs_asset",
+    errors: ["request.not_found"],
     answers: ["bytes"],
   },
 ] as const satisfies readonly OperationSpec[];

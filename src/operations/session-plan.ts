@@ -19,10 +19,15 @@ export interface RuleArgs {
   stream?: { contentLength?: number };
 }
 
-/** One of an operation's own policy rules, after "the workspace is enabled". */
-export interface PolicyRule {
+/**
+ * One of an operation's own policy rules, after "the workspace is enabled". `Args` is what
+ * its operation admits (its body's type): the pipeline and explain call a rule only with the
+ * admitted arguments of its own operation (explain skips a rule that `readsBody` when the body
+ * was refused), which a method's parameter lets a plan hold beside other operations' rules.
+ */
+export interface PolicyRule<Args extends RuleArgs = RuleArgs> {
   /** The verdict for a call: the pipeline enforces it, explain reports it. */
-  decide(policy: EffectivePolicy, args: RuleArgs): PolicyVerdict;
+  decide(policy: EffectivePolicy, args: Args): PolicyVerdict;
   /** For a rule that reads the body: its name, and why explain skips it when the body is not valid. */
   readsBody?: { rule: string; skipped: string };
 }
@@ -39,8 +44,8 @@ export interface SessionPlan {
   /** Why a disabled workspace may still make this call (explain says so), for one not gated. */
   ungated?: string;
   rules?: readonly PolicyRule[];
-  /** The execution time the call reserves against the day's budget: the time asked, clamped. */
-  reserves?: (policy: EffectivePolicy, args: RuleArgs) => Clamp;
+  /** The execution time the call reserves against the day's budget: the time asked, clamped (a method, as `decide`). */
+  reserves?(policy: EffectivePolicy, args: RuleArgs): Clamp;
   /** How long a call begun (`admits: "call"`) keeps its session busy, given the time it reserves. */
   busyMs?: (limits: SessionPlanLimits, reservedMs: number | undefined) => number;
 }
@@ -49,8 +54,8 @@ export interface SessionPlan {
 export const TRANSFER_DEADLINE_MS = 30 * 60_000;
 
 /** An Execute's timeout: its own or the default, within the ceiling in force. */
-export function execReserve(policy: EffectivePolicy, args: RuleArgs): Clamp {
-  return execTimeout(policy, (args.body as ExecRequest | undefined)?.timeout_seconds);
+export function execReserve(policy: EffectivePolicy, args: { body?: ExecRequest }): Clamp {
+  return execTimeout(policy, args.body?.timeout_seconds);
 }
 
 /** The seconds an Execute asks for: its own timeout or the default, within the ceiling in force. */

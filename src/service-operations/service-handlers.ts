@@ -1,6 +1,8 @@
 /** The service endpoints, open to anyone: liveness, readiness and Prometheus metrics. */
 import type { GatewayMetrics } from "../metering/gateway-metrics.js";
 import type { OperationHandlers } from "../operations/handler.js";
+import { serviceOperations } from "../operations/service-operations.js";
+import { handlersFor } from "../operations/typed-handlers.js";
 import type { PoolManager } from "../pool/pool-manager.js";
 
 const ALIVE = { status: "ok" } as const;
@@ -14,7 +16,7 @@ export interface ServiceDeps {
 }
 
 export function serviceHandlers(deps: ServiceDeps): OperationHandlers {
-  return {
+  return handlersFor(serviceOperations, {
     "service.healthz": async () => ({ kind: "json", status: 200, body: ALIVE }),
 
     "service.readyz": async () => {
@@ -32,5 +34,5 @@ export function serviceHandlers(deps: ServiceDeps): OperationHandlers {
         body,
       };
     },
-  };
+  });
 }

@@ -1,5 +1,7 @@
 /** The handlers of every contract operation, by operation id: the session layer's calls. */
+import { contractOperations } from "../operations/contract-operations.js";
 import type { OperationHandlers } from "../operations/handler.js";
+import { handlersFor } from "../operations/typed-handlers.js";
 import { type ExecuteDeps, executeHandler } from "./execute.js";
 import { type FileDeps, fileHandlers } from "./files.js";
 import { type SessionHandlerDeps, sessionHandlers } from "./session-handlers.js";
@@ -10,7 +12,7 @@ export type ContractDeps = SessionHandlerDeps & ExecuteDeps & FileDeps;
 export function contractHandlers(deps: ContractDeps): OperationHandlers {
   return {
     ...sessionHandlers(deps),
-    "sessions.exec": executeHandler(deps),
+    ...handlersFor(contractOperations, { "sessions.exec": executeHandler(deps) }),
     ...fileHandlers(deps),
   };
 }

@@ -12,11 +12,11 @@
  */
 
 import { performance } from "node:perf_hooks";
-import type { ExecRequest } from "../contract/schemas.js";
 import { answersWritten } from "../deferred/answers-written.js";
 import type { ForwardLimits } from "../forward/sandbox-forwarder.js";
-import type { OperationHandler } from "../operations/handler.js";
+import type { ContractOperation } from "../operations/contract-operations.js";
 import { requestedExecSeconds } from "../operations/session-plan.js";
+import type { TypedHandler } from "../operations/typed-handlers.js";
 import { grantedTimeoutSeconds } from "../policy/decide-limits.js";
 import { answerOutcome } from "./answer-outcome.js";
 import { type ExecDeps, streamExecution } from "./exec-stream.js";
@@ -29,11 +29,11 @@ export type ExecuteDeps = ExecDeps & {
   limits: ForwardLimits & { execDeadlineBufferMs: number };
 };
 
-export function executeHandler(services: ExecuteDeps): OperationHandler {
+export function executeHandler(services: ExecuteDeps): TypedHandler<ContractOperation<"sessions.exec">> {
   const bufferMs = services.limits.execDeadlineBufferMs;
   return async (operationCall) => {
     const { key, policy, call } = operationCall.session!;
-    const body = operationCall.args.body as ExecRequest;
+    const body = operationCall.args.body;
     const { tool } = body;
     const requestedSeconds = requestedExecSeconds(policy!, body);
     const { lease } = call!;

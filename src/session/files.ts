@@ -16,9 +16,11 @@ import { MAX_FILE_BYTES_HEADER } from "../contract/headers.js";
 import type { PendingWork } from "../deferred/pending-work.js";
 import type { ForwardLimits, SandboxAnswer, SandboxForwarder } from "../forward/sandbox-forwarder.js";
 import type { UsageSink } from "../metering/usage-sink.js";
-import type { CallArgs, OperationCall, OperationHandler } from "../operations/handler.js";
+import { contractOperations } from "../operations/contract-operations.js";
+import type { CallContext, OperationHandlers } from "../operations/handler.js";
 import type { CallUsage, OpenCall } from "../operations/resolved-session.js";
 import { TRANSFER_DEADLINE_MS } from "../operations/session-plan.js";
+import { handlersFor } from "../operations/typed-handlers.js";
 import { answerOutcome } from "./answer-outcome.js";
 
 /** What the file calls need: forwarding, the usage sink, and the pending work their ends join. */
@@ -30,9 +32,12 @@ export type FileDeps = {
   pending: PendingWork;
 };
 
-/** The query sent on to the sandbox: the call's query arguments, as a query string. */
-function queryOf(args: CallArgs): string {
-  return new URLSearchParams(args.query).toString();
+/** The query sent on to the sandbox: the call's query arguments (each a string as it came), as a query string. */
+function queryOf(args: { query: Readonly<Record<string, unknown>> }): string {
+  const sent = Object.entries(args.query).filter(
+    (entry): entry is [string, string] => typeof entry[1] === "string",
+  );
+  return new URLSearchParams(sent).toString();
 }
 
 /** Calls `done` once the answer's body has been sent (or abandoned), or now if it is bytes. */
@@ -74,7 +79,7 @@ function storedBytes(answer: SandboxAnswer): number {
   }
 }
 
-function admitted(call: OperationCall): OpenCall {
+function admitted(call: CallContext): OpenCall {
   return call.session!.call!;
 }
 
@@ -92,7 +97,7 @@ function endBehind(services: FileDeps, call: OpenCall, usage?: CallUsage): void 
  * declared, or declared within the multipart framing allowance) is the same refusal as the one
  * the gateway makes on Content-Length: audited as `denied` (src/audit/record-refusal.ts).
  */
-function auditSandboxRefusal(services: FileDeps, call: OperationCall, answer: SandboxAnswer): void {
+function auditSandboxRefusal(services: FileDeps, call: CallContext, answer: SandboxAnswer): void {
   const principal = scopedPrincipal(call.caller);
   if (principal === undefined || !Buffer.isBuffer(answer.body)) return;
   let detail: { code?: unknown; message?: unknown } | undefined;
@@ -111,9 +116,9 @@ function auditSandboxRefusal(services: FileDeps, call: OperationCall, answer: Sa
   );
 }
 
-export function fileHandlers(services: FileDeps): Record<string, OperationHandler> {
+export function fileHandlers(services: FileDeps): OperationHandlers {
   const timeoutMs = services.limits.sandboxRequestTimeoutMs;
-  return {
+  return handlersFor(contractOperations, {
     "files.list": async (operationCall) => {
       const call = admitted(operationCall);
       try {
@@ -158,7 +163,7 @@ export function fileHandlers(services: FileDeps): Record<string, OperationHandle
     "files.put": async (operationCall) => {
       const call = admitted(operationCall);
       const { policy } = operationCall.session!;
-      const upload = operationCall.args.stream!;
+      const upload = operationCall.args.stream;
       const headers: Record<string, string> = {
         "content-type": upload.contentType,
         [MAX_FILE_BYTES_HEADER]: String(policy!.maxFileBytes),
@@ -190,5 +195,5 @@ export function fileHandlers(services: FileDeps): Record<string, OperationHandle
       }
       return answerOutcome(answer);
     },
-  };
+  });
 }

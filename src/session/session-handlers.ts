@@ -2,7 +2,9 @@
 import type { Principal } from "../auth/principal.js";
 import type { CreateSessionRequest, SessionHandle } from "../contract/schemas.js";
 import { judgeNarrowing, narrowingRefusal, parseSessionEgress } from "../egress/session-egress.js";
-import type { OperationHandler } from "../operations/handler.js";
+import { contractOperations } from "../operations/contract-operations.js";
+import type { OperationHandlers } from "../operations/handler.js";
+import { handlersFor } from "../operations/typed-handlers.js";
 import type { EffectivePolicy } from "../policy/effective-policy.js";
 import type { Lease, LeaseEgress } from "../store/coordination/records.js";
 import type { SessionLifecycle } from "./session-lifecycle.js";
@@ -45,13 +47,13 @@ async function sessionEgressOf(
   return verdict.egress;
 }
 
-export function sessionHandlers(services: SessionHandlerDeps): Record<string, OperationHandler> {
-  return {
+export function sessionHandlers(services: SessionHandlerDeps): OperationHandlers {
+  return handlersFor(contractOperations, {
     // The policy passed at the gate; the pool, admission and the lease, each step undone when
     // a later one fails (SessionLifecycle.create).
     "sessions.create": async (call) => {
       const workspace = (call.caller as Principal).workspace;
-      const request = call.args.body as CreateSessionRequest;
+      const request = call.args.body;
       const egress = await sessionEgressOf(services, workspace, request, call.policy!);
       const { lease } = await services.sessions.create(workspace, request, call.policy!, egress);
       return { kind: "json", status: 201, body: handleOf(lease) };
@@ -66,5 +68,5 @@ export function sessionHandlers(services: SessionHandlerDeps): Record<string, Op
       await services.sessions.end(call.session!.key, "destroyed");
       return { kind: "empty", status: 204 };
     },
-  };
+  });
 }

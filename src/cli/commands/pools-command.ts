@@ -7,6 +7,7 @@
  */
 import { Command, InvalidArgumentError } from "commander";
 import {
+  type AdminBody,
   AdminUsageError,
   adminCall,
   adminConnection,
@@ -19,27 +20,27 @@ const PREFIX = "sandpool pools";
 /** As the gateway checks it (src/pool/pool-sizes.ts MAX_POOL_SIZE); the gateway has the last word. */
 const MAX_POOL_SIZE = 1_000;
 
-/** A pool as the admin API answers it (src/pool/pool-status.ts). */
-interface PoolItem {
-  name: string;
-  image: string;
-  resourceClass: string;
-  minIdle: number;
-  maxTotal: number;
-  configured: { minIdle: number; maxTotal: number };
-  /** Older gateways do not send it. */
-  effectiveMinIdle?: number;
-  idle: number;
-  /** Older gateways do not send it. */
-  parked?: number;
-  leased: number;
-  starting: number;
-  warmupFailures: number;
-  warmHitRate: number | null;
-  /** Older gateways do not send it. */
-  engineStarts?: { startsPerSecond: number | null };
-  lastStartError?: { message: string; at: string; nextAttemptAt: string; consecutiveFailures: number } | null;
-}
+/** A pool as the admin API answers it: the type generated from its OpenAPI document. */
+type Pool = AdminBody<"get", "/admin/v1/pools">["items"][number];
+
+/** What the table reads of a pool; an older gateway does not send the effective minimum, parked sandboxes nor engine starts. */
+type PoolItem = Pick<
+  Pool,
+  | "name"
+  | "image"
+  | "resourceClass"
+  | "minIdle"
+  | "maxTotal"
+  | "configured"
+  | "idle"
+  | "leased"
+  | "starting"
+  | "warmupFailures"
+  | "warmHitRate"
+> &
+  Partial<Pick<Pool, "effectiveMinIdle" | "parked" | "lastStartError">> & {
+    engineStarts?: Pick<Pool["engineStarts"], "startsPerSecond">;
+  };
 
 /**
  * A size: a whole number, or `default` for the configured value (sent as null; commander

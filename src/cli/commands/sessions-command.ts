@@ -7,7 +7,7 @@
  * Exit codes: 0 done, 1 refused (an unknown session too) or unreachable, 2 bad usage.
  */
 import { Command } from "commander";
-import { adminCall, adminConnection, type ConnectionOptions } from "../admin/admin-client.js";
+import { type AdminBody, adminCall, adminConnection, type ConnectionOptions } from "../admin/admin-client.js";
 import {
   examples,
   runAdmin,
@@ -19,20 +19,8 @@ import { out, printJson, table } from "../admin/admin-render.js";
 
 const PREFIX = "sandpool sessions";
 
-/** A running session as the admin API answers it (src/operations/admin-schemas/session-schemas.ts). */
-interface SessionItem {
-  id: string;
-  workspace: string;
-  image: string;
-  pool: string;
-  created: string;
-  lastActivity: string;
-  expires: string;
-  activeCalls: number;
-  state: string;
-  checkpoint?: { kind: string; bytes: number; hibernated: string };
-  hibernationRefused?: { code: string; message: string; at: string };
-}
+/** A running session as the admin API answers it: the type generated from its OpenAPI document. */
+type SessionItem = AdminBody<"get", "/admin/v1/sessions">["items"][number];
 
 type Options = ConnectionOptions & { workspace?: string };
 
@@ -75,7 +63,7 @@ function listCommand(): Command {
         query: { workspace: options.workspace },
       });
       if (conn.json) return printJson(body);
-      const items = (body as { items: SessionItem[] }).items;
+      const { items } = body;
       if (items.length === 0)
         return out(
           options.workspace ? `no session of ${options.workspace} is running` : "no session is running",
@@ -123,7 +111,7 @@ function endCommand(): Command {
         query: { workspace: options.workspace },
       });
       if (conn.json) return printJson(body);
-      const ended = (body as { ended: SessionItem }).ended;
+      const { ended } = body;
       out(`ended session ${ended.id} of ${ended.workspace} (image ${ended.image}, pool ${ended.pool})`);
     }),
   );
@@ -156,7 +144,7 @@ function hibernateCommand(): Command {
         query: { workspace: options.workspace },
       });
       if (conn.json) return printJson(body);
-      const session = (body as { hibernated: SessionItem }).hibernated;
+      const session = body.hibernated;
       const kept = session.checkpoint
         ? ` (${session.checkpoint.kind} checkpoint, ${session.checkpoint.bytes} bytes)`
         : "";
@@ -190,7 +178,7 @@ function resumeCommand(): Command {
         query: { workspace: options.workspace },
       });
       if (conn.json) return printJson(body);
-      const { resumed: session, restored } = body as { resumed: SessionItem; restored: boolean };
+      const { resumed: session, restored } = body;
       out(
         restored
           ? `resumed session ${session.id} of ${session.workspace}: ${session.state}`

@@ -6,8 +6,8 @@
  * (total, tool, image), for spreadsheets and billing scripts.
  */
 import { Command, Option } from "commander";
-import type { UsageTotals } from "../../metering/usage-report.js";
 import {
+  type AdminBody,
   AdminUsageError,
   adminCall,
   adminConnection,
@@ -23,23 +23,17 @@ import {
 } from "../admin/admin-command-kit.js";
 import { csv, out, printJson, table } from "../admin/admin-render.js";
 
-/** The report's totals, as the gateway defines them (the CLI reads its JSON). */
-type Totals = UsageTotals;
+/** The report as the admin API answers it: the type generated from its OpenAPI document. */
+type Report = AdminBody<"get", "/admin/v1/usage">;
+type Totals = Report["totals"];
 
-interface Bucket extends Totals {
-  start: string;
+/** A bucket, read leniently: a breakdown may lack columns (an empty cell in the CSV). */
+type Bucket = Omit<Report["buckets"][number], "byTool" | "byImage"> & {
   byTool: ({ tool: string } & Partial<Totals>)[];
   byImage: ({ image: string } & Partial<Totals>)[];
-}
+};
 
-export interface UsageReportAnswer {
-  workspace: string;
-  by: "hour" | "day";
-  since: string;
-  until: string;
-  totals: Totals;
-  buckets: Bucket[];
-}
+export type UsageReportAnswer = Omit<Report, "buckets"> & { buckets: Bucket[] };
 
 const CSV_COLUMNS = [
   "sessions",

@@ -109,16 +109,20 @@ export function instant(name: string, description: string) {
  * One of a few words. `emptyIsAbsent`: `?kind=` reads as no filter; without it, `?by=` is
  * refused like any other wrong word (no default hides a typo).
  */
-export function oneOf(
+export function oneOf<const Word extends string>(
   name: string,
-  words: readonly string[],
+  words: readonly Word[],
   description: string,
   options: { emptyIsAbsent?: boolean } = {},
-) {
+): z.ZodOptional<z.ZodType<Word | "", string>> {
   const problem = (value: string) =>
-    words.includes(value) ? undefined : `${name} must be ${words.join(" or ")}, got '${value}'`;
+    (words as readonly string[]).includes(value)
+      ? undefined
+      : `${name} must be ${words.join(" or ")}, got '${value}'`;
   const doc = { description, enum: words };
-  return options.emptyIsAbsent ? omittable(problem, doc) : checked(problem, doc).optional();
+  // The check admits only the words (and "" where that means absent): the handler reads one of them.
+  const schema = options.emptyIsAbsent ? omittable(problem, doc) : checked(problem, doc).optional();
+  return schema as unknown as z.ZodOptional<z.ZodType<Word | "", string>>;
 }
 
 /** `true` or `false`; absent is false. */
@@ -138,6 +142,6 @@ export function instantOf(value: string | undefined): Date | undefined {
 }
 
 /** A checked optional parameter, or undefined when it was absent or empty. */
-export function given(value: string | undefined): string | undefined {
-  return value === undefined || value === "" ? undefined : value;
+export function given<Value extends string>(value: Value | undefined): Exclude<Value, ""> | undefined {
+  return value === undefined || value === "" ? undefined : (value as Exclude<Value, "">);
 }
