@@ -174,21 +174,33 @@ export class GatewayEgress implements SandboxEgress {
     }
     const missedAt = this.misses.get(sandboxId);
     if (missedAt !== undefined && Date.now() - missedAt < MISS_MEMORY_MS) return undefined;
-    let lookup = this.lookups.get(sandboxId);
-    if (!lookup) {
-      lookup = ownership
-        .leases()
-        .then((leases) => {
-          const lease = leases.find((l) => l.sandbox.sandboxId === sandboxId);
-          if (lease && this.serves(sandboxId))
-            this.holders.set(sandboxId, { key: { workspace: lease.workspace, sessionId: lease.sessionId } });
-          if (lease) this.misses.delete(sandboxId);
-          else this.misses.set(sandboxId, Date.now());
-          return lease;
-        })
-        .finally(() => this.lookups.delete(sandboxId));
-      this.lookups.set(sandboxId, lookup);
-    }
+    const joined = this.lookups.get(sandboxId);
+    if (!joined) return this.scan(sandboxId, ownership);
+    // A scan begun before this ask may have read a lease that has ended since, its sandbox
+    // now the workspace's next session's: what it found is confirmed by key, else looked for
+    // afresh, so a session never gets its predecessor's grant.
+    const found = await joined;
+    if (!found) return undefined;
+    const now = await ownership.lease({ workspace: found.workspace, sessionId: found.sessionId });
+    return now && now.sandbox.sandboxId === sandboxId ? now : this.scan(sandboxId, ownership);
+  }
+
+  /** One read of every lease for the sandbox's holder, shared by the asks that come meanwhile. */
+  private scan(sandboxId: string, ownership: EgressOwnership): Promise<Lease | undefined> {
+    const lookup = ownership
+      .leases()
+      .then((leases) => {
+        const lease = leases.find((l) => l.sandbox.sandboxId === sandboxId);
+        if (lease && this.serves(sandboxId))
+          this.holders.set(sandboxId, { key: { workspace: lease.workspace, sessionId: lease.sessionId } });
+        if (lease) this.misses.delete(sandboxId);
+        else this.misses.set(sandboxId, Date.now());
+        return lease;
+      })
+      .finally(() => {
+        if (this.lookups.get(sandboxId) === lookup) this.lookups.delete(sandboxId);
+      });
+    this.lookups.set(sandboxId, lookup);
     return lookup;
   }
 

@@ -115,6 +115,38 @@ describe("GatewayEgress's holder lookup", () => {
     }
   });
 
+  it("gives a reused sandbox's next session its own grant, not what a scan begun before it read", async () => {
+    const narrowed = leaseOf("s1", "sbx", { secrets: ["github"] });
+    let current: Lease[] = [narrowed];
+    let release = () => {};
+    const egress = new GatewayEgress(settings, pino({ level: "silent" }));
+    egress.bind(
+      {
+        // A slow store: the scan reads the leases as they were when it began.
+        leases: async () => {
+          const snapshot = current;
+          await new Promise<void>((resolve) => {
+            release = resolve;
+          });
+          return snapshot;
+        },
+        lease: async (key: LeaseKey) => current.find((l) => l.sessionId === key.sessionId),
+        policyFor: async () => open,
+        secretsOf: async () => [github, pypi],
+      },
+      {},
+    );
+    const first = egress.grantFor("sbx");
+    // s1 ends and s2, asking for no secret, takes the sandbox while the scan is under way.
+    current = [leaseOf("s2", "sbx", { secrets: [] })];
+    const second = egress.grantFor("sbx");
+    release();
+    await new Promise((resolve) => setImmediate(resolve));
+    release();
+    expect((await second)?.credentials).toBeUndefined();
+    await first;
+  });
+
   it("refuses everything once the holder is gone and no lease holds the sandbox", async () => {
     const { egress, setLeases } = egressWith([leaseOf("s1", "sbx")]);
     await egress.open("sbx", path.join(dir, "p.sock"));
