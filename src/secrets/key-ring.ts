@@ -89,16 +89,17 @@ export class KeyRing implements Sealer {
     return this.sealing.id;
   }
 
-  seal(plain: Buffer): string {
+  seal(plain: Buffer, context: string): string {
     const nonce = randomBytes(NONCE_BYTES);
     const cipher = createCipheriv(ALGORITHM, this.sealing.key, nonce);
-    // The key id is authenticated too: a value cannot be passed off as sealed by another key.
-    cipher.setAAD(Buffer.from(this.sealing.id));
+    // The key id is authenticated too (a value cannot be passed off as sealed by another key),
+    // and so is what the value is for (it does not open as another row's).
+    cipher.setAAD(additionalData(this.sealing.id, context));
     const body = Buffer.concat([cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
     return [FORMAT, this.sealing.id, nonce.toString("base64url"), body.toString("base64url")].join(":");
   }
 
-  open(sealed: string): Buffer {
+  open(sealed: string, context: string): Buffer {
     const parts = sealed.split(":");
     if (parts.length !== 4 || parts[0] !== FORMAT) throw new KeyRingError("not a sealed value");
     const [, id, nonceText, bodyText] = parts as [string, string, string, string];
@@ -109,12 +110,18 @@ export class KeyRing implements Sealer {
     const body = Buffer.from(bodyText, "base64url");
     if (nonce.length !== NONCE_BYTES || body.length < TAG_BYTES) throw new KeyRingError("not a sealed value");
     const decipher = createDecipheriv(ALGORITHM, key, nonce);
-    decipher.setAAD(Buffer.from(id));
+    decipher.setAAD(additionalData(id, context));
     decipher.setAuthTag(body.subarray(body.length - TAG_BYTES));
     try {
       return Buffer.concat([decipher.update(body.subarray(0, body.length - TAG_BYTES)), decipher.final()]);
     } catch {
-      throw new KeyRingError(`a value sealed with key '${id}' does not open: changed, or a different key`);
+      throw new KeyRingError(
+        `a value sealed with key '${id}' does not open: changed, a different key, or sealed for another row`,
+      );
     }
   }
+}
+
+function additionalData(keyId: string, context: string): Buffer {
+  return Buffer.from(`${keyId}\u0000${context}`);
 }

@@ -14,12 +14,13 @@ import { SandpoolError } from "../contract/error-codes.js";
 import { hostPatternWithin } from "../policy-schema/egress-patterns.js";
 import type { SecretRepository, SecretRow } from "../store/sql/secret-repository.js";
 import { SECRET_NAME_PATTERN, SECRET_NAME_RULE } from "./secret-binding-schema.js";
-import type {
-  OpenedSecret,
-  Sealer,
-  SecretBinding,
-  SecretDescription,
-  SecretsReader,
+import {
+  type OpenedSecret,
+  type Sealer,
+  type SecretBinding,
+  type SecretDescription,
+  type SecretsReader,
+  secretSealContext,
 } from "./workspace-secrets.js";
 
 export const SECRETS_NOT_CONFIGURED =
@@ -60,7 +61,7 @@ export class SecretStore implements SecretsReader {
     const sealer = this.sealerOrRefuse();
     checkName(name);
     await this.checkHostsReachable(workspace, secret.binding);
-    const sealedValue = sealer.seal(Buffer.from(secret.value, "utf8"));
+    const sealedValue = sealer.seal(Buffer.from(secret.value, "utf8"), secretSealContext(workspace, name));
     const { row, created } = await this.deps.repository.put(
       { workspace, name, binding: secret.binding, sealedValue },
       actor,
@@ -124,7 +125,7 @@ export class SecretStore implements SecretsReader {
     const opened: OpenedSecret[] = [];
     for (const row of rows) {
       try {
-        const value = sealer.open(row.sealedValue).toString("utf8");
+        const value = sealer.open(row.sealedValue, secretSealContext(workspace, row.name)).toString("utf8");
         opened.push({ name: row.name, binding: row.binding as SecretBinding, value });
       } catch (error) {
         log.warn(

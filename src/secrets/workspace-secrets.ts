@@ -51,9 +51,19 @@ export interface SecretsReader {
  * Seals and opens small values at rest (AES-256-GCM with the deployment's key ring; the
  * newest key seals, every key opens). Used for secret values and the egress CA's key.
  */
+/**
+ * Seals and opens values at rest. `context` says what the value is (whose secret, which
+ * name; the CA's key): it is authenticated with the value, so a sealed value copied into
+ * another row, by someone who can write the database but holds no key, does not open there.
+ */
 export interface Sealer {
-  seal(plain: Buffer): string;
-  open(sealed: string): Buffer;
+  seal(plain: Buffer, context: string): string;
+  open(sealed: string, context: string): Buffer;
+}
+
+/** The context a workspace secret's value is sealed under. */
+export function secretSealContext(workspace: string, name: string): string {
+  return `workspace-secret\u0000${workspace}\u0000${name}`;
 }
 
 /**

@@ -20,6 +20,9 @@ import {
 } from "./deployment-ca.js";
 import { LeafCertificates } from "./leaf-certificates.js";
 
+/** What the CA's private key is sealed under: no workspace secret's row opens as it. */
+const EGRESS_CA_SEAL_CONTEXT = "egress-ca";
+
 export interface EgressCaSettings {
   caCertFile?: string;
   caKeyFile?: string;
@@ -58,7 +61,7 @@ export async function loadEgressCa(sources: EgressCaSources): Promise<Deployment
   const stored = (await store.read()) ?? (await storeNewCa(sources.deployment, store, sealer));
   let keyPem: string;
   try {
-    keyPem = sealer.open(stored.sealedKey).toString("utf8");
+    keyPem = sealer.open(stored.sealedKey, EGRESS_CA_SEAL_CONTEXT).toString("utf8");
   } catch (error) {
     throw new Error(
       `the stored egress CA's key cannot be opened with this key ring (${(error as Error).message}): ` +
@@ -70,7 +73,7 @@ export async function loadEgressCa(sources: EgressCaSources): Promise<Deployment
 
 async function storeNewCa(deployment: string, store: EgressCaStore, sealer: Sealer): Promise<StoredEgressCa> {
   const ca = await generateDeploymentCa(deployment);
-  const sealedKey = sealer.seal(Buffer.from(await exportCaKeyPem(ca), "utf8"));
+  const sealedKey = sealer.seal(Buffer.from(await exportCaKeyPem(ca), "utf8"), EGRESS_CA_SEAL_CONTEXT);
   // Another replica may have stored its own meanwhile: then that one is everybody's.
   return store.insertOrRead({ certPem: ca.certPem, sealedKey });
 }

@@ -27,10 +27,10 @@ describe("loadOrCreateDevSecretsKeys", () => {
     const info = await stat(join(dir, devSecretsKeysFileName));
     expect(info.mode & 0o777).toBe(0o600);
     expect(await loadOrCreateDevSecretsKeys(dir)).toBe(first);
-    const sealed = KeyRing.parse(first).seal(Buffer.from("kept"));
+    const sealed = KeyRing.parse(first).seal(Buffer.from("kept"), "ctx");
     expect(
       KeyRing.parse(await loadOrCreateDevSecretsKeys(dir))
-        .open(sealed)
+        .open(sealed, "ctx")
         .toString(),
     ).toBe("kept");
   });

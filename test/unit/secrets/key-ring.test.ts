@@ -6,36 +6,37 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { KeyRing, KeyRingError, newKeyEntry, parseKeyRing } from "../../../src/secrets/key-ring.js";
+import { secretSealContext } from "../../../src/secrets/workspace-secrets.js";
 
 const key = () => randomBytes(32).toString("base64");
 
 describe("KeyRing", () => {
   it("seals and opens; the sealed text names its key and not the value", () => {
     const ring = KeyRing.parse(newKeyEntry("k1"));
-    const sealed = ring.seal(Buffer.from("hunter2-very-secret"));
+    const sealed = ring.seal(Buffer.from("hunter2-very-secret"), "ctx");
     expect(sealed).toMatch(/^v1:k1:[A-Za-z0-9_-]{16}:[A-Za-z0-9_-]+$/);
     expect(sealed).not.toContain("hunter2");
-    expect(ring.open(sealed).toString()).toBe("hunter2-very-secret");
+    expect(ring.open(sealed, "ctx").toString()).toBe("hunter2-very-secret");
     // A fresh nonce each time: the same value never seals the same way twice.
-    expect(ring.seal(Buffer.from("x"))).not.toBe(ring.seal(Buffer.from("x")));
+    expect(ring.seal(Buffer.from("x"), "ctx")).not.toBe(ring.seal(Buffer.from("x"), "ctx"));
   });
 
   it("rotates: the newest (first) key seals, an old key still opens what it sealed", () => {
     const old = `old:${key()}`;
     const before = KeyRing.parse(old);
-    const sealedBefore = before.seal(Buffer.from("before rotation"));
+    const sealedBefore = before.seal(Buffer.from("before rotation"), "ctx");
     const rotated = KeyRing.parse(`new:${key()},${old}`);
     expect(rotated.sealingKeyId).toBe("new");
-    expect(rotated.open(sealedBefore).toString()).toBe("before rotation");
-    const sealedAfter = rotated.seal(Buffer.from("after rotation"));
+    expect(rotated.open(sealedBefore, "ctx").toString()).toBe("before rotation");
+    const sealedAfter = rotated.seal(Buffer.from("after rotation"), "ctx");
     expect(sealedAfter.startsWith("v1:new:")).toBe(true);
     // The old ring alone cannot open what the new key sealed, and says which key it needs.
-    expect(() => before.open(sealedAfter)).toThrow(/key 'new', which is not in the key ring/);
+    expect(() => before.open(sealedAfter, "ctx")).toThrow(/key 'new', which is not in the key ring/);
   });
 
   it("detects tampering: a changed ciphertext, tag, nonce or key id does not open", () => {
     const ring = KeyRing.parse(`a:${key()},b:${key()}`);
-    const sealed = ring.seal(Buffer.from("payload"));
+    const sealed = ring.seal(Buffer.from("payload"), "ctx");
     const [format, id, nonce, body] = sealed.split(":") as [string, string, string, string];
     const flip = (text: string, at: number) => {
       const bytes = Buffer.from(text, "base64url");
@@ -48,9 +49,24 @@ describe("KeyRing", () => {
       [format, id, flip(nonce, 0), body],
       [format, "b", nonce, body],
     ])
-      expect(() => ring.open(changed.join(":"))).toThrow(KeyRingError);
+      expect(() => ring.open(changed.join(":"), "ctx")).toThrow(KeyRingError);
     for (const garbage of ["", "v1:a", "v2:a:b:c", `v1:a:${nonce}:`, "plain text"])
-      expect(() => ring.open(garbage)).toThrow(KeyRingError);
+      expect(() => ring.open(garbage, "ctx")).toThrow(KeyRingError);
+  });
+
+  it("opens a value only for what it was sealed for: another row's context does not open it", () => {
+    const ring = KeyRing.parse(newKeyEntry("k1"));
+    const sealed = ring.seal(Buffer.from("team-a's token"), secretSealContext("team-a", "github"));
+    expect(ring.open(sealed, secretSealContext("team-a", "github")).toString()).toBe("team-a's token");
+    for (const [workspace, name] of [
+      ["team-b", "github"],
+      ["team-a", "pypi"],
+      ["team-agithub", ""],
+    ] as const)
+      expect(() => ring.open(sealed, secretSealContext(workspace, name)), `${workspace}/${name}`).toThrow(
+        /sealed for another row/,
+      );
+    expect(() => ring.open(sealed, "egress-ca")).toThrow(KeyRingError);
   });
 
   it("reads a keys file: one entry a line, comments and blank lines skipped", () => {
