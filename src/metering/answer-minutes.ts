@@ -7,18 +7,27 @@
  * kept in memory: one replica's view, gone when it restarts. A deployment's view is the sum of
  * every replica's, which Prometheus has (`sandpool_http_requests_total{status=~"5.."}`).
  */
+import { z } from "zod";
 
 const MINUTE_MS = 60_000;
 /** The last hour, and the minute under way. */
 const KEPT = 61;
 
-export interface AnswerMinute {
-  /** The minute's start (ISO 8601). */
-  start: string;
-  calls: number;
-  serverErrors: number;
-  sandboxErrors: number;
-}
+/** One minute of answers, as the admin API's pools view carries it: the schema is its one description. */
+export const answerMinuteSchema = z.object({
+  start: z.string().meta({ description: "The minute's start." }),
+  calls: z.number().int().meta({ description: "Contract calls answered in that minute." }),
+  serverErrors: z.number().int().meta({
+    description:
+      "Of those, 5xx answers: server.internal, the 503s (capacity.exhausted, store.unavailable, session.resume_failed...) and the sandbox failures.",
+  }),
+  sandboxErrors: z.number().int().meta({
+    description:
+      "Of those, sandbox failures: 502 sandbox.unreachable or sandbox.bad_answer, 504 sandbox.timeout.",
+  }),
+});
+
+export type AnswerMinute = z.output<typeof answerMinuteSchema>;
 
 interface Slot {
   minute: number;

@@ -5,6 +5,7 @@
  * cover whole hours or days: `since` is rounded down to its bucket's start and `until` up to
  * its bucket's end, and every bucket in between is listed, empty ones too.
  */
+import type { z } from "zod";
 import { SandpoolError } from "../contract/error-codes.js";
 import {
   DAY_MS,
@@ -13,49 +14,16 @@ import {
   type UsageAggregateRow,
   type UsageDailyRepository,
 } from "../store/sql/usage-daily-repository.js";
+import type { usageReportResultSchema } from "./usage-report-schema.js";
 
 export type UsageBucketSize = "hour" | "day";
 /** The most buckets one report lists (about 41 days by hour, 2.7 years by day). */
 export const MAX_USAGE_BUCKETS = 1_000;
 
-export interface UsageTotals {
-  sessions: number;
-  execCalls: number;
-  execSeconds: number;
-  /** Sessions' lifetimes, summed when they end. */
-  sandboxSeconds: number;
-  /** CPU time the sandboxes' cgroups recorded, at session end, where the runtime reports it. */
-  cpuSeconds: number;
-  /** The most memory one sandbox held at once, where the runtime reports it. */
-  memoryPeakBytes: number;
-  filesIn: number;
-  bytesIn: number;
-  filesOut: number;
-  bytesOut: number;
-  /** Requests refused by policy or quota. */
-  denied: number;
-  /** Sessions hibernated, and the bytes their checkpoints held. */
-  hibernations: number;
-  checkpointBytes: number;
-}
-
-export interface UsageBucket extends UsageTotals {
-  start: string;
-  byTool: { tool: string; execCalls: number; execSeconds: number }[];
-  byImage: ({ image: string } & Pick<
-    UsageTotals,
-    "sessions" | "execCalls" | "execSeconds" | "sandboxSeconds" | "cpuSeconds"
-  >)[];
-}
-
-export interface UsageReport {
-  workspace: string;
-  by: UsageBucketSize;
-  since: string;
-  until: string;
-  totals: UsageTotals;
-  buckets: UsageBucket[];
-}
+/** A report as the admin API answers it: its schema is the one description. */
+export type UsageReport = z.output<typeof usageReportResultSchema>;
+export type UsageTotals = UsageReport["totals"];
+export type UsageBucket = UsageReport["buckets"][number];
 
 const bucketMsOf: Record<UsageBucketSize, number> = { hour: HOUR_MS, day: DAY_MS };
 

@@ -4,24 +4,12 @@
  * schema its type is made from (src/pool/pool-status-schema.ts), both imported.
  */
 import { z } from "zod";
+import { answerMinuteSchema } from "../../metering/answer-minutes.js";
 import { poolStatusSchema } from "../../pool/pool-status-schema.js";
 import { pathParams } from "./admin-params.js";
 
 export { poolResizeSchema } from "../../pool/pool-sizes.js";
 export { poolStatusSchema } from "../../pool/pool-status-schema.js";
-
-const answerMinuteSchema = z.object({
-  start: z.string().meta({ description: "The minute's start." }),
-  calls: z.number().int().meta({ description: "Contract calls answered in that minute." }),
-  serverErrors: z.number().int().meta({
-    description:
-      "Of those, 5xx answers: server.internal, the 503s (capacity.exhausted, store.unavailable, session.resume_failed...) and the sandbox failures.",
-  }),
-  sandboxErrors: z.number().int().meta({
-    description:
-      "Of those, sandbox failures: 502 sandbox.unreachable or sandbox.bad_answer, 504 sandbox.timeout.",
-  }),
-});
 
 export const poolsResultSchema = z.object({
   items: z.array(poolStatusSchema),
