@@ -72,6 +72,11 @@ export const errorStatus = {
 } as const;
 
 export type ErrorCode = keyof typeof errorStatus;
+
+/** Whether `code` is one of this version's codes (an answer from a newer gateway may carry another). */
+export function isErrorCode(code: string): code is ErrorCode {
+  return Object.hasOwn(errorStatus, code);
+}
 export type ErrorStatus = (typeof errorStatus)[ErrorCode];
 
 export interface ErrorBody {

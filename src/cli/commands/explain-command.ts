@@ -11,7 +11,6 @@
  */
 import { readFileSync } from "node:fs";
 import { Command, InvalidArgumentError, Option } from "commander";
-import type { ExplainAnswer } from "../../explain/explain-trace.js";
 import { contractOperations } from "../../operations/contract-operations.js";
 import {
   AdminUsageError,
@@ -143,7 +142,7 @@ export function explainCommand(): Command {
         },
       });
       if (conn.json) return printJson(body);
-      out(renderExplain(body as ExplainAnswer));
+      out(renderExplain(body));
     }),
   );
 }

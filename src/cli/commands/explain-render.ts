@@ -2,13 +2,19 @@
  * How `sandpool explain` shows a decision trace to people (--json prints the admin API's answer
  * as it is); policy values read as `sandpool policy get` shows them.
  */
-import { errorStatus } from "../../contract/error-codes.js";
-import type { ExplainAnswer } from "../../explain/explain-trace.js";
+import { errorStatus, isErrorCode } from "../../contract/error-codes.js";
+import type { AdminBody } from "../admin/admin-client.js";
 import { table } from "../admin/admin-render.js";
 import { formatPolicyValue } from "./policy-render.js";
 
+/** Explain's answer as the generated admin client types it. */
+type ExplainAnswer = AdminBody<"post", "/admin/v1/explain">;
+
 export function renderExplain(answer: ExplainAnswer): string {
-  const status = answer.code === null ? "" : ` (${errorStatus[answer.code]} ${answer.code})`;
+  const status =
+    answer.code === null
+      ? ""
+      : ` (${isErrorCode(answer.code) ? `${errorStatus[answer.code]} ` : ""}${answer.code})`;
   const heading = `${answer.operation} for workspace ${answer.workspace}: ${answer.decision.toUpperCase()}${status}`;
   const token = answer.token
     ? answer.token.valid
