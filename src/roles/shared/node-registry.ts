@@ -5,36 +5,15 @@
  * from the entry, so a heartbeat cannot undo it. Every key is tagged `{nodes}`: one Cluster
  * slot for the whole registry, which is small (one entry per sandbox host).
  */
-import type { Isolation } from "../../policy-schema/isolation-levels.js";
+import type { z } from "zod";
 import type { LuaScripts } from "../../store/coordination/redis/lua-scripts.js";
 import type { RedisClient } from "../../store/coordination/redis/redis-connection.js";
+import type { nodeViewSchema } from "./node-view-schema.js";
 
-/** What a node says about itself on each heartbeat. */
-export interface NodeAdvert {
-  id: string;
-  url: string;
-  /** Its share of each pool: the most sandboxes it runs for that pool. */
-  capacity: Record<string, number>;
-  /** Images its engine has. */
-  images: string[];
-  /**
-   * Isolation levels its engine offers (gvisor: the runtime is registered); absent from a
-   * node older than this field: container alone.
-   */
-  isolation?: Isolation[];
-  /** Warm sandboxes it can lease now, per pool. */
-  freeWarm: Record<string, number>;
-  /** Sandboxes it holds for sessions. */
-  leased: number;
-}
-
-export type NodeState = "ready" | "draining" | "lost";
-
-export interface NodeView extends NodeAdvert {
-  state: NodeState;
-  draining: boolean;
-  heartbeatAt: number;
-}
+/** What a node says about itself on each heartbeat, and what the registry makes of it (node-view-schema.ts). */
+export type NodeView = z.output<typeof nodeViewSchema>;
+export type NodeState = NodeView["state"];
+export type NodeAdvert = Omit<NodeView, "state" | "draining" | "heartbeatAt">;
 
 export interface NodeRegistryOptions {
   prefix: string;
