@@ -22,6 +22,7 @@ import type { MemberHold, SandboxRecord } from "../store/coordination/records.js
 import { PoolDemandAccounting } from "./pool-demand-accounting.js";
 import type { PoolSizes } from "./pool-sizes.js";
 import { PoolWarmup } from "./pool-warmup.js";
+import { type PoolHolding, RefusalLog } from "./refusal-log.js";
 import {
   type GatewayPools,
   LEASE_POLL_MAX_MS,
@@ -70,10 +71,12 @@ export class PoolManager implements GatewayPools {
   private readonly warmup: PoolWarmup;
   private readonly now: () => number;
   private readonly reuse: SandboxReuse;
+  private readonly refusals: RefusalLog;
 
   constructor(private readonly deps: PoolManagerDeps) {
     this.pools = new Map(deps.pools.map((pool) => [pool.name, pool]));
     this.now = deps.now ?? Date.now;
+    this.refusals = new RefusalLog(deps.log, this.now);
     this.reuse = new SandboxReuse({
       store: deps.store,
       runtime: deps.runtime,
@@ -197,7 +200,8 @@ export class PoolManager implements GatewayPools {
           nothingTurning = true;
           continue;
         }
-        await this.logRefusal(pool, hold.workspace, started);
+        const refusedAfterMs = Number(process.hrtime.bigint() - started) / 1e6;
+        this.refusals.refused(pool.name, hold.workspace, refusedAfterMs, () => this.holding(pool));
         throw new SandpoolError(
           "capacity.exhausted",
           `the '${pool.name}' pool is at capacity (its maxTotal, ${this.sizeOf(pool).maxTotal}, raises it: \`sandpool pools resize\` or the pool's config)`,
@@ -211,28 +215,22 @@ export class PoolManager implements GatewayPools {
     }
   }
 
-  /** What the pool held when a lease was refused: an operator's first question about a 503. */
-  private async logRefusal(pool: PoolSpec, workspace: string, started: bigint): Promise<void> {
+  /** What the pool held when a lease was refused (read only when a line is due). */
+  private async holding(pool: PoolSpec): Promise<PoolHolding> {
     const now = this.now();
     const [members, idle, parked, turningOver] = await Promise.all([
       this.deps.store.countMembers(pool.name, now),
       this.deps.store.countIdle(pool.name),
       this.deps.store.listParked(pool.name),
       this.turningOver(pool),
-    ]).catch(() => []);
-    this.deps.log.warn(
-      {
-        pool: pool.name,
-        workspace,
-        members,
-        maxTotal: this.sizeOf(pool).maxTotal,
-        idle,
-        parked: parked?.map((record) => record.owner),
-        turningOver,
-        waitedMs: Math.round(Number(process.hrtime.bigint() - started) / 1e6),
-      },
-      "a lease was refused: the pool is at capacity",
-    );
+    ]);
+    return {
+      members,
+      maxTotal: this.sizeOf(pool).maxTotal,
+      idle,
+      parked: parked.map((record) => record.owner),
+      turningOver,
+    };
   }
 
   /**
