@@ -166,6 +166,8 @@ export class PoolManager implements GatewayPools {
     // may have been freed (a destroy ending, a warm-up start turning idle) between the
     // failed start and the count.
     let nothingTurning = false;
+    // Its place at the start gate, once it waited there (src/pool/start-gate.ts).
+    let ticket: number | undefined;
     for (let attempt = 0; ; attempt++) {
       // Marked in flight until its lease is due to be recorded: a replica that dies before
       // that leaves a mark that lapses, not a place held for the session's whole life.
@@ -174,7 +176,10 @@ export class PoolManager implements GatewayPools {
         now: attempt === 0 ? hold.now : this.now(),
         handOverBy: this.starter.inFlight.until(),
       });
-      if (idle) return { record: idle, warm: true, reused: idle.owner !== undefined };
+      if (idle) {
+        if (ticket !== undefined) this.starter.gate.passOn(pool.name);
+        return { record: idle, warm: true, reused: idle.owner !== undefined };
+      }
       // The workspace's own sandbox being scrubbed comes sooner than a cold start.
       const waitedMs = Number(process.hrtime.bigint() - started) / 1e6;
       if (
@@ -183,11 +188,15 @@ export class PoolManager implements GatewayPools {
       ) {
         continue;
       }
-      if (!this.starter.gate.mayStart(pool.name)) {
+      if (!this.starter.gate.mayStart(pool.name, ticket)) {
         // A burst: as many starts in flight as the engine absorbs; this lease takes the
-        // next sandbox that turns idle, or the next free start.
+        // next sandbox that turns idle, or the next free start, in the order leases came.
         if (waitedMs >= pool.coldStartTimeoutMs) throw startsTooLate(pool);
-        await this.starter.gate.waitForNextEnd(pool.name, LEASE_POLL_MAX_MS);
+        ticket ??= this.starter.gate.ticket();
+        await this.starter.gate.waitForTurn(pool.name, ticket, {
+          pollMs: LEASE_POLL_MAX_MS,
+          maxWaitMs: pool.coldStartTimeoutMs - waitedMs,
+        });
         continue;
       }
       const record = await this.starter.start(pool, "cold");

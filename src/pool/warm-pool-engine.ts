@@ -192,9 +192,14 @@ export class WarmPoolEngine {
       if (retryAt >= waitUntil) throw startsTooLate(pool, where);
       await sleep(retryAt - this.now());
     }
-    while (!this.gate.mayStart(pool.name)) {
+    let ticket: number | undefined;
+    while (!this.gate.mayStart(pool.name, ticket)) {
       if (this.now() >= waitUntil) throw startsTooLate(pool, where);
-      await this.gate.waitForNextEnd(pool.name, LEASE_POLL_MAX_MS);
+      ticket ??= this.gate.ticket();
+      await this.gate.waitForTurn(pool.name, ticket, {
+        pollMs: LEASE_POLL_MAX_MS,
+        maxWaitMs: waitUntil - this.now(),
+      });
     }
     // Counted at the gate at once, before any await: the leases of a burst see each other.
     return this.measured(pool, start);

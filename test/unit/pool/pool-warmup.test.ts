@@ -432,4 +432,29 @@ describe("a burst of leases on a dry pool", () => {
     expect(new Set(leased.map((lease) => lease.record.sandboxId)).size).toBe(40);
     expect(gate.counts.most).toBeLessThanOrEqual(BURST_STARTS_MAX + 1);
   });
+
+  it("a start's end sends one waiting lease to the store, not every one (the longest waiting first)", async () => {
+    const gate = gatedRuntime();
+    const pool = spec("a", { minIdle: 0, maxTotal: 100, warmupConcurrency: 1, coldStartTimeoutMs: 60_000 });
+    const { manager, store } = poolManager([pool], gate.runtime, 1);
+    const lookups = vi.spyOn(store, "leaseIdle");
+    const order: number[] = [];
+    const leases = Array.from({ length: 30 }, (_, i) =>
+      manager.lease(pool, HOLD).then((lease) => {
+        order.push(i);
+        return lease;
+      }),
+    );
+    await gate.settle();
+    const before = lookups.mock.calls.length;
+    await gate.releaseOne();
+    // Before: all twenty-odd waiting leases looked in the store at each end.
+    expect(lookups.mock.calls.length - before).toBeLessThanOrEqual(3);
+    await gate.release();
+    for (let round = 0; round < 40 && order.length < 30; round++) await gate.release();
+    await Promise.all(leases);
+    // The waiting ones (past the gate's first starts) are served in the order they came.
+    const waited = order.filter((i) => i >= BURST_STARTS_MAX);
+    expect(waited).toEqual([...waited].sort((a, b) => a - b));
+  });
 });

@@ -30,22 +30,80 @@ describe("StartGate", () => {
     expect(gate.mayStart("a")).toBe(false);
   });
 
-  it("wakes every waiter at the next start's end, long before the poll", async () => {
+  /** Resolves to which of `waits` have resolved so far, after `ms`. */
+  async function settledAfter(ms: number, waits: Promise<void>[]): Promise<boolean[]> {
+    const done = waits.map(() => false);
+    for (const [i, wait] of waits.entries()) {
+      void wait.then(() => {
+        done[i] = true;
+      });
+    }
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    return done;
+  }
+  const LONG = { pollMs: 10_000, maxWaitMs: 10_000 };
+
+  it("a start's end wakes only the longest-waiting lease, and a served one passes the turn on", async () => {
     const gate = new StartGate(engine(1));
     const end = gate.began("a");
-    const started = performance.now();
-    const waiters = Promise.all([gate.waitForNextEnd("a", 10_000), gate.waitForNextEnd("a", 10_000)]);
-    setTimeout(end, 20);
-    await waiters;
-    expect(performance.now() - started).toBeLessThan(5_000);
+    const [t1, t2, t3] = [gate.ticket(), gate.ticket(), gate.ticket()];
+    // Out of order on purpose: the ticket, not the call, decides the place.
+    const waits = [
+      gate.waitForTurn("a", t2, LONG),
+      gate.waitForTurn("a", t1, LONG),
+      gate.waitForTurn("a", t3, LONG),
+    ];
+    end();
+    expect(await settledAfter(20, waits)).toEqual([false, true, false]);
+    gate.passOn("a");
+    expect(await settledAfter(20, waits)).toEqual([true, true, false]);
+    gate.passOn("a");
+    expect(await settledAfter(20, waits)).toEqual([true, true, true]);
+  });
+
+  it("lets the woken waiter start, not a newcomer, while others wait", async () => {
+    const gate = new StartGate(engine(1));
+    const end = gate.began("a");
+    const [t1, t2] = [gate.ticket(), gate.ticket()];
+    const first = gate.waitForTurn("a", t1, LONG);
+    const second = gate.waitForTurn("a", t2, LONG);
+    end();
+    await first;
+    expect(gate.mayStart("a")).toBe(false); // a newcomer queues behind the second
+    expect(gate.mayStart("a", t2)).toBe(false); // the second's turn has not come
+    expect(gate.mayStart("a", t1)).toBe(true);
+    gate.passOn("a");
+    await second;
     expect(gate.mayStart("a")).toBe(true);
   });
 
-  it("gives up waiting after the poll when nothing ends here (another replica's start may have)", async () => {
+  it("a waiter that waits again keeps its place ahead of later ones", async () => {
+    const gate = new StartGate(engine(1));
+    const end = gate.began("a");
+    const [t1, t2] = [gate.ticket(), gate.ticket()];
+    const later = gate.waitForTurn("a", t2, LONG);
+    await (async () => {
+      const first = gate.waitForTurn("a", t1, LONG);
+      gate.passOn("a");
+      await first;
+    })();
+    const again = gate.waitForTurn("a", t1, LONG);
+    end();
+    expect(await settledAfter(20, [again, later])).toEqual([true, false]);
+    gate.passOn("a");
+    await later;
+  });
+
+  it("only the longest-waiting lease polls (for other replicas' starts); every waiter gives up at its deadline", async () => {
     const gate = new StartGate(engine(1));
     gate.began("a");
     const started = performance.now();
-    await gate.waitForNextEnd("a", 30);
-    expect(performance.now() - started).toBeGreaterThanOrEqual(25);
+    const first = gate.waitForTurn("a", gate.ticket(), { pollMs: 40, maxWaitMs: 10_000 });
+    const second = gate.waitForTurn("a", gate.ticket(), { pollMs: 10_000, maxWaitMs: 10_000 });
+    const third = gate.waitForTurn("a", gate.ticket(), { pollMs: 10_000, maxWaitMs: 60 });
+    expect(await settledAfter(45, [first, second, third])).toEqual([true, false, false]);
+    await third;
+    expect(performance.now() - started).toBeGreaterThanOrEqual(55);
+    expect(await settledAfter(20, [second])).toEqual([false]);
   });
 });
