@@ -26,6 +26,8 @@
  * --defaults      the deployment's defaults for policy and limits too (else quotas are
  *                 raised so that none throttles the modes): what a new operator gets
  * --no-engine     skip the engine's start rate
+ * --profile DIR   runs serve (and an edge's node) with `--cpu-prof`, writing the profiles into
+ *                 DIR as they stop (summarise them with scripts/cpu-profile-top.mjs)
  *
  * Needs the built CLI, Postgres (127.0.0.1:5432, db test), Redis (127.0.0.1:6379) and a Docker
  * engine with sandpool/sandbox:dev; every container, key and database it made is removed.
@@ -56,6 +58,7 @@ try {
       "max-total": { type: "string" },
       defaults: { type: "boolean", default: false },
       "no-engine": { type: "boolean", default: false },
+      profile: { type: "string" },
     },
   }));
 } catch (error) {
@@ -91,6 +94,10 @@ const MAX_TOTAL = whole("max-total", 1);
 const IMAGE = "sandpool/sandbox:dev";
 const NODE_SECRET = "bench-tti-node-secret-0123456789-abcdefghij";
 const UNTHROTTLED = 1_000_000;
+/** Node's flags for a gateway: a CPU profile written into --profile's directory when it stops. */
+const PROFILED = values.profile
+  ? ["--cpu-prof", "--cpu-prof-interval=200", `--cpu-prof-dir=${values.profile}`]
+  : [];
 
 function config() {
   const pool = [
@@ -120,19 +127,23 @@ async function startPath(name) {
   let url;
   let logs;
   if (name === "serve") {
-    const gateway = await deployment.startServe();
+    const gateway = await deployment.startGateway(undefined, {}, PROFILED);
     url = gateway.url;
     logs = () => gateway.log();
   } else {
     const port = await freePort();
-    const node = await deployment.startGateway(undefined, {
-      SANDPOOL_ROLE: "node",
-      SANDPOOL_NODE_SECRETS: NODE_SECRET,
-      SANDPOOL_NODE_ID: "bench-tti-node",
-      SANDPOOL_NODE_HOST: "127.0.0.1",
-      SANDPOOL_NODE_PORT: String(port),
-      SANDPOOL_NODE_ADVERTISE_URL: `http://127.0.0.1:${port}`,
-    });
+    const node = await deployment.startGateway(
+      undefined,
+      {
+        SANDPOOL_ROLE: "node",
+        SANDPOOL_NODE_SECRETS: NODE_SECRET,
+        SANDPOOL_NODE_ID: "bench-tti-node",
+        SANDPOOL_NODE_HOST: "127.0.0.1",
+        SANDPOOL_NODE_PORT: String(port),
+        SANDPOOL_NODE_ADVERTISE_URL: `http://127.0.0.1:${port}`,
+      },
+      PROFILED,
+    );
     const edge = await deployment.startGateway(undefined, {
       SANDPOOL_ROLE: "edge",
       SANDPOOL_NODE_SECRETS: NODE_SECRET,
