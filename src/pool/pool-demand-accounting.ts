@@ -20,6 +20,10 @@ import type { StartFailure } from "./start-backoff.js";
 export interface PoolCounters {
   /** Leases of a fresh sandbox warm-up had started: what the pool's demand sizes it for. */
   warmLeases: number;
+  /**
+   * Leases that found nothing ready: cold-started, or queued at the start gate in a burst
+   * (counted as they queue, whether served or refused: the burst reserve sizes by demand).
+   */
   coldLeases: number;
   warmupFailures: number;
   /**

@@ -22,7 +22,7 @@ import type { MemberHold, SandboxRecord } from "../store/coordination/records.js
 import { PoolDemandAccounting } from "./pool-demand-accounting.js";
 import type { PoolSizes } from "./pool-sizes.js";
 import { PoolWarmup } from "./pool-warmup.js";
-import { type PoolHolding, RefusalLog } from "./refusal-log.js";
+import { RefusalLog, readHolding } from "./refusal-log.js";
 import {
   type GatewayPools,
   LEASE_POLL_MAX_MS,
@@ -144,8 +144,9 @@ export class PoolManager implements GatewayPools {
    */
   async lease(pool: PoolSpec, hold: MemberHold): Promise<LeasedSandbox> {
     const started = process.hrtime.bigint();
-    const leased = await this.leaseOrWait(pool, hold, started);
-    this.demand.countLease(pool.name, leased);
+    const demand = { counted: false };
+    const leased = await this.leaseOrWait(pool, hold, started, demand);
+    if (!demand.counted) this.demand.countLease(pool.name, leased);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     this.deps.metrics.leaseDuration.observe(
       { pool: pool.name, start: leased.reused ? "reused" : leased.warm ? "warm" : "cold" },
@@ -161,7 +162,12 @@ export class PoolManager implements GatewayPools {
    * have. It would have waited as long for a cold start, so it waits at most the pool's
    * cold-start deadline; a pool full of leased sandboxes refuses at once.
    */
-  private async leaseOrWait(pool: PoolSpec, hold: MemberHold, started: bigint): Promise<LeasedSandbox> {
+  private async leaseOrWait(
+    pool: PoolSpec,
+    hold: MemberHold,
+    started: bigint,
+    demand: { counted: boolean },
+  ): Promise<LeasedSandbox> {
     // Nothing was turning over at the last look: one more look before refusing, since a place
     // may have been freed (a destroy ending, a warm-up start turning idle) between the
     // failed start and the count.
@@ -192,7 +198,13 @@ export class PoolManager implements GatewayPools {
         // A burst: as many starts in flight as the engine absorbs; this lease takes the
         // next sandbox that turns idle, or the next free start, in the order leases came.
         if (waitedMs >= pool.coldStartTimeoutMs) throw startsTooLate(pool);
-        ticket ??= this.starter.gate.ticket();
+        if (ticket === undefined) {
+          ticket = this.starter.gate.ticket();
+          // A miss, counted as it queues, served or not: the burst reserve sizes the pool by
+          // when demand came (a burst queued on starts is served over many seconds).
+          this.demand.countLease(pool.name, { warm: false, reused: false });
+          demand.counted = true;
+        }
         await this.starter.gate.waitForTurn(pool.name, ticket, {
           pollMs: LEASE_POLL_MAX_MS,
           maxWaitMs: pool.coldStartTimeoutMs - waitedMs,
@@ -210,7 +222,12 @@ export class PoolManager implements GatewayPools {
           continue;
         }
         const refusedAfterMs = Number(process.hrtime.bigint() - started) / 1e6;
-        this.refusals.refused(pool.name, hold.workspace, refusedAfterMs, () => this.holding(pool));
+        this.refusals.refused(pool.name, hold.workspace, refusedAfterMs, () =>
+          readHolding(this.deps.store, pool.name, this.now(), {
+            maxTotal: this.sizeOf(pool).maxTotal,
+            turningOver: this.turningOver(pool),
+          }),
+        );
         throw new SandpoolError(
           "capacity.exhausted",
           `the '${pool.name}' pool is at capacity (its maxTotal, ${this.sizeOf(pool).maxTotal}, raises it: \`sandpool pools resize\` or the pool's config)`,
@@ -222,24 +239,6 @@ export class PoolManager implements GatewayPools {
       nothingTurning = false;
       await sleep(Math.min(LEASE_POLL_MAX_MS, LEASE_POLL_FIRST_MS * 2 ** attempt));
     }
-  }
-
-  /** What the pool held when a lease was refused (read only when a line is due). */
-  private async holding(pool: PoolSpec): Promise<PoolHolding> {
-    const now = this.now();
-    const [members, idle, parked, turningOver] = await Promise.all([
-      this.deps.store.countMembers(pool.name, now),
-      this.deps.store.countIdle(pool.name),
-      this.deps.store.listParked(pool.name),
-      this.turningOver(pool),
-    ]);
-    return {
-      members,
-      maxTotal: this.sizeOf(pool).maxTotal,
-      idle,
-      parked: parked.map((record) => record.owner),
-      turningOver,
-    };
   }
 
   /**

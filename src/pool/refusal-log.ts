@@ -5,6 +5,7 @@
  * refusals since its last line; and the 503 never waits for the line's store reads.
  */
 import type { Logger } from "pino";
+import type { PoolLedger } from "../store/coordination/pool-ledger.js";
 
 /** At most one refusal line per pool in this many milliseconds. */
 export const REFUSAL_LOG_INTERVAL_MS = 1_000;
@@ -17,6 +18,28 @@ export interface PoolHolding {
   /** The owners of its parked sandboxes. */
   parked: (string | undefined)[];
   turningOver: number;
+}
+
+/** What `pool` holds, read when a line is due. */
+export async function readHolding(
+  store: Pick<PoolLedger, "countMembers" | "countIdle" | "listParked">,
+  pool: string,
+  now: number,
+  known: { maxTotal: number; turningOver: Promise<number> },
+): Promise<PoolHolding> {
+  const [members, idle, parked, turningOver] = await Promise.all([
+    store.countMembers(pool, now),
+    store.countIdle(pool),
+    store.listParked(pool),
+    known.turningOver,
+  ]);
+  return {
+    members,
+    maxTotal: known.maxTotal,
+    idle,
+    parked: parked.map((record) => record.owner),
+    turningOver,
+  };
 }
 
 export class RefusalLog {

@@ -457,4 +457,19 @@ describe("a burst of leases on a dry pool", () => {
     const waited = order.filter((i) => i >= BURST_STARTS_MAX);
     expect(waited).toEqual([...waited].sort((a, b) => a - b));
   });
+
+  it("counts a queued lease as demand when it queues, once, so the burst reserve sees when the burst came", async () => {
+    const gate = gatedRuntime();
+    const pool = spec("a", { minIdle: 0, maxTotal: 100, warmupConcurrency: 1, coldStartTimeoutMs: 60_000 });
+    const { manager } = poolManager([pool], gate.runtime, 1);
+    const leases = Array.from({ length: 30 }, () => manager.lease(pool, HOLD));
+    await gate.settle();
+    // Before any start ended: every lease past the gate's first starts is counted already.
+    const queued = manager.demand.countersOf("a");
+    expect(queued.coldLeases).toBeGreaterThanOrEqual(30 - BURST_STARTS_MAX);
+    for (let round = 0; round < 40 && gate.counts.started < 30; round++) await gate.release();
+    await Promise.all(leases);
+    const served = manager.demand.countersOf("a");
+    expect(served.warmLeases + served.coldLeases).toBe(30);
+  });
 });
