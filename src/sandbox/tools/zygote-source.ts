@@ -220,12 +220,17 @@ def _fresh_process(request, config, prepared, ctl_out):
     null = os.open(os.devnull, os.O_RDONLY)
     for source, target in ((null, 0), (out_w, 1), (err_w, 2), (in_r, 3), (rep_w, 4)):
         os.dup2(source, target)
-    # closerange is one close_range(2) call a gap, where listing /proc/self/fd and closing one
-    # by one cost a fresh child a millisecond. No descriptor is at or above the soft limit: the
-    # zygote starts with five (its pipes) and never lowers the limit.
-    keep = sorted({0, 1, 2, 3, 4, report, in_w})
-    for low, high in zip(keep, keep[1:] + [max(os.sysconf("SC_OPEN_MAX"), keep[-1] + 1)]):
-        os.closerange(low + 1, high)
+    # Listed, not closed by range: os.closerange falls back to one close() per number up to its
+    # bound where close_range(2) is refused (an engine's older seccomp profile), a million
+    # system calls a fork.
+    keep = {0, 1, 2, 3, 4, report, in_w}
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
     uid, gid = config.get("uid"), config.get("gid")
     if uid is not None:
         # Already so (the server dropped them), and setting them would take a capability.
