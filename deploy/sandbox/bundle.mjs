@@ -39,6 +39,23 @@ if (args.help) {
   process.exit(0);
 }
 
+/**
+ * A JSON file a dependency requires (mime-db's database, a quarter of the bundle) goes in as
+ * one string given to JSON.parse, not as an object literal: V8 scans a string literal at
+ * every sandbox's start much faster than it pre-parses 150 KiB of object literal (about
+ * 10 ms of CPU here), and JSON.parse runs only if the module is loaded (the first file
+ * operation).
+ */
+const jsonAsString = {
+  name: "json-as-string",
+  setup(pluginBuild) {
+    pluginBuild.onLoad({ filter: /node_modules[\\/].*\.json$/ }, (loaded) => {
+      const text = JSON.stringify(JSON.parse(readFileSync(loaded.path, "utf8")));
+      return { contents: `module.exports = JSON.parse(${JSON.stringify(text)});`, loader: "js" };
+    });
+  },
+};
+
 const entry = path.resolve(repoRoot, args.entry);
 const outfile = path.resolve(repoRoot, args.outfile);
 if (!existsSync(entry)) {
@@ -70,6 +87,7 @@ try {
     absWorkingDir: repoRoot,
     // Lets an entry outside the tree (a test stub) still use the repo's deps.
     nodePaths: [path.join(repoRoot, "node_modules")],
+    plugins: [jsonAsString],
   });
   if (result.errors.length > 0) process.exit(1);
 } catch {

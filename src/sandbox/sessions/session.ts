@@ -3,7 +3,7 @@
  * server uses for uploads), a persistent Python interpreter, the text editor's undo history,
  * and the process groups its calls started. Calls run one at a time, in arrival order.
  */
-import { mkdir, realpath } from "node:fs/promises";
+import { mkdirSync, realpathSync } from "node:fs";
 import path from "node:path";
 import type { SessionHandle } from "../../contract/schemas.js";
 import type { InterpreterZygote } from "../tools/interpreter-zygote.js";
@@ -56,9 +56,11 @@ export class Session {
     zygote?: InterpreterZygote,
   ): Promise<Session> {
     const dir = path.join(root, id);
-    await mkdir(path.join(dir, "workspace"), { recursive: true, mode: 0o700 });
-    await mkdir(path.join(dir, "uploads"), { mode: 0o700 });
-    const workspace = await realpath(path.join(dir, "workspace"));
+    // Synchronous: three system calls on the sessions' root (a tmpfs in a sandbox), where each
+    // asynchronous one was a trip through libuv's thread pool on the way to every session.
+    mkdirSync(path.join(dir, "workspace"), { recursive: true, mode: 0o700 });
+    mkdirSync(path.join(dir, "uploads"), { mode: 0o700 });
+    const workspace = realpathSync(path.join(dir, "workspace"));
     return new Session(id, root, dir, workspace, times, python, launcher, zygote);
   }
 

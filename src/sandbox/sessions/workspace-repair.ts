@@ -6,8 +6,12 @@
  * removed first (a symlink itself, never what it points to), and a directory the owner
  * cannot read, write and enter gets back mode 0700. The contents user code deleted stay
  * deleted. What cannot be put back is a 4xx, never a 5xx.
+ *
+ * Synchronous: before every call and file operation, a look at a few directories of the
+ * sessions' root (a tmpfs in a sandbox) that is nearly always all there is to do, where each
+ * asynchronous look was a trip through libuv's thread pool (a thread woken, a CPU waited for).
  */
-import { chmod, lstat, mkdir, rm } from "node:fs/promises";
+import { chmodSync, lstatSync, mkdirSync, rmSync } from "node:fs";
 import { SandpoolError } from "../../contract/error-codes.js";
 
 const OWNER_ALL = 0o700;
@@ -20,7 +24,7 @@ export async function repairDirectories(chain: readonly string[]): Promise<boole
   let repaired = false;
   for (const dir of chain) {
     try {
-      if (await repairDirectory(dir)) repaired = true;
+      if (repairDirectory(dir)) repaired = true;
     } catch (error) {
       throw unrepairable(error);
     }
@@ -28,19 +32,16 @@ export async function repairDirectories(chain: readonly string[]): Promise<boole
   return repaired;
 }
 
-async function repairDirectory(dir: string): Promise<boolean> {
-  const stats = await lstat(dir).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === "ENOENT") return undefined;
-    throw error;
-  });
+function repairDirectory(dir: string): boolean {
+  const stats = lstatSync(dir, { throwIfNoEntry: false });
   if (stats?.isDirectory()) {
     if ((stats.mode & OWNER_ALL) === OWNER_ALL) return false;
-    await chmod(dir, OWNER_ALL);
+    chmodSync(dir, OWNER_ALL);
     return true;
   }
   // Not recursive: a file or a symlink goes, never what a symlink points to.
-  if (stats) await rm(dir, { force: true });
-  await mkdir(dir, { mode: OWNER_ALL });
+  if (stats) rmSync(dir, { force: true });
+  mkdirSync(dir, { mode: OWNER_ALL });
   return true;
 }
 

@@ -18,11 +18,10 @@
  * `/` and Python runs it without user site directories (`-s`) all the same.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { constants as fsConstants, open } from "node:fs";
+import { closeSync, constants as fsConstants, openSync } from "node:fs";
 import { Socket } from "node:net";
 import { constants as osConstants } from "node:os";
 import type { Readable } from "node:stream";
-import { promisify } from "node:util";
 import type { Logger } from "pino";
 import type { CodeLauncher } from "../user-code/code-user.js";
 import { readLines } from "./line-reader.js";
@@ -30,25 +29,35 @@ import { sandboxEnvironment, signalGroup } from "./process-group.js";
 import { pythonDriverSource } from "./python-driver.js";
 import { zygoteSource } from "./zygote-source.js";
 
-const openOnce = promisify(open);
 /** How long the server retries opening a forked child's pipes it may not open yet. */
 const ATTACH_RETRY_MS = 2_000;
 
 /**
- * Opens a forked child's descriptor through /proc. The child makes itself dumpable (which
- * opening needs) only after it closed its copy of the zygote's answer pipe, just after it
- * said it is ready: until then the open is refused, so it is tried again for a moment.
+ * Opens a forked child's descriptors through /proc, in order. The child makes itself
+ * dumpable (which opening needs) only after it closed its copy of the zygote's answer pipe,
+ * just after it said it is ready: until then the first open is refused, so it is tried again
+ * for a moment. Synchronous: each is a look-up in procfs and a pipe opened non-blocking (no
+ * disk, nothing waits), where a trip through libuv's thread pool is a thread woken and a
+ * CPU waited for, four times and again at every refused try.
  */
-async function openFd(path: string, flags: number): Promise<number> {
+async function openFds(paths: readonly { path: string; flags: number }[]): Promise<number[]> {
   const deadline = Date.now() + ATTACH_RETRY_MS;
-  for (;;) {
-    try {
-      return await openOnce(path, flags);
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if ((code !== "EACCES" && code !== "EPERM") || Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 1));
+  const opened: number[] = [];
+  try {
+    while (opened.length < paths.length) {
+      const { path, flags } = paths[opened.length]!;
+      try {
+        opened.push(openSync(path, flags));
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if ((code !== "EACCES" && code !== "EPERM") || Date.now() > deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 1));
+      }
     }
+    return opened;
+  } catch (error) {
+    for (const fd of opened) closeSync(fd);
+    throw error;
   }
 }
 
@@ -291,18 +300,17 @@ export class InterpreterZygote {
     const exited = new Promise<ProcessExit>((resolve) => this.live.set(pid, resolve));
     const path = (fd: number) => `/proc/${pid}/fd/${fd}`;
     const readOnly = fsConstants.O_RDONLY | fsConstants.O_NONBLOCK;
-    const fds = await Promise.allSettled([
-      openFd(path(1), readOnly),
-      openFd(path(2), readOnly),
-      openFd(path(3), fsConstants.O_WRONLY | fsConstants.O_NONBLOCK),
-      openFd(path(4), readOnly),
-    ]);
-    const failed = fds.find((result) => result.status === "rejected");
-    const opened = fds.flatMap((result) => (result.status === "fulfilled" ? [result.value] : []));
-    if (failed) {
-      for (const fd of opened) new Socket({ fd }).destroy();
+    let opened: number[];
+    try {
+      opened = await openFds([
+        { path: path(1), flags: readOnly },
+        { path: path(2), flags: readOnly },
+        { path: path(3), flags: fsConstants.O_WRONLY | fsConstants.O_NONBLOCK },
+        { path: path(4), flags: readOnly },
+      ]);
+    } catch (error) {
       this.live.delete(pid);
-      throw failed.reason;
+      throw error;
     }
     const [stdout, stderr, control, replies] = opened as [number, number, number, number];
     const forked = {

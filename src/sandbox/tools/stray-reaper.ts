@@ -102,8 +102,11 @@ export class StrayReaper {
    * task of every stray, so a zombie leader's live threads count, one each.
    */
   count(): number {
+    const keep = [...this.source.protectedPids()];
+    // Nothing but known pids listed: no stray, so no thread of one (see onlyKnownProcesses).
+    if (this.onlyKnownProcesses(keep)) return 0;
     const table = readProcessTable(this.procRoot);
-    const strays = new Set(pickStrays(table, process.pid, this.source.protectedPids(), this.parents()));
+    const strays = new Set(pickStrays(table, process.pid, keep, this.parents()));
     return table
       .filter((entry) => strays.has(entry.pid))
       .reduce((sum, entry) => sum + runningThreads(entry), 0);

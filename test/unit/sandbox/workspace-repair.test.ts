@@ -88,6 +88,22 @@ describe("removeTree", () => {
     await expect(lstat(session)).rejects.toMatchObject({ code: "ENOENT" });
     expect(await readFile(path.join(elsewhere, "precious"), "utf8")).toBe("x");
   });
+
+  it("deletes a tree too large to delete synchronously, and one that is a symlink itself", async () => {
+    for (let i = 0; i < 10; i++) {
+      await mkdir(path.join(workspace, `d${i}`));
+      for (let j = 0; j < 10; j++) await writeFile(path.join(workspace, `d${i}`, `f${j}`), "x");
+    }
+    await removeTree(session);
+    await expect(lstat(session)).rejects.toMatchObject({ code: "ENOENT" });
+    const elsewhere = path.join(root, "elsewhere");
+    mkdirSync(elsewhere);
+    await writeFile(path.join(elsewhere, "precious"), "x");
+    await symlink(elsewhere, session);
+    await removeTree(session);
+    await expect(lstat(session)).rejects.toMatchObject({ code: "ENOENT" });
+    expect(await readFile(path.join(elsewhere, "precious"), "utf8")).toBe("x");
+  });
 });
 
 describe("asWorkspaceError", () => {
