@@ -145,7 +145,10 @@ export class PoolManager implements GatewayPools {
   async lease(pool: PoolSpec, hold: MemberHold): Promise<LeasedSandbox> {
     const started = process.hrtime.bigint();
     const demand = { counted: false };
-    const leased = await this.leaseOrWait(pool, hold, started, demand);
+    const turn: { ticket?: number } = {};
+    const leased = await this.leaseOrWait(pool, hold, started, demand, turn).finally(() => {
+      if (turn.ticket !== undefined) this.starter.gate.leave(pool.name, turn.ticket);
+    });
     if (!demand.counted) this.demand.countLease(pool.name, leased);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     this.deps.metrics.leaseDuration.observe(
@@ -167,13 +170,13 @@ export class PoolManager implements GatewayPools {
     hold: MemberHold,
     started: bigint,
     demand: { counted: boolean },
+    // Its place at the start gate, once it waited there (src/pool/start-gate.ts).
+    turn: { ticket?: number },
   ): Promise<LeasedSandbox> {
     // Nothing was turning over at the last look: one more look before refusing, since a place
     // may have been freed (a destroy ending, a warm-up start turning idle) between the
     // failed start and the count.
     let nothingTurning = false;
-    // Its place at the start gate, once it waited there (src/pool/start-gate.ts).
-    let ticket: number | undefined;
     for (let attempt = 0; ; attempt++) {
       // Marked in flight until its lease is due to be recorded: a replica that dies before
       // that leaves a mark that lapses, not a place held for the session's whole life.
@@ -183,7 +186,7 @@ export class PoolManager implements GatewayPools {
         handOverBy: this.starter.inFlight.until(),
       });
       if (idle) {
-        if (ticket !== undefined) this.starter.gate.passOn(pool.name);
+        if (turn.ticket !== undefined) this.starter.gate.passOn(pool.name);
         return { record: idle, warm: true, reused: idle.owner !== undefined };
       }
       // The workspace's own sandbox being scrubbed comes sooner than a cold start.
@@ -194,18 +197,19 @@ export class PoolManager implements GatewayPools {
       ) {
         continue;
       }
-      if (!this.starter.gate.mayStart(pool.name, ticket)) {
+      if (!this.starter.gate.mayStart(pool.name, turn.ticket)) {
         // A burst: as many starts in flight as the engine absorbs; this lease takes the
         // next sandbox that turns idle, or the next free start, in the order leases came.
         if (waitedMs >= pool.coldStartTimeoutMs) throw startsTooLate(pool);
-        if (ticket === undefined) {
-          ticket = this.starter.gate.ticket();
+        if (turn.ticket === undefined) {
+          turn.ticket = this.starter.gate.ticket();
           // A miss, counted as it queues, served or not: the burst reserve sizes the pool by
           // when demand came (a burst queued on starts is served over many seconds).
           this.demand.countLease(pool.name, { warm: false, reused: false });
           demand.counted = true;
         }
-        await this.starter.gate.waitForTurn(pool.name, ticket, {
+        await this.starter.gate.waitForTurn(pool.name, turn.ticket, {
+          key: hold.workspace,
           pollMs: LEASE_POLL_MAX_MS,
           maxWaitMs: pool.coldStartTimeoutMs - waitedMs,
         });

@@ -11,6 +11,7 @@
  */
 import { SandpoolError } from "../contract/error-codes.js";
 import type { StartRate } from "./start-rate.js";
+import { type Turn, TurnQueue } from "./turn-queue.js";
 
 /**
  * Starts of one pool in flight on one replica at most, before the engine's rate is known
@@ -18,28 +19,19 @@ import type { StartRate } from "./start-rate.js";
  */
 export const BURST_STARTS_MAX = 8;
 
-/** One lease (or node start) waiting for its turn at a pool's gate. */
-interface Waiter {
-  ticket: number;
-  pollMs: number;
-  deadlineAt: number;
-  /** Whether its timer is the poll (the first waiter's), not only its deadline. */
-  polling: boolean;
-  timer?: NodeJS.Timeout;
-  wake: () => void;
-}
-
 /**
- * Waiters take turns in the order they came (their ticket): a start's end wakes only the
- * longest waiting, and only it polls for what other replicas start. Waking every waiter at
- * each end (as before) had a burst of a hundred leases run a hundred store lookups for each
- * sandbox that turned idle, five times a second each besides, on a machine whose CPU the
- * container starts needed; and whoever won each race was served, so a lease that came first
- * could lose every race until its deadline while later ones were served.
+ * Waiters take turns (src/pool/turn-queue.ts: round the workspaces, in arrival order within
+ * each): a start's end wakes only the waiter whose turn it is, and only it polls for what
+ * other replicas start. Waking every waiter at each end (as before) had a burst of a hundred
+ * leases run a hundred store lookups for each sandbox that turned idle, five times a second
+ * each besides, on a machine whose CPU the container starts needed; and whoever won each
+ * race was served, so a lease that came first could lose every race until its deadline.
  */
 export class StartGate {
   private readonly inFlight = new Map<string, number>();
-  private readonly waiting = new Map<string, Waiter[]>();
+  private readonly waiting = new Map<string, TurnQueue>();
+  /** Per pool, the tickets given their turn and not back in line or gone: they may start. */
+  private readonly given = new Map<string, Set<number>>();
   private tickets = 0;
 
   constructor(
@@ -54,13 +46,13 @@ export class StartGate {
 
   /**
    * Whether a lease may start a sandbox of `pool` now rather than wait for one in flight: the
-   * engine absorbs another start, and no lease that came before it waits (`ticket`: a waiter's
-   * own, once it waited; none for a newcomer).
+   * engine absorbs another start, and no lease waits or this one was given its turn
+   * (`ticket`: a waiter's own, once it waited; none for a newcomer).
    */
   mayStart(pool: string, ticket?: number): boolean {
     if (this.count(pool) >= this.startRate.concurrency(this.most)) return false;
-    const first = this.waiting.get(pool)?.[0];
-    return first === undefined || (ticket !== undefined && ticket < first.ticket);
+    if (this.waiting.get(pool)?.empty ?? true) return true;
+    return ticket !== undefined && (this.given.get(pool)?.has(ticket) ?? false);
   }
 
   /** A start of `pool` begins; call the answer once it ended, however it ended. */
@@ -71,7 +63,7 @@ export class StartGate {
       if (done) return;
       done = true;
       this.inFlight.set(pool, Math.max(0, this.count(pool) - 1));
-      this.wakeFirst(pool);
+      this.giveNextTurn(pool);
     };
   }
 
@@ -82,66 +74,84 @@ export class StartGate {
   }
 
   /**
-   * Resolves at this waiter's turn: when a start of `pool` here ends and it waited longest, or
-   * when another waiter served by an idle sandbox passes on (`passOn`); the longest waiting
-   * also after `pollMs` (what other replicas started), every waiter after `maxWaitMs`.
+   * Resolves at this waiter's turn: when a start of `pool` here ends, or a waiter served by
+   * an idle sandbox passes on (`passOn`); the next in turn also after `pollMs` (what other
+   * replicas started), every waiter after `maxWaitMs`. `key`: its workspace, which turns go
+   * round. A waiter given its turn that waits again keeps it.
    */
-  waitForTurn(pool: string, ticket: number, wait: { pollMs: number; maxWaitMs: number }): Promise<void> {
+  waitForTurn(
+    pool: string,
+    ticket: number,
+    wait: { key?: string; pollMs: number; maxWaitMs: number },
+  ): Promise<void> {
     return new Promise((resolve) => {
-      const waiter: Waiter = {
+      const turn: Turn = {
         ticket,
+        key: wait.key ?? "",
         pollMs: wait.pollMs,
         deadlineAt: performance.now() + Math.max(0, wait.maxWaitMs),
         polling: false,
         wake: () => {
-          clearTimeout(waiter.timer);
+          clearTimeout(turn.timer);
           resolve();
         },
       };
-      const queue = this.waiting.get(pool) ?? [];
+      const queue = this.waiting.get(pool) ?? new TurnQueue();
       this.waiting.set(pool, queue);
-      let at = queue.length;
-      while (at > 0 && (queue[at - 1] as Waiter).ticket > ticket) at--;
-      queue.splice(at, 0, waiter);
-      waiter.timer = setTimeout(() => this.expire(pool, waiter), waiter.deadlineAt - performance.now());
-      this.armFirst(pool);
+      queue.add(turn, this.given.get(pool)?.delete(ticket) ?? false);
+      turn.timer = setTimeout(() => this.expire(pool, turn), turn.deadlineAt - performance.now());
+      this.armNext(pool);
     });
   }
 
   /** A waiter found an idle sandbox: the next may find one too (a batch of starts ended). */
   passOn(pool: string): void {
-    this.wakeFirst(pool);
+    this.giveNextTurn(pool);
   }
 
-  private wakeFirst(pool: string): void {
-    const first = this.waiting.get(pool)?.shift();
-    if (!first) return;
-    this.forgetIfEmpty(pool);
-    first.wake();
-    this.armFirst(pool);
+  /** A waiter is done waiting (served, started or refused): its turn is no longer held. */
+  leave(pool: string, ticket: number): void {
+    const given = this.given.get(pool);
+    given?.delete(ticket);
+    if (given?.size === 0) this.given.delete(pool);
   }
 
-  private expire(pool: string, waiter: Waiter): void {
+  private giveNextTurn(pool: string): void {
+    const turn = this.waiting.get(pool)?.take();
+    if (!turn) return;
+    this.give(pool, turn);
+    this.armNext(pool);
+  }
+
+  private give(pool: string, turn: Turn): void {
+    if (this.waiting.get(pool)?.empty) this.waiting.delete(pool);
+    const given = this.given.get(pool) ?? new Set<number>();
+    this.given.set(pool, given);
+    given.add(turn.ticket);
+    turn.wake();
+  }
+
+  /** Its timer ran out: the next in turn polled (it has its turn), any other's deadline came. */
+  private expire(pool: string, turn: Turn): void {
     const queue = this.waiting.get(pool);
-    const at = queue?.indexOf(waiter) ?? -1;
-    if (queue && at >= 0) queue.splice(at, 1);
-    this.forgetIfEmpty(pool);
-    waiter.wake();
-    if (at === 0) this.armFirst(pool);
+    const wasNext = queue?.remove(turn) ?? false;
+    if (wasNext) {
+      this.give(pool, turn);
+      this.armNext(pool);
+    } else {
+      if (queue?.empty) this.waiting.delete(pool);
+      turn.wake();
+    }
   }
 
-  /** The first waiter polls; the others wait for their turn or their deadline. */
-  private armFirst(pool: string): void {
-    const first = this.waiting.get(pool)?.[0];
-    if (!first || first.polling) return;
-    first.polling = true;
-    clearTimeout(first.timer);
-    const ms = Math.min(first.pollMs, first.deadlineAt - performance.now());
-    first.timer = setTimeout(() => this.expire(pool, first), Math.max(0, ms));
-  }
-
-  private forgetIfEmpty(pool: string): void {
-    if (this.waiting.get(pool)?.length === 0) this.waiting.delete(pool);
+  /** The next in turn polls; the others wait for their turn or their deadline. */
+  private armNext(pool: string): void {
+    const next = this.waiting.get(pool)?.next();
+    if (!next || next.polling) return;
+    next.polling = true;
+    clearTimeout(next.timer);
+    const ms = Math.min(next.pollMs, next.deadlineAt - performance.now());
+    next.timer = setTimeout(() => this.expire(pool, next), Math.max(0, ms));
   }
 }
 

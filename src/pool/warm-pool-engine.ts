@@ -193,13 +193,17 @@ export class WarmPoolEngine {
       await sleep(retryAt - this.now());
     }
     let ticket: number | undefined;
-    while (!this.gate.mayStart(pool.name, ticket)) {
-      if (this.now() >= waitUntil) throw startsTooLate(pool, where);
-      ticket ??= this.gate.ticket();
-      await this.gate.waitForTurn(pool.name, ticket, {
-        pollMs: LEASE_POLL_MAX_MS,
-        maxWaitMs: waitUntil - this.now(),
-      });
+    try {
+      while (!this.gate.mayStart(pool.name, ticket)) {
+        if (this.now() >= waitUntil) throw startsTooLate(pool, where);
+        ticket ??= this.gate.ticket();
+        await this.gate.waitForTurn(pool.name, ticket, {
+          pollMs: LEASE_POLL_MAX_MS,
+          maxWaitMs: waitUntil - this.now(),
+        });
+      }
+    } finally {
+      if (ticket !== undefined) this.gate.leave(pool.name, ticket);
     }
     // Counted at the gate at once, before any await: the leases of a burst see each other.
     return this.measured(pool, start);

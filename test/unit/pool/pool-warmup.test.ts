@@ -472,4 +472,22 @@ describe("a burst of leases on a dry pool", () => {
     const served = manager.demand.countersOf("a");
     expect(served.warmLeases + served.coldLeases).toBe(30);
   });
+
+  it("another workspace's lease that queues behind a burst is served at the next turn, not after the burst", async () => {
+    const gate = gatedRuntime();
+    const pool = spec("a", { minIdle: 0, maxTotal: 100, warmupConcurrency: 1, coldStartTimeoutMs: 60_000 });
+    const { manager } = poolManager([pool], gate.runtime, 1);
+    const served: string[] = [];
+    const lease = (workspace: string) =>
+      manager.lease(pool, { ...HOLD, workspace }).then(() => served.push(workspace));
+    const burst = Array.from({ length: 24 }, () => lease("tenant-a"));
+    await gate.settle();
+    const other = lease("tenant-b");
+    await gate.settle();
+    for (let round = 0; round < 60 && served.length < 25; round++) await gate.releaseOne();
+    await Promise.all([...burst, other]);
+    // The gate's first starts were tenant-a's; of the queued leases, tenant-b's came last but
+    // is among the first few served (in arrival order it would be the 25th).
+    expect(served.indexOf("tenant-b")).toBeLessThan(BURST_STARTS_MAX + 4);
+  });
 });

@@ -106,4 +106,36 @@ describe("StartGate", () => {
     expect(performance.now() - started).toBeGreaterThanOrEqual(55);
     expect(await settledAfter(20, [second])).toEqual([false]);
   });
+
+  it("gives turns round the workspaces: another tenant's lease is not served after a whole burst", async () => {
+    const gate = new StartGate(engine(1));
+    const end = () => gate.began("a")();
+    gate.began("a");
+    const burst = [1, 2, 3].map(() => gate.waitForTurn("a", gate.ticket(), { key: "tenant-a", ...LONG }));
+    const other = gate.waitForTurn("a", gate.ticket(), { key: "tenant-b", ...LONG });
+    const waits = [...burst, other];
+    end();
+    expect(await settledAfter(10, waits)).toEqual([true, false, false, false]);
+    end();
+    expect(await settledAfter(10, waits)).toEqual([true, false, false, true]);
+    end();
+    expect(await settledAfter(10, waits)).toEqual([true, true, false, true]);
+    gate.passOn("a");
+    await Promise.all(waits);
+  });
+
+  it("a given turn lets its waiter start until it leaves; a newcomer waits while others do", async () => {
+    const gate = new StartGate(engine(1));
+    const end = gate.began("a");
+    const [t1, t2] = [gate.ticket(), gate.ticket()];
+    const first = gate.waitForTurn("a", t1, LONG);
+    const second = gate.waitForTurn("a", t2, LONG);
+    end();
+    await first;
+    expect(gate.mayStart("a", t1)).toBe(true);
+    gate.leave("a", t1);
+    expect(gate.mayStart("a", t1)).toBe(false);
+    gate.passOn("a");
+    await second;
+  });
 });
