@@ -144,12 +144,12 @@ export class PoolManager implements GatewayPools {
    */
   async lease(pool: PoolSpec, hold: MemberHold): Promise<LeasedSandbox> {
     const started = process.hrtime.bigint();
-    const demand = { counted: false };
     const turn: { ticket?: number } = {};
-    const leased = await this.leaseOrWait(pool, hold, started, demand, turn).finally(() => {
+    const leased = await this.leaseOrWait(pool, hold, started, turn).finally(() => {
       if (turn.ticket !== undefined) this.starter.gate.leave(pool.name, turn.ticket);
     });
-    if (!demand.counted) this.demand.countLease(pool.name, leased);
+    // A lease that queued at the start gate was counted then.
+    if (turn.ticket === undefined) this.demand.countLease(pool.name, leased);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     this.deps.metrics.leaseDuration.observe(
       { pool: pool.name, start: leased.reused ? "reused" : leased.warm ? "warm" : "cold" },
@@ -169,7 +169,6 @@ export class PoolManager implements GatewayPools {
     pool: PoolSpec,
     hold: MemberHold,
     started: bigint,
-    demand: { counted: boolean },
     // Its place at the start gate, once it waited there (src/pool/start-gate.ts).
     turn: { ticket?: number },
   ): Promise<LeasedSandbox> {
@@ -199,14 +198,13 @@ export class PoolManager implements GatewayPools {
       }
       if (!this.starter.gate.mayStart(pool.name, turn.ticket)) {
         // A burst: as many starts in flight as the engine absorbs; this lease takes the
-        // next sandbox that turns idle, or the next free start, in the order leases came.
+        // next sandbox that turns idle, or the next free start, at its turn.
         if (waitedMs >= pool.coldStartTimeoutMs) throw startsTooLate(pool);
         if (turn.ticket === undefined) {
           turn.ticket = this.starter.gate.ticket();
           // A miss, counted as it queues, served or not: the burst reserve sizes the pool by
           // when demand came (a burst queued on starts is served over many seconds).
           this.demand.countLease(pool.name, { warm: false, reused: false });
-          demand.counted = true;
         }
         await this.starter.gate.waitForTurn(pool.name, turn.ticket, {
           key: hold.workspace,

@@ -9,13 +9,10 @@ import { chmod, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import Docker from "dockerode";
-import { buildContainerSpec } from "../../../dist/runtime/docker/container-spec.js";
-import {
-  dockerRuntimeOptionsSchema,
-  SANDBOX_SOCKET_NAME,
-} from "../../../dist/runtime/docker/docker-runtime-options.js";
+import { SANDBOX_SOCKET_NAME } from "../../../dist/runtime/docker/docker-runtime-options.js";
 import { createClient } from "./client.mjs";
 import { cpuMsOf } from "./cpu-time.mjs";
+import { benchContainerSpec } from "./sandbox-container.mjs";
 import { nowMs } from "./timing.mjs";
 
 const CGROUP_ROOTS = ["/sys/fs/cgroup/cpuacct/docker", "/sys/fs/cgroup/cpu,cpuacct/docker"];
@@ -67,24 +64,11 @@ export async function startWatchedContainer(
   const docker = new Docker();
   const socketDir = await mkdtemp(path.join(tmpdir(), "sandpool-bench-cycle-"));
   await chmod(socketDir, 0o777);
-  const options = dockerRuntimeOptionsSchema.parse({
-    deployment: `bench-cycle-${randomBytes(4).toString("hex")}`,
-    socketDir,
-    execTimeoutCeilingSeconds: 300,
-    maxFileBytes: 16 * 1024 * 1024,
-  });
-  const spec = buildContainerSpec(options, {
+  const spec = benchContainerSpec(image, {
+    label: "cycle",
     sandboxId: `cycle-${randomBytes(4).toString("hex")}`,
-    pool: "bench-cycle",
-    image,
-    resourceClass: options.resourceClasses.standard,
-    resourceClassName: "standard",
-    engineHost: "local",
     socketDir,
-    egress: false,
   });
-  const at = spec.Cmd.indexOf("--max-sessions");
-  spec.Cmd[at + 1] = "64";
   // Node's own flags (a profile: `--cpu-prof --cpu-prof-dir=/run/sandpool`) go before the script.
   if (nodeFlags.length > 0 && spec.Cmd[0] === "node") spec.Cmd.splice(1, 0, ...nodeFlags);
   const container = await docker.createContainer(spec);

@@ -23,20 +23,20 @@ import { nowMs } from "./timing.mjs";
 
 const MAX_SESSIONS = "64";
 
-/** `{ url: "unix://…/sandbox.sock", pid, stop() }`; `pid` is the server's (host) process id. */
-export async function startSandboxContainer(image, timeoutMs) {
-  const docker = new Docker();
-  const socketDir = await mkdtemp(path.join(tmpdir(), "sandpool-bench-direct-"));
-  await chmod(socketDir, 0o777); // the server (uid 10001) makes its socket here
+/**
+ * The docker runtime's own container spec for a bench's sandbox of `image` whose socket is
+ * in `socketDir`, its sessions widened to MAX_SESSIONS (the runtime gives each container one).
+ */
+export function benchContainerSpec(image, { label, sandboxId, socketDir }) {
   const options = dockerRuntimeOptionsSchema.parse({
-    deployment: `bench-direct-${randomBytes(4).toString("hex")}`,
+    deployment: `bench-${label}-${randomBytes(4).toString("hex")}`,
     socketDir,
     execTimeoutCeilingSeconds: 300,
     maxFileBytes: 16 * 1024 * 1024,
   });
   const spec = buildContainerSpec(options, {
-    sandboxId: "direct",
-    pool: "bench-direct",
+    sandboxId,
+    pool: `bench-${label}`,
     image,
     resourceClass: options.resourceClasses.standard,
     resourceClassName: "standard",
@@ -47,6 +47,15 @@ export async function startSandboxContainer(image, timeoutMs) {
   const at = spec.Cmd.indexOf("--max-sessions");
   if (at < 0) throw new Error("the container spec has no --max-sessions flag to widen");
   spec.Cmd[at + 1] = MAX_SESSIONS;
+  return spec;
+}
+
+/** `{ url: "unix://…/sandbox.sock", pid, stop() }`; `pid` is the server's (host) process id. */
+export async function startSandboxContainer(image, timeoutMs) {
+  const docker = new Docker();
+  const socketDir = await mkdtemp(path.join(tmpdir(), "sandpool-bench-direct-"));
+  await chmod(socketDir, 0o777); // the server (uid 10001) makes its socket here
+  const spec = benchContainerSpec(image, { label: "direct", sandboxId: "direct", socketDir });
   const container = await docker.createContainer(spec);
   const stop = async () => {
     await container.remove({ force: true }).catch(() => undefined);
