@@ -5,6 +5,7 @@
 import { z } from "zod";
 import { settingDocs } from "../contract/setting-docs.js";
 import { isolationLevels } from "../policy-schema/isolation-levels.js";
+import { START_QUEUE_TIMEOUT_MS } from "../pool/sandbox-pool.js";
 
 const positive = z.number().int().min(1);
 
@@ -45,6 +46,9 @@ export const poolSpecSchema = z
     coldStartTimeoutMs: positive
       .default(30_000)
       .register(settingDocs, { doc: "Deadline of a cold start when the pool is dry." }),
+    startQueueTimeoutMs: positive.default(START_QUEUE_TIMEOUT_MS).register(settingDocs, {
+      doc: "How long a lease waits its turn to start a sandbox while the engine is busy with others (a burst) before a 503; its own start then has coldStartTimeoutMs.",
+    }),
     egress: z.boolean().default(false).register(settingDocs, {
       doc: "Sandboxes with egress through the gateway's filtering proxy (egress.*), leased only where policy allows it.",
     }),

@@ -22,13 +22,14 @@ import type { MemberHold, SandboxRecord } from "../store/coordination/records.js
 import { PoolDemandAccounting } from "./pool-demand-accounting.js";
 import type { PoolSizes } from "./pool-sizes.js";
 import { PoolWarmup } from "./pool-warmup.js";
-import { RefusalLog, readHolding } from "./refusal-log.js";
+import { poolAtCapacity, RefusalLog, readHolding } from "./refusal-log.js";
 import {
   type GatewayPools,
   LEASE_POLL_MAX_MS,
   type LeasedSandbox,
   leaseBudgetMs,
   type PoolCapacity,
+  startQueueTimeoutMsOf,
 } from "./sandbox-pool.js";
 import { RECYCLE_WAIT_MS, SandboxReuse } from "./sandbox-reuse.js";
 import { type SandboxBringUp, SandboxStarter } from "./sandbox-starter.js";
@@ -163,7 +164,8 @@ export class PoolManager implements GatewayPools {
    * session ended waiting to be destroyed, on any replica) has a sandbox or a place on its
    * way: the lease waits for it, polling, rather than refusing what the pool is about to
    * have. It would have waited as long for a cold start, so it waits at most the pool's
-   * cold-start deadline; a pool full of leased sandboxes refuses at once.
+   * cold-start deadline; a pool full of leased sandboxes refuses at once. Its turn at the
+   * start gate in a burst has a bound of its own (`startQueueTimeoutMs`), not counted in that.
    */
   private async leaseOrWait(
     pool: PoolSpec,
@@ -176,6 +178,10 @@ export class PoolManager implements GatewayPools {
     // may have been freed (a destroy ending, a warm-up start turning idle) between the
     // failed start and the count.
     let nothingTurning = false;
+    // Time spent waiting its turn at the start gate, bounded by startQueueTimeoutMs alone.
+    let queuedMs = 0;
+    const queueTimeoutMs = startQueueTimeoutMsOf(pool);
+    const elapsedMs = () => Number(process.hrtime.bigint() - started) / 1e6;
     for (let attempt = 0; ; attempt++) {
       // Marked in flight until its lease is due to be recorded: a replica that dies before
       // that leaves a mark that lapses, not a place held for the session's whole life.
@@ -189,54 +195,51 @@ export class PoolManager implements GatewayPools {
         return { record: idle, warm: true, reused: idle.owner !== undefined };
       }
       // The workspace's own sandbox being scrubbed comes sooner than a cold start.
-      const waitedMs = Number(process.hrtime.bigint() - started) / 1e6;
       if (
         hold.reuse !== false &&
-        (await this.waitForRecycle(pool, hold.workspace, RECYCLE_WAIT_MS - waitedMs))
+        (await this.waitForRecycle(pool, hold.workspace, RECYCLE_WAIT_MS - elapsedMs()))
       ) {
         continue;
       }
       if (!this.starter.gate.mayStart(pool.name, turn.ticket)) {
         // A burst: as many starts in flight as the engine absorbs; this lease takes the
         // next sandbox that turns idle, or the next free start, at its turn.
-        if (waitedMs >= pool.coldStartTimeoutMs) throw startsTooLate(pool);
+        if (queuedMs >= queueTimeoutMs) {
+          throw startsTooLate(pool, { ms: Math.round(queuedMs), setting: "startQueueTimeoutMs" });
+        }
         if (turn.ticket === undefined) {
           turn.ticket = this.starter.gate.ticket();
           // A miss, counted as it queues, served or not: the burst reserve sizes the pool by
           // when demand came (a burst queued on starts is served over many seconds).
           this.demand.countLease(pool.name, { warm: false, reused: false });
         }
+        const queuedFrom = performance.now();
         await this.starter.gate.waitForTurn(pool.name, turn.ticket, {
           key: hold.workspace,
           pollMs: LEASE_POLL_MAX_MS,
-          maxWaitMs: pool.coldStartTimeoutMs - waitedMs,
+          maxWaitMs: queueTimeoutMs - queuedMs,
         });
+        queuedMs += performance.now() - queuedFrom;
         continue;
       }
       const record = await this.starter.start(pool, "cold");
       if (record) return { record, warm: false, reused: false };
       // At the cap: a sandbox parked for another workspace gives its place up.
       await this.evictParked(pool);
-      const outOfTime = Number(process.hrtime.bigint() - started) / 1e6 >= pool.coldStartTimeoutMs;
+      const outOfTime = elapsedMs() - queuedMs >= pool.coldStartTimeoutMs;
       if (outOfTime || (await this.turningOver(pool)) === 0) {
         if (!outOfTime && !nothingTurning) {
           nothingTurning = true;
           continue;
         }
-        const refusedAfterMs = Number(process.hrtime.bigint() - started) / 1e6;
-        this.refusals.refused(pool.name, hold.workspace, refusedAfterMs, () =>
+        const { maxTotal } = this.sizeOf(pool);
+        this.refusals.refused(pool.name, hold.workspace, elapsedMs(), () =>
           readHolding(this.deps.store, pool.name, this.now(), {
-            maxTotal: this.sizeOf(pool).maxTotal,
+            maxTotal,
             turningOver: this.turningOver(pool),
           }),
         );
-        throw new SandpoolError(
-          "capacity.exhausted",
-          `the '${pool.name}' pool is at capacity (its maxTotal, ${this.sizeOf(pool).maxTotal}, raises it: \`sandpool pools resize\` or the pool's config)`,
-          {
-            retryAfterSeconds: 2,
-          },
-        );
+        throw poolAtCapacity(pool.name, maxTotal);
       }
       nothingTurning = false;
       await sleep(Math.min(LEASE_POLL_MAX_MS, LEASE_POLL_FIRST_MS * 2 ** attempt));

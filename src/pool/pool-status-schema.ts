@@ -15,6 +15,11 @@ export const poolStatusSchema = z.object({
   ...sizes,
   warmupConcurrency: z.number().int(),
   coldStartTimeoutMs: z.number().int(),
+  startQueueTimeoutMs: z
+    .number()
+    .int()
+    .optional()
+    .meta({ description: "How long a lease waits its turn to start a sandbox in a burst before a 503." }),
   egress: z.boolean().optional(),
   demand: z.boolean().optional(),
   // Answered since pools took an isolation level; the document did not say so (the admin

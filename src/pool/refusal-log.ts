@@ -5,6 +5,7 @@
  * refusals since its last line; and the 503 never waits for the line's store reads.
  */
 import type { Logger } from "pino";
+import { SandpoolError } from "../contract/error-codes.js";
 import type { PoolLedger } from "../store/coordination/pool-ledger.js";
 
 /** At most one refusal line per pool in this many milliseconds. */
@@ -78,4 +79,13 @@ export class RefusalLog {
         ),
     );
   }
+}
+
+/** The 503 of a lease that found its pool at `maxTotal` with nothing turning over: what raises it. */
+export function poolAtCapacity(pool: string, maxTotal: number): SandpoolError {
+  return new SandpoolError(
+    "capacity.exhausted",
+    `the '${pool}' pool is at capacity (its maxTotal, ${maxTotal}, raises it: \`sandpool pools resize\` or the pool's config)`,
+    { retryAfterSeconds: 2 },
+  );
 }

@@ -16,12 +16,25 @@ import type { StartRateView } from "./start-rate.js";
 export const LEASE_POLL_MAX_MS = 200;
 
 /**
- * The longest a lease from `pool` may take: a wait for places turning over (the pool's
- * cold-start deadline, and one more poll) and then a cold start of its own. What a
- * session's slot and pool place must be held for beyond the session's lifetime.
+ * How long a lease waits its turn at the start gate by default: a burst of 100 on a fresh
+ * pool is served at the engine's start rate, about a minute on two cores, and a lease served
+ * late is better than a 503 (Otari does not retry one: the contract's "At capacity").
+ */
+export const START_QUEUE_TIMEOUT_MS = 120_000;
+
+/** How long a lease from `pool` waits its turn at the start gate before a 503. */
+export function startQueueTimeoutMsOf(pool: Pick<PoolSpec, "startQueueTimeoutMs">): number {
+  return pool.startQueueTimeoutMs ?? START_QUEUE_TIMEOUT_MS;
+}
+
+/**
+ * The longest a lease from `pool` may take: its turn at the start gate, a wait for places
+ * turning over (the pool's cold-start deadline, and one more poll) and then a cold start of
+ * its own. What a session's slot and pool place must be held for beyond the session's
+ * lifetime.
  */
 export function leaseBudgetMs(pool: PoolSpec): number {
-  return 2 * pool.coldStartTimeoutMs + LEASE_POLL_MAX_MS;
+  return startQueueTimeoutMsOf(pool) + 2 * pool.coldStartTimeoutMs + LEASE_POLL_MAX_MS;
 }
 
 /** What a lease from a pool would get now (`SandboxPool.capacity`). */

@@ -155,11 +155,18 @@ export class StartGate {
   }
 }
 
-/** The 503 of a lease that waited at the gate past its pool's cold-start deadline. */
-export function startsTooLate(pool: { name: string; coldStartTimeoutMs: number }, where = ""): SandpoolError {
+/**
+ * The 503 of a lease that waited past `waitedMs` (its pool's `setting`): at the gate, its
+ * turn; behind a failing image's back-off, the cold-start deadline.
+ */
+export function startsTooLate(
+  pool: { name: string },
+  waited: { ms: number; setting: "startQueueTimeoutMs" | "coldStartTimeoutMs" },
+  where = "",
+): SandpoolError {
   return new SandpoolError(
     "capacity.exhausted",
-    `the '${pool.name}' pool's starts${where} did not keep up within its cold-start deadline (${pool.coldStartTimeoutMs} ms): a larger minIdle keeps more ready`,
+    `the '${pool.name}' pool's starts${where} did not keep up: the lease waited ${waited.ms} ms (the pool's ${waited.setting}); a larger minIdle keeps more ready`,
     { retryAfterSeconds: 2 },
   );
 }

@@ -28,14 +28,15 @@
  *   pool backs off, this engine's back-off or the one shared by the deployment
  *   (`sharedFailure`). A start that succeeds resets it.
  * - Bursts: the start gate (src/pool/start-gate.ts) counts the starts in flight; a lease that
- *   must wait for a turn (`startInTurn`: a node's leases) waits out the back-off and the gate,
- *   and is refused with `startsTooLate` past its pool's cold-start deadline.
+ *   must wait for a turn (`startInTurn`: a node's leases) waits out the back-off (at most its
+ *   pool's cold-start deadline) and the gate (at most its `startQueueTimeoutMs`), and is
+ *   refused with `startsTooLate` past either.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { SandpoolError } from "../contract/error-codes.js";
 import type { PoolSpec } from "../runtime/sandbox-runtime.js";
-import { LEASE_POLL_MAX_MS } from "./sandbox-pool.js";
+import { LEASE_POLL_MAX_MS, startQueueTimeoutMsOf } from "./sandbox-pool.js";
 import { StartBackoff, type StartFailure } from "./start-backoff.js";
 import { StartGate, startsTooLate } from "./start-gate.js";
 import { StartRate } from "./start-rate.js";
@@ -45,7 +46,10 @@ import { WarmupLimiter } from "./warmup-limiter.js";
 const DEFAULT_WARMUP_CONCURRENCY = 2;
 
 /** What the engine needs to know of a pool. */
-export type WarmPool = Pick<PoolSpec, "name" | "warmupConcurrency" | "coldStartTimeoutMs">;
+export type WarmPool = Pick<
+  PoolSpec,
+  "name" | "warmupConcurrency" | "coldStartTimeoutMs" | "startQueueTimeoutMs"
+>;
 
 /** Where a pool's idle sandboxes are kept: all that differs between serve's pools and a node's. */
 export interface IdleSet<T> {
@@ -182,20 +186,26 @@ export class WarmPoolEngine {
   /**
    * Runs one start of the pool's image for a lease (`measured`) once it is its turn: a
    * failing image after its back-off (not in a loop as fast as it fails), and a burst once
-   * the engine absorbs another start. Past the pool's cold-start deadline, 503
-   * (`startsTooLate`, `where` said after the pool's name).
+   * the engine absorbs another start. Past the pool's cold-start deadline (the back-off) or
+   * its `startQueueTimeoutMs` (the gate), 503 (`startsTooLate`, `where` said after the
+   * pool's name).
    */
   async startInTurn<T>(pool: WarmPool, where: string, start: () => Promise<T>): Promise<T> {
-    const waitUntil = this.now() + pool.coldStartTimeoutMs;
     const retryAt = this.backoffOf(pool.name).lastFailure?.nextAttemptAt ?? 0;
     if (retryAt > this.now()) {
-      if (retryAt >= waitUntil) throw startsTooLate(pool, where);
+      if (retryAt >= this.now() + pool.coldStartTimeoutMs) {
+        throw startsTooLate(pool, { ms: pool.coldStartTimeoutMs, setting: "coldStartTimeoutMs" }, where);
+      }
       await sleep(retryAt - this.now());
     }
+    const queueTimeoutMs = startQueueTimeoutMsOf(pool);
+    const waitUntil = this.now() + queueTimeoutMs;
     let ticket: number | undefined;
     try {
       while (!this.gate.mayStart(pool.name, ticket)) {
-        if (this.now() >= waitUntil) throw startsTooLate(pool, where);
+        if (this.now() >= waitUntil) {
+          throw startsTooLate(pool, { ms: queueTimeoutMs, setting: "startQueueTimeoutMs" }, where);
+        }
         ticket ??= this.gate.ticket();
         await this.gate.waitForTurn(pool.name, ticket, {
           pollMs: LEASE_POLL_MAX_MS,

@@ -15,6 +15,11 @@ export interface PoolSpec {
   maxTotal: number;
   warmupConcurrency: number;
   coldStartTimeoutMs: number;
+  /**
+   * How long a lease waits its turn at the start gate while the engine starts others (a
+   * burst); default START_QUEUE_TIMEOUT_MS (src/pool/sandbox-pool.ts).
+   */
+  startQueueTimeoutMs?: number;
   /** Sandboxes with network egress: leased only to workspaces whose policy allows it. */
   egress?: boolean;
   /** False: keep minIdle warm, whatever the lease rate (src/pool/pool-demand.ts). Default true. */

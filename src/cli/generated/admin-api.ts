@@ -3219,6 +3219,8 @@ export interface operations {
                             maxTotal: number;
                             warmupConcurrency: number;
                             coldStartTimeoutMs: number;
+                            /** @description How long a lease waits its turn to start a sandbox in a burst before a 503. */
+                            startQueueTimeoutMs?: number;
                             egress?: boolean;
                             demand?: boolean;
                             /** @enum {string} */
@@ -3407,6 +3409,8 @@ export interface operations {
                         maxTotal: number;
                         warmupConcurrency: number;
                         coldStartTimeoutMs: number;
+                        /** @description How long a lease waits its turn to start a sandbox in a burst before a 503. */
+                        startQueueTimeoutMs?: number;
                         egress?: boolean;
                         demand?: boolean;
                         /** @enum {string} */

@@ -19,6 +19,7 @@ import {
   leaseBudgetMs,
   type PoolCapacity,
   type RetiringSandbox,
+  startQueueTimeoutMsOf,
 } from "../../pool/sandbox-pool.js";
 import { StartRate, type StartRateView } from "../../pool/start-rate.js";
 import type { PoolSpec, SandboxUsage } from "../../runtime/sandbox-runtime.js";
@@ -106,7 +107,8 @@ export class RoutedPools implements GatewayPools {
           path: "/node/v1/leases",
           headers: { "content-type": "application/json" },
           body: JSON.stringify({ pool: pool.name, reuse }),
-          timeoutMs: pool.coldStartTimeoutMs + NODE_CALL_MS,
+          // The node's lease may wait its turn at its start gate, then start a sandbox.
+          timeoutMs: startQueueTimeoutMsOf(pool) + pool.coldStartTimeoutMs + NODE_CALL_MS,
           // The node binds the sandbox to the workspace: a call for any other is refused.
           workspace: hold.workspace,
         });

@@ -58,6 +58,8 @@ export class NodeWarmPool {
       {
         min: share.min,
         max: share.max,
+        // A wait for a place (the share full); a start's turn at the gate is bounded by the
+        // engine's startInTurn (startQueueTimeoutMs), not by this.
         acquireTimeoutMs: spec.coldStartTimeoutMs,
         idleEvictionMs: IDLE_EVICTION_MS,
         evictionRunMs: EVICTION_RUN_MS,

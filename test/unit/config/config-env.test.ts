@@ -537,6 +537,7 @@ describe("default image and its pool", () => {
         demand: true,
         isolation: "container",
         coldStartTimeoutMs: 30_000,
+        startQueueTimeoutMs: 120_000,
         egress: false,
       },
     ]);

@@ -47,6 +47,7 @@ describe("gatewayConfigSchema", () => {
       demand: true,
       isolation: "container",
       coldStartTimeoutMs: 30_000,
+      startQueueTimeoutMs: 120_000,
       egress: false,
     });
     expect(config.policy.resourceClass).toBe("standard");

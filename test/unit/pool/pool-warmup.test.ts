@@ -491,3 +491,51 @@ describe("a burst of leases on a dry pool", () => {
     expect(served.indexOf("tenant-b")).toBeLessThan(BURST_STARTS_MAX + 4);
   });
 });
+
+describe("a lease's turn at the start gate", () => {
+  const queued = BURST_STARTS_MAX + 2;
+
+  it("may last past the cold-start deadline: a burst is served late rather than refused", async () => {
+    const gate = gatedRuntime();
+    const pool = spec("a", {
+      minIdle: 0,
+      maxTotal: 100,
+      warmupConcurrency: 1,
+      coldStartTimeoutMs: 100,
+      startQueueTimeoutMs: 10_000,
+    });
+    const { manager } = poolManager([pool], gate.runtime, 1);
+    const leases = Array.from({ length: queued }, () => manager.lease(pool, HOLD));
+    await gate.settle();
+    // Three cold-start deadlines pass while the first starts hold the gate.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    for (let round = 0; round < 40 && gate.counts.started < queued; round++) await gate.release();
+    const leased = await Promise.all(leases);
+    expect(new Set(leased.map((lease) => lease.record.sandboxId)).size).toBe(queued);
+  });
+
+  it("ends at startQueueTimeoutMs with a 503 that names it", async () => {
+    const gate = gatedRuntime();
+    const pool = spec("a", {
+      minIdle: 0,
+      maxTotal: 100,
+      warmupConcurrency: 1,
+      coldStartTimeoutMs: 60_000,
+      startQueueTimeoutMs: 150,
+    });
+    const { manager } = poolManager([pool], gate.runtime, 1);
+    const outcomes = Array.from({ length: queued }, () =>
+      manager.lease(pool, HOLD).then(
+        () => "served",
+        (error: { code?: string; message: string }) => `${error.code}: ${error.message}`,
+      ),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    await gate.release();
+    const refused = (await Promise.all(outcomes)).filter((outcome) => outcome !== "served");
+    expect(refused.length).toBeGreaterThanOrEqual(1);
+    for (const outcome of refused) {
+      expect(outcome).toMatch(/^capacity\.exhausted: .*startQueueTimeoutMs/);
+    }
+  });
+});

@@ -7,6 +7,7 @@
  */
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
+import { BURST_STARTS_MAX } from "../../../src/pool/start-gate.js";
 import { type IdleSet, type WarmPool, WarmPoolEngine } from "../../../src/pool/warm-pool-engine.js";
 import { WarmupLimiter } from "../../../src/pool/warmup-limiter.js";
 
@@ -169,5 +170,31 @@ describe("the warm-pool engine", () => {
     await expect(engine.startInTurn(hurried, " on this node", async () => "never")).rejects.toThrow(
       "starts on this node did not keep up",
     );
+  });
+
+  it("lets a lease wait its turn at the gate past the cold-start deadline, up to startQueueTimeoutMs", async () => {
+    /** A fresh engine whose gate is full of starts held until `end()`, and one lease queued behind them. */
+    const queuedBehindBurst = (pool: WarmPool) => {
+      const engine = new WarmPoolEngine({ log: quietLog().log });
+      const holding: (() => void)[] = [];
+      const burst = Array.from({ length: BURST_STARTS_MAX }, () =>
+        engine.startInTurn(
+          pool,
+          " on this node",
+          () => new Promise<string>((resolve) => holding.push(() => resolve("held"))),
+        ),
+      );
+      const queued = engine
+        .startInTurn(pool, " on this node", async () => "queued")
+        .catch((error: Error) => error.message);
+      return { queued, end: () => Promise.all(holding.map((end) => end())).then(() => Promise.all(burst)) };
+    };
+    const patient = queuedBehindBurst({ ...POOL, coldStartTimeoutMs: 100, startQueueTimeoutMs: 5_000 });
+    const impatient = queuedBehindBurst({ ...POOL, coldStartTimeoutMs: 60_000, startQueueTimeoutMs: 150 });
+    // Three cold-start deadlines of the patient pool pass while the burst holds its gate.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await Promise.all([patient.end(), impatient.end()]);
+    expect(await patient.queued).toBe("queued");
+    expect(await impatient.queued).toMatch(/starts on this node did not keep up: .*startQueueTimeoutMs/);
   });
 });
