@@ -124,7 +124,7 @@ export class StartGate {
   }
 
   private give(pool: string, turn: Turn): void {
-    if (this.waiting.get(pool)?.empty) this.waiting.delete(pool);
+    this.forgetIfEmpty(pool);
     const given = this.given.get(pool) ?? new Set<number>();
     this.given.set(pool, given);
     given.add(turn.ticket);
@@ -139,9 +139,13 @@ export class StartGate {
       this.give(pool, turn);
       this.armNext(pool);
     } else {
-      if (queue?.empty) this.waiting.delete(pool);
+      this.forgetIfEmpty(pool);
       turn.wake();
     }
+  }
+
+  private forgetIfEmpty(pool: string): void {
+    if (this.waiting.get(pool)?.empty) this.waiting.delete(pool);
   }
 
   /** The next in turn polls; the others wait for their turn or their deadline. */
@@ -156,7 +160,7 @@ export class StartGate {
 }
 
 /**
- * The 503 of a lease that waited past `waitedMs` (its pool's `setting`): at the gate, its
+ * The 503 of a lease that waited `waited.ms`, its pool's `waited.setting`: at the gate, its
  * turn; behind a failing image's back-off, the cold-start deadline.
  */
 export function startsTooLate(

@@ -57,41 +57,51 @@ async function release(samples) {
 }
 
 /**
- * Waits until the deployment's pools hold `count` parked sandboxes, or as many as their places
- * leave beside minIdle (at its cap a pool's minIdle takes the places of parked ones), or
- * PARK_WAIT_MS passed.
+ * Reads the pools view every 250 ms until `ready(pools)` holds or PARK_WAIT_MS passed; then
+ * says `short(pools)` and goes on. Answers the last pools read.
  */
-async function waitForParked(admin, count) {
+async function waitForPools(admin, ready, short) {
   const deadline = nowMs() + PARK_WAIT_MS;
-  let parked = 0;
+  let pools = [];
   while (nowMs() < deadline) {
-    const pools = (await admin.send("GET", "/admin/v1/pools")).body?.items ?? [];
-    parked = pools.reduce((sum, pool) => sum + (pool.parked ?? 0), 0);
-    const room = pools.reduce((sum, pool) => sum + pool.maxTotal - pool.minIdle, 0);
-    if (parked >= Math.min(count, room)) return parked;
+    const answer = await admin.send("GET", "/admin/v1/pools");
+    pools = answer.body?.items ?? [];
+    if (answer.status === 200 && ready(pools)) return pools;
     await sleep(250);
   }
-  progress(
-    `again: only ${parked} of ${count} sandboxes parked after ${PARK_WAIT_MS / 1000} s; measuring anyway`,
+  progress(`${short(pools)} after ${PARK_WAIT_MS / 1000} s; measuring anyway`);
+  return pools;
+}
+
+const parkedIn = (pools) => pools.reduce((sum, pool) => sum + (pool.parked ?? 0), 0);
+
+/**
+ * Waits until the deployment's pools hold `count` parked sandboxes, or as many as their places
+ * leave beside minIdle (at its cap a pool's minIdle takes the places of parked ones).
+ */
+async function waitForParked(admin, count) {
+  const room = (pools) => pools.reduce((sum, pool) => sum + pool.maxTotal - pool.minIdle, 0);
+  const pools = await waitForPools(
+    admin,
+    (pools) => parkedIn(pools) >= Math.min(count, room(pools)),
+    (pools) => `again: only ${parkedIn(pools)} of ${count} sandboxes parked`,
   );
-  return parked;
+  return parkedIn(pools);
 }
 
 /**
- * Waits until every pool holds its minIdle idle (or PARK_WAIT_MS passed): a deployment's
- * steady state before traffic, not the seconds after its start while warm-up runs.
+ * Waits until every pool holds its minIdle idle: a deployment's steady state before traffic,
+ * not the seconds after its start while warm-up runs.
  */
 async function waitForWarm(admin) {
-  const deadline = nowMs() + PARK_WAIT_MS;
-  let short = [];
-  while (nowMs() < deadline) {
-    const answer = await admin.send("GET", "/admin/v1/pools");
-    short = (answer.body?.items ?? []).filter((pool) => pool.idle < pool.minIdle);
-    if (answer.status === 200 && short.length === 0) return;
-    await sleep(250);
-  }
-  progress(
-    `warm-up: ${short.map((pool) => `${pool.name} ${pool.idle} of ${pool.minIdle} idle`).join(", ")} after ${PARK_WAIT_MS / 1000} s; measuring anyway`,
+  const short = (pools) => pools.filter((pool) => pool.idle < pool.minIdle);
+  await waitForPools(
+    admin,
+    (pools) => short(pools).length === 0,
+    (pools) =>
+      `warm-up: ${short(pools)
+        .map((pool) => `${pool.name} ${pool.idle} of ${pool.minIdle} idle`)
+        .join(", ")}`,
   );
 }
 

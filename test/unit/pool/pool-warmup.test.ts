@@ -29,6 +29,10 @@ const spec = (name: string, overrides: Partial<PoolSpec> = {}): PoolSpec => ({
   ...overrides,
 });
 
+/** A dry pool with room for a burst, whose warm-up starts one at a time. */
+const burstPool = (timeouts: Partial<PoolSpec> = {}) =>
+  spec("a", { minIdle: 0, maxTotal: 100, warmupConcurrency: 1, coldStartTimeoutMs: 60_000, ...timeouts });
+
 /** A runtime whose starts finish when the test says so, counting how many run at once. */
 function gatedRuntime() {
   const waiting: (() => void)[] = [];
@@ -415,7 +419,7 @@ describe("a failing image", () => {
 describe("a burst of leases on a dry pool", () => {
   it("starts no more at once than the start gate allows, and every lease gets a sandbox", async () => {
     const gate = gatedRuntime();
-    const pool = spec("a", { minIdle: 0, maxTotal: 100, warmupConcurrency: 1, coldStartTimeoutMs: 60_000 });
+    const pool = burstPool();
     const { manager } = poolManager([pool], gate.runtime, 1);
     // Forty leases at once: each looked at the gate before any start was counted (the store's
     // first await), which let every one of them through before the gate counted starts first.
@@ -435,7 +439,7 @@ describe("a burst of leases on a dry pool", () => {
 
   it("a start's end sends one waiting lease to the store, not every one (the longest waiting first)", async () => {
     const gate = gatedRuntime();
-    const pool = spec("a", { minIdle: 0, maxTotal: 100, warmupConcurrency: 1, coldStartTimeoutMs: 60_000 });
+    const pool = burstPool();
     const { manager, store } = poolManager([pool], gate.runtime, 1);
     const lookups = vi.spyOn(store, "leaseIdle");
     const order: number[] = [];
@@ -460,7 +464,7 @@ describe("a burst of leases on a dry pool", () => {
 
   it("counts a queued lease as demand when it queues, once, so the burst reserve sees when the burst came", async () => {
     const gate = gatedRuntime();
-    const pool = spec("a", { minIdle: 0, maxTotal: 100, warmupConcurrency: 1, coldStartTimeoutMs: 60_000 });
+    const pool = burstPool();
     const { manager } = poolManager([pool], gate.runtime, 1);
     const leases = Array.from({ length: 30 }, () => manager.lease(pool, HOLD));
     await gate.settle();
@@ -475,7 +479,7 @@ describe("a burst of leases on a dry pool", () => {
 
   it("another workspace's lease that queues behind a burst is served at the next turn, not after the burst", async () => {
     const gate = gatedRuntime();
-    const pool = spec("a", { minIdle: 0, maxTotal: 100, warmupConcurrency: 1, coldStartTimeoutMs: 60_000 });
+    const pool = burstPool();
     const { manager } = poolManager([pool], gate.runtime, 1);
     const served: string[] = [];
     const lease = (workspace: string) =>
@@ -497,13 +501,7 @@ describe("a lease's turn at the start gate", () => {
 
   it("may last past the cold-start deadline: a burst is served late rather than refused", async () => {
     const gate = gatedRuntime();
-    const pool = spec("a", {
-      minIdle: 0,
-      maxTotal: 100,
-      warmupConcurrency: 1,
-      coldStartTimeoutMs: 100,
-      startQueueTimeoutMs: 10_000,
-    });
+    const pool = burstPool({ coldStartTimeoutMs: 100, startQueueTimeoutMs: 10_000 });
     const { manager } = poolManager([pool], gate.runtime, 1);
     const leases = Array.from({ length: queued }, () => manager.lease(pool, HOLD));
     await gate.settle();
@@ -516,13 +514,7 @@ describe("a lease's turn at the start gate", () => {
 
   it("ends at startQueueTimeoutMs with a 503 that names it", async () => {
     const gate = gatedRuntime();
-    const pool = spec("a", {
-      minIdle: 0,
-      maxTotal: 100,
-      warmupConcurrency: 1,
-      coldStartTimeoutMs: 60_000,
-      startQueueTimeoutMs: 150,
-    });
+    const pool = burstPool({ startQueueTimeoutMs: 150 });
     const { manager } = poolManager([pool], gate.runtime, 1);
     const outcomes = Array.from({ length: queued }, () =>
       manager.lease(pool, HOLD).then(

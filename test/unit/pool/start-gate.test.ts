@@ -43,6 +43,18 @@ describe("StartGate", () => {
   }
   const LONG = { pollMs: 10_000, maxWaitMs: 10_000 };
 
+  /** A gate of one start at a time: two waiters queue behind its start, whose end wakes the first. */
+  async function firstOfTwoWoken() {
+    const gate = new StartGate(engine(1));
+    const end = gate.began("a");
+    const [t1, t2] = [gate.ticket(), gate.ticket()];
+    const first = gate.waitForTurn("a", t1, LONG);
+    const second = gate.waitForTurn("a", t2, LONG);
+    end();
+    await first;
+    return { gate, t1, t2, second };
+  }
+
   it("a start's end wakes only the longest-waiting lease, and a served one passes the turn on", async () => {
     const gate = new StartGate(engine(1));
     const end = gate.began("a");
@@ -62,13 +74,7 @@ describe("StartGate", () => {
   });
 
   it("lets the woken waiter start, not a newcomer, while others wait", async () => {
-    const gate = new StartGate(engine(1));
-    const end = gate.began("a");
-    const [t1, t2] = [gate.ticket(), gate.ticket()];
-    const first = gate.waitForTurn("a", t1, LONG);
-    const second = gate.waitForTurn("a", t2, LONG);
-    end();
-    await first;
+    const { gate, t1, t2, second } = await firstOfTwoWoken();
     expect(gate.mayStart("a")).toBe(false); // a newcomer queues behind the second
     expect(gate.mayStart("a", t2)).toBe(false); // the second's turn has not come
     expect(gate.mayStart("a", t1)).toBe(true);
@@ -125,13 +131,7 @@ describe("StartGate", () => {
   });
 
   it("a given turn lets its waiter start until it leaves; a newcomer waits while others do", async () => {
-    const gate = new StartGate(engine(1));
-    const end = gate.began("a");
-    const [t1, t2] = [gate.ticket(), gate.ticket()];
-    const first = gate.waitForTurn("a", t1, LONG);
-    const second = gate.waitForTurn("a", t2, LONG);
-    end();
-    await first;
+    const { gate, t1, second } = await firstOfTwoWoken();
     expect(gate.mayStart("a", t1)).toBe(true);
     gate.leave("a", t1);
     expect(gate.mayStart("a", t1)).toBe(false);
